@@ -1,0 +1,47 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   - a real simulation on bundled data
+#   make test   - the lit (FileCheck) suite and pytest
+# Both create .venv when missing and install pinned dependencies first.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+
+# torch first and pinned: an unpinned torch pulls the newest CUDA build (GBs).
+TORCH_PIN := torch==2.13.0
+
+.PHONY: all install demo test lit unit bench clean
+
+all: test
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(TORCH_PIN)
+	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/charon-opt examples/transformer_layer.mlir \
+	  -p 'set-target{hardware=H100-SXM5-80GB gpus=8},cost-annotate,lower-to-events' -t simulate
+
+lit: $(STAMP)
+	$(BIN)/lit -sv test/lit
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest test/unit
+
+test: $(STAMP)
+	$(BIN)/lit -sv test/lit
+	$(BIN)/python -m pytest test/unit
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info test/lit/**/Output

@@ -1,0 +1,1 @@
+"""Subcommands of `charon`; each module has `register(app)`."""

@@ -1,0 +1,40 @@
+"""The cost-engine interface. An engine is a class with one method, `price`; it
+returns a `Cost` for the ops it knows and None for the rest, so engines chain:
+`cost-annotate{engines=db,predict,analytic}` asks each in turn."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.ir import Operation
+
+from charon_ir.target.target import Target
+
+
+@dataclass(frozen=True)
+class Cost:
+    time_s: float
+    flops: float
+    bytes: float
+    engine: str
+
+
+class CostEngine(abc.ABC):
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def price(self, op: Operation, target: Target) -> Cost | None:
+        """The cost of `op` on `target`, or None if this engine does not know it."""
+
+
+def _analytic() -> type[CostEngine]:
+    from charon_ir.engines.analytic import AnalyticEngine
+
+    return AnalyticEngine
+
+
+ENGINES: dict[str, Callable[[], type[CostEngine]]] = {"analytic": _analytic}
+"""Engine name -> lazy factory. Adding an engine adds one line here."""

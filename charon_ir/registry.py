@@ -1,0 +1,57 @@
+"""Names of every Charon dialect, pass and target, each behind a lazy factory."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.utils.target import Target
+
+
+def _sim() -> Dialect:
+    from charon_ir.dialects.sim import Sim
+
+    return Sim
+
+
+def _coll() -> Dialect:
+    from charon_ir.dialects.coll import Coll
+
+    return Coll
+
+
+def _event() -> Dialect:
+    from charon_ir.dialects.event import Event
+
+    return Event
+
+
+ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "sim": _sim,
+    "coll": _coll,
+    "event": _event,
+}
+
+
+def _pass(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def factory() -> type[ModulePass]:
+        import importlib
+
+        return getattr(importlib.import_module(module), cls)
+
+    return factory
+
+
+ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "set-target": _pass("charon_ir.passes.set_target", "SetTargetPass"),
+    "cost-annotate": _pass("charon_ir.passes.cost_annotate", "CostAnnotatePass"),
+    "lower-to-events": _pass("charon_ir.lowering.lower_to_events", "LowerToEventsPass"),
+}
+
+
+def _simulate_target() -> type[Target]:
+    from charon_ir.runtime.simulate_target import SimulateTarget
+
+    return SimulateTarget
+
+
+ALL_TARGETS: dict[str, Callable[[], type[Target]]] = {"simulate": _simulate_target}

@@ -1,0 +1,58 @@
+"""`-t simulate`: run the interpreter on a module and print the JSON report.
+
+Options:
+- compute-slowdown: slowdown of compute overlapped with communication (default 0).
+- comm-slowdown: slowdown of communication overlapped with compute (default 0).
+
+A module that is priced but not lowered, or targeted but not priced, is finished
+with the default pipeline (`cost-annotate`, `lower-to-events`) first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.target import Target as XdslTarget
+
+from charon_ir.dialects import event
+from charon_ir.errors import CharonError
+from charon_ir.report.summary import summarize
+from charon_ir.runtime.flatten import flatten
+from charon_ir.runtime.interpreter import OverlapModel, run
+from charon_ir.target.target import Target
+
+
+def simulate_module(
+    ctx: Context, module: ModuleOp, overlap: OverlapModel = OverlapModel()
+) -> dict:
+    programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
+    if not programs:
+        from charon_ir.lowering.lower_to_events import LowerToEventsPass
+        from charon_ir.passes.cost_annotate import CostAnnotatePass
+
+        CostAnnotatePass().apply(ctx, module)
+        LowerToEventsPass().apply(ctx, module)
+        programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
+    if len(programs) != 1:
+        raise CharonError(f"simulate: expected one event.program, found {len(programs)}")
+    target = Target.from_module(module)
+    timeline = run(flatten(programs[0]), overlap)
+    return summarize(timeline, target)
+
+
+@dataclass(frozen=True)
+class SimulateTarget(XdslTarget):
+    name = "simulate"
+
+    compute_slowdown: float = 0.0
+    comm_slowdown: float = 0.0
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        report = simulate_module(
+            ctx, module, OverlapModel(self.compute_slowdown, self.comm_slowdown)
+        )
+        output.write(json.dumps(report, indent=2) + "\n")

@@ -1,0 +1,380 @@
+"""
+The `coll` dialect: collectives over named axes of a device grid.
+
+The vocabulary follows MLIR's `shard` dialect (a `grid` symbol, collectives naming
+the grid and the axes they run over) with two differences that a simulator needs:
+axes have names (`dp`, `pp`, `cp`, `ep`, `tp`), and the set includes all_gather,
+reduce_scatter and all_to_all, which `xdsl.dialects.shard` lacks.
+
+Tensor types are per-rank (local) shapes. A group is every rank that differs from
+this one only in the named axes; its size is the product of those axes' sizes.
+Each op states the bytes it moves per rank under a ring algorithm
+(`ring_bytes_per_rank`), the closed forms the cost engines and the property tests
+check against.
+"""
+
+from __future__ import annotations
+
+import abc
+from math import prod
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    SymbolNameConstraint,
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+)
+from xdsl.dialects.shard import DimensionList
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from charon_ir.dialects.sim import shape_of, tensor_bytes
+
+AnyTensor = base(TensorType)
+
+
+@irdl_op_definition
+class GridOp(IRDLOperation):
+    """A logical grid of devices with named axes, outermost first:
+    `coll.grid @mesh(axes = ["dp", "pp", "tp"], shape = 4x2x8)`."""
+
+    name = "coll.grid"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    axes = prop_def(ArrayAttr[StringAttr])
+    shape = prop_def(DenseArrayBase[I64])
+
+    traits = traits_def(SymbolOpInterface())
+    assembly_format = (
+        "$sym_name `(` `axes` `=` $axes `,` `shape` `=` custom<DimensionList>($shape) `)`"
+        " attr-dict"
+    )
+    custom_directives = (DimensionList,)
+
+    def __init__(self, sym_name: str, axes: dict[str, int]):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(sym_name),
+                "axes": ArrayAttr([StringAttr(a) for a in axes]),
+                "shape": DenseArrayBase.from_list(I64, list(axes.values())),
+            }
+        )
+
+    def axis_sizes(self) -> dict[str, int]:
+        return {
+            a.data: int(s)
+            for a, s in zip(self.axes.data, self.shape.get_values(), strict=True)
+        }
+
+    def verify_(self) -> None:
+        names = [a.data for a in self.axes.data]
+        sizes = self.shape.get_values()
+        if len(names) != len(sizes):
+            raise VerifyException(
+                f"{len(names)} axis names but {len(sizes)} sizes"
+            )
+        if len(set(names)) != len(names):
+            raise VerifyException(f"axis names must be distinct, got {names}")
+        if any(s < 1 for s in sizes):
+            raise VerifyException(f"axis sizes must be >= 1, got {list(sizes)}")
+
+    def num_devices(self) -> int:
+        return prod(self.shape.get_values())
+
+
+class CollectiveOp(IRDLOperation, abc.ABC):
+    """A collective over `grid_axes` of `grid`. Subclasses state their shape rule
+    and their ring traffic per rank."""
+
+    grid = prop_def(SymbolRefAttr)
+    grid_axes = prop_def(ArrayAttr[StringAttr])
+
+    def lookup_grid(self) -> GridOp:
+        op = SymbolTable.lookup_symbol(self, self.grid)
+        if not isinstance(op, GridOp):
+            raise VerifyException(f"grid {self.grid} is not a coll.grid in scope")
+        return op
+
+    def axis_names(self) -> list[str]:
+        return [a.data for a in self.grid_axes.data]
+
+    def group_size(self) -> int:
+        sizes = self.lookup_grid().axis_sizes()
+        return prod(sizes[a] for a in self.axis_names())
+
+    def _verify_axes(self) -> int:
+        sizes = self.lookup_grid().axis_sizes()
+        names = self.axis_names()
+        if not names:
+            raise VerifyException("needs at least one grid axis")
+        for a in names:
+            if a not in sizes:
+                raise VerifyException(
+                    f"axis '{a}' is not an axis of grid {self.grid} ({list(sizes)})"
+                )
+        return prod(sizes[a] for a in names)
+
+    def op_kind(self) -> str:
+        return self.name.removeprefix("coll.")
+
+    @abc.abstractmethod
+    def payload_bytes(self) -> float:
+        """The size S the closed forms are stated in (the full, unsplit buffer)."""
+
+    @abc.abstractmethod
+    def ring_bytes_per_rank(self) -> float:
+        """Bytes each rank sends under a ring algorithm over a group of n."""
+
+    def verify_(self) -> None:
+        self._verify_axes()
+
+
+class _UnaryCollective(CollectiveOp, abc.ABC):
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    def __init__(
+        self,
+        input: SSAValue,
+        grid: str,
+        axes: list[str],
+        result_type: Attribute | None = None,
+        **props: Attribute,
+    ):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type or input.type],
+            properties={
+                "grid": SymbolRefAttr(grid),
+                "grid_axes": ArrayAttr([StringAttr(a) for a in axes]),
+                **props,
+            },
+        )
+
+
+class _SameTypeCollective(_UnaryCollective, abc.ABC):
+    T: ClassVar = VarConstraint("T", AnyTensor)
+    input = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$input `on` $grid $grid_axes attr-dict `:` type($input)"
+
+
+@irdl_op_definition
+class AllReduceOp(_SameTypeCollective):
+    """Sum (or `reduction`) of `input` over the group, result on every rank."""
+
+    name = "coll.all_reduce"
+
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.input)
+
+    def ring_bytes_per_rank(self) -> float:
+        n = self.group_size()
+        return 2.0 * (n - 1) / n * self.payload_bytes()
+
+
+@irdl_op_definition
+class BroadcastOp(_SameTypeCollective):
+    """Copy `input` of the group's first rank to every rank of the group."""
+
+    name = "coll.broadcast"
+
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.input)
+
+    def ring_bytes_per_rank(self) -> float:
+        # a pipelined ring forwards the whole buffer once per rank
+        return self.payload_bytes() if self.group_size() > 1 else 0.0
+
+
+class _AxisCollective(_UnaryCollective, abc.ABC):
+    axis = prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$input `on` $grid $grid_axes `axis` $axis attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def _check_axis(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        x, r = shape_of(self.input), shape_of(self.result)
+        a = self.axis.value.data
+        if not 0 <= a < len(x):
+            raise VerifyException(f"axis {a} out of range for rank {len(x)}")
+        if len(r) != len(x):
+            raise VerifyException("input and result must have the same rank")
+        return x, r, a
+
+
+@irdl_op_definition
+class AllGatherOp(_AxisCollective):
+    """Concatenate every rank's `input` along `axis`: result dim = n x input dim."""
+
+    name = "coll.all_gather"
+
+    def verify_(self) -> None:
+        n = self._verify_axes()
+        x, r, a = self._check_axis()
+        want = tuple(s * n if i == a else s for i, s in enumerate(x))
+        if r != want:
+            raise VerifyException(
+                f"result shape must be {list(want)} (axis {a} x group size {n}), got {list(r)}"
+            )
+
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.result)
+
+    def ring_bytes_per_rank(self) -> float:
+        n = self.group_size()
+        return (n - 1) / n * self.payload_bytes()
+
+
+@irdl_op_definition
+class ReduceScatterOp(_AxisCollective):
+    """Sum over the group, each rank keeping its 1/n slice along `axis`."""
+
+    name = "coll.reduce_scatter"
+
+    def verify_(self) -> None:
+        n = self._verify_axes()
+        x, r, a = self._check_axis()
+        if x[a] % n:
+            raise VerifyException(
+                f"input dim {a} ({x[a]}) is not divisible by the group size {n}"
+            )
+        want = tuple(s // n if i == a else s for i, s in enumerate(x))
+        if r != want:
+            raise VerifyException(
+                f"result shape must be {list(want)} (axis {a} / group size {n}), got {list(r)}"
+            )
+
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.input)
+
+    def ring_bytes_per_rank(self) -> float:
+        n = self.group_size()
+        return (n - 1) / n * self.payload_bytes()
+
+
+@irdl_op_definition
+class AllToAllOp(_UnaryCollective):
+    """Split `input` along `split_axis` into n blocks, send block j to rank j, and
+    concatenate the received blocks along `concat_axis`."""
+
+    name = "coll.all_to_all"
+
+    split_axis = prop_def(IntegerAttr[I64])
+    concat_axis = prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$input `on` $grid $grid_axes `split` $split_axis `concat` $concat_axis attr-dict"
+        " `:` type($input) `->` type($result)"
+    )
+
+    def verify_(self) -> None:
+        n = self._verify_axes()
+        x, r = shape_of(self.input), shape_of(self.result)
+        s, c = self.split_axis.value.data, self.concat_axis.value.data
+        if not (0 <= s < len(x) and 0 <= c < len(x)) or len(r) != len(x):
+            raise VerifyException("split/concat axes must index the input's dims")
+        if x[s] % n:
+            raise VerifyException(
+                f"input dim {s} ({x[s]}) is not divisible by the group size {n}"
+            )
+        want = list(x)
+        want[s] //= n
+        want[c] *= n
+        if list(r) != want:
+            raise VerifyException(f"result shape must be {want}, got {list(r)}")
+
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.input)
+
+    def ring_bytes_per_rank(self) -> float:
+        n = self.group_size()
+        return (n - 1) / n * self.payload_bytes()
+
+
+@irdl_op_definition
+class SendOp(CollectiveOp):
+    """Send `input` to the rank `shift` steps along the (single) grid axis."""
+
+    name = "coll.send"
+
+    input = operand_def(AnyTensor)
+    shift = prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$input `on` $grid $grid_axes `shift` $shift attr-dict `:` type($input)"
+    )
+
+    def verify_(self) -> None:
+        self._verify_axes()
+        if len(self.grid_axes.data) != 1:
+            raise VerifyException("point-to-point ops take exactly one grid axis")
+
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.input)
+
+    def ring_bytes_per_rank(self) -> float:
+        return self.payload_bytes()
+
+
+@irdl_op_definition
+class RecvOp(CollectiveOp):
+    """Receive a tensor from the rank `shift` steps along the (single) grid axis."""
+
+    name = "coll.recv"
+
+    result = result_def(AnyTensor)
+    shift = prop_def(IntegerAttr[I64])
+
+    assembly_format = "`on` $grid $grid_axes `shift` $shift attr-dict `:` type($result)"
+
+    def verify_(self) -> None:
+        self._verify_axes()
+        if len(self.grid_axes.data) != 1:
+            raise VerifyException("point-to-point ops take exactly one grid axis")
+
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.result)
+
+    def ring_bytes_per_rank(self) -> float:
+        # the sender is charged; a receive moves nothing of its own
+        return 0.0
+
+
+def collectives(op: Operation) -> list[CollectiveOp]:
+    return [o for o in op.walk() if isinstance(o, CollectiveOp)]
+
+
+Coll = Dialect(
+    "coll",
+    [
+        GridOp,
+        AllReduceOp,
+        AllGatherOp,
+        ReduceScatterOp,
+        AllToAllOp,
+        BroadcastOp,
+        SendOp,
+        RecvOp,
+    ],
+    [],
+)

@@ -1,0 +1,257 @@
+"""
+The `event` dialect: what the hardware does, in order.
+
+One `event.program` per rank class (a pipeline stage, say), never one per GPU. It
+declares its streams (a compute stream, one lane per communication axis) and holds
+events. An event runs on one stream for `duration_s` seconds, after the events it
+names in `after(...)` and after the previous event of its stream (a stream runs its
+events in program order, as a CUDA stream does). Every event yields a `!event.token`
+that later events can wait on.
+
+`event.loop` keeps repetition structured (layers, micro-batches): its body runs
+`count` times; the body's block argument is the token the previous iteration
+yielded (the loop's `init` token on the first one).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    SymbolNameConstraint,
+    I64,
+    ArrayAttr,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+)
+from xdsl.ir import Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    NoTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+
+
+@irdl_attr_definition
+class TokenType(ParametrizedAttribute, TypeAttribute):
+    """The completion of an event."""
+
+    name = "event.token"
+
+
+Token = base(TokenType)
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """The events of one rank class; `ranks` GPUs run it."""
+
+    name = "event.program"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    ranks = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+
+    traits = traits_def(SymbolOpInterface(), NoTerminator(), SymbolTable())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$sym_name `ranks` $ranks attr-dict-with-keyword $body"
+
+    def __init__(self, sym_name: str, ranks: int, body, **attrs):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(sym_name),
+                "ranks": IntegerAttr(ranks, 64),
+            },
+            regions=[body],
+            attributes=attrs,
+        )
+
+
+@irdl_op_definition
+class StreamOp(IRDLOperation):
+    """A stream: `compute`, or `comm` with the grid axes it serves."""
+
+    name = "event.stream"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    kind = prop_def(StringAttr)
+    axes = opt_prop_def(ArrayAttr[StringAttr])
+
+    traits = traits_def(SymbolOpInterface(), HasParent(ProgramOp))
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$sym_name $kind attr-dict"
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"compute", "comm"})
+
+    def __init__(self, sym_name: str, kind: str, axes: list[str] | None = None):
+        props = {"sym_name": StringAttr(sym_name), "kind": StringAttr(kind)}
+        if axes:
+            props["axes"] = ArrayAttr([StringAttr(a) for a in axes])
+        super().__init__(properties=props)
+
+    def verify_(self) -> None:
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(
+                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
+            )
+
+
+class EventOpBase(IRDLOperation):
+    """An event on `stream`, lasting `duration_s`, after `deps`."""
+
+    stream = prop_def(SymbolRefAttr)
+    label = prop_def(StringAttr)
+    duration_s = prop_def(FloatAttr[Float64Type])
+    deps = var_operand_def(Token)
+    token = result_def(TokenType)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$label `on` $stream `duration` $duration_s (`after` `(` $deps^ `)`)? attr-dict"
+    )
+
+    def __init__(
+        self,
+        stream: str,
+        label: str,
+        duration_s: float,
+        deps=(),
+        **attrs,
+    ):
+        super().__init__(
+            operands=[list(deps)],
+            result_types=[TokenType()],
+            properties={
+                "stream": SymbolRefAttr(stream),
+                "label": StringAttr(label),
+                "duration_s": FloatAttr(float(duration_s), Float64Type()),
+            },
+            attributes=attrs,
+        )
+
+    def lookup_stream(self) -> StreamOp:
+        op = SymbolTable.lookup_symbol(self, self.stream)
+        if not isinstance(op, StreamOp):
+            raise VerifyException(f"stream {self.stream} is not declared in this program")
+        return op
+
+    def verify_(self) -> None:
+        if self.duration_s.value.data < 0:
+            raise VerifyException(f"duration_s must be >= 0, got {self.duration_s.value.data}")
+        kind = self.lookup_stream().kind.data
+        if kind != self.STREAM_KIND:
+            raise VerifyException(
+                f"'{self.name}' must run on a {self.STREAM_KIND} stream, "
+                f"{self.stream} is a {kind} stream"
+            )
+
+    STREAM_KIND: ClassVar[str] = ""
+
+
+@irdl_op_definition
+class ComputeOp(EventOpBase):
+    """A kernel on a compute stream."""
+
+    name = "event.compute"
+    STREAM_KIND: ClassVar[str] = "compute"
+
+
+@irdl_op_definition
+class CommOp(EventOpBase):
+    """A communication on a comm stream; `group` ranks take part (a collective
+    rendezvous) and it moves `bytes` per rank."""
+
+    name = "event.comm"
+    STREAM_KIND: ClassVar[str] = "comm"
+
+
+@irdl_op_definition
+class WaitOp(IRDLOperation):
+    """Join: completes when all `deps` have completed; takes no time."""
+
+    name = "event.wait"
+
+    deps = var_operand_def(Token)
+    token = result_def(TokenType)
+
+    assembly_format = "`(` $deps `)` attr-dict"
+
+    def __init__(self, deps):
+        super().__init__(operands=[list(deps)], result_types=[TokenType()])
+
+
+@irdl_op_definition
+class LoopOp(IRDLOperation):
+    """Run the body `count` times; the body's token argument is the previous
+    iteration's yield (`init` first); the result is the last iteration's yield."""
+
+    name = "event.loop"
+
+    count = prop_def(IntegerAttr[I64])
+    init = operand_def(Token)
+    token = result_def(TokenType)
+    body = region_def("single_block")
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$count `iter` `(` $init `)` attr-dict-with-keyword $body"
+
+    def __init__(self, count: int, init, body, **attrs):
+        super().__init__(
+            operands=[init],
+            result_types=[TokenType()],
+            properties={"count": IntegerAttr(count, 64)},
+            regions=[body],
+            attributes=attrs,
+        )
+
+    def verify_(self) -> None:
+        if self.count.value.data < 1:
+            raise VerifyException(f"count must be >= 1, got {self.count.value.data}")
+        args = self.body.block.args
+        if len(args) != 1 or not isinstance(args[0].type, TokenType):
+            raise VerifyException("body takes exactly one !event.token argument")
+        if not isinstance(self.body.block.last_op, YieldOp):
+            raise VerifyException("body must end with event.yield")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends an `event.loop` body with the token the next iteration starts after."""
+
+    name = "event.yield"
+
+    token = operand_def(Token)
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(LoopOp)))
+    assembly_format = "$token attr-dict"
+
+    def __init__(self, token):
+        super().__init__(operands=[token])
+
+
+Event = Dialect(
+    "event",
+    [ProgramOp, StreamOp, ComputeOp, CommOp, WaitOp, LoopOp, YieldOp],
+    [TokenType],
+)

@@ -1,0 +1,1186 @@
+"""
+The `sim` dialect: what a model computes, at tensor level.
+
+Ops are a closed, named set. Each compute op knows its own FLOPs and the bytes it
+moves to and from device memory (`flops()` / `bytes_moved()`): the cost engines
+price ops from these, so a pass that reshapes a tensor changes the cost with it.
+Anything unnamed imports as `sim.generic`, which carries its FLOPs and bytes.
+
+Structure:
+- `sim.phase` holds the ops of one phase of a training step (forward, backward,
+  optimizer) or of a serving step (prefill, decode) and yields the values that later
+  phases use (saved activations, gradients): what a phase yields is what it keeps
+  alive, which is what memory analysis reads.
+- `sim.repeat` holds one layer's body, run `count` times. Like a scan it has
+  carried values (the hidden state) and sliced values: a sliced operand has a
+  leading `count` dimension and each iteration sees one slice (a layer's weights);
+  sliced results are stacked the same way (per-layer saved activations).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from math import prod
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    AnyFloatConstr,
+    ArrayAttr,
+    DenseArrayBase,
+    FloatAttr,
+    FloatData,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    param_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator, NoTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+AnyTensor = base(TensorType)
+
+ELEMENT_BYTES: dict[str, float] = {
+    "f64": 8,
+    "f32": 4,
+    "tf32": 4,
+    "bf16": 2,
+    "f16": 2,
+    "f8E4M3FN": 1,
+    "f8E5M2": 1,
+    "i64": 8,
+    "i32": 4,
+    "i16": 2,
+    "i8": 1,
+    "i1": 1,
+}
+
+
+def element_bytes(element_type: Attribute) -> float:
+    """Bytes per element of a builtin element type."""
+    text = str(element_type)
+    if text in ELEMENT_BYTES:
+        return ELEMENT_BYTES[text]
+    if isinstance(element_type, IntegerType):
+        return max(1, element_type.width.data // 8)
+    raise VerifyException(f"element type {text} has no known size")
+
+
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def numel(value: SSAValue | Attribute) -> int:
+    return prod(shape_of(value))
+
+
+def tensor_bytes(value: SSAValue | Attribute) -> float:
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return prod(t.get_shape()) * element_bytes(t.element_type)
+
+
+def _check_static(op_name: str, *values: SSAValue) -> None:
+    for v in values:
+        t = v.type
+        if isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
+            raise VerifyException(f"'{op_name}' needs static shapes, got {t}")
+
+
+# ---------------------------------------------------------------------------
+# Attributes
+# ---------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class CostAttr(ParametrizedAttribute):
+    """What a cost engine said of one op: seconds, FLOPs, bytes and who priced it."""
+
+    name = "sim.cost"
+
+    time_s: FloatData = param_def()
+    flops: FloatData = param_def()
+    bytes: FloatData = param_def()
+    engine: StringAttr = param_def()
+
+    def __init__(self, time_s: float, flops: float, bytes: float, engine: str):
+        super().__init__(
+            FloatData(float(time_s)),
+            FloatData(float(flops)),
+            FloatData(float(bytes)),
+            StringAttr(engine),
+        )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, Attribute] = {}
+        with parser.in_angle_brackets():
+            while True:
+                key = parser.parse_identifier()
+                parser.parse_punctuation("=")
+                if key == "engine":
+                    values[key] = StringAttr(parser.parse_str_literal())
+                else:
+                    values[key] = FloatData(parser.parse_number())
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+        try:
+            return [values[k] for k in ("time_s", "flops", "bytes", "engine")]
+        except KeyError as e:
+            parser.raise_error(f"#sim.cost is missing the field {e.args[0]}")
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(
+            f"<time_s = {self.time_s.data:.6e}, flops = {self.flops.data:.6e}, "
+            f'bytes = {self.bytes.data:.6e}, engine = "{self.engine.data}">'
+        )
+
+
+@irdl_attr_definition
+class TokenType(ParametrizedAttribute, TypeAttribute):
+    """A value with no data: an ordering edge (a send's completion)."""
+
+    name = "sim.token"
+
+
+# ---------------------------------------------------------------------------
+# Op families
+# ---------------------------------------------------------------------------
+
+
+class ComputeOp(IRDLOperation, abc.ABC):
+    """An op that runs on a GPU's compute units and can be priced from its shapes."""
+
+    @abc.abstractmethod
+    def flops(self) -> float:
+        """Floating-point operations (a multiply-add counts 2)."""
+
+    @abc.abstractmethod
+    def bytes_moved(self) -> float:
+        """Bytes read from and written to device memory by an unfused kernel."""
+
+    def op_kind(self) -> str:
+        """Key used by cost databases and reports."""
+        return self.name.removeprefix("sim.")
+
+    def shapes_key(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(
+            shape_of(v) for v in (*self.operands, *self.results)
+            if isinstance(v.type, TensorType)
+        )
+
+    def _io_bytes(self) -> float:
+        return sum(
+            tensor_bytes(v)
+            for v in (*self.operands, *self.results)
+            if isinstance(v.type, TensorType)
+        )
+
+
+# flops per output element, per elementwise kind (exp/div/tanh count as one flop
+# each, as in Megatron's and Calculon's accounting)
+ELEMENTWISE_FLOPS: dict[str, int] = {
+    "add": 1,
+    "sub": 1,
+    "mul": 1,
+    "div": 1,
+    "neg": 1,
+    "exp": 1,
+    "rsqrt": 1,
+    "pow": 1,
+    "copy": 0,
+    "cast": 0,
+    "relu": 1,
+    "silu": 4,
+    "gelu": 8,
+    "tanh": 1,
+    "sigmoid": 4,
+    "dropout": 2,
+    "where": 1,
+    "fill": 0,
+    "silu_grad": 6,
+    "gelu_grad": 12,
+}
+
+
+def _broadcastable(src: Sequence[int], dst: Sequence[int]) -> bool:
+    if len(src) > len(dst):
+        return False
+    for s, d in zip(reversed(src), reversed(dst)):
+        if s != d and s != 1:
+            return False
+    return True
+
+
+@irdl_op_definition
+class MatmulOp(ComputeOp):
+    """
+    `C[..., M, N] = op(A)[..., M, K] x op(B)[..., K, N]`, op() transposing the last
+    two dims when `transpose_lhs`/`transpose_rhs` is set. `rhs` is either rank 2 (a
+    weight shared over the batch dims of `lhs`) or has the same batch dims as `lhs`.
+    """
+
+    name = "sim.matmul"
+
+    lhs = operand_def(AnyTensor)
+    rhs = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    transpose_lhs = opt_prop_def(UnitAttr)
+    transpose_rhs = opt_prop_def(UnitAttr)
+
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        result_type: Attribute,
+        transpose_lhs: bool = False,
+        transpose_rhs: bool = False,
+    ):
+        props: dict[str, Attribute] = {}
+        if transpose_lhs:
+            props["transpose_lhs"] = UnitAttr()
+        if transpose_rhs:
+            props["transpose_rhs"] = UnitAttr()
+        super().__init__(
+            operands=[lhs, rhs], result_types=[result_type], properties=props
+        )
+
+    def dims(self) -> tuple[int, int, int, int]:
+        """(batch, M, N, K) with batch the product of the leading dims of lhs."""
+        a, b = shape_of(self.lhs), shape_of(self.rhs)
+        m, k = (a[-1], a[-2]) if self.transpose_lhs else (a[-2], a[-1])
+        n = b[-2] if self.transpose_rhs else b[-1]
+        return prod(a[:-2]), m, n, k
+
+    def verify_(self) -> None:
+        _check_static(self.name, self.lhs, self.rhs, self.result)
+        a, b, c = shape_of(self.lhs), shape_of(self.rhs), shape_of(self.result)
+        if len(a) < 2 or len(b) < 2:
+            raise VerifyException(
+                f"operands must have rank >= 2, got ranks {len(a)} and {len(b)}"
+            )
+        k_lhs = a[-2] if self.transpose_lhs else a[-1]
+        k_rhs = b[-1] if self.transpose_rhs else b[-2]
+        if k_lhs != k_rhs:
+            raise VerifyException(
+                f"contracting dims differ: lhs K = {k_lhs}, rhs K = {k_rhs}"
+            )
+        if len(b) > 2 and tuple(b[:-2]) != tuple(a[:-2]):
+            raise VerifyException(
+                f"batch dims differ: lhs {list(a[:-2])}, rhs {list(b[:-2])}"
+            )
+        _, m, n, _ = self.dims()
+        expected = (*a[:-2], m, n)
+        if c != expected:
+            raise VerifyException(
+                f"result shape must be {list(expected)} (batch x M x N), got {list(c)}"
+            )
+
+    def flops(self) -> float:
+        batch, m, n, k = self.dims()
+        return 2.0 * batch * m * n * k
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+class _AttentionBase(ComputeOp, abc.ABC):
+    """Shape rule shared by attention and its gradient: q [b, sq, hq, d],
+    k [b, skv, hkv, d], v [b, skv, hkv, dv], hq a multiple of hkv (GQA/MQA)."""
+
+    q = operand_def(AnyTensor)
+    k = operand_def(AnyTensor)
+    v = operand_def(AnyTensor)
+    causal = opt_prop_def(UnitAttr)
+    flash = opt_prop_def(UnitAttr)
+
+    def _verify_qkv(self) -> None:
+        _check_static(self.name, self.q, self.k, self.v)
+        q, k, v = shape_of(self.q), shape_of(self.k), shape_of(self.v)
+        if len(q) != 4 or len(k) != 4 or len(v) != 4:
+            raise VerifyException(
+                "q, k, v must be rank 4 [batch, seq, heads, head_dim]"
+            )
+        if q[0] != k[0] or k[0] != v[0]:
+            raise VerifyException(
+                f"batch differs: q {q[0]}, k {k[0]}, v {v[0]}"
+            )
+        if k[1] != v[1] or k[2] != v[2]:
+            raise VerifyException("k and v must have the same seq and heads")
+        if q[3] != k[3]:
+            raise VerifyException(
+                f"q and k head_dim differ: {q[3]} vs {k[3]}"
+            )
+        if k[2] == 0 or q[2] % k[2] != 0:
+            raise VerifyException(
+                f"q heads ({q[2]}) must be a multiple of kv heads ({k[2]})"
+            )
+        if self.causal and q[1] > k[1]:
+            raise VerifyException(
+                f"causal attention needs q seq ({q[1]}) <= kv seq ({k[1]})"
+            )
+
+    def score_pairs(self) -> float:
+        """(query, key) pairs computed per batch row and head; a causal mask keeps
+        the pairs at or below the diagonal, aligned to the end of the kv sequence."""
+        sq, skv = shape_of(self.q)[1], shape_of(self.k)[1]
+        if not self.causal:
+            return float(sq * skv)
+        return float(sq * (skv - sq) + sq * (sq + 1) / 2)
+
+    def forward_flops(self) -> float:
+        b, _, hq, d = shape_of(self.q)
+        dv = shape_of(self.v)[3]
+        return 2.0 * b * hq * self.score_pairs() * (d + dv)
+
+    def score_bytes(self) -> float:
+        """Bytes of the score matrix, written and read back when not flash-fused."""
+        b, sq, hq, _ = shape_of(self.q)
+        skv = shape_of(self.k)[1]
+        return 0.0 if self.flash else 2.0 * b * hq * sq * skv * element_bytes(
+            self.q.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+        )
+
+
+@irdl_op_definition
+class AttentionOp(_AttentionBase):
+    """softmax(q k^T / sqrt(d) [+ causal mask]) v, per head; kv heads shared by
+    hq / hkv query heads. Result: [b, sq, hq, dv]."""
+
+    name = "sim.attention"
+
+    result = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$q `,` $k `,` $v attr-dict `:` `(` type($q) `,` type($k) `,` type($v) `)`"
+        " `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        q: SSAValue,
+        k: SSAValue,
+        v: SSAValue,
+        result_type: Attribute,
+        causal: bool = True,
+        flash: bool = False,
+    ):
+        props: dict[str, Attribute] = {}
+        if causal:
+            props["causal"] = UnitAttr()
+        if flash:
+            props["flash"] = UnitAttr()
+        super().__init__(
+            operands=[q, k, v], result_types=[result_type], properties=props
+        )
+
+    def verify_(self) -> None:
+        self._verify_qkv()
+        b, sq, hq, _ = shape_of(self.q)
+        dv = shape_of(self.v)[3]
+        if shape_of(self.result) != (b, sq, hq, dv):
+            raise VerifyException(
+                f"result shape must be {[b, sq, hq, dv]} [batch, q seq, q heads, v head_dim], "
+                f"got {list(shape_of(self.result))}"
+            )
+
+    def flops(self) -> float:
+        return self.forward_flops()
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes() + self.score_bytes()
+
+
+@irdl_op_definition
+class AttentionGradOp(_AttentionBase):
+    """Backward of `sim.attention`: from q, k, v, the output and its gradient,
+    produce dq, dk, dv. Costs 2.5x the forward FLOPs (five matmuls against two),
+    the FlashAttention-2 convention."""
+
+    name = "sim.attention_grad"
+
+    out = operand_def(AnyTensor)
+    grad_out = operand_def(AnyTensor)
+    grad_q = result_def(AnyTensor)
+    grad_k = result_def(AnyTensor)
+    grad_v = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$q `,` $k `,` $v `,` $out `,` $grad_out attr-dict `:` "
+        "`(` type($q) `,` type($k) `,` type($v) `,` type($out) `,` type($grad_out) `)`"
+        " `->` `(` type($grad_q) `,` type($grad_k) `,` type($grad_v) `)`"
+    )
+
+    def verify_(self) -> None:
+        self._verify_qkv()
+        if self.out.type != self.grad_out.type:
+            raise VerifyException("out and grad_out must have the same type")
+        for grad, src, label in (
+            (self.grad_q, self.q, "q"),
+            (self.grad_k, self.k, "k"),
+            (self.grad_v, self.v, "v"),
+        ):
+            if shape_of(grad) != shape_of(src):
+                raise VerifyException(
+                    f"grad_{label} shape must equal {label} shape {list(shape_of(src))}"
+                )
+
+    def flops(self) -> float:
+        return 2.5 * self.forward_flops()
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes() + self.score_bytes()
+
+
+@irdl_op_definition
+class EmbeddingOp(ComputeOp):
+    """Row lookup: table [vocab, h] and integer ids [...] give [..., h]."""
+
+    name = "sim.embedding"
+
+    table = operand_def(AnyTensor)
+    ids = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$table `,` $ids attr-dict `:` `(` type($table) `,` type($ids) `)` `->` type($result)"
+    )
+
+    def verify_(self) -> None:
+        _check_static(self.name, self.table, self.ids, self.result)
+        table, ids, res = shape_of(self.table), shape_of(self.ids), shape_of(self.result)
+        if len(table) != 2:
+            raise VerifyException(f"table must be rank 2 [vocab, hidden], got rank {len(table)}")
+        if not isinstance(self.ids.type.element_type, IntegerType):  # pyright: ignore[reportAttributeAccessIssue]
+            raise VerifyException("ids must have an integer element type")
+        if res != (*ids, table[1]):
+            raise VerifyException(
+                f"result shape must be {[*ids, table[1]]} (ids shape x hidden), got {list(res)}"
+            )
+
+    def flops(self) -> float:
+        return 0.0
+
+    def bytes_moved(self) -> float:
+        # reads only the rows it gathers, not the whole table
+        return tensor_bytes(self.ids) + 2 * tensor_bytes(self.result)
+
+
+@irdl_op_definition
+class NormOp(ComputeOp):
+    """RMSNorm or LayerNorm over the last dim; `weight` is [hidden]. Result type =
+    input type."""
+
+    name = "sim.norm"
+
+    T: ClassVar = VarConstraint("T", AnyTensor)
+
+    input = operand_def(T)
+    weight = operand_def(AnyTensor)
+    result = result_def(T)
+    kind = prop_def(StringAttr)
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$kind $input `,` $weight attr-dict `:` type($input) `,` type($weight)"
+    )
+
+    KINDS: ClassVar[dict[str, int]] = {"rms": 4, "layer": 7}
+
+    def __init__(self, kind: str, input: SSAValue, weight: SSAValue):
+        super().__init__(
+            operands=[input, weight],
+            result_types=[input.type],
+            properties={"kind": StringAttr(kind)},
+        )
+
+    def verify_(self) -> None:
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(
+                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
+            )
+        x, w = shape_of(self.input), shape_of(self.weight)
+        if not x or w != (x[-1],):
+            raise VerifyException(
+                f"weight shape must be [{x[-1] if x else '?'}] (the input's last dim), got {list(w)}"
+            )
+
+    def flops(self) -> float:
+        return float(self.KINDS[self.kind.data] * numel(self.input))
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+@irdl_op_definition
+class ElementwiseOp(ComputeOp):
+    """A pointwise op of `kind`; operands broadcast (numpy rules) to the result."""
+
+    name = "sim.elementwise"
+
+    inputs = var_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    kind = prop_def(StringAttr)
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$kind $inputs attr-dict `:` type($inputs) `->` type($result)"
+    )
+
+    def __init__(self, kind: str, inputs: Sequence[SSAValue], result_type: Attribute):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_type],
+            properties={"kind": StringAttr(kind)},
+        )
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("needs at least one input")
+        out = shape_of(self.result)
+        for i, v in enumerate(self.inputs):
+            if not _broadcastable(shape_of(v), out):
+                raise VerifyException(
+                    f"input #{i} shape {list(shape_of(v))} does not broadcast to result {list(out)}"
+                )
+
+    def flops(self) -> float:
+        return float(ELEMENTWISE_FLOPS.get(self.kind.data, 1) * numel(self.result))
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+@irdl_op_definition
+class ReduceOp(ComputeOp):
+    """Reduce `dims` of the input with `kind` (sum, mean, max, min). The result
+    drops those dims, or keeps them with size 1."""
+
+    name = "sim.reduce"
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    kind = prop_def(StringAttr)
+    dims = prop_def(DenseArrayBase[I64])
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$kind $input $dims attr-dict `:` type($input) `->` type($result)"
+    )
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"sum", "mean", "max", "min"})
+
+    def verify_(self) -> None:
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(
+                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
+            )
+        x, r = shape_of(self.input), shape_of(self.result)
+        dims = [int(d) for d in self.dims.get_values()]
+        if any(d < 0 or d >= len(x) for d in dims) or len(set(dims)) != len(dims):
+            raise VerifyException(f"dims {dims} must be distinct dims of a rank {len(x)} input")
+        dropped = tuple(s for i, s in enumerate(x) if i not in dims)
+        kept = tuple(1 if i in dims else s for i, s in enumerate(x))
+        if r not in (dropped, kept):
+            raise VerifyException(
+                f"result shape must be {list(dropped)} or {list(kept)}, got {list(r)}"
+            )
+
+    def flops(self) -> float:
+        return float(numel(self.input))
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+@irdl_op_definition
+class SoftmaxOp(ComputeOp):
+    """Softmax along `dim`; result type = input type."""
+
+    name = "sim.softmax"
+
+    T: ClassVar = VarConstraint("T", AnyTensor)
+
+    input = operand_def(T)
+    result = result_def(T)
+    dim = prop_def(IntegerAttr[I64])
+
+    traits = traits_def(Pure())
+    assembly_format = "$input `dim` $dim attr-dict `:` type($input)"
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.input))
+        if not 0 <= self.dim.value.data < rank:
+            raise VerifyException(f"dim {self.dim.value.data} out of range for rank {rank}")
+
+    def flops(self) -> float:
+        # max, subtract, exp, sum, divide
+        return 5.0 * numel(self.input)
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+@irdl_op_definition
+class GenericOp(ComputeOp):
+    """Anything without a named op (an unknown aten op, a custom kernel): carries
+    its own FLOPs and bytes so it is priced, never dropped."""
+
+    name = "sim.generic"
+
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    callee = prop_def(StringAttr)
+    flop_count = prop_def(FloatAttr)
+    byte_count = prop_def(FloatAttr)
+
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)"
+    )
+
+    def __init__(
+        self,
+        callee: str,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        flops: float,
+        bytes: float,
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_types],
+            properties={
+                "callee": StringAttr(callee),
+                "flop_count": FloatAttr(float(flops), 64),
+                "byte_count": FloatAttr(float(bytes), 64),
+            },
+        )
+
+    def verify_(self) -> None:
+        if self.flop_count.value.data < 0 or self.byte_count.value.data < 0:
+            raise VerifyException("flop_count and byte_count must be >= 0")
+
+    def op_kind(self) -> str:
+        return self.callee.data
+
+    def flops(self) -> float:
+        return self.flop_count.value.data
+
+    def bytes_moved(self) -> float:
+        return self.byte_count.value.data
+
+
+@irdl_op_definition
+class OptimizerStepOp(ComputeOp):
+    """One optimizer update of `params` from `grads` (pairwise same shapes).
+    AdamW with fp32 master weights: per element it reads the grad, param, master,
+    m and v and writes param, master, m and v."""
+
+    name = "sim.optimizer_step"
+
+    params = var_operand_def(AnyTensor)
+    grads = var_operand_def(AnyTensor)
+    kind = prop_def(StringAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$kind `(` $params `:` type($params) `)` `grads` `(` $grads `:` type($grads) `)` attr-dict"
+    )
+
+    KINDS: ClassVar[dict[str, int]] = {"adamw": 12, "adam": 11, "sgd": 2}
+
+    def verify_(self) -> None:
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(
+                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
+            )
+        if len(self.params) != len(self.grads):
+            raise VerifyException(
+                f"{len(self.params)} params but {len(self.grads)} grads"
+            )
+        for i, (p, g) in enumerate(zip(self.params, self.grads)):
+            if shape_of(p) != shape_of(g):
+                raise VerifyException(f"param #{i} and grad #{i} shapes differ")
+
+    def num_elements(self) -> int:
+        return sum(numel(p) for p in self.params)
+
+    def flops(self) -> float:
+        return float(self.KINDS[self.kind.data] * self.num_elements())
+
+    def bytes_moved(self) -> float:
+        n = self.num_elements()
+        # bf16 param + grad, fp32 master + m + v: read 2+2+4+4+4, write 2+4+4+4
+        return float(n * (16 + 14)) if self.kind.data != "sgd" else self._io_bytes() * 2
+
+
+# ---------------------------------------------------------------------------
+# Values that enter the step
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ParamOp(IRDLOperation):
+    """A model parameter. A parameter sliced by a `sim.repeat` carries the leading
+    `count` dim (all layers' copies stacked)."""
+
+    name = "sim.param"
+
+    sym_name = prop_def(StringAttr)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    assembly_format = "$sym_name attr-dict `:` type($result)"
+
+    def __init__(self, name: str, result_type: Attribute):
+        super().__init__(
+            result_types=[result_type], properties={"sym_name": StringAttr(name)}
+        )
+
+
+@irdl_op_definition
+class InputOp(IRDLOperation):
+    """A step input that is not a parameter (token ids, labels)."""
+
+    name = "sim.input"
+
+    sym_name = prop_def(StringAttr)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    assembly_format = "$sym_name attr-dict `:` type($result)"
+
+    def __init__(self, name: str, result_type: Attribute):
+        super().__init__(
+            result_types=[result_type], properties={"sym_name": StringAttr(name)}
+        )
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A reshape, transpose or slice view that moves no data (a layout change).
+    Free: it is never priced; the element count is kept."""
+
+    name = "sim.view"
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        if numel(self.input) != numel(self.result):
+            raise VerifyException(
+                f"a view keeps the element count: {numel(self.input)} elements in, "
+                f"{numel(self.result)} out"
+            )
+        if self.input.type.element_type != self.result.type.element_type:  # pyright: ignore[reportAttributeAccessIssue]
+            raise VerifyException("a view keeps the element type")
+
+
+# ---------------------------------------------------------------------------
+# Structure
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `sim.phase` or `sim.repeat` body."""
+
+    name = "sim.yield"
+
+    values = var_operand_def()
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(PhaseOp, RepeatOp)))
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class PhaseOp(IRDLOperation):
+    """One phase of a step. Its results are what it yields: the values later phases
+    read (saved activations, gradients)."""
+
+    name = "sim.phase"
+
+    kind = prop_def(StringAttr)
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    assembly_format = "$kind attr-dict-with-keyword (`->` type($outputs)^)? $body"
+
+    KINDS: ClassVar[frozenset[str]] = frozenset(
+        {"forward", "backward", "optimizer", "prefill", "decode"}
+    )
+
+    def __init__(self, kind: str, body, result_types: Sequence[Attribute] = ()):
+        super().__init__(
+            properties={"kind": StringAttr(kind)},
+            regions=[body],
+            result_types=[result_types],
+        )
+
+    def verify_(self) -> None:
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(
+                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
+            )
+        term = self.body.block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("body must end with sim.yield")
+        if tuple(v.type for v in term.values) != tuple(r.type for r in self.outputs):
+            raise VerifyException("yielded types must equal the phase's result types")
+
+
+@irdl_op_definition
+class RepeatOp(IRDLOperation):
+    """
+    Run the body `count` times (the identical layers of a model; `reverse` walks the
+    slices last to first, as a backward pass does).
+
+    Block arguments: one per `iter_init` (carried value), then one per `slices`
+    operand (that operand without its leading `count` dim). The body yields the next
+    carried values, then per-iteration outputs. Results: the final carried values,
+    then each per-iteration output stacked with a leading `count` dim.
+    """
+
+    name = "sim.repeat"
+
+    count = prop_def(IntegerAttr[I64])
+    reverse = opt_prop_def(UnitAttr)
+    iter_init = var_operand_def()
+    slices = var_operand_def(AnyTensor)
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "$count `iter` `(` $iter_init `:` type($iter_init) `)`"
+        " `slices` `(` $slices `:` type($slices) `)` attr-dict"
+        " `->` `(` type($outputs) `)` $body"
+    )
+
+    def __init__(
+        self,
+        count: int,
+        iter_init: Sequence[SSAValue],
+        slices: Sequence[SSAValue],
+        body,
+        result_types: Sequence[Attribute],
+        reverse: bool = False,
+    ):
+        props: dict[str, Attribute] = {"count": IntegerAttr(count, 64)}
+        if reverse:
+            props["reverse"] = UnitAttr()
+        super().__init__(
+            operands=[iter_init, slices],
+            result_types=[result_types],
+            properties=props,
+            regions=[body],
+        )
+
+    @property
+    def trip_count(self) -> int:
+        return self.count.value.data
+
+    def verify_(self) -> None:
+        n = self.trip_count
+        if n < 1:
+            raise VerifyException(f"count must be >= 1, got {n}")
+        args = self.body.block.args
+        n_iter = len(self.iter_init)
+        if len(args) != n_iter + len(self.slices):
+            raise VerifyException(
+                f"body needs {n_iter + len(self.slices)} block arguments "
+                f"({n_iter} carried + {len(self.slices)} sliced), got {len(args)}"
+            )
+        for i, (init, arg) in enumerate(zip(self.iter_init, args)):
+            if init.type != arg.type:
+                raise VerifyException(f"carried value #{i}: block argument type differs from init")
+        for i, (s, arg) in enumerate(zip(self.slices, args[n_iter:])):
+            st = shape_of(s)
+            if not st or st[0] != n or st[1:] != shape_of(arg):
+                raise VerifyException(
+                    f"sliced operand #{i} must be [{n}] + block argument shape "
+                    f"{list(shape_of(arg))}, got {list(st)}"
+                )
+        term = self.body.block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("body must end with sim.yield")
+        ys = list(term.values)
+        if len(ys) != len(self.outputs) or len(ys) < n_iter:
+            raise VerifyException(
+                f"body yields {len(ys)} values but the op has {len(self.outputs)} results"
+            )
+        for i in range(n_iter):
+            if ys[i].type != self.iter_init[i].type or self.outputs[i].type != ys[i].type:
+                raise VerifyException(f"carried value #{i} changes type across iterations")
+        for i in range(n_iter, len(ys)):
+            if shape_of(self.outputs[i]) != (n, *shape_of(ys[i])):
+                raise VerifyException(
+                    f"stacked result #{i} must be [{n}] + yielded shape {list(shape_of(ys[i]))}"
+                )
+
+
+# ---------------------------------------------------------------------------
+# Ops the torch frontend emits beyond the core set: mixture-of-experts routing
+# and the KV cache of a serving step
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class TopKOp(ComputeOp):
+    """The `k` largest entries along the last dim (an MoE router's expert choice):
+    scores [..., n] give values [..., k] and integer indices [..., k]."""
+
+    name = "sim.topk"
+
+    input = operand_def(AnyTensor)
+    values = result_def(AnyTensor)
+    indices = result_def(AnyTensor)
+    k = prop_def(IntegerAttr[I64])
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `k` `=` $k attr-dict `:` type($input) `->` `(` type($values) `,` type($indices) `)`"
+    )
+
+    def __init__(self, input: SSAValue, k: int, values_type: Attribute, indices_type: Attribute):
+        super().__init__(
+            operands=[input],
+            result_types=[values_type, indices_type],
+            properties={"k": IntegerAttr(k, 64)},
+        )
+
+    def verify_(self) -> None:
+        x, v, i = shape_of(self.input), shape_of(self.values), shape_of(self.indices)
+        k = self.k.value.data
+        if not x or not 0 < k <= x[-1]:
+            raise VerifyException(f"k = {k} must be in [1, {x[-1] if x else 0}] (the last dim)")
+        if v != (*x[:-1], k) or i != v:
+            raise VerifyException(
+                f"values and indices must have shape {[*x[:-1], k]}, got {list(v)} and {list(i)}"
+            )
+        if not isinstance(self.indices.type.element_type, IntegerType):  # pyright: ignore[reportAttributeAccessIssue]
+            raise VerifyException("indices must have an integer element type")
+
+    def flops(self) -> float:
+        # one comparison per input element per selected entry
+        return float(numel(self.input) * self.k.value.data)
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+@irdl_op_definition
+class MoeDispatchOp(ComputeOp):
+    """Send each token to its top-k experts: x [tokens, h] and expert indices
+    [tokens, k] give per-expert buffers [experts, capacity, h]. An expert-parallel
+    pass turns this into an all_to_all. Balanced routing: capacity is
+    ceil(tokens * k / experts)."""
+
+    name = "sim.moe_dispatch"
+
+    input = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $indices attr-dict `:` `(` type($input) `,` type($indices) `)` `->` type($result)"
+    )
+
+    def verify_(self) -> None:
+        x, idx, r = shape_of(self.input), shape_of(self.indices), shape_of(self.result)
+        if len(x) != 2 or len(idx) != 2 or len(r) != 3:
+            raise VerifyException("input must be [tokens, h], indices [tokens, k], result [experts, capacity, h]")
+        if x[0] != idx[0] or r[2] != x[1]:
+            raise VerifyException(
+                f"token counts or hidden sizes differ: input {list(x)}, indices {list(idx)}, result {list(r)}"
+            )
+
+    def flops(self) -> float:
+        return 0.0
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+@irdl_op_definition
+class MoeCombineOp(ComputeOp):
+    """Bring expert outputs [experts, capacity, h] back to their tokens [tokens, h],
+    summing a token's k copies, each scaled by its router weight [tokens, k] when
+    `weights` is given (without weights it is the backward of `sim.moe_dispatch`).
+    An expert-parallel pass turns this into an all_to_all."""
+
+    name = "sim.moe_combine"
+
+    input = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    weights = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$input `,` $indices (`weights` $weights^ `:` type($weights))? attr-dict"
+        " `:` `(` type($input) `,` type($indices) `)` `->` type($result)"
+    )
+
+    def verify_(self) -> None:
+        e, idx, r = shape_of(self.input), shape_of(self.indices), shape_of(self.result)
+        if len(e) != 3 or len(idx) != 2 or len(r) != 2:
+            raise VerifyException("input must be [experts, capacity, h], indices [tokens, k], result [tokens, h]")
+        if r[0] != idx[0] or r[1] != e[2]:
+            raise VerifyException(
+                f"result must be [{idx[0]}, {e[2]}] (tokens x hidden), got {list(r)}"
+            )
+        if self.weights is not None and shape_of(self.weights) != idx:
+            raise VerifyException(f"weights must have the shape of indices {list(idx)}")
+
+    def flops(self) -> float:
+        # a multiply-add per element of each of a token's k copies
+        return 2.0 * numel(self.indices) * shape_of(self.result)[1]
+
+    def bytes_moved(self) -> float:
+        return self._io_bytes()
+
+
+@irdl_op_definition
+class KVCacheWriteOp(ComputeOp):
+    """Append the keys and values of this step's tokens, k and v [b, s, hkv, d],
+    to the KV cache."""
+
+    name = "sim.kv_cache_write"
+
+    k = operand_def(AnyTensor)
+    v = operand_def(AnyTensor)
+
+    assembly_format = "$k `,` $v attr-dict `:` type($k) `,` type($v)"
+
+    def verify_(self) -> None:
+        k, v = shape_of(self.k), shape_of(self.v)
+        if len(k) != 4 or len(v) != 4 or k[:3] != v[:3]:
+            raise VerifyException("k and v must be [batch, seq, kv heads, head_dim] with equal batch, seq, heads")
+
+    def flops(self) -> float:
+        return 0.0
+
+    def bytes_moved(self) -> float:
+        # read once, written once into the cache
+        return 2.0 * (tensor_bytes(self.k) + tensor_bytes(self.v))
+
+
+@irdl_op_definition
+class KVCacheReadOp(ComputeOp):
+    """The whole cached context plus this step's keys and values: k_new, v_new
+    [b, s, hkv, d] give k, v [b, context, hkv, d], context >= s. The attention that
+    consumes them reads the cache, so the read is charged there, not here."""
+
+    name = "sim.kv_cache_read"
+
+    k_new = operand_def(AnyTensor)
+    v_new = operand_def(AnyTensor)
+    k = result_def(AnyTensor)
+    v = result_def(AnyTensor)
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$k_new `,` $v_new attr-dict `:` type($k_new) `,` type($v_new) `->` type($k) `,` type($v)"
+    )
+
+    def verify_(self) -> None:
+        for new, full, label in ((self.k_new, self.k, "k"), (self.v_new, self.v, "v")):
+            n, f = shape_of(new), shape_of(full)
+            if len(n) != 4 or len(f) != 4 or (n[0], n[2], n[3]) != (f[0], f[2], f[3]) or f[1] < n[1]:
+                raise VerifyException(
+                    f"{label}: result must be [{n[0] if n else '?'}, context >= {n[1] if len(n) > 1 else '?'}, "
+                    f"heads, head_dim] matching the new entries, got {list(f)}"
+                )
+
+    def flops(self) -> float:
+        return 0.0
+
+    def bytes_moved(self) -> float:
+        return 0.0
+
+
+Sim = Dialect(
+    "sim",
+    [
+        MatmulOp,
+        AttentionOp,
+        AttentionGradOp,
+        EmbeddingOp,
+        NormOp,
+        ElementwiseOp,
+        ReduceOp,
+        SoftmaxOp,
+        GenericOp,
+        OptimizerStepOp,
+        ParamOp,
+        InputOp,
+        ViewOp,
+        PhaseOp,
+        RepeatOp,
+        YieldOp,
+        TopKOp,
+        MoeDispatchOp,
+        MoeCombineOp,
+        KVCacheWriteOp,
+        KVCacheReadOp,
+    ],
+    [CostAttr, TokenType],
+)

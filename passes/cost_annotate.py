@@ -1,0 +1,80 @@
+"""
+Price every compute op and collective: attach `cost = #sim.cost<...>` with the
+time, FLOPs, bytes and the engine that priced it.
+
+Options:
+- engines: the fallback chain, tried in order (default `analytic`; e.g.
+  `engines=db,predict,analytic`). An op no engine knows is an error.
+
+Ops inside a `sim.repeat` are priced once: the cost is per iteration.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+
+from charon_ir.dialects.coll import CollectiveOp
+from charon_ir.dialects.sim import ComputeOp, CostAttr
+from charon_ir.engines.base import ENGINES, CostEngine
+from charon_ir.errors import CharonError
+from charon_ir.target.target import Target
+
+COST_ATTR = "cost"
+
+
+@dataclass
+class PriceOp(RewritePattern):
+    """Annotate one unpriced op with the first engine's answer."""
+
+    engines: tuple[CostEngine, ...]
+    target: Target
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, (ComputeOp, CollectiveOp)) or COST_ATTR in op.attributes:
+            return
+        for engine in self.engines:
+            cost = engine.price(op, self.target)
+            if cost is not None:
+                op.attributes[COST_ATTR] = CostAttr(
+                    cost.time_s, cost.flops, cost.bytes, cost.engine
+                )
+                rewriter.handle_operation_modification(op)
+                return
+        names = ",".join(e.name for e in self.engines)
+        raise CharonError(f"cost-annotate: no engine of '{names}' can price {op.name}")
+
+
+@dataclass(frozen=True)
+class CostAnnotatePass(ModulePass):
+    name = "cost-annotate"
+
+    engines: tuple[str, ...] | str = ("analytic",)
+
+    def engine_chain(self) -> tuple[CostEngine, ...]:
+        names = (self.engines,) if isinstance(self.engines, str) else self.engines
+        chain = []
+        for n in names:
+            if n not in ENGINES:
+                raise CharonError(
+                    f"cost-annotate: option 'engines': unknown engine '{n}' "
+                    f"(known: {', '.join(ENGINES)})"
+                )
+            chain.append(ENGINES[n]()())
+        return tuple(chain)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        chain = self.engine_chain()
+        target = Target.from_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([PriceOp(chain, target)], dce_enabled=False),
+            apply_recursively=False,
+        ).rewrite_module(op)

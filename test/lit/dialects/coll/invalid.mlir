@@ -1,0 +1,45 @@
+// RUN: charon-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+coll.grid @mesh(axes = ["tp", "tp"], shape = 2x2)
+// CHECK: error: 'coll.grid' op axis names must be distinct, got ['tp', 'tp']
+
+// -----
+
+coll.grid @mesh(axes = ["tp"], shape = 4)
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.all_reduce %x on @mesh ["dp"] : tensor<16x64xbf16>
+// CHECK: error: 'coll.all_reduce' op axis 'dp' is not an axis of grid @mesh (['tp'])
+
+// -----
+
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.all_reduce %x on @nowhere ["tp"] : tensor<16x64xbf16>
+// CHECK: error: 'coll.all_reduce' op grid @nowhere is not a coll.grid in scope
+
+// -----
+
+coll.grid @mesh(axes = ["tp"], shape = 4)
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.all_gather %x on @mesh ["tp"] axis 1 : tensor<16x64xbf16> -> tensor<64x64xbf16>
+// CHECK: error: 'coll.all_gather' op result shape must be [16, 256] (axis 1 x group size 4), got [64, 64]
+
+// -----
+
+coll.grid @mesh(axes = ["tp"], shape = 3)
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.reduce_scatter %x on @mesh ["tp"] axis 0 : tensor<16x64xbf16> -> tensor<5x64xbf16>
+// CHECK: error: 'coll.reduce_scatter' op input dim 0 (16) is not divisible by the group size 3
+
+// -----
+
+coll.grid @mesh(axes = ["ep"], shape = 4)
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.all_to_all %x on @mesh ["ep"] split 0 concat 0 : tensor<16x64xbf16> -> tensor<4x64xbf16>
+// CHECK: error: 'coll.all_to_all' op result shape must be [16, 64], got [4, 64]
+
+// -----
+
+coll.grid @mesh(axes = ["pp", "tp"], shape = 2x2)
+%x = sim.input "x" : tensor<16x64xbf16>
+coll.send %x on @mesh ["pp", "tp"] shift 1 : tensor<16x64xbf16>
+// CHECK: error: 'coll.send' op point-to-point ops take exactly one grid axis

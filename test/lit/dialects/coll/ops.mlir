@@ -1,0 +1,22 @@
+// RUN: charon-opt %s | charon-opt | filecheck %s
+// RUN: charon-opt %s --print-op-generic | charon-opt | filecheck %s
+
+builtin.module {
+  coll.grid @mesh(axes = ["dp", "pp", "tp"], shape = 4x2x8)
+  // CHECK: coll.grid @mesh(axes = ["dp", "pp", "tp"], shape = 4x2x8)
+  %x = sim.input "x" : tensor<16x64xbf16>
+  %ar = coll.all_reduce %x on @mesh ["tp"] : tensor<16x64xbf16>
+  // CHECK: %[[AR:.*]] = coll.all_reduce %{{.*}} on @mesh ["tp"] : tensor<16x64xbf16>
+  %ag = coll.all_gather %ar on @mesh ["tp"] axis 0 : tensor<16x64xbf16> -> tensor<128x64xbf16>
+  // CHECK-NEXT: %[[AG:.*]] = coll.all_gather %[[AR]] on @mesh ["tp"] axis 0 : tensor<16x64xbf16> -> tensor<128x64xbf16>
+  %rs = coll.reduce_scatter %ag on @mesh ["dp", "tp"] axis 0 : tensor<128x64xbf16> -> tensor<4x64xbf16>
+  // CHECK-NEXT: %[[RS:.*]] = coll.reduce_scatter %[[AG]] on @mesh ["dp", "tp"] axis 0 : tensor<128x64xbf16> -> tensor<4x64xbf16>
+  %a2a = coll.all_to_all %x on @mesh ["tp"] split 0 concat 1 : tensor<16x64xbf16> -> tensor<2x512xbf16>
+  // CHECK-NEXT: coll.all_to_all %{{.*}} on @mesh ["tp"] split 0 concat 1 : tensor<16x64xbf16> -> tensor<2x512xbf16>
+  %bc = coll.broadcast %x on @mesh ["dp"] : tensor<16x64xbf16>
+  // CHECK-NEXT: coll.broadcast %{{.*}} on @mesh ["dp"] : tensor<16x64xbf16>
+  coll.send %x on @mesh ["pp"] shift 1 : tensor<16x64xbf16>
+  // CHECK-NEXT: coll.send %{{.*}} on @mesh ["pp"] shift 1 : tensor<16x64xbf16>
+  %r = coll.recv on @mesh ["pp"] shift -1 : tensor<16x64xbf16>
+  // CHECK-NEXT: coll.recv on @mesh ["pp"] shift -1 : tensor<16x64xbf16>
+}

@@ -1,0 +1,40 @@
+// RUN: charon-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+event.program @p ranks 1 {
+  event.stream @compute "compute"
+  %a = event.compute "mm" on @compute duration -1.0
+}
+// CHECK: error: 'event.compute' op duration_s must be >= 0, got -1.0
+
+// -----
+
+event.program @p ranks 1 {
+  event.stream @compute "compute"
+  %a = event.comm "ar" on @compute duration 1.0
+}
+// CHECK: error: 'event.comm' op 'event.comm' must run on a comm stream, @compute is a compute stream
+
+// -----
+
+event.program @p ranks 1 {
+  %a = event.compute "mm" on @gpu duration 1.0
+}
+// CHECK: error: 'event.compute' op stream @gpu is not declared in this program
+
+// -----
+
+event.program @p ranks 1 {
+  event.stream @s "dma"
+}
+// CHECK: error: 'event.stream' op kind must be one of ['comm', 'compute'], got 'dma'
+
+// -----
+
+event.program @p ranks 1 {
+  %s = event.wait()
+  %l = event.loop 0 iter(%s) {
+  ^bb0(%t: !event.token):
+    event.yield %t
+  }
+}
+// CHECK: error: 'event.loop' op count must be >= 1, got 0

@@ -1,0 +1,33 @@
+// RUN: charon-opt %s | charon-opt | filecheck %s
+// RUN: charon-opt %s --print-op-generic | charon-opt | filecheck %s
+
+builtin.module {
+  event.program @stage0 ranks 8 {
+    event.stream @compute "compute"
+    event.stream @comm_tp "comm" {axes = ["tp"]}
+    %start = event.wait()
+    %mm = event.compute "matmul" on @compute duration 1.5e-03 after(%start) {flops = 1000 : i64}
+    %ar = event.comm "all_reduce" on @comm_tp duration 2.0e-04 after(%mm) {bytes = 64 : i64, group = 8 : i64}
+    %layers = event.loop 4 iter(%ar) {
+    ^bb0(%prev: !event.token):
+      %a = event.compute "attention" on @compute duration 1.0e-03 after(%prev)
+      %b = event.comm "all_reduce" on @comm_tp duration 1.0e-04 after(%a)
+      event.yield %b
+    }
+    %end = event.wait(%layers, %mm)
+  }
+}
+// CHECK:      event.program @stage0 ranks 8 {
+// CHECK-NEXT:   event.stream @compute "compute"
+// CHECK-NEXT:   event.stream @comm_tp "comm" {axes = ["tp"]}
+// CHECK-NEXT:   %[[START:.*]] = event.wait()
+// CHECK-NEXT:   %[[MM:.*]] = event.compute "matmul" on @compute duration 1.500000e-03 after(%[[START]]) {flops = 1000 : i64}
+// CHECK-NEXT:   %[[AR:.*]] = event.comm "all_reduce" on @comm_tp duration 2.000000e-04 after(%[[MM]]) {bytes = 64 : i64, group = 8 : i64}
+// CHECK-NEXT:   %[[L:.*]] = event.loop 4 iter(%[[AR]]) {
+// CHECK-NEXT:   ^{{.*}}(%[[PREV:.*]]: !event.token):
+// CHECK-NEXT:     %[[A:.*]] = event.compute "attention" on @compute duration 1.000000e-03 after(%[[PREV]])
+// CHECK-NEXT:     %[[B:.*]] = event.comm "all_reduce" on @comm_tp duration 1.000000e-04 after(%[[A]])
+// CHECK-NEXT:     event.yield %[[B]]
+// CHECK-NEXT:   }
+// CHECK-NEXT:   event.wait(%[[L]], %[[MM]])
+// CHECK-NEXT: }

@@ -1,0 +1,126 @@
+// RUN: charon-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+%a = sim.input "a" : tensor<4x8xbf16>
+%b = sim.matmul %a, %a : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+// CHECK: invalid.mlir:4:1: error: 'sim.matmul' op contracting dims differ: lhs K = 8, rhs K = 4
+
+// -----
+
+%a = sim.input "a" : tensor<4x8xbf16>
+%w = sim.input "w" : tensor<16x8xbf16>
+%b = sim.matmul %a, %w {transpose_rhs} : (tensor<4x8xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+// CHECK: error: 'sim.matmul' op result shape must be [4, 16] (batch x M x N), got [4, 8]
+
+// -----
+
+%a = sim.input "a" : tensor<2x4x8xbf16>
+%w = sim.input "w" : tensor<3x8x8xbf16>
+%b = sim.matmul %a, %w : (tensor<2x4x8xbf16>, tensor<3x8x8xbf16>) -> tensor<2x4x8xbf16>
+// CHECK: error: 'sim.matmul' op batch dims differ: lhs [2], rhs [3]
+
+// -----
+
+%q = sim.input "q" : tensor<1x16x6x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k {causal} : (tensor<1x16x6x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x6x64xbf16>
+// CHECK: error: 'sim.attention' op q heads (6) must be a multiple of kv heads (4)
+
+// -----
+
+%q = sim.input "q" : tensor<1x32x8x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k {causal} : (tensor<1x32x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x32x8x64xbf16>
+// CHECK: error: 'sim.attention' op causal attention needs q seq (32) <= kv seq (16)
+
+// -----
+
+%q = sim.input "q" : tensor<1x16x8x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x4x64xbf16>
+// CHECK: error: 'sim.attention' op result shape must be [1, 16, 8, 64] [batch, q seq, q heads, v head_dim], got [1, 16, 4, 64]
+
+// -----
+
+%t = sim.param "t" : tensor<100x64xbf16>
+%ids = sim.input "ids" : tensor<2x8xbf16>
+%e = sim.embedding %t, %ids : (tensor<100x64xbf16>, tensor<2x8xbf16>) -> tensor<2x8x64xbf16>
+// CHECK: error: 'sim.embedding' op ids must have an integer element type
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%w = sim.param "w" : tensor<32xbf16>
+%n = sim.norm "rms" %x, %w : tensor<4x64xbf16>, tensor<32xbf16>
+// CHECK: error: 'sim.norm' op weight shape must be [64] (the input's last dim), got [32]
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%w = sim.param "w" : tensor<64xbf16>
+%n = sim.norm "batch" %x, %w : tensor<4x64xbf16>, tensor<64xbf16>
+// CHECK: error: 'sim.norm' op kind must be one of ['layer', 'rms'], got 'batch'
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%y = sim.input "y" : tensor<3x64xbf16>
+%z = sim.elementwise "add" %x, %y : tensor<4x64xbf16>, tensor<3x64xbf16> -> tensor<4x64xbf16>
+// CHECK: error: 'sim.elementwise' op input #1 shape [3, 64] does not broadcast to result [4, 64]
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%r = sim.reduce "sum" %x [1] : tensor<4x64xbf16> -> tensor<64xbf16>
+// CHECK: error: 'sim.reduce' op result shape must be [4] or [4, 1], got [64]
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%s = sim.softmax %x dim 2 : tensor<4x64xbf16>
+// CHECK: error: 'sim.softmax' op dim 2 out of range for rank 2
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%v = sim.view %x : tensor<4x64xbf16> -> tensor<4x32xbf16>
+// CHECK: error: 'sim.view' op a view keeps the element count: 256 elements in, 128 out
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+%g = sim.generic "aten.foo"(%x) {flop_count = -1.0 : f64, byte_count = 0.0 : f64} : (tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK: error: 'sim.generic' op flop_count and byte_count must be >= 0
+
+// -----
+
+%p = sim.param "p" : tensor<4x4xbf16>
+%g = sim.input "g" : tensor<4x2xbf16>
+sim.optimizer_step "adamw"(%p : tensor<4x4xbf16>) grads(%g : tensor<4x2xbf16>)
+// CHECK: error: 'sim.optimizer_step' op param #0 and grad #0 shapes differ
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+%w = sim.param "w" : tensor<2x4x4xbf16>
+%r = sim.repeat 3 iter(%x : tensor<4xbf16>) slices(%w : tensor<2x4x4xbf16>) -> (tensor<4xbf16>) {
+^bb0(%h: tensor<4xbf16>, %wi: tensor<4x4xbf16>):
+  sim.yield %h : tensor<4xbf16>
+}
+// CHECK: error: 'sim.repeat' op sliced operand #0 must be [3] + block argument shape [4, 4], got [2, 4, 4]
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+%r:2 = sim.repeat 3 iter(%x : tensor<4xbf16>) slices( : ) -> (tensor<4xbf16>, tensor<4xbf16>) {
+^bb0(%h: tensor<4xbf16>):
+  sim.yield %h, %h : tensor<4xbf16>, tensor<4xbf16>
+}
+// CHECK: error: 'sim.repeat' op stacked result #1 must be [3] + yielded shape [4]
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+sim.phase "sideways" {
+  sim.yield
+}
+// CHECK: error: 'sim.phase' op kind must be one of ['backward', 'decode', 'forward', 'optimizer', 'prefill'], got 'sideways'

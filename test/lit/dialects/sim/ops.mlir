@@ -1,0 +1,80 @@
+// RUN: charon-opt %s | charon-opt | filecheck %s
+// RUN: charon-opt %s --print-op-generic | charon-opt | filecheck %s
+// RUN: charon-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
+
+builtin.module {
+  %ids = sim.input "tokens" : tensor<2x16xi64>
+  %table = sim.param "embed" : tensor<1000x64xbf16>
+  %ws = sim.param "layers.w" : tensor<3x64x64xbf16>
+  %wn = sim.param "norm.w" : tensor<64xbf16>
+  // CHECK:      %[[IDS:.*]] = sim.input "tokens" : tensor<2x16xi64>
+  // CHECK-NEXT: %[[TABLE:.*]] = sim.param "embed" : tensor<1000x64xbf16>
+  // CHECK-NEXT: %[[WS:.*]] = sim.param "layers.w" : tensor<3x64x64xbf16>
+  // CHECK-NEXT: %[[WN:.*]] = sim.param "norm.w" : tensor<64xbf16>
+  // GENERIC: "sim.input"() <{sym_name = "tokens"}> : () -> tensor<2x16xi64>
+
+  %f:2 = sim.phase "forward" -> tensor<2x16x64xbf16>, tensor<3x2x16x64xbf16> {
+    %x = sim.embedding %table, %ids : (tensor<1000x64xbf16>, tensor<2x16xi64>) -> tensor<2x16x64xbf16>
+    %r:2 = sim.repeat 3 iter(%x : tensor<2x16x64xbf16>) slices(%ws : tensor<3x64x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<3x2x16x64xbf16>) {
+    ^bb0(%h: tensor<2x16x64xbf16>, %w: tensor<64x64xbf16>):
+      %n = sim.norm "rms" %h, %wn : tensor<2x16x64xbf16>, tensor<64xbf16>
+      %y = sim.matmul %n, %w {transpose_rhs} : (tensor<2x16x64xbf16>, tensor<64x64xbf16>) -> tensor<2x16x64xbf16>
+      %q = sim.view %y : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
+      %kv = sim.view %n : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
+      %k = sim.generic "aten.slice"(%kv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<2x16x4x16xbf16>) -> tensor<2x16x2x16xbf16>
+      %a = sim.attention %q, %k, %k {causal} : (tensor<2x16x4x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>) -> tensor<2x16x4x16xbf16>
+      %s = sim.softmax %a dim 3 : tensor<2x16x4x16xbf16>
+      %o = sim.view %s : tensor<2x16x4x16xbf16> -> tensor<2x16x64xbf16>
+      %z = sim.elementwise "add" %o, %h : tensor<2x16x64xbf16>, tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
+      sim.yield %z, %n : tensor<2x16x64xbf16>, tensor<2x16x64xbf16>
+    }
+    sim.yield %r#0, %r#1 : tensor<2x16x64xbf16>, tensor<3x2x16x64xbf16>
+  }
+  // CHECK:      %[[F0:.*]], %[[F1:.*]] = sim.phase "forward" -> tensor<2x16x64xbf16>, tensor<3x2x16x64xbf16> {
+  // CHECK-NEXT:   %[[X:.*]] = sim.embedding %[[TABLE]], %[[IDS]] : (tensor<1000x64xbf16>, tensor<2x16xi64>) -> tensor<2x16x64xbf16>
+  // CHECK-NEXT:   %[[R0:.*]], %[[R1:.*]] = sim.repeat 3 iter(%[[X]] : tensor<2x16x64xbf16>) slices(%[[WS]] : tensor<3x64x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<3x2x16x64xbf16>) {
+  // CHECK-NEXT:   ^{{.*}}(%[[H:.*]]: tensor<2x16x64xbf16>, %[[W:.*]]: tensor<64x64xbf16>):
+  // CHECK-NEXT:     %[[N:.*]] = sim.norm "rms" %[[H]], %[[WN]] : tensor<2x16x64xbf16>, tensor<64xbf16>
+  // CHECK-NEXT:     %[[Y:.*]] = sim.matmul %[[N]], %[[W]] {transpose_rhs} : (tensor<2x16x64xbf16>, tensor<64x64xbf16>) -> tensor<2x16x64xbf16>
+  // CHECK-NEXT:     %[[Q:.*]] = sim.view %[[Y]] : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
+  // CHECK-NEXT:     %[[KV:.*]] = sim.view %[[N]]
+  // CHECK-NEXT:     %[[K:.*]] = sim.generic "aten.slice"(%[[KV]]) {flop_count = 0.000000e+00 : f64, byte_count = 0.000000e+00 : f64} : (tensor<2x16x4x16xbf16>) -> tensor<2x16x2x16xbf16>
+  // CHECK-NEXT:     %[[A:.*]] = sim.attention %[[Q]], %[[K]], %[[K]] {causal}
+  // CHECK-NEXT:     %[[S:.*]] = sim.softmax %[[A]] dim 3 : tensor<2x16x4x16xbf16>
+  // CHECK-NEXT:     %[[O:.*]] = sim.view %[[S]]
+  // CHECK-NEXT:     %[[Z:.*]] = sim.elementwise "add" %[[O]], %[[H]] : tensor<2x16x64xbf16>, tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
+  // CHECK-NEXT:     sim.yield %[[Z]], %[[N]] : tensor<2x16x64xbf16>, tensor<2x16x64xbf16>
+  // CHECK-NEXT:   }
+  // CHECK-NEXT:   sim.yield %[[R0]], %[[R1]]
+  // GENERIC: "sim.repeat"(%{{.*}}, %{{.*}}) <{count = 3 : i64, operandSegmentSizes = array<i32: 1, 1>}>
+
+  %b:2 = sim.phase "backward" -> tensor<3x64x64xbf16>, tensor<64xbf16> {
+    %dy = sim.elementwise "fill" %f#0 : tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
+    %rb:2 = sim.repeat 3 iter(%dy : tensor<2x16x64xbf16>) slices(%f#1 : tensor<3x2x16x64xbf16>) {reverse} -> (tensor<2x16x64xbf16>, tensor<3x64x64xbf16>) {
+    ^bb0(%g: tensor<2x16x64xbf16>, %n: tensor<2x16x64xbf16>):
+      %dw = sim.matmul %g, %n {transpose_lhs} : (tensor<2x16x64xbf16>, tensor<2x16x64xbf16>) -> tensor<2x64x64xbf16>
+      %dwsum = sim.reduce "sum" %dw [0] : tensor<2x64x64xbf16> -> tensor<64x64xbf16>
+      %qg = sim.view %g : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
+      %kg = sim.view %n : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
+      %dq, %dk, %dv = sim.attention_grad %qg, %kg, %kg, %qg, %qg {causal, flash} : (tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>) -> (tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>)
+      %dx = sim.view %dq : tensor<2x16x4x16xbf16> -> tensor<2x16x64xbf16>
+      sim.yield %dx, %dwsum : tensor<2x16x64xbf16>, tensor<64x64xbf16>
+    }
+    %dwn = sim.reduce "sum" %rb#0 [0, 1] : tensor<2x16x64xbf16> -> tensor<64xbf16>
+    sim.yield %rb#1, %dwn : tensor<3x64x64xbf16>, tensor<64xbf16>
+  }
+  // CHECK:      sim.repeat 3 iter(%{{.*}} : tensor<2x16x64xbf16>) slices(%[[F1]] : tensor<3x2x16x64xbf16>) {reverse} -> (tensor<2x16x64xbf16>, tensor<3x64x64xbf16>) {
+  // CHECK:        sim.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<2x16x64xbf16>, tensor<2x16x64xbf16>) -> tensor<2x64x64xbf16>
+  // CHECK-NEXT:   sim.reduce "sum" %{{.*}} [0] : tensor<2x64x64xbf16> -> tensor<64x64xbf16>
+  // CHECK:        sim.attention_grad {{.*}} {causal, flash}
+  // CHECK:      sim.reduce "sum" %{{.*}} [0, 1] : tensor<2x16x64xbf16> -> tensor<64xbf16>
+
+  sim.phase "optimizer" {
+    sim.optimizer_step "adamw" (%ws, %wn : tensor<3x64x64xbf16>, tensor<64xbf16>) grads (%b#0, %b#1 : tensor<3x64x64xbf16>, tensor<64xbf16>)
+    sim.yield
+  }
+  // CHECK:      sim.phase "optimizer" {
+  // CHECK-NEXT:   sim.optimizer_step "adamw"(%[[WS]], %[[WN]] : tensor<3x64x64xbf16>, tensor<64xbf16>) grads(%{{.*}}, %{{.*}} : tensor<3x64x64xbf16>, tensor<64xbf16>)
+  // CHECK-NEXT:   sim.yield
+  // CHECK-NEXT: }
+}

@@ -1,0 +1,24 @@
+// RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate' | filecheck %s
+// RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{engines=analytic}' | filecheck %s
+// RUN: not charon-opt %s -p 'set-target{hardware=H100},cost-annotate{engines=oracle}' 2>&1 | filecheck %s --check-prefix=ENGINE
+// RUN: not charon-opt %s -p 'cost-annotate' 2>&1 | filecheck %s --check-prefix=NOTARGET
+
+// An 8192^3 bf16 GEMM on H100 (989.4 TFLOP/s dense, 3.35 TB/s) is compute bound:
+// 2 * 8192^3 = 1.0995e12 FLOPs, at least 1.111e-3 s.
+// CHECK: sim.matmul {{.*}} {cost = #sim.cost<time_s = 1.11{{[0-9]*}}e-03, flops = 1.099512e+12, bytes = 4.026532e+08, engine = "analytic">, transpose_rhs}
+// A collective over 8 GPUs of one node is priced on NVLink (450 GB/s one way).
+// CHECK: coll.all_reduce {{.*}} {cost = #sim.cost<time_s = {{.*}}, flops = 0.000000e+00, bytes = 2.348810e+08, engine = "analytic">}
+// Views are never priced.
+// CHECK: sim.view
+// CHECK-NOT: cost
+// CHECK-SAME: -> tensor<8192x2x4096xbf16>
+// ENGINE: charon-opt: error: cost-annotate: option 'engines': unknown engine 'oracle' (known: {{.*}}analytic{{.*}})
+// NOTARGET: charon-opt: error: the module has no target: run set-target{hardware=...} first
+builtin.module {
+  coll.grid @mesh(axes = ["tp"], shape = 8)
+  %a = sim.input "a" : tensor<8192x8192xbf16>
+  %w = sim.param "w" : tensor<8192x8192xbf16>
+  %y = sim.matmul %a, %w {transpose_rhs} : (tensor<8192x8192xbf16>, tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16>
+  %r = coll.all_reduce %y on @mesh ["tp"] : tensor<8192x8192xbf16>
+  %v = sim.view %r : tensor<8192x8192xbf16> -> tensor<8192x2x4096xbf16>
+}

@@ -1,0 +1,201 @@
+"""`charon-opt`: xdsl-opt with Charon's dialects, passes and targets.
+
+Differences from stock xdsl-opt:
+- `--pass-pipeline='builtin.module(a{x=1},b)'` (MLIR spelling) beside `-p 'a{x=1},b'`;
+- every op parsed remembers its file:line:col, and the module is verified right after
+  parsing, so a verifier error names the op's place in the file;
+- any error is one line `FILE:LINE:COL: error: ...` or `charon-opt: error: ...`,
+  exit code 1, never a traceback.
+
+It never imports torch: dialects, passes and targets load through lazy factories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Span
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from charon_ir.errors import CharonError
+from charon_ir.registry import ALL_DIALECTS, ALL_PASSES, ALL_TARGETS
+
+
+def first_line(message: object) -> str:
+    text = str(message).strip()
+    return text.splitlines()[0] if text else type(message).__name__
+
+
+class LocatingParser(Parser):
+    """A parser that records where each op starts, to locate verifier errors."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.op_spans: dict[int, Span] = {}
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        try:
+            op = super().parse_operation()
+        except VerifyException as e:
+            # an attribute or property rejected while the op is being built
+            raise ParseError(start, first_line(e)) from None
+        self.op_spans[id(op)] = start
+        return op
+
+
+def span_location(span: Span) -> str:
+    return str(span.get_location())
+
+
+class LocatedVerifyError(DiagnosticException):
+    """A verifier error already rendered as one `FILE:LINE:COL: error: ...` line
+    (a DiagnosticException, so `--verify-diagnostics` prints it and goes on)."""
+
+
+def verify_located(module: ModuleOp, spans: dict[int, Span]) -> None:
+    """Verify op by op so the first failing op is reported at its own place."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except (VerifyException, DiagnosticException) as e:
+            span = spans.get(id(op))
+            where = span_location(span) if span else "<unknown>"
+            raise LocatedVerifyError(f"{where}: error: '{op.name}' op {first_line(e)}") from None
+
+
+class DeferredOutputFile(io.StringIO):
+    """The `-o` file, written only once the whole run succeeded: an error never
+    leaves a partial output file behind."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+        self.text: str | None = None
+
+    def close(self) -> None:
+        if self.text is None and not self.closed:
+            self.text = self.getvalue()
+        super().close()
+
+    def commit(self) -> None:
+        text = self.text if self.text is not None else self.getvalue()
+        with open(self.path, "w") as f:
+            f.write(text)
+
+
+class CharonOptMain(xDSLOptMain):
+    _deferred_output: DeferredOutputFile | None = None
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        self._deferred_output = DeferredOutputFile(self.args.output_file)
+        return self._deferred_output
+
+    def run(self):
+        super().run()
+        if self._deferred_output is not None:
+            self._deferred_output.commit()
+
+    def register_all_dialects(self):
+        super().register_all_dialects()
+        for name, factory in ALL_DIALECTS.items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self):
+        super().register_all_passes()
+        for name, factory in ALL_PASSES.items():
+            self.available_passes.setdefault(name, factory)
+
+    def register_all_targets(self):
+        super().register_all_targets()
+        for name, factory in ALL_TARGETS.items():
+            self.available_targets.setdefault(name, factory)
+
+    def register_all_frontends(self):
+        super().register_all_frontends()
+
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            parser = LocatingParser(self.ctx, io.read().decode(), self.get_input_name())
+            module = parser.parse_module()
+            if not self.args.disable_verify:
+                spans = {
+                    k: dataclasses.replace(v, line_offset=self._chunk_line_offset)
+                    for k, v in parser.op_spans.items()
+                }
+                verify_located(module, spans)
+            return module
+
+        self.available_frontends["mlir"] = parse_mlir
+
+    _chunk_line_offset = 0
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
+        # with --split-input-file, report lines of the whole file, not of the chunk
+        self._chunk_line_offset = start_offset
+        return super().parse_chunk(chunk, file_extension, start_offset)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            type=str,
+            default=None,
+            help="MLIR-style pipeline, e.g. 'builtin.module(set-target{hardware=H100},cost-annotate)'",
+        )
+
+    def setup_pipeline(self):
+        if self.args.pass_pipeline is not None:
+            if self.args.passes:
+                raise CharonError("use either -p or --pass-pipeline, not both")
+            self.args.passes = strip_module_wrapper(self.args.pass_pipeline)
+        try:
+            super().setup_pipeline()
+        except CharonError:
+            raise
+        except Exception as e:  # xDSL raises ValueError/Exception for bad specs
+            raise CharonError(f"invalid pass pipeline '{self.args.passes}': {first_line(e)}") from None
+
+
+def strip_module_wrapper(pipeline: str) -> str:
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        return text[len("builtin.module(") : -1]
+    if text.startswith("builtin.module"):
+        raise CharonError(f"malformed --pass-pipeline '{pipeline}': expected builtin.module(...)")
+    return text
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    try:
+        CharonOptMain(description="Charon-IR modular optimizer driver", args=args).run()
+    except ParseError as e:
+        print(f"{span_location(e.span)}: error: {e.msg}", file=sys.stderr)
+        sys.exit(1)
+    except CharonError as e:
+        message = str(e)
+        if ": error: " not in message:
+            message = f"charon-opt: error: {message}"
+        print(message, file=sys.stderr)
+        sys.exit(1)
+    except (DiagnosticException, ValueError, KeyError, OSError) as e:
+        message = first_line(e)
+        if ": error: " not in message:
+            message = f"charon-opt: error: {message}"
+        print(message, file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
