@@ -14,6 +14,7 @@ def simulate_file(
     gpus: int = 8,
     gpus_per_node: int = 0,
     engines: tuple[str, ...] = ("analytic",),
+    trace: str | Path | None = None,
 ) -> dict:
     """Parse a `sim` module, target it, price it, lower it and interpret it."""
     from xdsl.utils.exceptions import ParseError, VerifyException
@@ -40,4 +41,4 @@ def simulate_file(
     SetTargetPass(hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node).apply(ctx, module)
     CostAnnotatePass(engines=engines).apply(ctx, module)
     LowerToEventsPass().apply(ctx, module)
-    return simulate_module(ctx, module)
+    return simulate_module(ctx, module, trace=str(trace) if trace else None)

@@ -22,6 +22,7 @@ def simulate_command(
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="0: the GPU's usual node")] = 0,
     engines: Annotated[str, typer.Option("--engines", help="cost engine chain, comma separated")] = "analytic",
     as_json: Annotated[bool, typer.Option("--json", help="print the JSON report")] = False,
+    trace: Annotated[Path | None, typer.Option("--trace", help="write a Chrome/Perfetto trace")] = None,
 ) -> None:
     """Simulate one training step and print the report."""
     from charon_ir.api import simulate_file
@@ -35,6 +36,7 @@ def simulate_command(
         gpus=gpus,
         gpus_per_node=gpus_per_node,
         engines=tuple(engines.split(",")),
+        trace=trace,
     )
     if as_json:
         print(json.dumps(report, indent=2))

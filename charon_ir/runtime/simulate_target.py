@@ -3,6 +3,7 @@
 Options:
 - compute-slowdown: slowdown of compute overlapped with communication (default 0).
 - comm-slowdown: slowdown of communication overlapped with compute (default 0).
+- trace: path of a Chrome/Perfetto trace to write (default: none).
 
 A module that is priced but not lowered, or targeted but not priced, is finished
 with the default pipeline (`cost-annotate`, `lower-to-events`) first.
@@ -22,13 +23,15 @@ from charon_ir.dialects import event
 from charon_ir.errors import CharonError
 from charon_ir.report.summary import summarize
 from charon_ir.runtime.flatten import flatten
-from charon_ir.runtime.interpreter import OverlapModel, run
+from charon_ir.report.trace import write_trace
+from charon_ir.runtime.interpreter import OverlapModel, Timeline, run
 from charon_ir.target.target import Target
 
 
-def simulate_module(
+def run_module(
     ctx: Context, module: ModuleOp, overlap: OverlapModel = OverlapModel()
-) -> dict:
+) -> tuple[list[Timeline], Target]:
+    """Interpret every event program of the module (lowering it first if needed)."""
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     if not programs:
         from charon_ir.lowering.lower_to_events import LowerToEventsPass
@@ -40,8 +43,21 @@ def simulate_module(
     if len(programs) != 1:
         raise CharonError(f"simulate: expected one event.program, found {len(programs)}")
     target = Target.from_module(module)
-    timeline = run(flatten(programs[0]), overlap)
-    return summarize(timeline, target)
+    return [run(flatten(programs[0]), overlap)], target
+
+
+def simulate_module(
+    ctx: Context,
+    module: ModuleOp,
+    overlap: OverlapModel = OverlapModel(),
+    trace: str | None = None,
+) -> dict:
+    """The JSON report of the module; with `trace`, also a Perfetto trace file."""
+    timelines, target = run_module(ctx, module, overlap)
+    report = summarize(timelines[0], target)
+    if trace:
+        write_trace(trace, timelines)
+    return report
 
 
 @dataclass(frozen=True)
@@ -50,9 +66,13 @@ class SimulateTarget(XdslTarget):
 
     compute_slowdown: float = 0.0
     comm_slowdown: float = 0.0
+    trace: str = ""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         report = simulate_module(
-            ctx, module, OverlapModel(self.compute_slowdown, self.comm_slowdown)
+            ctx,
+            module,
+            OverlapModel(self.compute_slowdown, self.comm_slowdown),
+            trace=self.trace or None,
         )
         output.write(json.dumps(report, indent=2) + "\n")

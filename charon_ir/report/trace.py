@@ -1,0 +1,67 @@
+"""Chrome / Perfetto trace of an interpreted timeline (the JSON trace-event format).
+
+One process per rank class (pipeline stage), one thread per stream; each event is a
+complete event (`ph: "X"`) with microsecond `ts` and `dur`. Load the file in
+https://ui.perfetto.dev or chrome://tracing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from charon_ir.runtime.flatten import KIND_JOIN
+from charon_ir.runtime.interpreter import Timeline
+
+
+def trace_events(timelines: list[Timeline]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for pid, tl in enumerate(timelines):
+        program = tl.program
+        events.append(
+            {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+             "args": {"name": f"{program.name} ({program.ranks} GPUs)"}}
+        )
+        for tid, stream in enumerate(program.streams):
+            events.append(
+                {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                 "args": {"name": stream}}
+            )
+        for i in range(program.num_events):
+            if program.kind[i] == KIND_JOIN:
+                continue
+            args: dict[str, Any] = {}
+            if program.flops[i]:
+                args["flops"] = float(program.flops[i])
+            if program.bytes[i]:
+                args["bytes"] = float(program.bytes[i])
+            events.append(
+                {
+                    "name": program.labels[i],
+                    "cat": program.streams[program.stream[i]],
+                    "ph": "X",
+                    "ts": float(tl.start[i]) * 1e6,
+                    "dur": float(tl.end[i] - tl.start[i]) * 1e6,
+                    "pid": pid,
+                    "tid": int(program.stream[i]),
+                    "args": args,
+                }
+            )
+    return events
+
+
+def write_trace(path: str | Path, timelines: list[Timeline]) -> None:
+    """Write atomically: a failed run never leaves a partial trace behind."""
+    path = Path(path)
+    payload = {"traceEvents": trace_events(timelines), "displayTimeUnit": "ms"}
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

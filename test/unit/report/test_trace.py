@@ -1,0 +1,48 @@
+"""The trace loads in Perfetto's JSON importer: every event has the Chrome
+trace-event fields with the right types, and complete events match the timeline."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+REQUIRED = {"X": {"name": str, "ph": str, "ts": float, "dur": float, "pid": int, "tid": int},
+            "M": {"name": str, "ph": str, "pid": int, "tid": int, "args": dict}}
+
+
+def test_trace_follows_the_chrome_trace_event_schema(tmp_path):
+    trace = tmp_path / "trace.json"
+    out = subprocess.run(
+        [sys.executable, "-m", "charon_ir.cli", "simulate", "--model",
+         str(EXAMPLES / "transformer_layer.mlir"), "--hardware", "H100", "--json",
+         "--trace", str(trace)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    data = json.loads(trace.read_text())
+    events = data["traceEvents"]
+    for ev in events:
+        for key, typ in REQUIRED[ev["ph"]].items():
+            assert isinstance(ev[key], typ), (key, ev)
+    complete = [e for e in events if e["ph"] == "X"]
+    assert len(complete) == report["events"]
+    assert max(e["ts"] + e["dur"] for e in complete) == __import__("pytest").approx(
+        report["iteration_time_s"] * 1e6
+    )
+    threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert threads == {"compute", "comm_tp"}
+
+
+def test_no_trace_file_on_error(tmp_path):
+    trace = tmp_path / "trace.json"
+    out = subprocess.run(
+        [sys.executable, "-m", "charon_ir.cli", "simulate", "--model",
+         str(EXAMPLES / "mlp.mlir"), "--hardware", "Z9", "--trace", str(trace)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 1
+    assert out.stderr.strip().count("\n") == 0 and "unknown GPU 'Z9'" in out.stderr
+    assert not trace.exists()
