@@ -45,6 +45,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "set-target": _pass("charon_ir.passes.set_target", "SetTargetPass"),
     "cost-annotate": _pass("charon_ir.passes.cost_annotate", "CostAnnotatePass"),
     "lower-to-events": _pass("charon_ir.lowering.lower_to_events", "LowerToEventsPass"),
+    "pipeline": _pass("charon_ir.passes.pipeline", "PipelinePass"),
 }
 
 

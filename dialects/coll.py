@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    i64,
 )
 from xdsl.dialects.shard import DimensionList
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
@@ -73,7 +74,7 @@ class GridOp(IRDLOperation):
             properties={
                 "sym_name": StringAttr(sym_name),
                 "axes": ArrayAttr([StringAttr(a) for a in axes]),
-                "shape": DenseArrayBase.from_list(I64, list(axes.values())),
+                "shape": DenseArrayBase.from_list(i64, list(axes.values())),
             }
         )
 

@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    i64,
 )
 from xdsl.ir import (
     Attribute,
@@ -66,7 +67,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, NoTerminator, Pure
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 AnyTensor = base(TensorType)
@@ -834,6 +835,40 @@ class ViewOp(IRDLOperation):
 
 
 @irdl_op_definition
+class StageOp(IRDLOperation):
+    """
+    The program of one pipeline stage class: its own params, inputs and phases, for
+    one micro-batch and one model chunk. Stages with the same layers share one
+    `sim.stage` (`virtual_stages` lists them: virtual stage v = chunk * pp + stage,
+    so with vpp = 1 they are the physical stages). Activations and gradients cross
+    stages through `coll.send`/`coll.recv` on the `pp` axis; the schedule that
+    orders micro-batches is the module's `sim.pipeline` attribute.
+    """
+
+    name = "sim.stage"
+
+    virtual_stages = prop_def(DenseArrayBase[I64])
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), IsolatedFromAbove())
+    assembly_format = "$virtual_stages attr-dict-with-keyword $body"
+
+    def __init__(self, virtual_stages: Sequence[int], body):
+        super().__init__(
+            properties={"virtual_stages": DenseArrayBase.from_list(i64, list(virtual_stages))},
+            regions=[body],
+        )
+
+    def stage_ids(self) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.virtual_stages.get_values())
+
+    def verify_(self) -> None:
+        ids = self.stage_ids()
+        if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
+            raise VerifyException(f"virtual_stages must be distinct and >= 0, got {list(ids)}")
+
+
+@irdl_op_definition
 class YieldOp(IRDLOperation):
     """Ends a `sim.phase` or `sim.repeat` body."""
 
@@ -888,7 +923,8 @@ class PhaseOp(IRDLOperation):
 class RepeatOp(IRDLOperation):
     """
     Run the body `count` times (the identical layers of a model; `reverse` walks the
-    slices last to first, as a backward pass does).
+    slices last to first, as a backward pass does). A count of 0 is the empty repeat
+    a pipeline stage keeps for layers it does not hold.
 
     Block arguments: one per `iter_init` (carried value), then one per `slices`
     operand (that operand without its leading `count` dim). The body yields the next
@@ -937,8 +973,8 @@ class RepeatOp(IRDLOperation):
 
     def verify_(self) -> None:
         n = self.trip_count
-        if n < 1:
-            raise VerifyException(f"count must be >= 1, got {n}")
+        if n < 0:
+            raise VerifyException(f"count must be >= 0, got {n}")
         args = self.body.block.args
         n_iter = len(self.iter_init)
         if len(args) != n_iter + len(self.slices):
@@ -1175,6 +1211,7 @@ Sim = Dialect(
         ViewOp,
         PhaseOp,
         RepeatOp,
+        StageOp,
         YieldOp,
         TopKOp,
         MoeDispatchOp,

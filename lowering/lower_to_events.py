@@ -20,6 +20,7 @@ from xdsl.context import Context
 from math import prod
 
 from xdsl.dialects.builtin import (
+    DictionaryAttr,
     IntegerType,
     TensorType,
     IntegerAttr,
@@ -30,7 +31,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import event
-from charon_ir.dialects.coll import CollectiveOp, GridOp
+from charon_ir.dialects.coll import CollectiveOp, GridOp, RecvOp, SendOp
 from charon_ir.dialects.sim import (
     ComputeOp,
     CostAttr,
@@ -38,11 +39,15 @@ from charon_ir.dialects.sim import (
     ParamOp,
     PhaseOp,
     RepeatOp,
+    StageOp,
     ViewOp,
     YieldOp,
     numel,
 )
 from charon_ir.errors import CharonError
+from charon_ir.parallel.mesh import grid_axes
+from charon_ir.parallel.schedules import run_lengths, stage_order
+from charon_ir.passes.pipeline import PIPELINE_ATTR
 from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.target.target import Target
 
@@ -61,6 +66,11 @@ class _Emitter:
     block: Block
     streams: dict[str, list[str] | None]
     tokens: dict[SSAValue, SSAValue | None] = field(default_factory=dict)
+    virtual_stage: int = 0
+    """The pipeline stage being lowered: sends go to virtual_stage + shift."""
+    channel: str = "act"
+    """What point-to-point ops carry in the phase being lowered: act or grad."""
+    last_compute: SSAValue | None = None
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -125,16 +135,31 @@ class _Emitter:
         else:
             axes = op.axis_names()
             stream = comm_stream_name(axes)
-            self.streams.setdefault(stream, axes)
             attrs["bytes"] = IntegerAttr(round(cost.bytes.data), 64)
             attrs["group"] = IntegerAttr(op.group_size(), 64)
+            if isinstance(op, (SendOp, RecvOp)):
+                # a lane per direction, as Megatron's batched isend/irecv; the
+                # interpreter pairs the k-th send and receive of each channel
+                stream += "_" + op.op_kind()
+                peer = self.virtual_stage + op.shift.value.data
+                src, dst = (self.virtual_stage, peer) if isinstance(op, SendOp) else (peer, self.virtual_stage)
+                attrs["channel"] = StringAttr(self.channel)
+                attrs["src"] = IntegerAttr(src, 64)
+                attrs["dst"] = IntegerAttr(dst, 64)
+            self.streams.setdefault(stream, axes)
             ev = event.CommOp(stream, op.op_kind(), cost.time_s.data, deps, **attrs)
         token = self.emit(ev)
+        if isinstance(op, ComputeOp):
+            self.last_compute = token
         for r in op.results:
             self.tokens[r] = token
 
     def lower_repeat(self, op: RepeatOp) -> None:
         init = self.join([*op.iter_init, *op.slices])
+        if op.trip_count == 0:
+            for r in op.outputs:
+                self.tokens[r] = init
+            return
         body_block = Block(arg_types=[event.TokenType()])
         inner = _Emitter(body_block, self.streams, dict(self.tokens))
         prev = body_block.args[0]
@@ -149,11 +174,12 @@ class _Emitter:
             op.trip_count, init, Region(body_block), label=StringAttr("repeat")
         )
         token = self.emit(loop)
+        self.last_compute = token
         for r in op.outputs:
             self.tokens[r] = token
 
 
-def count_tokens(module: ModuleOp) -> int:
+def count_tokens(module: Operation) -> int:
     """Tokens one step processes on one rank class, read off the `tokens` input:
     token ids [batch, seq] count every element; hidden states [..., hidden] count
     all but the last dim."""
@@ -167,6 +193,81 @@ def count_tokens(module: ModuleOp) -> int:
     return 0
 
 
+def _stream_ops(streams: dict[str, list[str] | None]) -> list[event.StreamOp]:
+    return [
+        event.StreamOp(name, "compute" if axes is None else "comm", axes)
+        for name, axes in streams.items()
+    ]
+
+
+def _program(name: str, ranks: int, body: Block, streams, **attrs) -> event.ProgramOp:
+    first = body.first_op
+    for s in _stream_ops(streams):
+        if first is None:
+            body.add_op(s)
+        else:
+            body.insert_op_before(s, first)
+    return event.ProgramOp(name, ranks, Region(body), **attrs)
+
+
+def _phase(stage: StageOp, kind: str) -> PhaseOp | None:
+    for op in stage.body.block.ops:
+        if isinstance(op, PhaseOp) and op.kind.data == kind:
+            return op
+    return None
+
+
+def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
+    """One program per physical stage: its schedule's runs of forward (F) and
+    backward (B) micro-batches as loops over the lowered phases of its chunks."""
+    attr = module.attributes[PIPELINE_ATTR]
+    assert isinstance(attr, DictionaryAttr)
+    conf = {k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)}
+    schedule = attr.data["schedule"]
+    assert isinstance(schedule, StringAttr)
+    pp, vpp, m = conf["pp"], conf["vpp"], conf["microbatches"]
+    stages = [op for op in module.body.block.ops if isinstance(op, StageOp)]
+    by_virtual = {v: st for st in stages for v in st.stage_ids()}
+    dp = grid_axes(module).get("dp", 1)
+    tokens = count_tokens(by_virtual[0]) * m * dp
+    programs = []
+    for s in range(pp):
+        body = Block()
+        streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
+        start = event.WaitOp([])
+        body.add_op(start)
+        prev = start.token
+        order = stage_order(schedule.data, pp, vpp, m, s)
+        for pattern, count in run_lengths(order):
+            loop_body = Block(arg_types=[event.TokenType()])
+            emitter: _Emitter | None = None
+            for kind, chunk in pattern:
+                v = chunk * pp + s
+                phase = _phase(by_virtual[v], "forward" if kind == "F" else "backward")
+                if phase is None:
+                    continue
+                emitter = _Emitter(
+                    loop_body, streams, virtual_stage=v, channel="act" if kind == "F" else "grad"
+                )
+                emitter.lower_block(phase.body.block)
+            done = loop_body.last_op.results[0] if loop_body.last_op else loop_body.args[0]
+            loop_body.add_op(event.YieldOp(done))
+            label = ",".join(f"{k}{c}" for k, c in pattern)
+            loop = event.LoopOp(count, prev, Region(loop_body), label=StringAttr(label))
+            body.add_op(loop)
+            prev = loop.token
+        for chunk in range(vpp):
+            opt = _phase(by_virtual[chunk * pp + s], "optimizer")
+            if opt is not None:
+                emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s)
+                emitter.lower_block(opt.body.block)
+        attrs = {"stage": IntegerAttr(s, 64)}
+        if s == 0 and tokens:
+            attrs["tokens"] = IntegerAttr(tokens, 64)
+        programs.append(_program(f"stage{s}", target.gpus // pp, body, streams, **attrs))
+    return programs
+
+
 @dataclass(frozen=True)
 class LowerToEventsPass(ModulePass):
     name = "lower-to-events"
@@ -175,10 +276,18 @@ class LowerToEventsPass(ModulePass):
         target = Target.from_module(op)
         if any(isinstance(o, event.ProgramOp) for o in op.body.block.ops):
             raise CharonError("lower-to-events: the module is already lowered")
+        if PIPELINE_ATTR in op.attributes:
+            programs = lower_pipeline(op, target)
+            for top in reversed([o for o in op.body.block.ops if isinstance(o, StageOp)]):
+                top.detach()
+                top.erase(safe_erase=False)
+            for program in programs:
+                op.body.block.add_op(program)
+            return
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
         emitter = _Emitter(body, streams)
-        tokens = count_tokens(op)
+        tokens = count_tokens(op) * grid_axes(op).get("dp", 1)
         to_erase: list[Operation] = []
         for top in list(op.body.block.ops):
             if isinstance(top, GridOp):
@@ -188,16 +297,6 @@ class LowerToEventsPass(ModulePass):
         for top in reversed(to_erase):
             top.detach()
             top.erase(safe_erase=False)
-        stream_ops = [
-            event.StreamOp(name, "compute" if axes is None else "comm", axes)
-            for name, axes in streams.items()
-        ]
-        first = body.first_op
-        for s in stream_ops:
-            if first is None:
-                body.add_op(s)
-            else:
-                body.insert_op_before(s, first)
         attrs = {"tokens": IntegerAttr(tokens, 64)} if tokens else {}
-        op.body.block.add_op(event.ProgramOp("main", target.gpus, Region(body), **attrs))
+        op.body.block.add_op(_program("main", target.gpus, body, streams, **attrs))
 

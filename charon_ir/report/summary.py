@@ -1,40 +1,76 @@
-"""The JSON report read off an interpreted timeline (keys: DESIGN.md section 7)."""
+"""The JSON report read off an interpreted timeline (keys: DESIGN.md section 7).
+
+Times per program (pipeline stage): `compute_s` is the union of its compute events;
+`exposed_comm_s[axis]` the time that axis's communication runs with no compute
+beside it; `bubble_s` the rest of the iteration, when the stage waits. The
+top-level breakdown is that of the busiest stage (the one that bounds the step).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from charon_ir.runtime.flatten import KIND_COMM, KIND_COMPUTE
-from charon_ir.runtime.interpreter import Timeline, measure, subtract
+from charon_ir.runtime.interpreter import Timeline, _union, measure, subtract
 from charon_ir.target.target import Target
+
+
+def _axis_of(stream: str) -> str:
+    """comm_tp -> tp, comm_pp_send -> pp, comm_dp_tp -> dp_tp."""
+    name = stream.removeprefix("comm_")
+    for suffix in ("_send", "_recv"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def stage_breakdown(timeline: Timeline, index: int) -> dict[str, Any]:
+    program = timeline.program
+    makespan = timeline.makespan
+    compute = timeline.intervals(KIND_COMPUTE, program=index)
+    exposed: dict[str, float] = {}
+    comm_all: list[tuple[float, float]] = []
+    for s, name in enumerate(program.streams):
+        if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
+            continue
+        mask = program.stream == s
+        intervals = _union(list(zip(timeline.start[mask], timeline.end[mask])))
+        comm_all += intervals
+        axis = _axis_of(name)
+        exposed[axis] = exposed.get(axis, 0.0) + subtract(intervals, compute)
+    busy = measure(_union(compute + comm_all))
+    return {
+        "compute_s": measure(compute),
+        "exposed_comm_s": dict(sorted(exposed.items())),
+        "bubble_s": max(0.0, makespan - busy),
+    }
 
 
 def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
     program = timeline.program
     makespan = timeline.makespan
-    compute = timeline.intervals(KIND_COMPUTE)
-    comm = timeline.intervals(KIND_COMM)
-    compute_s = measure(compute)
-    exposed_comm_s = subtract(comm, compute)
-    flops = float(program.flops.sum())
-    tflops = flops / makespan / 1e12 if makespan > 0 else 0.0
+    stages = [stage_breakdown(timeline, i) for i in range(len(program.programs))]
+    critical = max(range(len(stages)), key=lambda i: stages[i]["compute_s"])
+    ranks = np.array([program.programs[p].ranks for p in program.event_program], dtype=np.float64)
+    job_flops = float((program.flops * ranks).sum()) if program.num_events else 0.0
+    flops_per_gpu = job_flops / target.gpus
+    tflops = flops_per_gpu / makespan / 1e12 if makespan > 0 else 0.0
     peak = target.gpu.peak("bf16") / 1e12
-    tokens = program.attributes.get("tokens", 0)
+    tokens = sum(p.attributes.get("tokens", 0) for p in program.programs)
+    streams = {
+        name: {"busy_s": busy, "utilization": busy / makespan if makespan else 0.0}
+        for name, busy in timeline.stream_busy().items()
+    }
     report: dict[str, Any] = {
         "iteration_time_s": makespan,
         "tokens_per_s": tokens / makespan if makespan > 0 and tokens else None,
         "tflops_per_gpu": tflops,
         "mfu": tflops / peak if peak else 0.0,
-        "flops_per_gpu": flops,
-        "breakdown": {
-            "compute_s": compute_s,
-            "exposed_comm_s": exposed_comm_s,
-            "idle_s": max(0.0, makespan - compute_s - exposed_comm_s),
-        },
-        "streams": {
-            name: {"busy_s": busy, "utilization": busy / makespan if makespan else 0.0}
-            for name, busy in timeline.stream_busy().items()
-        },
+        "flops_per_gpu": flops_per_gpu,
+        "breakdown": stages[critical] | {"stage": critical},
+        "stages": stages,
+        "streams": streams,
         "engines": dict(sorted(program.engines.items())),
         "events": program.num_events,
         "hardware": target.gpu.name,

@@ -24,8 +24,11 @@ def print_report(report: dict, console: Console | None = None) -> None:
         table.add_row("tokens/s", f"{report['tokens_per_s']:,.0f}")
     table.add_row("TFLOP/s per GPU", f"{report['tflops_per_gpu']:.1f}")
     table.add_row("MFU", f"{100 * report['mfu']:.1f} %")
-    for key, value in report["breakdown"].items():
-        table.add_row(key.removesuffix("_s").replace("_", " "), _seconds(value))
+    b = report["breakdown"]
+    table.add_row("compute", _seconds(b["compute_s"]))
+    for axis, value in b["exposed_comm_s"].items():
+        table.add_row(f"exposed {axis} comm", _seconds(value))
+    table.add_row("pipeline bubble / wait", _seconds(b["bubble_s"]))
     for name, stream in report["streams"].items():
         table.add_row(f"stream {name} busy", f"{_seconds(stream['busy_s'])} ({100 * stream['utilization']:.0f} %)")
     engines = ", ".join(f"{k}: {v}" for k, v in report["engines"].items())

@@ -19,20 +19,23 @@ from charon_ir.runtime.interpreter import Timeline
 
 def trace_events(timelines: list[Timeline]) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
-    for pid, tl in enumerate(timelines):
+    pid_base = 0
+    for tl in timelines:
         program = tl.program
-        events.append(
-            {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-             "args": {"name": f"{program.name} ({program.ranks} GPUs)"}}
-        )
+        for index, info in enumerate(program.programs):
+            events.append(
+                {"name": "process_name", "ph": "M", "pid": pid_base + index, "tid": 0,
+                 "args": {"name": f"{info.name} ({info.ranks} GPUs)"}}
+            )
         for tid, stream in enumerate(program.streams):
             events.append(
-                {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                 "args": {"name": stream}}
+                {"name": "thread_name", "ph": "M", "pid": pid_base + program.stream_program[tid],
+                 "tid": tid, "args": {"name": stream}}
             )
         for i in range(program.num_events):
             if program.kind[i] == KIND_JOIN:
                 continue
+            stream = int(program.stream[i])
             args: dict[str, Any] = {}
             if program.flops[i]:
                 args["flops"] = float(program.flops[i])
@@ -41,15 +44,16 @@ def trace_events(timelines: list[Timeline]) -> list[dict[str, Any]]:
             events.append(
                 {
                     "name": program.labels[i],
-                    "cat": program.streams[program.stream[i]],
+                    "cat": program.streams[stream],
                     "ph": "X",
                     "ts": float(tl.start[i]) * 1e6,
                     "dur": float(tl.end[i] - tl.start[i]) * 1e6,
-                    "pid": pid,
-                    "tid": int(program.stream[i]),
+                    "pid": pid_base + program.stream_program[stream],
+                    "tid": stream,
                     "args": args,
                 }
             )
+        pid_base += len(program.programs)
     return events
 
 

@@ -40,15 +40,24 @@ class Timeline:
     def makespan(self) -> float:
         return float(self.end.max()) if len(self.end) else 0.0
 
+    def stream_names(self) -> list[str]:
+        """Stream names, qualified by their program when there are several."""
+        p = self.program
+        if len(p.programs) == 1:
+            return list(p.streams)
+        return [f"{p.programs[o].name}/{n}" for n, o in zip(p.streams, p.stream_program)]
+
     def stream_busy(self) -> dict[str, float]:
         busy = {}
-        for i, name in enumerate(self.program.streams):
+        for i, name in enumerate(self.stream_names()):
             mask = self.program.stream == i
             busy[name] = float((self.end[mask] - self.start[mask]).sum())
         return busy
 
-    def intervals(self, kind: int) -> list[tuple[float, float]]:
+    def intervals(self, kind: int, program: int | None = None) -> list[tuple[float, float]]:
         mask = self.program.kind == kind
+        if program is not None:
+            mask &= self.program.event_program == program
         return _union(list(zip(self.start[mask], self.end[mask])))
 
 
@@ -102,6 +111,9 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
     joins: list[int] = []
     stream_of = program.stream.tolist()
     kind_of = program.kind.tolist()
+    program_of = program.event_program.tolist()  # pyright: ignore[reportOptionalMemberAccess]
+    compute_rate = 1.0 / (1.0 + overlap.compute_slowdown)
+    comm_rate = 1.0 / (1.0 + overlap.comm_slowdown)
     for i in range(n):
         if stream_of[i] < 0:
             joins.append(i)
@@ -149,14 +161,15 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
                 f"interpreter: deadlock at t={t:.6g}s in program '{program.name}' "
                 f"(waiting: {', '.join(stuck) or 'joins'})"
             )
-        compute_on = any(kind_of[i] == KIND_COMPUTE for i in running)
-        comm_on = any(kind_of[i] == KIND_COMM for i in running)
+        # contention is within one program's GPUs: compute beside that program's comm
+        compute_on = {program_of[i] for i in running if kind_of[i] == KIND_COMPUTE}
+        comm_on = {program_of[i] for i in running if kind_of[i] == KIND_COMM}
         rates = {}
         for i in running:
-            if kind_of[i] == KIND_COMPUTE and comm_on:
-                rates[i] = 1.0 / (1.0 + overlap.compute_slowdown)
-            elif kind_of[i] == KIND_COMM and compute_on:
-                rates[i] = 1.0 / (1.0 + overlap.comm_slowdown)
+            if kind_of[i] == KIND_COMPUTE and program_of[i] in comm_on:
+                rates[i] = compute_rate
+            elif kind_of[i] == KIND_COMM and program_of[i] in compute_on:
+                rates[i] = comm_rate
             else:
                 rates[i] = 1.0
         dt = min(remaining[i] / rates[i] for i in running)

@@ -22,7 +22,7 @@ from xdsl.utils.target import Target as XdslTarget
 from charon_ir.dialects import event
 from charon_ir.errors import CharonError
 from charon_ir.report.summary import summarize
-from charon_ir.runtime.flatten import flatten
+from charon_ir.runtime.flatten import flatten_all
 from charon_ir.report.trace import write_trace
 from charon_ir.runtime.interpreter import OverlapModel, Timeline, run
 from charon_ir.target.target import Target
@@ -40,10 +40,8 @@ def run_module(
         CostAnnotatePass().apply(ctx, module)
         LowerToEventsPass().apply(ctx, module)
         programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
-    if len(programs) != 1:
-        raise CharonError(f"simulate: expected one event.program, found {len(programs)}")
     target = Target.from_module(module)
-    return [run(flatten(programs[0]), overlap)], target
+    return [run(flatten_all(programs), overlap)], target
 
 
 def simulate_module(

@@ -8,7 +8,10 @@
 // CHECK:      "iteration_time_s": {{[0-9.e-]+}},
 // CHECK:      "breakdown": {
 // CHECK-NEXT:   "compute_s":
-// CHECK-NEXT:   "exposed_comm_s":
+// CHECK-NEXT:   "exposed_comm_s": {
+// CHECK-NEXT:     "tp": {{[0-9.e-]+}}
+// CHECK-NEXT:   },
+// CHECK-NEXT:   "bubble_s":
 // CHECK:      "streams": {
 // CHECK-NEXT:   "compute": {
 // CHECK-NEXT:     "busy_s":

@@ -31,7 +31,7 @@ def test_transformer_layer_report():
     # nothing overlaps in a TP layer: every all_reduce sits on the critical path
     assert report["iteration_time_s"] >= max(busy.values())
     b = report["breakdown"]
-    total = b["compute_s"] + b["exposed_comm_s"] + b["idle_s"]
+    total = b["compute_s"] + sum(b["exposed_comm_s"].values()) + b["bubble_s"]
     assert abs(total - report["iteration_time_s"]) < 1e-12
     assert report["engines"] == {"analytic": 50}
     assert 0 < report["mfu"] < 1

@@ -1,0 +1,1 @@
+"""Shared pieces of the parallelism passes (the device grid they all extend)."""

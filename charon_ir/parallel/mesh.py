@@ -1,0 +1,58 @@
+"""The module's device grid, `coll.grid @mesh`, that every parallelism pass extends.
+
+Axes are kept in one canonical order, outermost first: dp, pp, cp, ep, tp. Ranks are
+numbered with the last axis fastest, so tensor parallelism (the chattiest) lands on
+neighbouring GPUs of one node, then expert, context, pipeline and data parallelism
+(Megatron's default rank order).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from charon_ir.dialects.coll import GridOp
+from charon_ir.errors import CharonError
+
+MESH = "mesh"
+AXIS_ORDER = ("dp", "pp", "cp", "ep", "tp")
+
+
+def find_grid(module: ModuleOp, name: str = MESH) -> GridOp | None:
+    for op in module.body.block.ops:
+        if isinstance(op, GridOp) and op.sym_name.data == name:
+            return op
+    return None
+
+
+def grid_axes(module: ModuleOp) -> dict[str, int]:
+    grid = find_grid(module)
+    return grid.axis_sizes() if grid else {}
+
+
+def ensure_axis(module: ModuleOp, axis: str, size: int, pass_name: str) -> GridOp:
+    """Add `axis` of `size` to @mesh (creating the grid), keeping AXIS_ORDER.
+    Re-adding an axis with another size is an error naming the pass."""
+    if axis not in AXIS_ORDER:
+        raise CharonError(f"{pass_name}: unknown grid axis '{axis}'")
+    if size < 1:
+        raise CharonError(f"{pass_name}: option '{axis}' must be >= 1, got {size}")
+    grid = find_grid(module)
+    axes = grid.axis_sizes() if grid else {}
+    if axes.get(axis, size) != size:
+        raise CharonError(
+            f"{pass_name}: grid axis '{axis}' already has size {axes[axis]}, not {size}"
+        )
+    axes[axis] = size
+    ordered = {a: axes[a] for a in AXIS_ORDER if a in axes}
+    new = GridOp(MESH, ordered)
+    if grid is None:
+        first = module.body.block.first_op
+        if first is None:
+            module.body.block.add_op(new)
+        else:
+            module.body.block.insert_op_before(new, first)
+    else:
+        module.body.block.insert_op_before(new, grid)
+        grid.detach()
+        grid.erase()
+    return new

@@ -1,0 +1,373 @@
+"""
+Split a training step over pipeline stages.
+
+Options:
+- pp: pipeline stages (default 1).
+- vpp: model chunks per stage, for the interleaved schedule (default 1).
+- schedule: gpipe | 1f1b | interleaved (default 1f1b).
+- microbatches: micro-batches per step (default: pp).
+- layers: layers of each virtual stage, e.g. `layers=18,20,20,22`; empty splits
+  evenly, the remainder going to the middle stages (default: empty).
+
+The layer repeats of the forward phase (and their reverse twins in backward) are
+cut at stage boundaries: each virtual stage keeps its share of every repeat (a
+count of 0 where it holds none of those layers), the first stage keeps what comes
+before the layers (embedding), the last keeps what comes after (head, loss) and
+their gradients. Activations cross stages with `coll.send`/`coll.recv` on the `pp`
+axis in forward, gradients in backward. Stages with identical contents share one
+`sim.stage`; the schedule is recorded as the module's `sim.pipeline` attribute, for
+`lower-to-events` to emit each stage's exact order of micro-batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from charon_ir.dialects import coll, sim
+from charon_ir.errors import CharonError
+from charon_ir.parallel.mesh import MESH, ensure_axis
+from charon_ir.parallel.schedules import check_schedule
+
+PIPELINE_ATTR = "sim.pipeline"
+
+
+def even_split(layers: int, parts: int) -> list[int]:
+    """`layers` over `parts`, the remainder to the middle parts (the first and last
+    stages also hold the embedding and the head)."""
+    base, extra = divmod(layers, parts)
+    counts = [base] * parts
+    middle = sorted(range(parts), key=lambda i: (abs(i - (parts - 1) / 2), i))
+    for i in middle[:extra]:
+        counts[i] += 1
+    return counts
+
+
+def _retype_leading(value: SSAValue, count: int) -> None:
+    t = value.type
+    assert isinstance(t, TensorType)
+    # In-place: every use sees the stage's share of the stacked layers.
+    value._type = TensorType(t.element_type, [count, *t.get_shape()[1:]])  # pyright: ignore[reportPrivateUsage]
+
+
+def _phases(block: Block) -> dict[str, sim.PhaseOp]:
+    return {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
+
+
+def _repeats(phase: sim.PhaseOp, reverse: bool) -> list[sim.RepeatOp]:
+    return [
+        op
+        for op in phase.body.block.ops
+        if isinstance(op, sim.RepeatOp) and bool(op.reverse) == reverse
+    ]
+
+
+@dataclass(frozen=True)
+class StageShape:
+    """What a virtual stage holds: its share of each layer repeat, and whether it is
+    the first (embedding) or last (head and loss) virtual stage."""
+
+    counts: tuple[int, ...]
+    first: bool
+    last: bool
+
+
+def stage_shapes(repeat_counts: list[int], layers_per_stage: list[int]) -> list[StageShape]:
+    shapes = []
+    start = 0
+    total_stages = len(layers_per_stage)
+    for v, n in enumerate(layers_per_stage):
+        end = start + n
+        counts, offset = [], 0
+        for c in repeat_counts:
+            lo, hi = max(start, offset), min(end, offset + c)
+            counts.append(max(0, hi - lo))
+            offset += c
+        shapes.append(StageShape(tuple(counts), v == 0, v == total_stages - 1))
+        start = end
+    return shapes
+
+
+class _StageBuilder:
+    """Specialises a clone of the module's step to one stage shape."""
+
+    def __init__(self, block: Block, shape: StageShape):
+        self.block = block
+        self.shape = shape
+        self.removed: set[Operation] = set()
+
+    def build(self) -> None:
+        phases = _phases(self.block)
+        fwd, bwd = phases.get("forward"), phases.get("backward")
+        assert fwd is not None
+        f_reps = _repeats(fwd, reverse=False)
+        b_reps = list(reversed(_repeats(bwd, reverse=True))) if bwd else []
+        for i, rep in enumerate(f_reps):
+            twin = b_reps[i] if i < len(b_reps) else None
+            self.resize(rep, twin, self.shape.counts[i])
+        self.cut_forward(fwd, f_reps)
+        if bwd is not None and b_reps:
+            self.cut_backward(bwd, list(reversed(b_reps)))
+        self.erase_removed()
+
+    # -- stacked values -------------------------------------------------------
+
+    def resize(self, rep: sim.RepeatOp, twin: sim.RepeatOp | None, count: int) -> None:
+        """Give `rep` (and its backward twin) `count` iterations and every value
+        stacked along them a leading dim of `count`."""
+        full = rep.trip_count
+        stacked: list[SSAValue] = list(rep.slices) + list(rep.outputs[len(rep.iter_init):])
+        for r in (rep, twin):
+            if r is None:
+                continue
+            r.count = IntegerAttr(count, 64)
+        if twin is not None:
+            stacked += list(twin.slices) + list(twin.outputs[len(twin.iter_init):])
+        seen: set[SSAValue] = set()
+        work = list(stacked)
+        while work:
+            v = work.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            t = v.type
+            if not isinstance(t, TensorType) or not t.get_shape() or t.get_shape()[0] != full:
+                continue
+            _retype_leading(v, count)
+            # follow the value through phase yields into the phases that read it
+            for use in list(v.uses):
+                user = use.operation
+                if isinstance(user, sim.YieldOp) and isinstance(user.parent_op(), sim.PhaseOp):
+                    work.append(user.parent_op().results[use.index])  # pyright: ignore[reportOptionalMemberAccess]
+                elif isinstance(user, sim.OptimizerStepOp):
+                    n = len(user.params)
+                    partner = user.grads[use.index] if use.index < n else user.params[use.index - n]
+                    work.append(partner)
+
+    # -- stage boundaries -----------------------------------------------------
+
+    def _insert_before(self, op: Operation, new: Operation) -> Operation:
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_before(new, op)
+        return new
+
+    def _insert_after(self, op: Operation, new: Operation) -> Operation:
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_after(new, op)
+        return new
+
+    def cut_forward(self, fwd: sim.PhaseOp, reps: list[sim.RepeatOp]) -> None:
+        body = list(fwd.body.block.ops)
+        first, last = body.index(reps[0]), body.index(reps[-1])
+        if not self.shape.first:
+            hidden = reps[0].iter_init[0]
+            recv = coll.RecvOp.build(
+                result_types=[hidden.type],
+                properties=_p2p_props(-1),
+            )
+            self._insert_before(reps[0], recv)
+            reps[0].operands = [recv.results[0], *reps[0].operands[1:]]
+            self.removed.update(op for op in body[:first] if not isinstance(op, sim.YieldOp))
+        if not self.shape.last:
+            out = reps[-1].outputs[0]
+            send = coll.SendOp.build(operands=[out], properties=_p2p_props(1))
+            self._insert_after(reps[-1], send)
+            self.removed.update(op for op in body[last + 1 :] if not isinstance(op, sim.YieldOp))
+
+    def cut_backward(self, bwd: sim.PhaseOp, reps: list[sim.RepeatOp]) -> None:
+        body = list(bwd.body.block.ops)
+        first, last = body.index(reps[0]), body.index(reps[-1])
+        if not self.shape.last:
+            grad = reps[0].iter_init[0]
+            recv = coll.RecvOp.build(result_types=[grad.type], properties=_p2p_props(1))
+            self._insert_before(reps[0], recv)
+            reps[0].operands = [recv.results[0], *reps[0].operands[1:]]
+            self.removed.update(op for op in body[:first] if not isinstance(op, sim.YieldOp))
+        if not self.shape.first:
+            out = reps[-1].outputs[0]
+            send = coll.SendOp.build(operands=[out], properties=_p2p_props(-1))
+            self._insert_after(reps[-1], send)
+            self.removed.update(op for op in body[last + 1 :] if not isinstance(op, sim.YieldOp))
+
+    # -- removal of what another stage owns -----------------------------------
+
+    def erase_removed(self) -> None:
+        """Erase the removed ops, everything computed from them, phase outputs and
+        optimizer pairs that carried them, and params and inputs left unused."""
+        dropped_outputs: dict[sim.PhaseOp, set[int]] = {}
+        dropped_pairs: dict[sim.OptimizerStepOp, set[int]] = {}
+        work = list(self.removed)
+
+        def drop_uses_of(value: SSAValue) -> None:
+            for use in list(value.uses):
+                user = use.operation
+                phase = user.parent_op()
+                if isinstance(user, sim.YieldOp) and isinstance(phase, sim.PhaseOp):
+                    dropped = dropped_outputs.setdefault(phase, set())
+                    if use.index not in dropped:
+                        dropped.add(use.index)
+                        drop_uses_of(phase.results[use.index])
+                elif isinstance(user, sim.OptimizerStepOp):
+                    dropped_pairs.setdefault(user, set()).add(use.index % len(user.params))
+                elif user not in self.removed:
+                    self.removed.add(user)
+                    work.append(user)
+
+        while work:
+            for r in work.pop().results:
+                drop_uses_of(r)
+        for phase, idx in dropped_outputs.items():
+            _drop_phase_outputs(phase, idx)
+        for step, idx in dropped_pairs.items():
+            _drop_optimizer_pairs(step, idx)
+        for op in sorted(self.removed, key=_program_position, reverse=True):
+            for r in op.results:
+                if r.uses:
+                    raise CharonError(
+                        f"pipeline: cannot move '{op.name}' off this stage: "
+                        f"{next(iter(r.uses)).operation.name} still reads it"
+                    )
+            op.detach()
+            op.erase()
+        for op in list(self.block.ops):
+            if isinstance(op, (sim.ParamOp, sim.InputOp)) and not op.result.uses:
+                op.detach()
+                op.erase()
+
+
+def _program_position(op: Operation) -> tuple[int, ...]:
+    path = []
+    cur: Operation | None = op
+    while cur is not None and cur.parent_block() is not None:
+        block = cur.parent_block()
+        assert block is not None
+        path.append(block.get_operation_index(cur))
+        cur = cur.parent_op()
+        if isinstance(cur, sim.StageOp):
+            break
+    return tuple(reversed(path))
+
+
+def _drop_phase_outputs(phase: sim.PhaseOp, drop: set[int]) -> None:
+    term = phase.body.block.last_op
+    assert isinstance(term, sim.YieldOp)
+    keep = [i for i in range(len(phase.outputs)) if i not in drop]
+    new_yield = sim.YieldOp(*[term.values[i] for i in keep])
+    phase.body.block.insert_op_before(new_yield, term)
+    term.detach()
+    term.erase()
+    region = phase.detach_region(phase.body)
+    new = sim.PhaseOp(phase.kind.data, region, [phase.outputs[i].type for i in keep])
+    block = phase.parent_block()
+    assert block is not None
+    block.insert_op_before(new, phase)
+    for new_i, old_i in enumerate(keep):
+        phase.outputs[old_i].replace_all_uses_with(new.outputs[new_i])
+    phase.detach()
+    phase.erase(safe_erase=False)
+
+
+def _drop_optimizer_pairs(step: sim.OptimizerStepOp, drop: set[int]) -> None:
+    keep = [i for i in range(len(step.params)) if i not in drop]
+    new = sim.OptimizerStepOp.build(
+        operands=[[step.params[i] for i in keep], [step.grads[i] for i in keep]],
+        properties={"kind": step.kind},
+    )
+    block = step.parent_block()
+    assert block is not None
+    block.insert_op_before(new, step)
+    step.detach()
+    step.erase()
+
+
+def _p2p_props(shift: int) -> dict:
+    from xdsl.dialects.builtin import SymbolRefAttr
+
+    return {
+        "grid": SymbolRefAttr(MESH),
+        "grid_axes": ArrayAttr([StringAttr("pp")]),
+        "shift": IntegerAttr(shift, 64),
+    }
+
+
+@dataclass(frozen=True)
+class PipelinePass(ModulePass):
+    name = "pipeline"
+
+    pp: int = 1
+    vpp: int = 1
+    schedule: str = "1f1b"
+    microbatches: int = 0
+    layers: tuple[int, ...] | int = ()
+
+    def layer_split(self, total: int) -> list[int]:
+        stages = self.pp * self.vpp
+        if stages > total:
+            raise CharonError(
+                f"pipeline: options 'pp' x 'vpp' ({self.pp} x {self.vpp} = {stages} stages) "
+                f"exceed the model's {total} layers"
+            )
+        if not self.layers:
+            return even_split(total, stages)
+        split = [self.layers] if isinstance(self.layers, int) else list(self.layers)
+        if len(split) != stages or sum(split) != total or min(split) < 1:
+            raise CharonError(
+                f"pipeline: option 'layers' ({','.join(map(str, split))}) must give "
+                f"{stages} stages of >= 1 layer summing to the model's {total} layers"
+            )
+        return split
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.pp < 1 or self.vpp < 1:
+            raise CharonError(f"pipeline: options 'pp' ({self.pp}) and 'vpp' ({self.vpp}) must be >= 1")
+        microbatches = self.microbatches or self.pp
+        check_schedule(self.schedule, self.pp, self.vpp, microbatches)
+        if any(isinstance(o, sim.StageOp) for o in op.body.block.ops):
+            raise CharonError("pipeline: the module is already split into stages")
+        fwd = _phases(op.body.block).get("forward")
+        if fwd is None:
+            raise CharonError("pipeline: the module has no forward phase to split")
+        reps = _repeats(fwd, reverse=False)
+        if not reps:
+            raise CharonError("pipeline: the forward phase has no sim.repeat of layers to split")
+        counts = [r.trip_count for r in reps]
+        split = self.layer_split(sum(counts))
+        shapes = stage_shapes(counts, split)
+        ensure_axis(op, "pp", self.pp, self.name)
+
+        classes: dict[StageShape, list[int]] = {}
+        for v, shape in enumerate(shapes):
+            classes.setdefault(shape, []).append(v)
+        step_ops = [o for o in op.body.block.ops if not isinstance(o, coll.GridOp)]
+        for shape, virtual_stages in classes.items():
+            block = Block()
+            mapper: dict[SSAValue, SSAValue] = {}
+            for o in step_ops:
+                block.add_op(o.clone(mapper))
+            _StageBuilder(block, shape).build()
+            op.body.block.add_op(sim.StageOp(virtual_stages, Region(block)))
+        for o in reversed(step_ops):
+            o.detach()
+            o.erase(safe_erase=False)
+        op.attributes[PIPELINE_ATTR] = DictionaryAttr(
+            {
+                "pp": IntegerAttr(self.pp, 64),
+                "vpp": IntegerAttr(self.vpp, 64),
+                "schedule": StringAttr(self.schedule),
+                "microbatches": IntegerAttr(microbatches, 64),
+                "layers": ArrayAttr([IntegerAttr(n, 64) for n in split]),
+            }
+        )
