@@ -46,6 +46,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "cost-annotate": _pass("charon_ir.passes.cost_annotate", "CostAnnotatePass"),
     "lower-to-events": _pass("charon_ir.lowering.lower_to_events", "LowerToEventsPass"),
     "pipeline": _pass("charon_ir.passes.pipeline", "PipelinePass"),
+    "data-parallel": _pass("charon_ir.passes.data_parallel", "DataParallelPass"),
 }
 
 

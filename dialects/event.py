@@ -202,6 +202,23 @@ class WaitOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """Completes when every event issued before it in this program has completed,
+    on every stream (a device-wide synchronisation, as before an optimizer step).
+    Takes no time."""
+
+    name = "event.barrier"
+
+    token = result_def(TokenType)
+
+    traits = traits_def(HasParent(ProgramOp))
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[TokenType()])
+
+
+@irdl_op_definition
 class LoopOp(IRDLOperation):
     """Run the body `count` times; the body's token argument is the previous
     iteration's yield (`init` first); the result is the last iteration's yield."""
@@ -252,6 +269,6 @@ class YieldOp(IRDLOperation):
 
 Event = Dialect(
     "event",
-    [ProgramOp, StreamOp, ComputeOp, CommOp, WaitOp, LoopOp, YieldOp],
+    [ProgramOp, StreamOp, ComputeOp, CommOp, WaitOp, BarrierOp, LoopOp, YieldOp],
     [TokenType],
 )

@@ -721,17 +721,20 @@ class GenericOp(ComputeOp):
 class OptimizerStepOp(ComputeOp):
     """One optimizer update of `params` from `grads` (pairwise same shapes).
     AdamW with fp32 master weights: per element it reads the grad, param, master,
-    m and v and writes param, master, m and v."""
+    m and v and writes param, master, m and v. The optional results are the updated
+    params, for what must wait on the update (ZeRO's all_gather of updated shards)."""
 
     name = "sim.optimizer_step"
 
     params = var_operand_def(AnyTensor)
     grads = var_operand_def(AnyTensor)
     kind = prop_def(StringAttr)
+    updated = var_result_def(AnyTensor)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$kind `(` $params `:` type($params) `)` `grads` `(` $grads `:` type($grads) `)` attr-dict"
+        " (`->` type($updated)^)?"
     )
 
     KINDS: ClassVar[dict[str, int]] = {"adamw": 12, "adam": 11, "sgd": 2}
@@ -748,6 +751,8 @@ class OptimizerStepOp(ComputeOp):
         for i, (p, g) in enumerate(zip(self.params, self.grads)):
             if shape_of(p) != shape_of(g):
                 raise VerifyException(f"param #{i} and grad #{i} shapes differ")
+        if self.updated and [r.type for r in self.updated] != [p.type for p in self.params]:
+            raise VerifyException("updated results must have the params' types")
 
     def num_elements(self) -> int:
         return sum(numel(p) for p in self.params)

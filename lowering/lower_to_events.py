@@ -14,6 +14,7 @@ Options: none. Every compute op and collective must carry a `cost` attribute
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -31,7 +32,14 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import event
-from charon_ir.dialects.coll import CollectiveOp, GridOp, RecvOp, SendOp
+from charon_ir.dialects.coll import (
+    AllReduceOp,
+    CollectiveOp,
+    GridOp,
+    RecvOp,
+    ReduceScatterOp,
+    SendOp,
+)
 from charon_ir.dialects.sim import (
     ComputeOp,
     CostAttr,
@@ -46,7 +54,7 @@ from charon_ir.dialects.sim import (
 )
 from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import grid_axes
-from charon_ir.parallel.schedules import run_lengths, stage_order
+from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
 from charon_ir.passes.pipeline import PIPELINE_ATTR
 from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.target.target import Target
@@ -71,6 +79,8 @@ class _Emitter:
     channel: str = "act"
     """What point-to-point ops carry in the phase being lowered: act or grad."""
     last_compute: SSAValue | None = None
+    skip_gradient_sync: bool = False
+    """Accumulating micro-batch: gradients are reduced over dp only on the last."""
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -107,6 +117,11 @@ class _Emitter:
             self.tokens[op.result] = self.tokens.get(op.input)
             return
         if isinstance(op, PhaseOp):
+            if op.kind.data == "optimizer":
+                # the step waits for every gradient and its reduction to land
+                barrier = self.emit(event.BarrierOp())
+                for v in _values_used_in(op):
+                    self.tokens[v] = barrier
             self.lower_block(op.body.block)
             term = op.body.block.last_op
             assert isinstance(term, YieldOp)
@@ -122,6 +137,14 @@ class _Emitter:
         raise CharonError(f"lower-to-events: cannot lower '{op.name}'")
 
     def lower_priced(self, op: ComputeOp | CollectiveOp) -> None:
+        if (
+            self.skip_gradient_sync
+            and isinstance(op, (AllReduceOp, ReduceScatterOp))
+            and "dp" in op.axis_names()
+        ):
+            for r in op.results:
+                self.tokens[r] = self.join(op.operands)
+            return
         cost = op.attributes.get(COST_ATTR)
         if not isinstance(cost, CostAttr):
             raise CharonError(
@@ -161,10 +184,13 @@ class _Emitter:
                 self.tokens[r] = init
             return
         body_block = Block(arg_types=[event.TokenType()])
-        inner = _Emitter(body_block, self.streams, dict(self.tokens))
+        inner = dataclasses.replace(self, block=body_block, tokens=dict(self.tokens), last_compute=None)
         prev = body_block.args[0]
-        for arg in op.body.block.args:
-            inner.tokens[arg] = prev
+        n_iter = len(op.iter_init)
+        for i, arg in enumerate(op.body.block.args):
+            # carried values come from the previous iteration; slices (weights,
+            # saved activations) exist before the loop, so a prefetch may run ahead
+            inner.tokens[arg] = prev if i < n_iter else self.tokens.get(op.slices[i - n_iter])
         inner.lower_block(op.body.block)
         term = op.body.block.last_op
         assert isinstance(term, YieldOp)
@@ -177,6 +203,13 @@ class _Emitter:
         self.last_compute = token
         for r in op.outputs:
             self.tokens[r] = token
+
+
+def _values_used_in(op: Operation) -> set[SSAValue]:
+    """Values defined outside `op` and used inside it."""
+    inside = {r for o in op.walk() for r in o.results}
+    inside |= {a for o in op.walk() for reg in o.regions for b in reg.blocks for a in b.args}
+    return {v for o in op.walk() for v in o.operands if v not in inside}
 
 
 def count_tokens(module: Operation) -> int:
@@ -238,6 +271,8 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
         body.add_op(start)
         prev = start.token
         order = stage_order(schedule.data, pp, vpp, m, s)
+        if dp > 1:
+            order = mark_gradient_sync(order)
         for pattern, count in run_lengths(order):
             loop_body = Block(arg_types=[event.TokenType()])
             emitter: _Emitter | None = None
@@ -247,7 +282,11 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
                 if phase is None:
                     continue
                 emitter = _Emitter(
-                    loop_body, streams, virtual_stage=v, channel="act" if kind == "F" else "grad"
+                    loop_body,
+                    streams,
+                    virtual_stage=v,
+                    channel="act" if kind == "F" else "grad",
+                    skip_gradient_sync=dp > 1 and kind == "B",
                 )
                 emitter.lower_block(phase.body.block)
             done = loop_body.last_op.results[0] if loop_body.last_op else loop_body.args[0]

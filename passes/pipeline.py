@@ -284,8 +284,12 @@ def _drop_optimizer_pairs(step: sim.OptimizerStepOp, drop: set[int]) -> None:
     keep = [i for i in range(len(step.params)) if i not in drop]
     new = sim.OptimizerStepOp.build(
         operands=[[step.params[i] for i in keep], [step.grads[i] for i in keep]],
+        result_types=[[step.updated[i].type for i in keep] if step.updated else []],
         properties={"kind": step.kind},
     )
+    if step.updated:
+        for new_i, old_i in enumerate(keep):
+            step.updated[old_i].replace_all_uses_with(new.updated[new_i])
     block = step.parent_block()
     assert block is not None
     block.insert_op_before(new, step)

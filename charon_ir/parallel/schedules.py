@@ -19,7 +19,9 @@ from typing import Literal
 
 from charon_ir.errors import CharonError
 
-Kind = Literal["F", "B"]
+Kind = Literal["F", "B", "B+"]
+"""F: a forward; B: a backward; B+: the last backward of a chunk in the step, the
+one that also reduces the gradients over data-parallel replicas."""
 Item = tuple[Kind, int, int]
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
@@ -80,6 +82,20 @@ def stage_order(schedule: str, pp: int, vpp: int, microbatches: int, stage: int)
         order += [("B", *_chunk_step(k, pp, vpp, False)) for k in range(total - warmup, total)]
         return order
     raise CharonError(f"pipeline: unknown schedule '{schedule}'")
+
+
+def mark_gradient_sync(order: list[Item]) -> list[Item]:
+    """Mark each chunk's last backward of the step as B+: gradients accumulate over
+    micro-batches and are reduced once, overlapping that last backward."""
+    last: dict[int, int] = {}
+    for i, (kind, chunk, _) in enumerate(order):
+        if kind == "B":
+            last[chunk] = i
+    marked = list(order)
+    for i in last.values():
+        _, chunk, mb = order[i]
+        marked[i] = ("B+", chunk, mb)
+    return marked
 
 
 def run_lengths(order: list[Item]) -> list[tuple[tuple[tuple[Kind, int], ...], int]]:

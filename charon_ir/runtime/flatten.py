@@ -78,9 +78,12 @@ class _Builder:
         self.recvs: dict[tuple[str, int, int], list[int]] = defaultdict(list)
         self.stream_index: dict[str, int] = {}
         self.program_index = 0
+        self.last_on_stream: dict[int, int] = {}
 
     def add(self, stream: int, kind: int, duration: float, deps: list[int],
             label: str, flops: float = 0.0, nbytes: float = 0.0) -> int:
+        if stream >= 0:
+            self.last_on_stream[stream] = len(self.labels)
         self.duration.append(duration)
         self.stream.append(stream)
         self.kind.append(kind)
@@ -116,6 +119,11 @@ class _Builder:
                     (self.sends if op.label.data == "send" else self.recvs)[key].append(i)
             elif isinstance(op, event.WaitOp):
                 env[op.token] = self.add(-1, KIND_JOIN, 0.0, [env[d] for d in op.deps], "wait")
+            elif isinstance(op, event.BarrierOp):
+                # streams run in order, so the last event of each stream so far
+                # completes after every earlier one of that stream
+                deps = list(self.last_on_stream.values())
+                env[op.token] = self.add(-1, KIND_JOIN, 0.0, deps, "barrier")
             elif isinstance(op, event.LoopOp):
                 prev = env[op.init]
                 body = op.body.block
@@ -163,6 +171,7 @@ def flatten_all(programs: list[event.ProgramOp]) -> FlatProgram:
     for index, program in enumerate(programs):
         builder.program_index = index
         builder.stream_index = {}
+        builder.last_on_stream = {}
         for op in program.body.block.ops:
             if isinstance(op, event.StreamOp):
                 builder.stream_index[op.sym_name.data] = len(streams)

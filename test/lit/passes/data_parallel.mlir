@@ -1,0 +1,38 @@
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4}' | filecheck %s --check-prefix=DDP
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 overlap=false}' | filecheck %s --check-prefix=NO-OVERLAP
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1}' | filecheck %s --check-prefix=ZERO1
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=3}' | filecheck %s --check-prefix=ZERO3
+// RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=7}' 2>&1 | filecheck %s --check-prefix=ERR
+
+// Plain DDP reduces each layer's gradient is reduced inside the backward body, as soon as it exists.
+// DDP:      sim.data_parallel = {dp = 4 : i64, zero = 0 : i64, bucket_mb = 25 : i64, overlap = true}
+// DDP:      coll.grid @mesh(axes = ["dp"], shape = 4)
+// DDP:      sim.repeat 8 {{.*}} {reverse}
+// DDP:        %[[DW:.*]] = sim.view
+// DDP-NEXT:   %[[B:.*]] = sim.generic "grad_bucket"(%[[DW]]) {{.*}} : (tensor<64x64xbf16>) -> tensor<4096xbf16>
+// DDP-NEXT:   coll.all_reduce %[[B]] on @mesh ["dp"] : tensor<4096xbf16>
+// DDP-NEXT:   sim.yield
+
+// NO-OVERLAP: %[[RB:.*]], %[[GRADS:.*]] = sim.repeat 8 {{.*}} {reverse}
+// NO-OVERLAP: %[[B:.*]] = sim.generic "grad_bucket"(%[[GRADS]]) {{.*}} : (tensor<8x64x64xbf16>) -> tensor<32768xbf16>
+// NO-OVERLAP-NEXT: coll.all_reduce %[[B]] on @mesh ["dp"]
+
+// ZeRO-1: reduce_scatter of gradients, a sharded step, all_gather of the update.
+// ZERO1:      coll.reduce_scatter %{{.*}} on @mesh ["dp"] axis 0 : tensor<4096xbf16> -> tensor<1024xbf16>
+// ZERO1:      sim.phase "optimizer" {
+// ZERO1:        %[[P:.*]], %{{.*}}, %{{.*}} = sim.generic "zero_shard"
+// ZERO1:        %[[U:.*]], %{{.*}}, %{{.*}} = sim.optimizer_step "adamw"(%[[P]], {{.*}} -> tensor<16000xbf16>, tensor<8192xbf16>, tensor<16000xbf16>
+// ZERO1-NEXT:   %[[PB:.*]] = sim.generic "param_bucket"(%[[U]],
+// ZERO1-NEXT:   coll.all_gather %[[PB]] on @mesh ["dp"] axis 0
+
+// ZeRO-3: every layer gathers its parameters before it runs, forward and backward.
+// ZERO3:      sim.repeat 8
+// ZERO3-NEXT: ^{{.*}}(%{{.*}}: tensor<1x64x64xbf16>, %[[W:.*]]: tensor<64x64xbf16>):
+// ZERO3-NEXT:   %[[S:.*]] = sim.generic "param_shard_bucket"(%[[W]])
+// ZERO3-NEXT:   %[[G:.*]] = coll.all_gather %[[S]] on @mesh ["dp"] axis 0 : tensor<1024xbf16> -> tensor<4096xbf16>
+// ZERO3-NEXT:   %[[FULL:.*]] = sim.generic "param_unpack"(%[[G]]) {{.*}} -> tensor<64x64xbf16>
+// ZERO3-NEXT:   sim.matmul %{{.*}}, %[[FULL]]
+// ZERO3:      sim.repeat 8 {{.*}} {reverse}
+// ZERO3:        coll.all_gather
+
+// ERR: charon-opt: error: data-parallel: option 'zero' must be 0, 1, 2 or 3, got 7
