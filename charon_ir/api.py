@@ -1,10 +1,191 @@
-"""The Python API: the same runs as the command line, returning the report dict."""
+"""The Python API: the same runs as the command line, returning the report dict.
+
+`simulate(...)` is `charon simulate`: import (or parse) the model, shard it, split
+it into pipeline stages, add data parallelism and recomputation, target the
+hardware, price every op, check memory, lower to events and interpret. Every step
+is a pass of the registry, run in this order:
+
+    shard-tensor, sequence-parallel, shard-context, shard-expert, pipeline,
+    data-parallel, recompute, set-target, cost-annotate, memory-analysis,
+    lower-to-events
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from charon_ir.errors import CharonError
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """One training run, as DESIGN.md section 7 names its flags."""
+
+    model: str
+    hardware: str = "H100-SXM5-80GB"
+    gpus: int = 8
+    gpus_per_node: int = 0
+    cluster: str = ""
+    tp: int = 1
+    pp: int = 1
+    dp: int = 0
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    sequence_parallel: bool = False
+    zero: int = 0
+    fsdp: bool = False
+    seq_len: int = 2048
+    global_batch: int = 0
+    micro_batch: int = 1
+    recompute: str = "none"
+    precision: str = "bf16"
+    schedule: str = ""
+    engines: tuple[str, ...] = ("analytic",)
+    compute_slowdown: float = 0.0
+    comm_slowdown: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def data_parallel(self) -> int:
+        model_parallel = self.tp * self.pp * self.cp
+        if self.dp:
+            if self.dp * model_parallel != self.gpus:
+                raise CharonError(
+                    f"--gpus {self.gpus} is not tp x pp x cp x dp = "
+                    f"{self.tp} x {self.pp} x {self.cp} x {self.dp} = {self.dp * model_parallel}"
+                )
+            return self.dp
+        if self.gpus % model_parallel:
+            raise CharonError(
+                f"--gpus {self.gpus} is not divisible by tp x pp x cp = {model_parallel}"
+            )
+        return self.gpus // model_parallel
+
+    def microbatches(self, dp: int) -> int:
+        global_batch = self.global_batch or dp * self.micro_batch
+        if global_batch % (dp * self.micro_batch):
+            raise CharonError(
+                f"--global-batch {global_batch} is not divisible by dp x micro-batch = "
+                f"{dp} x {self.micro_batch} = {dp * self.micro_batch}"
+            )
+        return global_batch // (dp * self.micro_batch)
+
+
+def _pass(name: str, **options):
+    from charon_ir.registry import ALL_PASSES
+
+    if name not in ALL_PASSES:
+        raise CharonError(f"the '{name}' pass is not available in this build")
+    try:
+        cls = ALL_PASSES[name]()
+    except ImportError as e:
+        raise CharonError(f"the '{name}' pass cannot load: {e}") from None
+    return cls(**options)
+
+
+def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "train", ctx=None):
+    """A bundled name or config.json through the frontend; a .mlir file parsed."""
+    from charon_ir.testing import make_context
+
+    ctx = ctx or make_context()
+    if model.endswith(".mlir"):
+        from xdsl.utils.exceptions import ParseError, VerifyException
+
+        from charon_ir.testing import parse_module
+
+        path = Path(model)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise CharonError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            return ctx, parse_module(text, ctx)
+        except ParseError as e:
+            loc = e.span.get_location()
+            raise CharonError(f"{path}:{loc.line}:{loc.col}: {e.msg}") from None
+        except VerifyException as e:
+            raise CharonError(f"{path}: {str(e).splitlines()[0]}") from None
+    from charon_ir.frontend import import_model
+
+    return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode)
+
+
+def build_training_module(config: TrainingConfig):
+    """The priced, memory-checked, lowered module of one training step."""
+    if config.recompute not in ("none", "selective", "full"):
+        raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
+    if config.precision not in ("bf16", "fp8"):
+        raise CharonError(f"--precision must be bf16 or fp8, got '{config.precision}'")
+    dp = config.data_parallel()
+    microbatches = config.microbatches(dp)
+    ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch)
+    passes = []
+    if config.tp > 1:
+        passes.append(_pass("shard-tensor", tp=config.tp))
+        if config.sequence_parallel:
+            passes.append(_pass("sequence-parallel"))
+    if config.cp > 1:
+        passes.append(_pass("shard-context", cp=config.cp))
+    if config.ep > 1:
+        passes.append(_pass("shard-expert", ep=config.ep))
+    schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
+    passes.append(
+        _pass("pipeline", pp=config.pp, vpp=config.vpp, schedule=schedule, microbatches=microbatches)
+    )
+    zero = 3 if config.fsdp else config.zero
+    passes.append(_pass("data-parallel", dp=dp, zero=zero))
+    if config.recompute != "none":
+        passes.append(_pass("recompute", policy=config.recompute))
+    target = {"hardware": config.hardware, "gpus": config.gpus, "gpus_per_node": config.gpus_per_node}
+    if config.cluster:
+        target["cluster"] = config.cluster
+    passes.append(_pass("set-target", **target))
+    passes.append(_pass("cost-annotate", engines=config.engines))
+    for p in passes:
+        p.apply(ctx, module)
+    memory = _memory(ctx, module)
+    _pass("lower-to-events").apply(ctx, module)
+    return ctx, module, memory
+
+
+def _memory(ctx, module) -> list[int] | None:
+    """Per-stage peak bytes from memory-analysis (which raises the OOM diagnostic),
+    or None while that pass is not part of this build."""
+    from charon_ir.registry import ALL_PASSES
+
+    if "memory-analysis" not in ALL_PASSES:
+        return None
+    _pass("memory-analysis").apply(ctx, module)
+    try:
+        from charon_ir.memory import peak_bytes_per_stage
+    except ImportError:
+        return None
+    return peak_bytes_per_stage(module)
+
+
+def simulate(
+    model: str,
+    *,
+    trace: str | Path | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Simulate one training step; keyword options are TrainingConfig's fields."""
+    from charon_ir.runtime.interpreter import OverlapModel
+    from charon_ir.runtime.simulate_target import simulate_module
+
+    config = TrainingConfig(model=model, **options)
+    ctx, module, memory = build_training_module(config)
+    report = simulate_module(
+        ctx,
+        module,
+        OverlapModel(config.compute_slowdown, config.comm_slowdown),
+        trace=str(trace) if trace else None,
+    )
+    report["peak_memory_bytes"] = memory
+    return report
 
 
 def simulate_file(
@@ -16,29 +197,16 @@ def simulate_file(
     engines: tuple[str, ...] = ("analytic",),
     trace: str | Path | None = None,
 ) -> dict:
-    """Parse a `sim` module, target it, price it, lower it and interpret it."""
-    from xdsl.utils.exceptions import ParseError, VerifyException
-
-    from charon_ir.lowering.lower_to_events import LowerToEventsPass
-    from charon_ir.passes.cost_annotate import CostAnnotatePass
-    from charon_ir.passes.set_target import SetTargetPass
+    """A hand-written `sim` module as it is (no parallelism passes): target it,
+    price it, lower it and interpret it."""
     from charon_ir.runtime.simulate_target import simulate_module
-    from charon_ir.testing import make_context, parse_module
 
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise CharonError(f"cannot read {path}: {e.strerror}") from None
-    ctx = make_context()
-    try:
-        module = parse_module(text, ctx)
-    except ParseError as e:
-        loc = e.span.get_location()
-        raise CharonError(f"{path}:{loc.line}:{loc.col}: {e.msg}") from None
-    except VerifyException as e:
-        raise CharonError(f"{path}: {str(e).splitlines()[0]}") from None
-    SetTargetPass(hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node).apply(ctx, module)
-    CostAnnotatePass(engines=engines).apply(ctx, module)
-    LowerToEventsPass().apply(ctx, module)
+    ctx, module = load_model_module(str(path), seq_len=0, batch=0)
+    _pass("set-target", hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node).apply(ctx, module)
+    _pass("cost-annotate", engines=engines).apply(ctx, module)
+    _pass("lower-to-events").apply(ctx, module)
     return simulate_module(ctx, module, trace=str(trace) if trace else None)
+
+
+def dumps(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2)

@@ -106,6 +106,9 @@ class _StageBuilder:
         self.block = block
         self.shape = shape
         self.removed: set[Operation] = set()
+        self.optional: list[Operation] = []
+        """Ops before the layers on a later stage: removed unless something this
+        stage keeps reads them (rotary tables every layer uses, say)."""
 
     def build(self) -> None:
         phases = _phases(self.block)
@@ -180,7 +183,7 @@ class _StageBuilder:
             )
             self._insert_before(reps[0], recv)
             reps[0].operands = [recv.results[0], *reps[0].operands[1:]]
-            self.removed.update(op for op in body[:first] if not isinstance(op, sim.YieldOp))
+            self.optional = [op for op in body[:first] if not isinstance(op, sim.YieldOp)]
         if not self.shape.last:
             out = reps[-1].outputs[0]
             send = coll.SendOp.build(operands=[out], properties=_p2p_props(1))
@@ -226,9 +229,30 @@ class _StageBuilder:
                     self.removed.add(user)
                     work.append(user)
 
-        while work:
-            for r in work.pop().results:
-                drop_uses_of(r)
+        def cascade() -> None:
+            while work:
+                for r in work.pop().results:
+                    drop_uses_of(r)
+
+        def dead(value: SSAValue) -> bool:
+            """Only removed ops, or outputs of a phase nobody kept, read `value`."""
+            for use in value.uses:
+                user = use.operation
+                phase = user.parent_op()
+                if user in self.removed:
+                    continue
+                if isinstance(user, sim.YieldOp) and isinstance(phase, sim.PhaseOp):
+                    if use.index in dropped_outputs.get(phase, ()) or dead(phase.results[use.index]):
+                        continue
+                return False
+            return True
+
+        cascade()
+        for op in reversed(self.optional):
+            if all(dead(r) for r in op.results):
+                self.removed.add(op)
+                work.append(op)
+                cascade()
         for phase, idx in dropped_outputs.items():
             _drop_phase_outputs(phase, idx)
         for step, idx in dropped_pairs.items():

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from charon_ir.errors import CharonError
+Opt = typer.Option
 
 
 def register(app: typer.Typer) -> None:
@@ -16,28 +16,49 @@ def register(app: typer.Typer) -> None:
 
 
 def simulate_command(
-    model: Annotated[str, typer.Option("--model", help="a .mlir file of the sim dialect")],
-    hardware: Annotated[str, typer.Option("--hardware", help="GPU name, e.g. H100-SXM5-80GB")] = "H100-SXM5-80GB",
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the job")] = 8,
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="0: the GPU's usual node")] = 0,
-    engines: Annotated[str, typer.Option("--engines", help="cost engine chain, comma separated")] = "analytic",
-    as_json: Annotated[bool, typer.Option("--json", help="print the JSON report")] = False,
-    trace: Annotated[Path | None, typer.Option("--trace", help="write a Chrome/Perfetto trace")] = None,
+    model: Annotated[str, Opt("--model", help="bundled name, config.json, or a .mlir file")],
+    hardware: Annotated[str, Opt("--hardware", help="GPU, e.g. H100-SXM5-80GB")] = "H100-SXM5-80GB",
+    gpus: Annotated[int, Opt("--gpus", help="GPUs in the job")] = 8,
+    gpus_per_node: Annotated[int, Opt("--gpus-per-node", help="0: the GPU's usual node")] = 0,
+    cluster: Annotated[str, Opt("--cluster", help="a .cluster file or preset")] = "",
+    tp: Annotated[int, Opt("--tp", help="tensor parallel")] = 1,
+    pp: Annotated[int, Opt("--pp", help="pipeline stages")] = 1,
+    dp: Annotated[int, Opt("--dp", help="data parallel (0: gpus / (tp pp cp))")] = 0,
+    cp: Annotated[int, Opt("--cp", help="context parallel")] = 1,
+    ep: Annotated[int, Opt("--ep", help="expert parallel")] = 1,
+    vpp: Annotated[int, Opt("--vpp", help="model chunks per pipeline stage")] = 1,
+    sequence_parallel: Annotated[bool, Opt("--sequence-parallel", help="Megatron SP")] = False,
+    zero: Annotated[int, Opt("--zero", help="ZeRO stage 0..3")] = 0,
+    fsdp: Annotated[bool, Opt("--fsdp", help="FSDP (ZeRO-3)")] = False,
+    seq_len: Annotated[int, Opt("--seq-len")] = 2048,
+    global_batch: Annotated[int, Opt("--global-batch", help="sequences per step (0: dp x micro-batch)")] = 0,
+    micro_batch: Annotated[int, Opt("--micro-batch")] = 1,
+    recompute: Annotated[str, Opt("--recompute", help="none | selective | full")] = "none",
+    precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
+    schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved")] = "",
+    engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
+    as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
+    trace: Annotated[Path | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
 ) -> None:
     """Simulate one training step and print the report."""
-    from charon_ir.api import simulate_file
+    from charon_ir.api import simulate, simulate_file
 
-    path = Path(model)
-    if path.suffix != ".mlir":
-        raise CharonError(f"--model {model}: only .mlir files are supported so far")
-    report = simulate_file(
-        path,
-        hardware=hardware,
-        gpus=gpus,
-        gpus_per_node=gpus_per_node,
-        engines=tuple(engines.split(",")),
-        trace=trace,
-    )
+    if model.endswith(".mlir") and (tp, pp, cp, ep, vpp, dp, zero) == (1, 1, 1, 1, 1, 0, 0) and not global_batch:
+        # a hand-written step: simulate it as written
+        report = simulate_file(
+            model, hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node,
+            engines=tuple(engines.split(",")), trace=trace,
+        )
+    else:
+        report = simulate(
+            model,
+            trace=trace,
+            hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
+            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, sequence_parallel=sequence_parallel,
+            zero=zero, fsdp=fsdp, seq_len=seq_len, global_batch=global_batch,
+            micro_batch=micro_batch, recompute=recompute, precision=precision,
+            schedule=schedule, engines=tuple(engines.split(",")),
+        )
     if as_json:
         print(json.dumps(report, indent=2))
     else:
