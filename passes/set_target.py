@@ -3,9 +3,16 @@ Attach the hardware a module is compiled for (`sim.target` on the module).
 
 Options:
 - hardware: GPU name, a row of the bundled GPU table (`H100-SXM5-80GB`) or an
-  alias (`H100`); required.
-- gpus: GPUs in the job (default 8).
-- gpus-per-node: GPUs per node; 0 takes the GPU's usual node size (default 0).
+  alias (`H100`); required unless `cluster` is given.
+- gpus: GPUs in the job; 0 takes every GPU of the cluster, or 8 without one
+  (default 0).
+- gpus-per-node: GPUs per node; 0 takes the cluster's or the GPU's usual node
+  size (default 0).
+- cluster: a preset name (`dgx-h100`, `gb200-nvl72`, ...) or a `.cluster` file,
+  quoted when it holds `/` (`cluster="clusters/my.cluster"`); docs/cluster.md
+  describes the language. The GPU, node size and GPU count default to the
+  cluster's; its canonical text is stored on the module, so later passes need no
+  file.
 
 Every later pass and engine reads the target from the module, never from options.
 """
@@ -18,8 +25,11 @@ from xdsl.passes import ModulePass
 
 from charon_ir.dialects.coll import GridOp
 from charon_ir.errors import CharonError
+from charon_ir.target.cluster import Cluster, load_cluster
 from charon_ir.target.hardware import UnknownGpuError, load_gpu
 from charon_ir.target.target import TARGET_ATTR, Target
+
+DEFAULT_GPUS_WITHOUT_CLUSTER = 8
 
 
 @dataclass(frozen=True)
@@ -27,26 +37,62 @@ class SetTargetPass(ModulePass):
     name = "set-target"
 
     hardware: str = ""
-    gpus: int = 8
+    gpus: int = 0
     gpus_per_node: int = 0
+    cluster: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.hardware:
-            raise CharonError("set-target: option 'hardware' is required (e.g. hardware=H100)")
-        try:
-            gpu = load_gpu(self.hardware)
-        except UnknownGpuError as e:
-            raise CharonError(f"set-target: option 'hardware': {e}") from None
-        per_node = self.gpus_per_node or gpu.gpus_per_node
-        if self.gpus < 1 or per_node < 1:
-            raise CharonError(
-                f"set-target: options 'gpus' ({self.gpus}) and 'gpus-per-node' "
-                f"({per_node}) must be >= 1"
-            )
+        cluster = load_cluster(self.cluster) if self.cluster else None
+        target = self.target(cluster)
         for grid in op.walk():
-            if isinstance(grid, GridOp) and grid.num_devices() > self.gpus:
+            if isinstance(grid, GridOp) and grid.num_devices() > target.gpus:
                 raise CharonError(
                     f"set-target: grid @{grid.sym_name.data} spans {grid.num_devices()} "
-                    f"devices but option 'gpus' is {self.gpus}"
+                    f"devices but option 'gpus' is {target.gpus}"
                 )
-        op.attributes[TARGET_ATTR] = Target(gpu, self.gpus, per_node).to_attr()
+        op.attributes[TARGET_ATTR] = target.to_attr()
+
+    def target(self, cluster: Cluster | None) -> Target:
+        if not self.hardware and cluster is None:
+            raise CharonError(
+                "set-target: option 'hardware' is required (e.g. hardware=H100) "
+                "unless a cluster is given"
+            )
+        gpu = None
+        if self.hardware:
+            try:
+                gpu = load_gpu(self.hardware)
+            except UnknownGpuError as e:
+                raise CharonError(f"set-target: option 'hardware': {e}") from None
+        if cluster is None:
+            assert gpu is not None
+            gpus = self.gpus or DEFAULT_GPUS_WITHOUT_CLUSTER
+            per_node = self.gpus_per_node or gpu.gpus_per_node
+            self.check_counts(gpus, per_node)
+            return Target(gpu, gpus, per_node)
+
+        if gpu is not None and gpu.name != cluster.gpu.name:
+            raise CharonError(
+                f"set-target: option 'hardware' ({gpu.name}) differs from the GPU of "
+                f"cluster '{cluster.name}' ({cluster.gpu.name})"
+            )
+        if self.gpus_per_node and self.gpus_per_node != cluster.gpus_per_node:
+            raise CharonError(
+                f"set-target: option 'gpus-per-node' ({self.gpus_per_node}) differs from "
+                f"cluster '{cluster.name}' ({cluster.gpus_per_node})"
+            )
+        gpus = self.gpus or cluster.total_gpus
+        self.check_counts(gpus, cluster.gpus_per_node)
+        if gpus > cluster.total_gpus:
+            raise CharonError(
+                f"set-target: option 'gpus' ({gpus}) exceeds the {cluster.total_gpus} GPUs "
+                f"of cluster '{cluster.name}'"
+            )
+        return Target(cluster.gpu, gpus, cluster.gpus_per_node, cluster)
+
+    def check_counts(self, gpus: int, per_node: int) -> None:
+        if gpus < 1 or per_node < 1:
+            raise CharonError(
+                f"set-target: options 'gpus' ({gpus}) and 'gpus-per-node' "
+                f"({per_node}) must be >= 1"
+            )

@@ -40,7 +40,7 @@ GPU_ALIASES: dict[str, str] = {
 @dataclass(frozen=True)
 class GpuSpec:
     name: str
-    peak_flops: dict[str, float]
+    peak_flops: dict[str, float] = field(hash=False)
     """Dense peak FLOP/s per element type name (bf16, f16, f32, tf32, f8)."""
     hbm_bytes: float
     hbm_bandwidth: float
@@ -59,6 +59,16 @@ class GpuSpec:
             return self.peak_flops[key]
         # integer and unknown types are priced at the fp16 rate
         return self.peak_flops.get("bf16") or self.peak_flops["f16"]
+
+    @property
+    def sm_count(self) -> int:
+        """Streaming multiprocessors (compute units on AMD); 0 when unknown."""
+        return int(self.raw.get("sm_or_cu_count") or 0)
+
+    @property
+    def vector_peak(self) -> float:
+        """FLOP/s of the non-tensor-core units (fp32), what pointwise ops run on."""
+        return self.peak_flops.get("f32") or self.peak("bf16") / 16
 
     @property
     def scale_out_bandwidth_per_gpu(self) -> float:

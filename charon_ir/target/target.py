@@ -1,24 +1,29 @@
 """The target a module is compiled for, stored on the module by `set-target`.
 
 A pass reads the target only from the IR (`Target.from_module`), so a module file
-carries everything needed to re-run the rest of a pipeline on it.
+carries everything needed to re-run the rest of a pipeline on it. A target with a
+cluster file stores the cluster's canonical one-line text under `cluster`; a
+target without one stands for the GPU table's usual node on a non-blocking
+network (`Target.topology`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from math import prod
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 
 from charon_ir.errors import CharonError
+from charon_ir.target.cluster import Cluster, implicit_cluster, parse_cluster_cached
 from charon_ir.target.hardware import GpuSpec, load_gpu
 
 TARGET_ATTR = "sim.target"
 
-# Per-step latency of a collective (alpha), seconds. NCCL's own tuning model uses a
-# few microseconds per NVLink step and more across the network; docs/calibration.md
-# lists the source of each constant.
+# Per-step latency of a collective (alpha), seconds, for callers that want one
+# number per link; the analytic engine uses NCCL's full latency model
+# (engines/collectives.py, docs/calibration.md).
 NVLINK_STEP_LATENCY_S = 2.0e-6
 NETWORK_STEP_LATENCY_S = 6.0e-6
 
@@ -37,15 +42,17 @@ class Target:
     gpu: GpuSpec
     gpus: int
     gpus_per_node: int
+    cluster: Cluster | None = None
 
     def to_attr(self) -> DictionaryAttr:
-        return DictionaryAttr(
-            {
-                "hardware": StringAttr(self.gpu.name),
-                "gpus": IntegerAttr(self.gpus, 64),
-                "gpus_per_node": IntegerAttr(self.gpus_per_node, 64),
-            }
-        )
+        entries = {
+            "hardware": StringAttr(self.gpu.name),
+            "gpus": IntegerAttr(self.gpus, 64),
+            "gpus_per_node": IntegerAttr(self.gpus_per_node, 64),
+        }
+        if self.cluster is not None:
+            entries["cluster"] = StringAttr(self.cluster.to_text())
+        return DictionaryAttr(entries)
 
     @staticmethod
     def from_attr(attr: DictionaryAttr) -> Target:
@@ -54,7 +61,13 @@ class Target:
         assert isinstance(hardware, StringAttr)
         gpus, per_node = d["gpus"], d["gpus_per_node"]
         assert isinstance(gpus, IntegerAttr) and isinstance(per_node, IntegerAttr)
-        return Target(load_gpu(hardware.data), gpus.value.data, per_node.value.data)
+        cluster = None
+        if "cluster" in d:
+            text = d["cluster"]
+            if not isinstance(text, StringAttr):
+                raise CharonError("sim.target: 'cluster' must be a string")
+            cluster = parse_cluster_cached(text.data, "<sim.target cluster>")
+        return Target(load_gpu(hardware.data), gpus.value.data, per_node.value.data, cluster)
 
     @staticmethod
     def from_module(module: ModuleOp) -> Target:
@@ -65,18 +78,44 @@ class Target:
             )
         return Target.from_attr(attr)
 
+    @property
+    def topology(self) -> Cluster:
+        """The cluster collectives are priced on: the attached one, or the
+        implicit one the GPU table describes."""
+        if self.cluster is not None:
+            return self.cluster
+        return _implicit(self.gpu, self.gpus, self.gpus_per_node)
+
     def link_for_group(self, axis_sizes: dict[str, int], axes: list[str]) -> Link:
         """The link a group over `axes` of a grid (axis sizes outermost first) is
         bound by. Ranks are numbered with the last axis fastest, so a group whose
-        outermost axis spans at most one node's GPUs stays on NVLink."""
+        outermost axis spans at most one scale-up domain stays on NVLink."""
+        from charon_ir.target.topology import group_ranks, place
+
         names = list(axis_sizes)
         outer = min(names.index(a) for a in axes)
         span = prod(axis_sizes[a] for a in names[outer:])
-        if span <= min(self.gpus_per_node, self.gpu.scale_up_domain or 1):
+        if self.cluster is None and span <= min(self.gpus_per_node, self.gpu.scale_up_domain or 1):
             return Link("scale-up", self.gpu.scale_up_bandwidth, NVLINK_STEP_LATENCY_S)
+        if self.cluster is None:
+            return Link(
+                "scale-out", self.gpu.scale_out_bandwidth_per_gpu, NETWORK_STEP_LATENCY_S
+            )
+        placement = place(self.cluster, group_ranks(axis_sizes, axes))
+        if placement.nic is None:
+            return Link(
+                "scale-up", placement.scale_up.bandwidth,
+                NVLINK_STEP_LATENCY_S + placement.scale_up.latency,
+            )
         return Link(
-            "scale-out", self.gpu.scale_out_bandwidth_per_gpu, NETWORK_STEP_LATENCY_S
+            "scale-out", placement.nic.bandwidth,
+            NETWORK_STEP_LATENCY_S + placement.nic.latency,
         )
+
+
+@cache
+def _implicit(gpu: GpuSpec, gpus: int, gpus_per_node: int) -> Cluster:
+    return implicit_cluster(gpu, gpus, gpus_per_node)
 
 
 def target_of(module: ModuleOp) -> Target:

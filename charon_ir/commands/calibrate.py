@@ -1,0 +1,99 @@
+"""`charon calibrate`: the analytic engine's error on the published kernel and
+NCCL records (validation/published.json), one row per record.
+
+`--refit` re-derives the per-GPU-type constants from the same records and
+prints them (the values in engines/compute_efficiency.py and
+engines/collectives.py; docs/calibration.md says where each comes from).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("calibrate")(calibrate_command)
+
+
+def calibrate_command(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    only: Annotated[
+        str, typer.Option("--only", help="gemm, attention or nccl (default: all)")
+    ] = "",
+    refit: Annotated[
+        bool, typer.Option("--refit", help="also refit the constants and print them")
+    ] = False,
+) -> None:
+    """Print the calibration error of the analytic engine per published record."""
+    from charon_ir.engines import calibration
+    from charon_ir.errors import CharonError
+
+    rows = calibration.comparisons()
+    if only:
+        if only not in ("gemm", "attention", "nccl"):
+            raise CharonError(f"--only {only}: expected gemm, attention or nccl")
+        rows = [r for r in rows if r.group == only]
+    summary = calibration.summary(rows)
+    fitted = calibration.refit() if refit else None
+
+    if as_json:
+        out = {
+            "records": [
+                {
+                    "id": r.id,
+                    "group": r.group,
+                    "gpu": r.gpu,
+                    "measured": r.measured,
+                    "predicted": round(r.predicted, 3),
+                    "unit": r.unit,
+                    "error": round(r.error, 4),
+                    "primary": r.primary,
+                    "setup": r.setup,
+                }
+                for r in rows
+            ],
+            "mape": {k: round(v, 4) for k, v in summary.items() if not k.endswith("_max")},
+            "max_abs_error": {
+                k.removesuffix("_max"): round(v, 4) for k, v in summary.items() if k.endswith("_max")
+            },
+        }
+        if fitted is not None:
+            out["refit"] = _plain(fitted)
+        print(json.dumps(out, indent=2))
+        return
+
+    width = max(len(r.id) for r in rows) if rows else 10
+    print(f"{'record':{width}}  {'gpu':16} {'measured':>9} {'predicted':>9} {'error':>7}  setup")
+    for r in rows:
+        side = "" if r.primary else "  (quoted on the side, not a record value)"
+        print(
+            f"{r.id:{width}}  {r.gpu:16} {r.measured:9.1f} {r.predicted:9.1f} "
+            f"{r.error * 100:+6.1f}%  {r.setup}{side}"
+        )
+    print()
+    for group, tol in (("gemm", calibration.KERNEL_TOLERANCE),
+                       ("attention", calibration.KERNEL_TOLERANCE),
+                       ("nccl", calibration.NCCL_TOLERANCE)):
+        n = sum(1 for r in rows if r.group == group and r.primary)
+        if n:
+            print(
+                f"{group:10} {n:3d} records  MAPE {summary[group] * 100:5.1f}%  "
+                f"max |error| {summary[group + '_max'] * 100:5.1f}%  (target {tol * 100:.0f}%)"
+            )
+    if fitted is not None:
+        print("\nrefitted constants:")
+        print(json.dumps(_plain(fitted), indent=2))
+
+
+def _plain(x):
+    """JSON-friendly form of the fitted constants (dataclasses, tuple keys)."""
+    from dataclasses import asdict, is_dataclass
+
+    if is_dataclass(x) and not isinstance(x, type):
+        return asdict(x)
+    if isinstance(x, dict):
+        return {("/".join(k) if isinstance(k, tuple) else str(k)): _plain(v) for k, v in x.items()}
+    return x

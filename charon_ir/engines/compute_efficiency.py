@@ -1,0 +1,192 @@
+"""
+Size-dependent efficiency of GPU kernels: the fraction of dense peak FLOP/s (or of
+HBM bandwidth) a kernel of a given shape reaches.
+
+- GEMM: `gemm_max x tile/wave quantisation x K saturation`. Output tiles of the
+  best of a few CUTLASS/cuBLAS tile shapes are spread over the SMs in waves; a
+  last partial wave and partly filled edge tiles waste issue slots. Each tile
+  also pays a fixed prologue/epilogue worth `GEMM_K_OVERHEAD` of K.
+- Attention (FlashAttention): `max x d / (d + d0) x useful tiles / (computed
+  tiles + overhead per query block) x wave quantisation`. Per (query block, key
+  block) tile the matmul work is proportional to the head dim d while the
+  softmax (exp, max, rescale on the non-tensor-core units) is not, hence
+  d / (d + d0); each query block also loads Q and writes O (a fixed cost worth
+  `overhead` key blocks); a causal mask computes the diagonal tiles in full.
+- Memory-bound kernels: `mem_max x bytes / (bytes + half)`: small kernels do not
+  fill the memory pipeline.
+
+Constants are global per GPU type and kernel: fitted once to the kernel records
+of validation/published.json by `charon calibrate --refit`, or a documented
+default for GPU types without records (docs/calibration.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from charon_ir.target.hardware import GpuSpec
+
+# ---------------------------------------------------------------------------
+# GEMM
+# ---------------------------------------------------------------------------
+
+GEMM_TILES: tuple[tuple[int, int, float], ...] = (
+    (128, 256, 1.0),
+    (256, 128, 1.0),
+    (128, 128, 0.95),
+    (64, 128, 0.85),
+    (64, 64, 0.7),
+)
+"""(tile M, tile N, relative efficiency): CUTLASS's default Hopper/Ampere tile
+shapes; smaller tiles reuse less data per load, hence the lower ceiling."""
+GEMM_K_OVERHEAD = 64
+"""Prologue + epilogue of one output tile, in units of K (one 64-deep stage)."""
+
+GEMM_MAX: dict[str, float] = {
+    "A100-SXM4-80GB": 0.9153,
+    "H100-SXM5-80GB": 0.8363,
+    "H200-SXM-141GB": 0.8756,
+}
+"""Peak fraction of an ideally shaped GEMM (fitted to the `mamf_*` records)."""
+GEMM_MAX_DEFAULT = 0.875
+"""GPU types without a record: the mean of the fitted values."""
+SAME_SILICON = {
+    "A100-SXM4-40GB": "A100-SXM4-80GB",
+    "H800-SXM5-80GB": "H100-SXM5-80GB",
+}
+"""GPU types whose SMs, clocks and power match a calibrated one (the H800 differs
+from the H100 only in NVLink and FP64)."""
+
+
+def gemm_efficiency(gpu: GpuSpec, batch: int, m: int, n: int, k: int) -> float:
+    """Fraction of dense peak a [batch x] M x N x K GEMM reaches."""
+    sms = gpu.sm_count or 108
+    best = 0.0
+    for tm, tn, rel in GEMM_TILES:
+        tiles_m, tiles_n = ceil(m / tm), ceil(n / tn)
+        ctas = batch * tiles_m * tiles_n
+        waves = ceil(ctas / sms)
+        wave_eff = ctas / (waves * sms)
+        fill = (m * n) / (tiles_m * tm * tiles_n * tn)
+        best = max(best, rel * wave_eff * fill)
+    k_eff = k / (k + GEMM_K_OVERHEAD)
+    name = SAME_SILICON.get(gpu.name, gpu.name)
+    return GEMM_MAX.get(name, GEMM_MAX_DEFAULT) * best * k_eff
+
+
+# ---------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------
+
+ATTENTION_BLOCK = 128
+"""Query and key block of FlashAttention-2/3 kernels at head dim 64-128."""
+
+
+@dataclass(frozen=True)
+class AttentionConstants:
+    fwd_max: float
+    fwd_overhead: float
+    """Per-query-block cost of the forward, in key blocks."""
+    bwd_max: float
+    bwd_overhead: float
+    head_dim_half: float
+    """d0 in d / (d + d0)."""
+
+
+ATTENTION: dict[tuple[str, str], AttentionConstants] = {
+    ("H100-SXM5-80GB", "flash2"): AttentionConstants(0.4505, 0.8116, 0.3916, 1.8765, 18.77),
+    ("H100-SXM5-80GB", "flash3"): AttentionConstants(0.796, 1.8401, 0.3916, 1.8765, 18.77),
+    ("A100-SXM4-80GB", "flash2"): AttentionConstants(0.8178, 0.7991, 0.7109, 1.8477, 18.77),
+}
+"""Fitted to the FlashAttention records (`fa2_*`, `fa3_*`). FlashAttention-3 has
+no backward record: its backward reuses FlashAttention-2's constants."""
+ATTENTION_ALIASES = {
+    "A100-SXM4-40GB": "A100-SXM4-80GB",
+    "H200-SXM-141GB": "H100-SXM5-80GB",
+    "H800-SXM5-80GB": "H100-SXM5-80GB",
+}
+"""GPU types that run the same attention kernels on the same SM design."""
+ATTENTION_DEFAULT = AttentionConstants(0.45, 0.81, 0.39, 1.88, 18.77)
+"""GPU types without records: about H100 FlashAttention-2 as a share of peak."""
+DEFAULT_ATTENTION_KERNEL = "flash2"
+
+
+def attention_constants(gpu: GpuSpec, kernel: str = DEFAULT_ATTENTION_KERNEL) -> AttentionConstants:
+    name = ATTENTION_ALIASES.get(gpu.name, gpu.name)
+    return ATTENTION.get((name, kernel)) or ATTENTION.get((name, "flash2")) or ATTENTION_DEFAULT
+
+
+def attention_tiles(sq: int, skv: int, causal: bool) -> tuple[float, float, int]:
+    """(useful tiles, computed tiles, query blocks) per batch row and head, in
+    units of a full BxB tile; a causal mask is aligned to the end of the keys."""
+    b = ATTENTION_BLOCK
+    n_q, n_kv = ceil(sq / b), ceil(skv / b)
+    if not causal:
+        return sq * skv / (b * b), float(n_q * n_kv), n_q
+    useful = (sq * (skv - sq) + sq * (sq + 1) / 2) / (b * b)
+    # query block i sees the key blocks up to the diagonal, n_kv - n_q + i + 1
+    computed = n_q * (n_kv - n_q) + n_q * (n_q + 1) / 2
+    return useful, float(computed), n_q
+
+
+MIN_QUERY_ROWS = 16
+"""The smallest tensor-core tile row count (mma m16)."""
+
+
+def decode_row_fill(sq: int, group: int) -> float:
+    """Decode kernels (FlashDecoding, paged attention) stack the query rows of
+    the `group` query heads that share a kv head into one tile of at least
+    MIN_QUERY_ROWS rows and split the keys over the SMs: the filled share of that
+    tile is what the tensor cores do useful work on."""
+    rows = sq * group
+    tile = max(MIN_QUERY_ROWS, 1 << (rows - 1).bit_length())
+    return rows / tile
+
+
+def attention_efficiency(
+    gpu: GpuSpec,
+    batch: int,
+    heads: int,
+    sq: int,
+    skv: int,
+    head_dim: int,
+    causal: bool,
+    backward: bool = False,
+    kernel: str = DEFAULT_ATTENTION_KERNEL,
+    group: int = 1,
+) -> float:
+    """`group` = query heads per kv head (GQA)."""
+    c = attention_constants(gpu, kernel)
+    top, overhead = (c.bwd_max, c.bwd_overhead) if backward else (c.fwd_max, c.fwd_overhead)
+    head = top * head_dim / (head_dim + c.head_dim_half)
+    if sq * group < ATTENTION_BLOCK and not backward:
+        n_kv = ceil(skv / ATTENTION_BLOCK)
+        return head * decode_row_fill(sq, group) * skv / (n_kv * ATTENTION_BLOCK) * (
+            n_kv / (n_kv + overhead)
+        )
+    useful, computed, n_q = attention_tiles(sq, skv, causal)
+    sms = gpu.sm_count or 108
+    ctas = batch * heads * n_q
+    wave_eff = ctas / (ceil(ctas / sms) * sms)
+    return head * useful / (computed + overhead * n_q) * wave_eff
+
+
+# ---------------------------------------------------------------------------
+# Memory-bound kernels
+# ---------------------------------------------------------------------------
+
+MEMORY_MAX = 0.90
+"""Fraction of HBM bandwidth a large streaming kernel reaches (STREAM-like copy
+on A100/H100 reaches 85-92 %)."""
+MEMORY_HALF_BYTES = 4.0 * 2**20
+"""Bytes at which a streaming kernel reaches half of MEMORY_MAX: a few MiB must
+be in flight to cover HBM latency across all SMs (Little's law)."""
+KERNEL_FLOOR_S = 3.0e-6
+"""No kernel takes less: launch + the smallest kernel's run time, 2-4 us."""
+VECTOR_MAX = 0.7
+"""Fraction of the fp32 vector peak reached by compute-heavy pointwise code."""
+
+
+def memory_efficiency(nbytes: float) -> float:
+    return MEMORY_MAX * nbytes / (nbytes + MEMORY_HALF_BYTES) if nbytes > 0 else MEMORY_MAX

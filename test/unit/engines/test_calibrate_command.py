@@ -1,0 +1,39 @@
+"""`charon calibrate` prints the per-record error; --refit reproduces the
+constants shipped in the engine modules."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from charon_ir.cli import app
+from charon_ir.engines import calibration, collectives, compute_efficiency
+
+
+def test_calibrate_json():
+    result = CliRunner().invoke(app, ["calibrate", "--json", "--only", "nccl"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert {r["group"] for r in out["records"]} == {"nccl"}
+    assert out["max_abs_error"]["nccl"] <= 0.10
+
+
+def test_calibrate_table():
+    result = CliRunner().invoke(app, ["calibrate"])
+    assert result.exit_code == 0, result.output
+    assert "MAPE" in result.output and "mamf_NVIDIA_H100_SXM" in result.output
+
+
+def test_refit_reproduces_the_shipped_constants():
+    fitted = calibration.refit()
+    for name, value in fitted["GEMM_MAX"].items():
+        if name in compute_efficiency.GEMM_MAX:
+            assert value == pytest.approx(compute_efficiency.GEMM_MAX[name], rel=0.02)
+    for key, consts in fitted["ATTENTION"].items():
+        shipped = compute_efficiency.ATTENTION[key]
+        assert consts.fwd_max == pytest.approx(shipped.fwd_max, rel=0.05)
+    k = fitted["collectives"]
+    assert k.scale_up_efficiency == pytest.approx(
+        collectives.DEFAULT_CONSTANTS.scale_up_efficiency, rel=0.02
+    )
+    assert k.nvls_efficiency == pytest.approx(collectives.DEFAULT_CONSTANTS.nvls_efficiency, rel=0.05)
