@@ -1,1 +1,205 @@
+"""The torch frontend: a model (HF config or nn.Module) to sim IR, without a GPU
+and without weights.
 
+    from charon_ir.frontend import import_model, param_count, forward_flops
+    module = import_model("llama-3.1-8b", seq_len=4096, batch=1)
+
+MODEL is a bundled name (`bundled_models()`), a path to an HF config.json, or an
+nn.Module that maps token ids [batch, seq] to logits. torch is imported only when
+a model is actually traced; a cached import needs neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from charon_ir.errors import CharonError
+from charon_ir.frontend import cache as ir_cache
+from charon_ir.frontend.configs import bundled_models, family_of, load_config
+
+if TYPE_CHECKING:
+    from torch import nn
+    from xdsl.dialects.builtin import ModuleOp
+
+    from charon_ir.frontend.metrics import compute_ops, forward_flops, op_count, param_count, phase_flops
+
+_METRICS = ("compute_ops", "forward_flops", "op_count", "param_count", "phase_flops")
+
+
+def __getattr__(name: str) -> Any:
+    # IR metrics load xdsl and the sim dialect: only when asked for, so that a
+    # cache hit copied out by the CLI stays cheap
+    if name in _METRICS:
+        from charon_ir.frontend import metrics
+
+        return getattr(metrics, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = [
+    "ImportResult",
+    "bundled_models",
+    "compute_ops",
+    "forward_flops",
+    "import_model",
+    "import_model_with_summary",
+    "load_config",
+    "op_count",
+    "param_count",
+    "parse_ir",
+    "phase_flops",
+]
+
+MODES = ("train", "prefill", "decode")
+DTYPE_NAMES = ("bf16", "fp16", "fp32")
+
+
+@dataclass
+class ImportResult:
+    module: ModuleOp | None
+    """None only when asked not to parse a cache hit (`parse=False`)."""
+    name: str
+    from_cache: bool
+    seconds: float
+    summary: list[str] = field(default_factory=list)
+    hf_param_count: int | None = None
+    cache_file: Path | None = None
+    text: str | None = None
+    """The IR as text, when it was printed or read anyway (cache write or hit)."""
+
+
+def _check_options(seq_len: int, batch: int, mode: str, dtype: str) -> None:
+    if mode not in MODES:
+        raise CharonError(f"unknown mode '{mode}'; expected one of {', '.join(MODES)}")
+    if dtype not in DTYPE_NAMES:
+        raise CharonError(f"unknown dtype '{dtype}'; expected one of {', '.join(DTYPE_NAMES)}")
+    if seq_len < 1 or batch < 1:
+        raise CharonError(f"seq_len and batch must be >= 1, got seq_len={seq_len}, batch={batch}")
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("torch", "transformers", "xdsl"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "none"
+    return out
+
+
+def parse_ir(text: str) -> ModuleOp:
+    """Parse sim IR text (as printed by the frontend) into a module."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.parser import Parser
+
+    from charon_ir.dialects.sim import Sim
+
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Sim)
+    return Parser(ctx, text).parse_module()
+
+
+def _annotate(module: ModuleOp, name: str, mode: str, seq_len: int, batch: int, dtype: str, summary, hf_count: int | None) -> None:
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr
+
+    attrs: dict[str, Any] = {
+        "sim.model": StringAttr(name),
+        "sim.mode": StringAttr(mode),
+        "sim.seq_len": IntegerAttr(seq_len, 64),
+        "sim.batch": IntegerAttr(batch, 64),
+        "sim.dtype": StringAttr(dtype),
+        "sim.frontend": StringAttr(ir_cache.FRONTEND_VERSION),
+    }
+    if hf_count is not None:
+        attrs["sim.hf_param_count"] = IntegerAttr(hf_count, 64)
+    # aten ops that became no op at all, and those priced only as sim.generic:
+    # listed so that nothing disappears silently
+    attrs["sim.free_ops"] = DictionaryAttr({k: IntegerAttr(v, 64) for k, v in sorted(summary.free.items())})
+    attrs["sim.generic_ops"] = DictionaryAttr({k: IntegerAttr(v, 64) for k, v in sorted(summary.generic.items())})
+    module.attributes.update(attrs)
+
+
+def import_model_with_summary(
+    model: str | Path | nn.Module,
+    *,
+    seq_len: int = 2048,
+    batch: int = 1,
+    mode: str = "train",
+    dtype: str = "bf16",
+    use_cache: bool = True,
+    parse: bool = True,
+) -> ImportResult:
+    """Like `import_model`, also saying how the aten ops were mapped and whether
+    the cache answered. With `parse=False` a cache hit returns only the text (the
+    CLI copies it out without paying for the parser)."""
+    start = time.perf_counter()
+    _check_options(seq_len, batch, mode, dtype)
+    if not isinstance(model, (str, Path)):
+        return _import_module(model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, start=start)
+    name, config = load_config(model)
+    options = {"seq_len": seq_len, "batch": batch, "mode": mode, "dtype": dtype}
+    key = ir_cache.cache_key(config, options, _versions())
+    if use_cache and (text := ir_cache.read(key)) is not None:
+        if not parse:
+            return ImportResult(None, name, True, time.perf_counter() - start,
+                                cache_file=ir_cache.cache_path(key), text=text)
+        try:
+            module = parse_ir(text)
+        except Exception:  # a stale or damaged entry: import again below
+            module = None
+        if module is not None:
+            return ImportResult(module, name, True, time.perf_counter() - start,
+                                cache_file=ir_cache.cache_path(key), text=text)
+    from charon_ir.frontend.builder import ModuleBuilder
+    from charon_ir.frontend.tracing import StepShape, trace_hf_model
+
+    traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype)
+    builder = ModuleBuilder(traced, mode)
+    module = builder.build()
+    _annotate(module, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)
+    module.verify()
+    text = str(module)
+    path = ir_cache.write(key, text) if use_cache else None
+    return ImportResult(module, name, False, time.perf_counter() - start, builder.summary.lines(),
+                        traced.hf_param_count, path, text)
+
+
+def _import_module(module: nn.Module, *, seq_len: int, batch: int, mode: str, dtype: str, start: float) -> ImportResult:
+    from charon_ir.frontend.builder import ModuleBuilder
+    from charon_ir.frontend.tracing import StepShape, trace_user_module
+
+    name = type(module).__name__
+    traced = trace_user_module(module, StepShape(mode, batch, seq_len), dtype)
+    builder = ModuleBuilder(traced, mode)
+    ir = builder.build()
+    _annotate(ir, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)
+    ir.verify()
+    return ImportResult(ir, name, False, time.perf_counter() - start, builder.summary.lines(), traced.hf_param_count)
+
+
+def import_model(
+    model: str | Path | nn.Module,
+    *,
+    seq_len: int = 2048,
+    batch: int = 1,
+    mode: str = "train",
+    dtype: str = "bf16",
+    use_cache: bool = True,
+) -> ModuleOp:
+    """Import a model as sim IR.
+
+    mode "train": forward, backward and an AdamW optimizer phase over `batch`
+    sequences of `seq_len` tokens; "prefill": one forward over the prompt, writing
+    the KV cache; "decode": one token per sequence attending to `seq_len` cached
+    tokens. Bundled names and config files are cached on disk (CHARON_CACHE_DIR,
+    default ~/.cache/charon/ir); nn.Modules are traced every time.
+    """
+    return import_model_with_summary(
+        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=use_cache
+    ).module

@@ -1,0 +1,64 @@
+"""`charon import MODEL -o FILE.mlir`: a model to sim IR (DESIGN.md section 7)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from charon_ir.errors import CharonError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_command)
+
+
+def import_command(
+    model: Annotated[str, typer.Argument(help="bundled model name (e.g. llama-3.1-8b) or path to an HF config.json")],
+    output: Annotated[str, typer.Option("--output", "-o", help="output .mlir file; '-' for stdout")] = "-",
+    seq_len: Annotated[int, typer.Option("--seq-len", help="tokens per sequence (decode: cached context)")] = 2048,
+    batch: Annotated[int, typer.Option("--batch", help="sequences per step")] = 1,
+    mode: Annotated[str, typer.Option("--mode", help="train | prefill | decode")] = "train",
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16 | fp16 | fp32")] = "bf16",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="trace again even if the IR is cached")] = False,
+    summary: Annotated[bool, typer.Option("--summary", help="print how aten ops were mapped (stderr)")] = False,
+    list_models: Annotated[bool, typer.Option("--list", help="list the bundled models and exit")] = False,
+) -> None:
+    """Import a model as sim IR, without a GPU and without weights.
+
+    Training: forward, backward and optimizer phases; serving: one prefill or decode step.
+    """
+    from charon_ir.frontend import import_model_with_summary
+    from charon_ir.frontend.configs import bundled_models
+
+    if list_models:
+        print("\n".join(bundled_models()))
+        return
+    result = import_model_with_summary(
+        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=not no_cache, parse=False
+    )
+    text = (result.text if result.text is not None else str(result.module)).rstrip("\n") + "\n"
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        path = Path(output)
+        if path.parent and not path.parent.is_dir():
+            raise CharonError(f"-o {output}: directory {path.parent} does not exist")
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)  # never leave a partial file behind
+    if result.module is None:
+        print(f"{result.name}: from the cache ({result.cache_file}) in {result.seconds:.2f} s", file=sys.stderr)
+    else:
+        from charon_ir.frontend.metrics import op_count, param_count
+
+        print(
+            f"{result.name}: {op_count(result.module)} ops, {param_count(result.module):,} parameters, "
+            f"traced in {result.seconds:.2f} s",
+            file=sys.stderr,
+        )
+    if summary:
+        for line in result.summary or ["(from cache: see the sim.free_ops / sim.generic_ops attributes)"]:
+            print(line, file=sys.stderr)

@@ -1,0 +1,57 @@
+"""On-disk cache of imported IR, keyed by a hash of the config and the options.
+
+The key covers the model config (its JSON, keys sorted), every import option and
+FRONTEND_VERSION plus the torch/transformers versions, so a change to any of them
+is a miss. Entries are text IR written atomically (temp file + rename): a crash
+never leaves a half-written entry for the next run to parse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+FRONTEND_VERSION = "charon-frontend-1"
+"""Bump when the emitted IR changes for the same config and options."""
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("CHARON_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "charon" / "ir"
+
+
+def cache_key(config: dict[str, Any], options: dict[str, Any], versions: dict[str, str]) -> str:
+    payload = json.dumps(
+        {"config": config, "options": options, "versions": versions, "frontend": FRONTEND_VERSION},
+        sort_keys=True, default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def cache_path(key: str) -> Path:
+    return cache_dir() / f"{key}.mlir"
+
+
+def read(key: str) -> str | None:
+    try:
+        return cache_path(key).read_text()
+    except OSError:
+        return None
+
+
+def write(key: str, text: str) -> Path:
+    path = cache_path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,132 @@
+"""Model configs: the bundled HF config.json files and user-given ones.
+
+Nothing here imports torch: listing and validating a config is cheap, so the
+CLI can reject a bad name or file before paying for `import torch`.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from charon_ir.errors import CharonError
+
+def _bundled_dir():
+    """The directory of the shipped configs (package data of charon_ir.frontend)."""
+    return resources.files("charon_ir.frontend").joinpath("models")
+
+SUPPORTED_MODEL_TYPES: dict[str, str] = {
+    "llama": "llama",
+    "mistral": "llama",
+    "mixtral": "llama",
+    "qwen2": "llama",
+    "qwen3": "llama",
+    "qwen3_moe": "llama",
+    "deepseek_v2": "llama",
+    "deepseek_v3": "llama",
+    "gpt2": "gpt2",
+}
+"""HF `model_type` -> the layout family the tracer knows (where the embedding,
+the decoder layers and the head live)."""
+
+
+def bundled_models() -> list[str]:
+    """Names of the configs shipped with the package (`llama-3.1-8b`, ...)."""
+    root = _bundled_dir()
+    return sorted(
+        p.name.removesuffix(".json") for p in root.iterdir() if p.name.endswith(".json")
+    )
+
+
+def _read_json(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CharonError(f"{where}:{e.lineno}:{e.colno}: malformed config.json: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise CharonError(f"{where}: malformed config.json: expected a JSON object")
+    return data
+
+
+def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
+    """(display name, HF config dict without the `_`-prefixed notes) of a bundled
+    name or a path to a config.json. Raises CharonError with one line on a bad input."""
+    path = Path(model)
+    if isinstance(model, Path) or str(model).endswith(".json") or path.is_file():
+        if not path.is_file():
+            raise CharonError(f"{model}: no such config file")
+        data = _read_json(path.read_text(), str(model))
+        name = path.stem if path.name != "config.json" else path.parent.name or "config"
+    else:
+        names = bundled_models()
+        if model not in names:
+            close = [n for n in names if str(model).lower() in n]
+            hint = f" (did you mean {', '.join(close[:4])}?)" if close else ""
+            raise CharonError(
+                f"unknown model '{model}'{hint}; bundled models: {', '.join(names)}"
+            )
+        text = _bundled_dir().joinpath(f"{model}.json").read_text()
+        data = _read_json(text, f"{model}.json")
+        name = str(model)
+    config = {k: v for k, v in data.items() if not k.startswith("_")}
+    check_config(config, name)
+    return name, config
+
+
+def family_of(config: dict[str, Any], where: str) -> str:
+    model_type = config.get("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        archs = ",".join(config.get("architectures") or []) or "?"
+        raise CharonError(
+            f"{where}: unsupported architecture {model_type!r} ({archs}); supported model_type: "
+            f"{', '.join(sorted(SUPPORTED_MODEL_TYPES))}"
+        )
+    return SUPPORTED_MODEL_TYPES[model_type]
+
+
+ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
+    "GPT2LMHeadModel": "gpt2",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+}
+"""For configs that name only `architectures` (no `model_type`)."""
+
+REQUIRED_FIELDS = (
+    ("hidden_size", "n_embd"),
+    ("num_hidden_layers", "n_layer"),
+    ("num_attention_heads", "n_head"),
+    ("vocab_size",),
+)
+
+
+def check_config(config: dict[str, Any], where: str) -> None:
+    """The fields every supported family needs, with sane values. Fills in
+    `model_type` from `architectures` when only the latter is given."""
+    if "model_type" not in config:
+        archs = config.get("architectures")
+        if not isinstance(archs, list) or not archs:
+            raise CharonError(
+                f"{where}: malformed config.json: neither 'model_type' nor 'architectures' is given"
+            )
+        if archs[0] not in ARCHITECTURE_MODEL_TYPES:
+            raise CharonError(
+                f"{where}: unsupported architecture {archs[0]!r}; supported: "
+                f"{', '.join(sorted(ARCHITECTURE_MODEL_TYPES))}"
+            )
+        config["model_type"] = ARCHITECTURE_MODEL_TYPES[archs[0]]
+    family_of(config, where)
+    for keys in REQUIRED_FIELDS:
+        key = next((k for k in keys if k in config), keys[0])
+        value = config.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise CharonError(
+                f"{where}: malformed config.json: '{key}' must be a positive integer, got {value!r}"
+            )

@@ -1,0 +1,248 @@
+"""Opaque torch ops that keep a model's structure through tracing.
+
+Traced on fake tensors, attention would decompose into bmm + softmax and an MoE
+layer would branch on which experts got tokens (a data-dependent loop). Each is
+replaced by custom ops with a fake (shape-only) implementation and an autograd
+formula, so aot_autograd records one op forward and one backward, which the
+converter maps to `sim.attention`, `sim.moe_dispatch`, ... Importing this module
+registers the ops (torch.library), HF's attention and experts implementations
+named "charon", and so must happen inside frontend functions only.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+IMPLEMENTATION = "charon"
+"""Name under which the attention and experts functions are registered in HF."""
+
+
+class _ServingState(threading.local):
+    """What a serving step's attention does with the KV cache: nothing (training),
+    write it (prefill), or read the cached context and append (decode)."""
+
+    mode: str = "train"
+    context: int = 0
+
+
+SERVING = _ServingState()
+
+
+@contextmanager
+def serving(mode: str, context: int = 0) -> Iterator[None]:
+    old = (SERVING.mode, SERVING.context)
+    SERVING.mode, SERVING.context = mode, context
+    try:
+        yield
+    finally:
+        SERVING.mode, SERVING.context = old
+
+
+# ---------------------------------------------------------------------------
+# Attention: q [b, sq, hq, d], k/v [b, skv, hkv, d] (GQA kept, never repeated)
+# ---------------------------------------------------------------------------
+
+
+@torch.library.custom_op("charon::attention", mutates_args=())
+def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool) -> Tensor:
+    return q.new_empty((*q.shape[:-1], v.shape[-1]))
+
+
+@attention.register_fake
+def _(q, k, v, causal):
+    return q.new_empty((*q.shape[:-1], v.shape[-1]))
+
+
+@torch.library.custom_op("charon::attention_backward", mutates_args=())
+def attention_backward(
+    q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor, causal: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+@attention_backward.register_fake
+def _(q, k, v, out, grad_out, causal):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _attention_setup(ctx, inputs, output):
+    q, k, v, causal = inputs
+    ctx.save_for_backward(q, k, v, output)
+    ctx.causal = causal
+
+
+def _attention_grad(ctx, grad_out):
+    q, k, v, out = ctx.saved_tensors
+    dq, dk, dv = attention_backward(q, k, v, out, grad_out, ctx.causal)
+    return dq, dk, dv, None
+
+
+attention.register_autograd(_attention_grad, setup_context=_attention_setup)
+
+
+# ---------------------------------------------------------------------------
+# KV cache of a serving step
+# ---------------------------------------------------------------------------
+
+
+@torch.library.custom_op("charon::kv_cache_write", mutates_args=())
+def kv_cache_write(k: Tensor, v: Tensor) -> None:
+    return None
+
+
+@kv_cache_write.register_fake
+def _(k, v):
+    return None
+
+
+@torch.library.custom_op("charon::kv_cache_read", mutates_args=())
+def kv_cache_read(k_new: Tensor, v_new: Tensor, context: int) -> tuple[Tensor, Tensor]:
+    return _cache_shaped(k_new, context), _cache_shaped(v_new, context)
+
+
+def _cache_shaped(new: Tensor, context: int) -> Tensor:
+    b, s, h, d = new.shape
+    return new.new_empty((b, context, h, d))
+
+
+@kv_cache_read.register_fake
+def _(k_new, v_new, context):
+    return _cache_shaped(k_new, context), _cache_shaped(v_new, context)
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, causal: bool = True) -> Tensor:
+    """Attention on [b, s, heads, d] tensors, through the KV cache when serving."""
+    if SERVING.mode in ("prefill", "decode"):
+        if SERVING.mode == "decode":
+            k_all, v_all = kv_cache_read(k, v, SERVING.context)
+        else:
+            k_all, v_all = k, v
+        kv_cache_write(k, v)
+        k, v = k_all, v_all
+    return attention(q, k, v, causal)
+
+
+def hf_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """HF AttentionInterface entry: query [b, hq, s, d], key/value [b, hkv, s, d];
+    returns ([b, s, hq, dv], None) like HF's own implementations. The mask is
+    ignored: every supported model is causal and we never pack sequences."""
+    out = attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), True)
+    return out, None
+
+
+def sdpa_replacement(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Stand-in for F.scaled_dot_product_attention while tracing a user's module."""
+    if attn_mask is not None:
+        return _ORIGINAL_SDPA(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    return attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), is_causal).transpose(1, 2)
+
+
+_ORIGINAL_SDPA = F.scaled_dot_product_attention
+
+
+# ---------------------------------------------------------------------------
+# Mixture of experts: dispatch tokens to per-expert buffers, combine them back
+# ---------------------------------------------------------------------------
+
+
+def expert_capacity(tokens: int, top_k: int, experts: int) -> int:
+    """Tokens per expert under balanced routing (rounded up)."""
+    return max(1, math.ceil(tokens * top_k / experts))
+
+
+@torch.library.custom_op("charon::moe_dispatch", mutates_args=())
+def moe_dispatch(x: Tensor, indices: Tensor, experts: int) -> Tensor:
+    return x.new_empty((experts, expert_capacity(x.shape[0], indices.shape[1], experts), x.shape[1]))
+
+
+@moe_dispatch.register_fake
+def _(x, indices, experts):
+    return x.new_empty((experts, expert_capacity(x.shape[0], indices.shape[1], experts), x.shape[1]))
+
+
+@torch.library.custom_op("charon::moe_dispatch_backward", mutates_args=())
+def moe_dispatch_backward(grad: Tensor, indices: Tensor) -> Tensor:
+    return grad.new_empty((indices.shape[0], grad.shape[2]))
+
+
+@moe_dispatch_backward.register_fake
+def _(grad, indices):
+    return grad.new_empty((indices.shape[0], grad.shape[2]))
+
+
+@torch.library.custom_op("charon::moe_combine", mutates_args=())
+def moe_combine(expert_out: Tensor, indices: Tensor, weights: Tensor) -> Tensor:
+    return expert_out.new_empty((indices.shape[0], expert_out.shape[2]))
+
+
+@moe_combine.register_fake
+def _(expert_out, indices, weights):
+    return expert_out.new_empty((indices.shape[0], expert_out.shape[2]))
+
+
+@torch.library.custom_op("charon::moe_combine_backward", mutates_args=())
+def moe_combine_backward(
+    grad: Tensor, expert_out: Tensor, indices: Tensor, weights: Tensor
+) -> tuple[Tensor, Tensor]:
+    return torch.empty_like(expert_out), torch.empty_like(weights)
+
+
+@moe_combine_backward.register_fake
+def _(grad, expert_out, indices, weights):
+    return torch.empty_like(expert_out), torch.empty_like(weights)
+
+
+def _dispatch_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+
+
+def _dispatch_grad(ctx, grad):
+    (indices,) = ctx.saved_tensors
+    return moe_dispatch_backward(grad, indices), None, None
+
+
+def _combine_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _combine_grad(ctx, grad):
+    expert_out, indices, weights = ctx.saved_tensors
+    grad_out, grad_weights = moe_combine_backward(grad, expert_out, indices, weights)
+    return grad_out, None, grad_weights
+
+
+moe_dispatch.register_autograd(_dispatch_grad, setup_context=_dispatch_setup)
+moe_combine.register_autograd(_combine_grad, setup_context=_combine_setup)
+
+
+def hf_experts(self, hidden_states: Tensor, top_k_index: Tensor, top_k_weights: Tensor) -> Tensor:
+    """HF ExpertsInterface entry for experts stored as stacked 3-D weights
+    (gate_up_proj [E, 2I, h], down_proj [E, h, I]): every expert runs one batched
+    matmul on its balanced share of the tokens."""
+    experts = self.gate_up_proj.shape[0]
+    x = moe_dispatch(hidden_states, top_k_index, experts)
+    up = self.gate_up_proj if getattr(self, "is_transposed", False) else self.gate_up_proj.transpose(1, 2)
+    h = torch.bmm(x, up)
+    h = self._apply_gate(h) if getattr(self, "has_gate", True) else self.act_fn(h)
+    down = self.down_proj if getattr(self, "is_transposed", False) else self.down_proj.transpose(1, 2)
+    out = torch.bmm(h, down)
+    return moe_combine(out, top_k_index, top_k_weights.to(out.dtype))
+
+
+def register_hf_implementations() -> None:
+    """Make "charon" a valid attn_implementation and experts_implementation."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(IMPLEMENTATION, hf_attention)
+    try:
+        from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
+    except ImportError:  # a transformers without the experts interface
+        return
+    ALL_EXPERTS_FUNCTIONS.register(IMPLEMENTATION, hf_experts)

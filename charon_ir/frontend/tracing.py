@@ -1,0 +1,454 @@
+"""Trace the parts of a model on fake tensors: the stem (embedding), each distinct
+decoder layer once, and the head (final norm, LM head, loss).
+
+A model is built from its HF config on the meta device (no memory, no weights);
+its decoder layers are grouped into runs of identical layers (or of an identical
+period of layers, for interleaved MoE stacks), and one representative of each
+distinct layer is traced. Training parts go through aot_autograd, which hands us
+the forward graph (outputs + saved activations) and the backward graph (saved
+activations + output gradients -> input gradients) separately; serving parts go
+through make_fx, forward only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import fx, nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from charon_ir.errors import CharonError
+from charon_ir.frontend import torch_ops
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+@dataclass
+class Primal:
+    """One input of a traced part: a parameter (by its canonical HF name), a buffer,
+    or an activation/input of the step (by a role the assembler binds)."""
+
+    kind: str  # "param" | "buffer" | "input"
+    name: str
+    tensor: torch.Tensor
+
+
+@dataclass
+class TracedPart:
+    fwd: fx.GraphModule
+    bwd: fx.GraphModule | None
+    primals: list[Primal]
+    num_outputs: int
+
+    def fwd_placeholders(self) -> list[str]:
+        return [n.name for n in self.fwd.graph.nodes if n.op == "placeholder"]
+
+
+@dataclass
+class LayerRun:
+    """Layers start, start+1, ... as `count` repetitions of `period` (the layer
+    indices of the representatives, one per position in the period)."""
+
+    start: int
+    period: list[int]
+    count: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.count * len(self.period)
+
+
+@dataclass
+class TracedModel:
+    name: str
+    family: str
+    config: Any
+    stem: TracedPart
+    layers: dict[int, TracedPart]
+    runs: list[LayerRun]
+    head: TracedPart
+    layer_prefix: str
+    hf_param_count: int
+    extras: list[str] = field(default_factory=list)
+    """Names of stem outputs after the hidden state that every layer reads (cos, sin)."""
+
+
+def _fake_like(t: torch.Tensor, dtype: torch.dtype | None = None, grad: bool = False) -> torch.Tensor:
+    out = torch.empty(t.shape, dtype=dtype or t.dtype)
+    if grad:
+        out.requires_grad_(True)
+    return out
+
+
+@contextlib.contextmanager
+def _patched_for_tracing() -> Iterator[None]:
+    """HF masking calls a data-dependent `.all()` to find packed sequences; we never
+    pack, so answer "none" without looking at the data. A user's module calling
+    F.scaled_dot_product_attention gets the opaque attention op instead."""
+    patches: list[tuple[Any, str, Any]] = []
+    try:
+        import transformers.masking_utils as masking
+
+        if hasattr(masking, "find_packed_sequence_indices"):
+            patches.append((masking, "find_packed_sequence_indices", lambda *a, **k: None))
+    except ImportError:
+        pass
+    patches.append((F, "scaled_dot_product_attention", torch_ops.sdpa_replacement))
+    saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
+    for obj, attr, new in patches:
+        setattr(obj, attr, new)
+    try:
+        yield
+    finally:
+        for obj, attr, old in saved:
+            setattr(obj, attr, old)
+
+
+def trace_part(
+    fn: Callable[..., Any],
+    primals: list[Primal],
+    train: bool,
+) -> TracedPart:
+    """Trace fn(*primal tensors) -> tensor or tuple of tensors."""
+    tensors = [p.tensor for p in primals]
+    graphs: dict[str, fx.GraphModule] = {}
+    with _patched_for_tracing():
+        if train:
+            from functorch.compile import make_boxed_func
+            from torch._functorch.aot_autograd import aot_function
+            from torch._functorch.partitioners import default_partition
+
+            def capture(kind: str):
+                def compiler(gm: fx.GraphModule, example_inputs: Any) -> Any:
+                    graphs[kind] = gm
+                    return make_boxed_func(gm.forward)
+
+                return compiler
+
+            compiled = aot_function(
+                fn, fw_compiler=capture("fwd"), bw_compiler=capture("bwd"),
+                partition_fn=default_partition,
+            )
+            out = compiled(*tensors)
+            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            if "bwd" not in graphs:  # backward compiled lazily: run it once
+                diff = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
+                torch.autograd.backward(diff, [torch.empty_like(o) for o in diff])
+            return TracedPart(graphs["fwd"], graphs["bwd"], primals, len(outs))
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def as_tuple(*values):
+            out = fn(*values)
+            return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+        with torch.no_grad():
+            gm = make_fx(as_tuple)(*tensors)
+        n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+        return TracedPart(gm, None, primals, n_out)
+
+
+def _reparametrized(model: nn.Module, primals: Sequence[Primal], values: Sequence[torch.Tensor]):
+    from torch.nn.utils.stateless import _reparametrize_module
+
+    mapping = {p.name: v for p, v in zip(primals, values) if p.kind in ("param", "buffer")}
+    return _reparametrize_module(model, mapping, tie_weights=True, strict=False)
+
+
+# ---------------------------------------------------------------------------
+# Model families: where the embedding, layers and head of a HF model live
+# ---------------------------------------------------------------------------
+
+
+class Family:
+    """Accessors for one layout of HF causal LM."""
+
+    layer_prefix = ""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+
+    def layers(self) -> nn.ModuleList: ...
+    def stem(self, ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, ...]: ...
+    def layer(self, layer: nn.Module, x: torch.Tensor, extras: Sequence[torch.Tensor], positions: torch.Tensor) -> torch.Tensor: ...
+    def final(self, h: torch.Tensor) -> torch.Tensor: ...
+    def stem_modules(self) -> list[nn.Module]: ...
+    def head_modules(self) -> list[nn.Module]: ...
+    extras: list[str] = []
+
+
+class LlamaFamily(Family):
+    """model.model.{embed_tokens, rotary_emb, layers, norm} + model.lm_head."""
+
+    layer_prefix = "model.layers"
+    extras = ["rope_cos", "rope_sin"]
+
+    def layers(self):
+        return self.model.model.layers
+
+    def stem(self, ids, positions):
+        inner = self.model.model
+        h = inner.embed_tokens(ids)
+        cos, sin = inner.rotary_emb(h, positions)
+        return h, cos, sin
+
+    def layer(self, layer, x, extras, positions):
+        out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=tuple(extras))
+        return out[0] if isinstance(out, tuple) else out
+
+    def final(self, h):
+        return self.model.lm_head(self.model.model.norm(h))
+
+    def stem_modules(self):
+        return [self.model.model.embed_tokens, self.model.model.rotary_emb]
+
+    def head_modules(self):
+        return [self.model.model.norm, self.model.lm_head]
+
+
+class GPT2Family(Family):
+    """model.transformer.{wte, wpe, h, ln_f} + model.lm_head (tied to wte)."""
+
+    layer_prefix = "transformer.h"
+    extras = []
+
+    def layers(self):
+        return self.model.transformer.h
+
+    def stem(self, ids, positions):
+        t = self.model.transformer
+        return (t.wte(ids) + t.wpe(positions),)
+
+    def layer(self, layer, x, extras, positions):
+        out = layer(x)
+        return out[0] if isinstance(out, tuple) else out
+
+    def final(self, h):
+        return self.model.lm_head(self.model.transformer.ln_f(h))
+
+    def stem_modules(self):
+        return [self.model.transformer.wte, self.model.transformer.wpe]
+
+    def head_modules(self):
+        return [self.model.transformer.ln_f, self.model.lm_head]
+
+
+FAMILIES: dict[str, type[Family]] = {"llama": LlamaFamily, "gpt2": GPT2Family}
+
+
+def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype) -> nn.Module:
+    """The HF model of a config, on the meta device, with our attention and experts."""
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch_ops.register_hf_implementations()
+    transformers.logging.set_verbosity_error()
+    kwargs = dict(config_dict)
+    model_type = kwargs.pop("model_type")
+    try:
+        config = AutoConfig.for_model(model_type, **kwargs)
+    except (ValueError, TypeError, KeyError) as e:
+        raise CharonError(f"malformed config.json for {model_type}: {str(e).splitlines()[0]}") from None
+    config._attn_implementation = torch_ops.IMPLEMENTATION
+    if hasattr(config, "_experts_implementation"):
+        config._experts_implementation = torch_ops.IMPLEMENTATION
+    for attr in ("attn_pdrop", "resid_pdrop", "embd_pdrop", "attention_dropout", "hidden_dropout"):
+        if hasattr(config, attr):
+            setattr(config, attr, 0.0)
+    config.use_cache = False
+    with torch.device("meta"):
+        try:
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+        except Exception as e:  # HF raises many kinds on a bad config
+            raise CharonError(f"cannot build {model_type} from its config: {str(e).splitlines()[0]}") from None
+    model.eval()
+    return model
+
+
+def _layer_signature(layer: nn.Module) -> tuple:
+    return (
+        type(layer).__name__,
+        tuple((n, tuple(p.shape), p.dtype) for n, p in layer.named_parameters()),
+        tuple(type(m).__name__ for m in layer.modules()),
+    )
+
+
+def group_layers(signatures: Sequence[Any], max_period: int = 4) -> list[LayerRun]:
+    """Split a stack into runs of a repeated period of layers, greedily covering
+    as many layers as possible with the shortest period."""
+    runs: list[LayerRun] = []
+    i, n = 0, len(signatures)
+    while i < n:
+        best_period, best_count = 1, 1
+        for period in range(1, max_period + 1):
+            if i + period > n:
+                break
+            count = 1
+            while i + (count + 1) * period <= n and list(signatures[i + count * period: i + (count + 1) * period]) == list(signatures[i: i + period]):
+                count += 1
+            if count > 1 and count * period > best_count * best_period:
+                best_period, best_count = period, count
+        runs.append(LayerRun(i, list(range(i, i + best_period)), best_count))
+        i += best_period * best_count
+    return runs
+
+
+@dataclass
+class StepShape:
+    mode: str  # train | prefill | decode
+    batch: int
+    seq_len: int
+
+    @property
+    def tokens_in(self) -> int:
+        """Tokens this step feeds through the layers."""
+        return 1 if self.mode == "decode" else self.seq_len
+
+
+def trace_hf_model(name: str, config_dict: dict[str, Any], family_name: str, shape: StepShape, dtype_name: str) -> TracedModel:
+    """Build the HF model of a config on the meta device and trace its parts."""
+    model = build_hf_model(config_dict, DTYPES[dtype_name])
+    try:
+        return trace_parts(name, family_name, FAMILIES[family_name](model), shape, None)
+    except CharonError:
+        raise
+    except Exception as e:  # an architecture variant the tracer does not handle
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise CharonError(f"cannot trace {name}: {type(e).__name__}: {first}") from None
+
+
+class UserModuleFamily(Family):
+    """A user's nn.Module mapping token ids to logits: traced whole as the stem
+    (no repeated layers are assumed); the head only computes the loss."""
+
+    layer_prefix = "layers"
+    extras = []
+
+    def layers(self):
+        return nn.ModuleList()
+
+    def stem(self, ids, positions):
+        out = self.model(ids)
+        if hasattr(out, "logits"):
+            out = out.logits
+        elif isinstance(out, (tuple, list)):
+            out = out[0]
+        return (out,)
+
+    def layer(self, layer, x, extras, positions):
+        raise AssertionError("a user module has no separately traced layers")
+
+    def final(self, h):
+        return h
+
+    def stem_modules(self):
+        return [self.model]
+
+    def head_modules(self):
+        return []
+
+
+def trace_user_module(module: nn.Module, shape: StepShape, dtype_name: str) -> TracedModel:
+    try:
+        return trace_parts(type(module).__name__, "module", UserModuleFamily(module), shape, DTYPES[dtype_name])
+    except CharonError:
+        raise
+    except Exception as e:
+        raise CharonError(
+            f"cannot trace {type(module).__name__}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        ) from None
+
+
+def trace_parts(name: str, family_name: str, family: Family, shape: StepShape, param_dtype: torch.dtype | None) -> TracedModel:
+    """Trace the stem, one representative of each distinct layer, and the head.
+    `param_dtype` casts floating-point weights (a user's fp32 module to bf16)."""
+    model = family.model
+    canonical = {}
+    for pname, p in model.named_parameters():
+        canonical.setdefault(id(p), pname)
+    hf_count = sum(p.numel() for p in model.parameters())
+    train = shape.mode == "train"
+    b, s = shape.batch, shape.tokens_in
+    mode = FakeTensorMode()
+
+    def primals_of(modules: Sequence[nn.Module]) -> list[Primal]:
+        seen: set[int] = set()
+        out: list[Primal] = []
+        names = {id(m): n for n, m in model.named_modules()}
+        for m in modules:
+            for p in m.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    dtype = param_dtype if param_dtype is not None and p.is_floating_point() else p.dtype
+                    out.append(Primal("param", canonical[id(p)], _fake_like(p, dtype, grad=train)))
+            prefix = names[id(m)]
+            for bname, buf in m.named_buffers():
+                out.append(Primal("buffer", f"{prefix}.{bname}" if prefix else bname, _fake_like(buf)))
+        return out
+
+    context = shape.seq_len if shape.mode == "decode" else 0
+    with mode, torch_ops.serving(shape.mode, context):
+        ids = torch.empty((b, s), dtype=torch.long)
+        positions = torch.empty((b, s), dtype=torch.long)
+
+        stem_primals = primals_of(family.stem_modules()) + [Primal("input", "tokens", ids), Primal("input", "positions", positions)]
+
+        def stem_fn(*values):
+            with _reparametrized(model, stem_primals, values):
+                return family.stem(values[-2], values[-1])
+
+        stem = trace_part(stem_fn, stem_primals, train)
+        with torch.no_grad():
+            with _reparametrized(model, stem_primals, [p.tensor for p in stem_primals]):
+                stem_outs = family.stem(ids, positions)
+        hidden = _fake_like(stem_outs[0], grad=train)
+        extra_tensors = [_fake_like(t) for t in stem_outs[1:]]
+
+        layers_list = family.layers()
+        signatures = [_layer_signature(layer) for layer in layers_list]
+        runs = group_layers(signatures)
+        traced_layers: dict[int, TracedPart] = {}
+        by_signature: dict[Any, int] = {}
+        for run in runs:
+            for idx in run.period:
+                sig = signatures[idx]
+                if sig in by_signature:
+                    continue
+                by_signature[sig] = idx
+                layer = layers_list[idx]
+                lp = primals_of([layer]) + [Primal("input", "hidden", hidden)]
+                lp += [Primal("input", e, t) for e, t in zip(family.extras, extra_tensors)]
+                lp += [Primal("input", "positions", positions)]
+
+                def layer_fn(*values, _layer=layer, _lp=lp):
+                    n_extra = len(family.extras)
+                    x = values[-2 - n_extra]
+                    extras = values[len(values) - 1 - n_extra: len(values) - 1]
+                    with _reparametrized(model, _lp, values):
+                        return family.layer(_layer, x, extras, values[-1])
+
+                traced_layers[idx] = trace_part(layer_fn, lp, train)
+        # every layer of a run maps to the traced representative of its signature
+        for run in runs:
+            run.period = [by_signature[signatures[i]] for i in run.period]
+
+        head_primals = primals_of(family.head_modules()) + [Primal("input", "hidden", hidden)]
+        if train:
+            head_primals.append(Primal("input", "labels", torch.empty((b, s), dtype=torch.long)))
+
+            def head_fn(*values):
+                with _reparametrized(model, head_primals, values):
+                    logits = family.final(values[-2])
+                    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), values[-1].reshape(-1))
+        else:
+            def head_fn(*values):
+                with _reparametrized(model, head_primals, values):
+                    return family.final(values[-1][:, -1:, :])
+
+        head = trace_part(head_fn, head_primals, train)
+    return TracedModel(name, family_name, getattr(model, "config", None), stem, traced_layers, runs, head,
+                       family.layer_prefix, hf_count, list(family.extras))

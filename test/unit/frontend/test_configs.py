@@ -1,0 +1,71 @@
+"""Bundled configs and bad inputs: one clear line, no torch needed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from charon_ir.errors import CharonError
+from charon_ir.frontend.configs import bundled_models, load_config
+
+REQUIRED = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3",
+            "qwen3-30b-a3b", "gpt3-175b"]
+
+
+def test_bundled_models_ship_the_reference_configs():
+    names = bundled_models()
+    for name in REQUIRED:
+        assert name in names
+
+
+@pytest.mark.parametrize("name", bundled_models())
+def test_every_bundled_config_loads(name):
+    display, config = load_config(name)
+    assert display == name
+    assert config["model_type"]
+    assert not any(k.startswith("_") for k in config)
+
+
+def _one_line(err: pytest.ExceptionInfo) -> str:
+    text = str(err.value)
+    assert "\n" not in text
+    return text
+
+
+def test_unknown_name():
+    with pytest.raises(CharonError) as err:
+        load_config("llama-9")
+    assert "unknown model 'llama-9'" in _one_line(err)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(CharonError) as err:
+        load_config(tmp_path / "none.json")
+    assert "no such config file" in _one_line(err)
+
+
+def test_malformed_json(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama", ')
+    with pytest.raises(CharonError) as err:
+        load_config(bad)
+    assert "malformed config.json" in _one_line(err)
+
+
+def test_missing_field(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                               "vocab_size": 100}))
+    with pytest.raises(CharonError) as err:
+        load_config(bad)
+    assert "'num_hidden_layers' must be a positive integer" in _one_line(err)
+
+
+def test_unsupported_architecture(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"model_type": "bert", "architectures": ["BertForMaskedLM"],
+                               "hidden_size": 64}))
+    with pytest.raises(CharonError) as err:
+        load_config(bad)
+    assert "unsupported architecture 'bert'" in _one_line(err)

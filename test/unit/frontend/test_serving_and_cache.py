@@ -1,0 +1,82 @@
+"""Serving steps (prefill, decode with a KV cache), the on-disk IR cache, and the
+grouping of a layer stack into repeats."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from charon_ir.dialects import sim
+from charon_ir.frontend import forward_flops, import_model_with_summary, param_count
+from charon_ir.frontend import cache as ir_cache
+
+
+def _phases(module):
+    return [op.kind.data for op in module.body.block.ops if isinstance(op, sim.PhaseOp)]
+
+
+def test_prefill_writes_the_cache(imported):
+    module = imported("llama-3.1-8b", seq_len=256, mode="prefill").module
+    assert _phases(module) == ["prefill"]
+    writes = [op for op in module.walk() if isinstance(op, sim.KVCacheWriteOp)]
+    assert len(writes) == 1 and sim.shape_of(writes[0].k) == (1, 256, 8, 128)
+    assert param_count(module) == 8030261248
+
+
+def test_decode_reads_the_context(imported):
+    module = imported("llama-3.1-8b", seq_len=1024, mode="decode").module
+    assert _phases(module) == ["decode"]
+    (att,) = [op for op in module.walk() if isinstance(op, sim.AttentionOp)]
+    assert sim.shape_of(att.q)[1] == 1 and sim.shape_of(att.k)[1] == 1024
+    # one token: 2 FLOPs per weight that multiplies (the LM head included) and
+    # attention over the 1024 cached tokens in each of 32 layers
+    weights = 2 * (8030261248 - 128256 * 4096)
+    attention = 32 * 2 * 32 * (128 + 128) * 1024
+    assert forward_flops(module) == pytest.approx(weights + attention, rel=0.01)
+
+
+def test_cache_hit_is_fast_and_identical(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
+    first = import_model_with_summary("llama-3.1-8b", seq_len=64)
+    assert not first.from_cache and first.cache_file is not None
+    assert first.cache_file.parent == tmp_path
+    start = time.perf_counter()
+    second = import_model_with_summary("llama-3.1-8b", seq_len=64)
+    assert second.from_cache and time.perf_counter() - start < 1.0
+    assert str(second.module) == str(first.module)
+    # another option is another key
+    third = import_model_with_summary("llama-3.1-8b", seq_len=64, mode="prefill", use_cache=True)
+    assert not third.from_cache
+    assert len(list(tmp_path.glob("*.mlir"))) == 2
+    assert not list(tmp_path.glob("*.tmp"))  # atomic writes leave nothing behind
+
+
+def test_cache_key_covers_config_and_options():
+    base = ir_cache.cache_key({"a": 1}, {"seq_len": 8}, {"torch": "x"})
+    assert base == ir_cache.cache_key({"a": 1}, {"seq_len": 8}, {"torch": "x"})
+    assert base != ir_cache.cache_key({"a": 2}, {"seq_len": 8}, {"torch": "x"})
+    assert base != ir_cache.cache_key({"a": 1}, {"seq_len": 9}, {"torch": "x"})
+    assert base != ir_cache.cache_key({"a": 1}, {"seq_len": 8}, {"torch": "y"})
+
+
+def test_damaged_cache_entry_is_reimported(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
+    first = import_model_with_summary("llama-3.1-8b", seq_len=32)
+    first.cache_file.write_text("builtin.module { garbage")
+    again = import_model_with_summary("llama-3.1-8b", seq_len=32)
+    assert not again.from_cache
+    assert param_count(again.module) == 8030261248
+
+
+def test_group_layers_finds_runs_and_periods():
+    from charon_ir.frontend.tracing import group_layers
+
+    def runs(sigs):
+        return [(r.start, len(r.period), r.count) for r in group_layers(sigs)]
+
+    assert runs(["d"] * 4) == [(0, 1, 4)]
+    assert runs(["d"] * 3 + ["m"] * 58) == [(0, 1, 3), (3, 1, 58)]  # DeepSeek-V3
+    assert runs(["d", "m"] * 24) == [(0, 2, 24)]  # interleaved MoE
+    assert runs(["d", "d", "m", "m", "m"]) == [(0, 1, 2), (2, 1, 3)]
+    assert runs(["a", "b", "c"]) == [(0, 1, 1), (1, 1, 1), (2, 1, 1)]
