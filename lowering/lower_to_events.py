@@ -299,7 +299,7 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
             opt = _phase(by_virtual[chunk * pp + s], "optimizer")
             if opt is not None:
                 emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s)
-                emitter.lower_block(opt.body.block)
+                emitter.lower_op(opt)
         attrs = {"stage": IntegerAttr(s, 64)}
         if s == 0 and tokens:
             attrs["tokens"] = IntegerAttr(tokens, 64)

@@ -25,25 +25,52 @@ def _axis_of(stream: str) -> str:
     return name
 
 
+def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
+    """Per axis, the time program `index`'s communication runs with none of its
+    compute beside it (folded loops add what they hid inside)."""
+    program = timeline.program
+    compute = timeline.intervals(KIND_COMPUTE, program=index)
+    exposed: dict[str, float] = {}
+    # folded loops report their inner exposure themselves (folded_exposed)
+    not_folded = program.busy == program.duration
+    for s, name in enumerate(program.streams):
+        if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
+            continue
+        mask = (program.stream == s) & not_folded
+        intervals = _union(list(zip(timeline.start[mask], timeline.end[mask])))
+        axis = _axis_of(name)
+        exposed[axis] = exposed.get(axis, 0.0) + subtract(intervals, compute)
+    for i, inner in program.folded_exposed.items():
+        if program.event_program[i] == index:  # pyright: ignore[reportOptionalSubscript]
+            for axis, t in inner.items():
+                exposed[axis] = exposed.get(axis, 0.0) + t
+    return exposed
+
+
 def stage_breakdown(timeline: Timeline, index: int) -> dict[str, Any]:
     program = timeline.program
     makespan = timeline.makespan
     compute = timeline.intervals(KIND_COMPUTE, program=index)
-    exposed: dict[str, float] = {}
     comm_all: list[tuple[float, float]] = []
-    for s, name in enumerate(program.streams):
-        if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
-            continue
-        mask = program.stream == s
-        intervals = _union(list(zip(timeline.start[mask], timeline.end[mask])))
-        comm_all += intervals
-        axis = _axis_of(name)
-        exposed[axis] = exposed.get(axis, 0.0) + subtract(intervals, compute)
+    for s in range(len(program.streams)):
+        if program.stream_program[s] == index and program.stream_kinds[s] == KIND_COMM:
+            mask = program.stream == s
+            comm_all += list(zip(timeline.start[mask], timeline.end[mask]))
     busy = measure(_union(compute + comm_all))
+    exposed = exposed_by_axis(timeline, index)
+    # a folded loop spans its window on the compute stream but computes only part
+    # of it: the rest is its exposed communication and its waits
+    folded_gap = sum(
+        float(program.duration[i] - program.busy[i])  # pyright: ignore[reportOptionalSubscript]
+        for i in program.folded_exposed
+        if program.event_program[i] == index  # pyright: ignore[reportOptionalSubscript]
+    )
+    hidden = sum(sum(v.values()) for i, v in program.folded_exposed.items()
+                 if program.event_program[i] == index)  # pyright: ignore[reportOptionalSubscript]
     return {
-        "compute_s": measure(compute),
+        "compute_s": measure(compute) - folded_gap,
         "exposed_comm_s": dict(sorted(exposed.items())),
-        "bubble_s": max(0.0, makespan - busy),
+        "bubble_s": max(0.0, makespan - busy + (folded_gap - hidden)),
     }
 
 

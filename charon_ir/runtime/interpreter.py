@@ -13,6 +13,7 @@ advances at a constant rate, so the loop jumps from change to change.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from dataclasses import dataclass
 
@@ -48,10 +49,14 @@ class Timeline:
         return [f"{p.programs[o].name}/{n}" for n, o in zip(p.streams, p.stream_program)]
 
     def stream_busy(self) -> dict[str, float]:
+        # an event keeps its stream busy from start to end (longer than its
+        # duration when slowed by overlap); a folded loop only for its work
+        spans = self.end - self.start
+        folded = self.program.busy != self.program.duration
+        spans[folded] = self.program.busy[folded]  # pyright: ignore[reportOptionalSubscript]
         busy = {}
         for i, name in enumerate(self.stream_names()):
-            mask = self.program.stream == i
-            busy[name] = float((self.end[mask] - self.start[mask]).sum())
+            busy[name] = float(spans[self.program.stream == i].sum())
         return busy
 
     def intervals(self, kind: int, program: int | None = None) -> list[tuple[float, float]]:
@@ -96,89 +101,122 @@ def subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> floa
 
 
 def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timeline:
+    """Run the flat program; O(events x log events), plus a rate update of a
+    program's running events whenever its compute or communication starts or stops
+    overlapping."""
     n = program.num_events
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
-    remaining = program.duration.astype(np.float64).copy()
-    pending = np.zeros(n, dtype=np.int64)
-    dependents: list[list[int]] = [[] for _ in range(n)]
-    for i, deps in enumerate(program.deps):
-        pending[i] = len(deps)
-        for d in deps:
-            dependents[d].append(i)
-
-    queues: list[deque[int]] = [deque() for _ in program.streams]
-    joins: list[int] = []
+    duration = program.duration.tolist()
     stream_of = program.stream.tolist()
     kind_of = program.kind.tolist()
     program_of = program.event_program.tolist()  # pyright: ignore[reportOptionalMemberAccess]
-    compute_rate = 1.0 / (1.0 + overlap.compute_slowdown)
-    comm_rate = 1.0 / (1.0 + overlap.comm_slowdown)
+    deps = program.deps
+    folded = (program.busy != program.duration).tolist()  # pyright: ignore[reportOptionalMemberAccess]
+    pending = [len(d) for d in deps]
+    dependents: list[list[int]] = [[] for _ in range(n)]
+    for i, ds in enumerate(deps):
+        for d in ds:
+            dependents[d].append(i)
+    queues: list[deque[int]] = [deque() for _ in program.streams]
     for i in range(n):
-        if stream_of[i] < 0:
-            joins.append(i)
-        else:
+        if stream_of[i] >= 0:
             queues[stream_of[i]].append(i)
-    ready_joins = deque(i for i in joins if pending[i] == 0)
-    busy: list[int | None] = [None] * len(queues)
-    running: set[int] = set()
+    busy = [False] * len(queues)
+    slow = {KIND_COMPUTE: 1.0 / (1.0 + overlap.compute_slowdown),
+            KIND_COMM: 1.0 / (1.0 + overlap.comm_slowdown)}
+    other = {KIND_COMPUTE: KIND_COMM, KIND_COMM: KIND_COMPUTE}
+    n_programs = len(program.programs)
+    # running events per (program, kind), and each one's progress bookkeeping
+    running: list[dict[int, set[int]]] = [{KIND_COMPUTE: set(), KIND_COMM: set()} for _ in range(n_programs)]
+    left = [0.0] * n
+    since = [0.0] * n
+    rate = [1.0] * n
+    version = [0] * n
+    heap: list[tuple[float, int, int]] = []
     t = 0.0
     done = 0
+    check: deque[int] = deque(range(len(queues)))
+    instant: deque[int] = deque(i for i in range(n) if stream_of[i] < 0 and pending[i] == 0)
+
+    def rate_of(i: int) -> float:
+        k = kind_of[i]
+        return slow[k] if running[program_of[i]][other[k]] else 1.0
+
+    def reschedule(i: int) -> None:
+        left[i] -= rate[i] * (t - since[i])
+        since[i] = t
+        rate[i] = rate_of(i)
+        version[i] += 1
+        heapq.heappush(heap, (t + max(left[i], 0.0) / rate[i], version[i], i))
+
+    def activity_changed(p: int, k: int) -> None:
+        for j in running[p][other[k]]:
+            reschedule(j)
 
     def finish(i: int) -> None:
         nonlocal done
         end[i] = t
         done += 1
+        s = stream_of[i]
+        if s >= 0:
+            busy[s] = False
+            check.append(s)
         for j in dependents[i]:
             pending[j] -= 1
-            if pending[j] == 0 and stream_of[j] < 0:
-                ready_joins.append(j)
+            if pending[j] == 0:
+                if stream_of[j] < 0:
+                    instant.append(j)
+                else:
+                    check.append(stream_of[j])
 
     while done < n:
-        progressed = True
-        while progressed:
-            progressed = False
-            while ready_joins:
-                j = ready_joins.popleft()
+        while check or instant:
+            while instant:
+                j = instant.popleft()
                 start[j] = t
                 finish(j)
-                progressed = True
-            for s, q in enumerate(queues):
-                if busy[s] is None and q and pending[q[0]] == 0:
-                    i = q.popleft()
-                    start[i] = t
-                    if remaining[i] <= _EPS:
-                        finish(i)
-                    else:
-                        busy[s] = i
-                        running.add(i)
-                    progressed = True
+            while check:
+                s = check.popleft()
+                q = queues[s]
+                if busy[s] or not q or pending[q[0]]:
+                    continue
+                i = q.popleft()
+                start[i] = t
+                if duration[i] <= 0.0:
+                    finish(i)
+                    continue
+                busy[s] = True
+                p, k = program_of[i], kind_of[i]
+                if folded[i]:
+                    # a folded loop's span already includes its own contention
+                    left[i], since[i], rate[i] = duration[i], t, 1.0
+                    heapq.heappush(heap, (t + duration[i], version[i], i))
+                    continue
+                was_idle = not running[p][k]
+                running[p][k].add(i)
+                left[i], since[i], rate[i] = duration[i], t, rate_of(i)
+                heapq.heappush(heap, (t + duration[i] / rate[i], version[i], i))
+                if was_idle and (overlap.compute_slowdown or overlap.comm_slowdown):
+                    activity_changed(p, k)
         if done >= n:
             break
-        if not running:
+        while heap and heap[0][1] != version[heap[0][2]]:
+            heapq.heappop(heap)
+        if not heap:
             stuck = [program.labels[q[0]] for q in queues if q][:3]
             raise CharonError(
                 f"interpreter: deadlock at t={t:.6g}s in program '{program.name}' "
                 f"(waiting: {', '.join(stuck) or 'joins'})"
             )
-        # contention is within one program's GPUs: compute beside that program's comm
-        compute_on = {program_of[i] for i in running if kind_of[i] == KIND_COMPUTE}
-        comm_on = {program_of[i] for i in running if kind_of[i] == KIND_COMM}
-        rates = {}
-        for i in running:
-            if kind_of[i] == KIND_COMPUTE and program_of[i] in comm_on:
-                rates[i] = compute_rate
-            elif kind_of[i] == KIND_COMM and program_of[i] in compute_on:
-                rates[i] = comm_rate
-            else:
-                rates[i] = 1.0
-        dt = min(remaining[i] / rates[i] for i in running)
-        t += dt
-        for i in list(running):
-            remaining[i] -= rates[i] * dt
-            if remaining[i] <= _EPS * max(1.0, program.duration[i]) * 1e3:
-                remaining[i] = 0.0
-                running.discard(i)
-                busy[stream_of[i]] = None
-                finish(i)
+        t_fin, _, i = heapq.heappop(heap)
+        t = max(t, t_fin)
+        p, k = program_of[i], kind_of[i]
+        version[i] += 1
+        finish(i)
+        if folded[i]:
+            continue
+        running[p][k].discard(i)
+        if not running[p][k] and (overlap.compute_slowdown or overlap.comm_slowdown):
+            activity_changed(p, k)
     return Timeline(program, start, end)

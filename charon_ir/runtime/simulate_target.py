@@ -4,6 +4,8 @@ Options:
 - compute-slowdown: slowdown of compute overlapped with communication (default 0).
 - comm-slowdown: slowdown of communication overlapped with compute (default 0).
 - trace: path of a Chrome/Perfetto trace to write (default: none).
+- tier: fast (loops of identical layers folded, extrapolated from two simulated
+  iterations) or fine (every event) (default fast).
 
 A module that is priced but not lowered, or targeted but not priced, is finished
 with the default pipeline (`cost-annotate`, `lower-to-events`) first.
@@ -29,7 +31,7 @@ from charon_ir.target.target import Target
 
 
 def run_module(
-    ctx: Context, module: ModuleOp, overlap: OverlapModel = OverlapModel()
+    ctx: Context, module: ModuleOp, overlap: OverlapModel = OverlapModel(), tier: str = "fast"
 ) -> tuple[list[Timeline], Target]:
     """Interpret every event program of the module (lowering it first if needed)."""
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
@@ -41,7 +43,10 @@ def run_module(
         LowerToEventsPass().apply(ctx, module)
         programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     target = Target.from_module(module)
-    return [run(flatten_all(programs), overlap)], target
+    if tier not in ("fast", "fine"):
+        raise CharonError(f"simulate: option 'tier' must be fast or fine, got '{tier}'")
+    flat = flatten_all(programs, fold=tier == "fast", overlap=overlap)
+    return [run(flat, overlap)], target
 
 
 def simulate_module(
@@ -49,9 +54,11 @@ def simulate_module(
     module: ModuleOp,
     overlap: OverlapModel = OverlapModel(),
     trace: str | None = None,
+    tier: str = "fast",
 ) -> dict:
-    """The JSON report of the module; with `trace`, also a Perfetto trace file."""
-    timelines, target = run_module(ctx, module, overlap)
+    """The JSON report of the module; with `trace`, also a Perfetto trace file (a
+    trace shows every event, so it always comes from the fine tier)."""
+    timelines, target = run_module(ctx, module, overlap, "fine" if trace else tier)
     report = summarize(timelines[0], target)
     if trace:
         write_trace(trace, timelines)
@@ -65,6 +72,7 @@ class SimulateTarget(XdslTarget):
     compute_slowdown: float = 0.0
     comm_slowdown: float = 0.0
     trace: str = ""
+    tier: str = "fast"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         report = simulate_module(
@@ -72,5 +80,6 @@ class SimulateTarget(XdslTarget):
             module,
             OverlapModel(self.compute_slowdown, self.comm_slowdown),
             trace=self.trace or None,
+            tier=self.tier,
         )
         output.write(json.dumps(report, indent=2) + "\n")
