@@ -36,5 +36,21 @@ def _analytic() -> type[CostEngine]:
     return AnalyticEngine
 
 
-ENGINES: dict[str, Callable[[], type[CostEngine]]] = {"analytic": _analytic}
+def _db() -> type[CostEngine]:
+    from charon_ir.engines.db import DbEngine
+
+    return DbEngine
+
+
+def _predict() -> type[CostEngine]:
+    from charon_ir.engines.predict import PredictEngine
+
+    return PredictEngine
+
+
+ENGINES: dict[str, Callable[[], type[CostEngine]]] = {
+    "analytic": _analytic,
+    "db": _db,
+    "predict": _predict,
+}
 """Engine name -> lazy factory. Adding an engine adds one line here."""

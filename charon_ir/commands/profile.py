@@ -1,0 +1,209 @@
+"""
+`charon profile`: measure a model's ops with torch on this machine and store them
+in the profile database (DESIGN.md sections 5 and 7), and fit the predictor.
+
+    charon profile --device cpu                       # the bundled tiny Llama step
+    charon profile --device cpu --ops-from model.mlir
+    charon profile --device cpu --model examples/llama_tiny_config.json --seq-len 256 --batch 2
+    charon profile --fit                              # held-out error per op family
+
+Each op is measured on its own shapes and, unless `--sweep ""`, on variants with
+one dimension scaled (`charon_ir.profile.sweep`) for the predictor to fit on. A
+run measures only what the database lacks; interrupting it keeps what was
+measured. To price with CPU measurements, run the passes with
+`CHARON_PROFILE_DEVICE=cpu` (`charon_ir.profile.device`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from charon_ir.errors import CharonError
+
+DEFAULT_SWEEP = "0.25,0.5,0.75,1.5,2,3"
+"""`charon_ir.profile.sweep.DEFAULT_FACTORS`, spelled out so `charon --help` imports no IR."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("profile")(profile_command)
+
+
+def profile_command(
+    device: Annotated[
+        str | None, typer.Option("--device", help="cpu or cuda (cuda:N): measure on this device")
+    ] = None,
+    ops_from: Annotated[
+        Path | None, typer.Option("--ops-from", help="a .mlir file whose compute ops to measure")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="a model to import and measure: bundled name or config.json"),
+    ] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", help="with --model: tokens per sequence")] = 256,
+    batch: Annotated[int, typer.Option("--batch", help="with --model: sequences per step")] = 2,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="database file (default $CHARON_PROFILE_DB or ~/.cache/charon/profile.db)"),
+    ] = None,
+    fit: Annotated[bool, typer.Option("--fit", help="fit the predictor and print its held-out error")] = False,
+    repeats: Annotated[int, typer.Option("--repeats", help="timed samples per op", min=1)] = 10,
+    warmup: Annotated[int, typer.Option("--warmup", help="untimed calls before timing", min=0)] = 2,
+    sweep: Annotated[
+        str, typer.Option("--sweep", help="factors the sweep scales one dim by; '' for none")
+    ] = DEFAULT_SWEEP,
+    threads: Annotated[int, typer.Option("--threads", help="CPU: torch threads (1 is stored as 'cpu')", min=1)] = 1,
+    device_name: Annotated[
+        str | None, typer.Option("--device-name", help="store under this device name instead")
+    ] = None,
+) -> None:
+    """Measure ops into the profile database; with --fit, report the predictor's error."""
+    from charon_ir.profile.store import ProfileStore, default_db_path
+
+    path = (db or default_db_path()).expanduser()
+    if device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise CharonError(f"--device {device}: expected cpu, cuda or cuda:N")
+    if device is None and not fit:
+        raise CharonError("charon profile: pass --device cpu|cuda to measure, or --fit")
+    if device is None and (ops_from is not None or model is not None):
+        raise CharonError("charon profile: --ops-from and --model need --device cpu|cuda")
+    measured_on: str | None = None
+    if device is not None:
+        factors = _factors(sweep)
+        # read the ops first: bad input leaves no database file behind
+        opset, source = _ops(ops_from, model, seq_len, batch)
+        with ProfileStore.open(path) as store:
+            measured_on = _measure(
+                store, device, opset, source, factors, repeats, warmup, threads, device_name
+            )
+    if fit:
+        store = ProfileStore.open_existing(path)
+        if store is None:
+            raise CharonError(f"profile database {path} does not exist: run charon profile --device first")
+        with store:
+            _print_fit(store, measured_on)
+
+
+def _factors(text: str) -> tuple[float, ...]:
+    try:
+        factors = tuple(float(f) for f in text.split(",") if f.strip())
+    except ValueError:
+        raise CharonError(f"--sweep {text!r}: expected comma-separated numbers, e.g. 0.5,2") from None
+    if any(f <= 0 for f in factors):
+        raise CharonError(f"--sweep {text!r}: factors must be > 0")
+    return factors
+
+
+def _ops(ops_from: Path | None, model: str | None, seq_len: int, batch: int):
+    from charon_ir.profile.collect import OpSet, parse_module_file
+
+    if ops_from is not None and model is not None:
+        raise CharonError("charon profile: pass --ops-from or --model, not both")
+    opset = OpSet()
+    if model is not None:
+        from charon_ir.frontend import import_model
+
+        opset.add_module(import_model(model, seq_len=seq_len, batch=batch, mode="train"))
+        return opset, f"{model} (seq {seq_len}, batch {batch})"
+    if ops_from is not None:
+        opset.add_module(parse_module_file(ops_from))
+        return opset, str(ops_from)
+    from charon_ir.profile.collect import parse_module_text
+    from charon_ir.profile.reference_step import llama_step_mlir
+
+    opset.add_module(parse_module_text(llama_step_mlir(), "reference_step"))
+    return opset, "the bundled tiny Llama step (charon_ir/profile/reference_step.py)"
+
+
+def _measure(store, device, opset, source, factors, repeats, warmup, threads, device_name) -> str:
+    """Measure what the database lacks; return the device name it is stored under."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from charon_ir.profile.session import plan, profile_ops
+
+    err = Console(stderr=True)
+    items = plan(opset, factors)
+    err.print(
+        f"profiling {len(opset.ops)} distinct ops of {source} and {len(items) - len(opset.ops)} "
+        f"sweep variants into {store.path}"
+    )
+    started = time.monotonic()
+    state: dict[str, object] = {}
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err,
+    ) as progress:
+        task = progress.add_task("measuring", total=len(items))
+
+        def on_start(run, total: int) -> None:
+            state["run"] = run
+            progress.update(task, total=total, description=f"measuring on {run.device}")
+
+        try:
+            run = profile_ops(
+                store, items, device, warmup=warmup, repeats=repeats, device_name=device_name,
+                cpu_threads=threads, on_start=on_start, on_op=lambda key: progress.advance(task),
+            )
+        except KeyboardInterrupt:
+            progress.stop()
+            run = state.get("run")
+            measured = getattr(run, "measured", 0)
+            print(
+                f"interrupted: {measured} measurements kept in {store.path}; run again to resume",
+                file=sys.stderr,
+            )
+            raise SystemExit(130) from None
+    elapsed = time.monotonic() - started
+    print(
+        f"{run.device} (torch {run.torch_version}): measured {run.measured}, "
+        f"already in the database {run.already}, in {elapsed:.1f} s",
+        file=sys.stderr,
+    )
+    if opset.views:
+        print(f"zero-work views (cost 0, not measured): {opset.views}", file=sys.stderr)
+    for reason, count in sorted(run.not_runnable.items()):
+        print(f"not measured x{count} (priced by the next engine): {reason}", file=sys.stderr)
+    return run.device
+
+
+def _print_fit(store, device: str | None) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from charon_ir.profile.fit import error_by_kind, held_out_error, samples_by_family
+
+    devices = store.devices() if device is None else [device]
+    if not devices:
+        raise CharonError(f"profile database {store.path} holds no measurements")
+    console = Console()
+    for dev in devices:
+        families = samples_by_family(store.measurements(dev))
+        if not families:
+            raise CharonError(f"profile database {store.path} holds no measurements on {dev}")
+        table = Table(title=f"predictor held-out error on {dev} (interior records, 5-fold)")
+        for col, justify in (("family", "left"), ("records", "right"), ("model", "left"),
+                             ("mean error", "right"), ("max error", "right")):
+            table.add_column(col, justify=justify)  # pyright: ignore[reportArgumentType]
+        results = []
+        for family, samples in families.items():
+            h = held_out_error(family, samples)
+            name = escape(family)  # `elementwise[silu]` is not rich markup
+            if h is None:
+                table.add_row(name, str(len(samples)), "-", "too few", "-")
+            else:
+                results.append(h)
+                table.add_row(name, str(h.records), h.model, f"{h.mape:.1%}", f"{h.max_error:.1%}")
+        console.print(table)
+        kinds = Table(title=f"per op kind on {dev}")
+        for col in ("kind", "held out", "mean error"):
+            kinds.add_column(col, justify="left" if col == "kind" else "right")
+        for kind, (n, mape) in error_by_kind(results).items():
+            kinds.add_row(kind, str(n), f"{mape:.1%}")
+        console.print(kinds)

@@ -1,0 +1,60 @@
+"""
+The `db` engine: an op's measured time, looked up in the profile database.
+
+It knows a compute op when the database holds a measurement with the op's kind,
+variant, shapes and element types on the device it prices for: the module's
+target GPU (`H100-SXM5-80GB`), or `$CHARON_PROFILE_DEVICE` when set (`cpu` prices
+with this machine's CPU measurements). Among measurements taken with several
+torch versions it takes the installed version's, else the newest. Collectives
+and ops never measured (most `sim.generic` ops: the IR lacks their arguments)
+fall through to the next engine; a zero-work `sim.generic` view costs 0.
+
+The database is `$CHARON_PROFILE_DB` or `~/.cache/charon/profile.db`; it is read
+once per engine, and a missing file is an empty database (every op misses).
+Looking up imports no torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xdsl.ir import Operation
+
+from charon_ir.dialects.sim import ComputeOp
+from charon_ir.engines.base import Cost, CostEngine
+from charon_ir.profile.device import lookup_device
+from charon_ir.profile.key import OpKey, is_free_view
+from charon_ir.profile.store import Measurement, ProfileStore, default_db_path, latest_by_key
+from charon_ir.target.target import Target
+
+
+def load_measurements(path: Path, device: str) -> list[Measurement]:
+    """Every measurement on `device`; none when the file does not exist."""
+    store = ProfileStore.open_existing(path)
+    if store is None:
+        return []
+    with store:
+        return list(store.measurements(device))
+
+
+class DbEngine(CostEngine):
+    name = "db"
+
+    def __init__(self, path: Path | str | None = None):
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self._tables: dict[str, dict[OpKey, Measurement]] = {}
+
+    def table(self, device: str) -> dict[OpKey, Measurement]:
+        if device not in self._tables:
+            self._tables[device] = latest_by_key(load_measurements(self.path, device))
+        return self._tables[device]
+
+    def price(self, op: Operation, target: Target) -> Cost | None:
+        if not isinstance(op, ComputeOp):
+            return None
+        if is_free_view(op):
+            return Cost(0.0, 0.0, 0.0, self.name)
+        m = self.table(lookup_device(target)).get(OpKey.of(op))
+        if m is None:
+            return None
+        return Cost(m.time_s, op.flops(), op.bytes_moved(), self.name)

@@ -1,0 +1,456 @@
+"""
+Run one `sim` op with torch on a local device and time it.
+
+`prepare(op, device)` builds tensors of the op's shapes and element types and
+returns a closure that runs the op's kernel(s) once; `calls_per_sample`,
+`take_samples` and `summarize` time it (`time_call` does all three). Each sample
+times enough calls to last `min_sample_s`, so timer resolution and Python
+overhead stay small against the op; on CUDA samples are timed with CUDA events,
+on a CPU with one thread by the thread's CPU clock.
+
+This is the only module of the package that imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
+
+from charon_ir.dialects.sim import (
+    AttentionGradOp,
+    AttentionOp,
+    ComputeOp,
+    ElementwiseOp,
+    EmbeddingOp,
+    GenericOp,
+    MatmulOp,
+    NormOp,
+    OptimizerStepOp,
+    ReduceOp,
+    SoftmaxOp,
+    shape_of,
+)
+from charon_ir.profile.device import gpu_table_name
+from charon_ir.profile.key import int_list
+
+
+class NotRunnable(Exception):
+    """The op has no torch kernel here (a `sim.generic`, an unknown kind, a dtype
+    the device lacks); the message says why."""
+
+
+TORCH_DTYPES: dict[str, torch.dtype] = {
+    "f64": torch.float64,
+    "f32": torch.float32,
+    "tf32": torch.float32,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "f8E4M3FN": torch.float8_e4m3fn,
+    "f8E5M2": torch.float8_e5m2,
+    "i64": torch.int64,
+    "i32": torch.int32,
+    "i16": torch.int16,
+    "i8": torch.int8,
+    "i1": torch.bool,
+}
+
+NORM_EPS = 1e-6
+
+
+def device_name(device: torch.device) -> str:
+    """The name measurements on `device` are stored under (see `device.py`):
+    `cpu` with one thread, `cpu-Nthreads` with N."""
+    if device.type == "cuda":
+        return gpu_table_name(torch.cuda.get_device_name(device))
+    threads = torch.get_num_threads()
+    return device.type if threads == 1 else f"{device.type}-{threads}threads"
+
+
+def torch_dtype(value: SSAValue) -> torch.dtype:
+    text = str(value.type.element_type)  # pyright: ignore[reportAttributeAccessIssue]
+    if text not in TORCH_DTYPES:
+        raise NotRunnable(f"element type {text} has no torch dtype")
+    return TORCH_DTYPES[text]
+
+
+def tensor_for(value: SSAValue, device: torch.device, requires_grad: bool = False) -> torch.Tensor:
+    """A tensor of `value`'s type with values in [0.5, 1.5): positive, so rsqrt,
+    div and pow stay finite and no kernel takes a slow path on NaNs."""
+    assert isinstance(value.type, TensorType)
+    dtype, shape = torch_dtype(value), shape_of(value)
+    if dtype == torch.bool:
+        return torch.rand(shape, device=device) < 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(0, 2, shape, dtype=dtype, device=device)
+    t = (torch.rand(shape, device=device) + 0.5).to(dtype)
+    return t.requires_grad_(requires_grad)
+
+
+def _unary(kind: str) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    return {
+        "neg": torch.neg,
+        "exp": torch.exp,
+        "log": torch.log,
+        "sqrt": torch.sqrt,
+        "rsqrt": torch.rsqrt,
+        "abs": torch.abs,
+        "sign": torch.sign,
+        "erf": torch.erf,
+        "sin": torch.sin,
+        "cos": torch.cos,
+        "relu": torch.relu,
+        "silu": F.silu,
+        "gelu": F.gelu,
+        "tanh": torch.tanh,
+        "sigmoid": torch.sigmoid,
+        "copy": torch.clone,
+        "clamp": lambda x: torch.clamp(x, 0.6, 1.4),
+        "not": torch.logical_not,
+        "dropout": lambda x: F.dropout(x, 0.1, training=True),
+        # one input: the other operand was a scalar
+        "pow": lambda x: torch.pow(x, 2),
+        "div": torch.reciprocal,
+        "add": lambda x: torch.add(x, 1),
+        "sub": lambda x: torch.sub(x, 1),
+        "mul": lambda x: torch.mul(x, 2),
+        "max": lambda x: torch.clamp_min(x, 1),
+        "min": lambda x: torch.clamp_max(x, 1),
+        "compare": lambda x: torch.gt(x, 1),
+    }.get(kind)
+
+
+def _binary(kind: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None:
+    return {
+        "add": torch.add,
+        "sub": torch.sub,
+        "mul": torch.mul,
+        "div": torch.div,
+        "pow": torch.pow,
+        "max": torch.maximum,
+        "min": torch.minimum,
+        "compare": torch.gt,
+        "and": torch.logical_and,
+        "or": torch.logical_or,
+        "where": lambda c, x: torch.where(c if c.dtype == torch.bool else c > 1, x, 0.0),
+        "silu_grad": torch.ops.aten.silu_backward,
+        "gelu_grad": lambda g, x: torch.ops.aten.gelu_backward(g, x),
+        "tanh_grad": torch.ops.aten.tanh_backward,
+        "sigmoid_grad": torch.ops.aten.sigmoid_backward,
+    }.get(kind)
+
+
+def _prepare_elementwise(op: ElementwiseOp, device: torch.device) -> Callable[[], object]:
+    kind = op.kind.data
+    out_dtype, out_shape = torch_dtype(op.result), shape_of(op.result)
+    if kind == "fill":
+        return lambda: torch.full(out_shape, 1.0, dtype=out_dtype, device=device)
+    xs = [tensor_for(v, device) for v in op.inputs]
+    if kind == "cast":
+        x = xs[0]
+        return lambda: x.to(out_dtype)
+    if kind == "where" and len(xs) == 3:
+        cond = xs[0] if xs[0].dtype == torch.bool else xs[0] > 1
+        return lambda: torch.where(cond, xs[1], xs[2])
+    if len(xs) == 1 and (fn1 := _unary(kind)) is not None:
+        x = xs[0]
+        return lambda: fn1(x)
+    if len(xs) >= 2 and (fn2 := _binary(kind)) is not None:
+        first, rest = xs[0], xs[1:]
+
+        def run() -> torch.Tensor:
+            acc = first
+            for y in rest:
+                acc = fn2(acc, y)
+            return acc
+
+        return run
+    raise NotRunnable(f"elementwise kind '{kind}' with {len(xs)} inputs has no torch kernel here")
+
+
+def _prepare_attention(op: AttentionOp | AttentionGradOp, device: torch.device) -> Callable[[], object]:
+    grad = isinstance(op, AttentionGradOp)
+    # sim layout [b, s, h, d]; SDPA takes [b, h, s, d]: a transposed view, as in HF
+    q, k, v = (tensor_for(x, device, grad).transpose(1, 2) for x in (op.q, op.k, op.v))
+    sq, skv = q.shape[2], k.shape[2]
+    causal = op.causal is not None
+    mask = None
+    if causal and sq != skv:
+        # sim aligns the causal mask to the end of the kv sequence (decode, chunked
+        # prefill); SDPA's is_causal aligns to the start
+        from torch.nn.attention.bias import causal_lower_right
+
+        mask = causal_lower_right(sq, skv)
+    gqa = q.shape[1] != k.shape[1]
+
+    def forward() -> torch.Tensor:
+        if mask is not None:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+        return out.transpose(1, 2)  # back to [b, s, h, d]: a view
+
+    backends = _sdpa_backends(op.flash is not None)
+    if not grad:
+        return lambda: _with_backends(backends, forward)
+    out = _with_backends(backends, forward)
+    grad_out = torch.rand_like(out)
+    inputs = (q, k, v)
+    return lambda: torch.autograd.grad(out, inputs, grad_out, retain_graph=True)
+
+
+def _sdpa_backends(flash: bool):
+    from torch.nn.attention import SDPBackend
+
+    # a `flash` op runs a fused kernel (any of them: the device picks); an unfused
+    # one materializes the score matrix, as the math backend does
+    if flash:
+        return None
+    return [SDPBackend.MATH]
+
+
+def _with_backends(backends, fn: Callable[[], torch.Tensor]) -> torch.Tensor:
+    if backends is None:
+        return fn()
+    from torch.nn.attention import sdpa_kernel
+
+    with sdpa_kernel(backends):
+        return fn()
+
+
+def _prepare_optimizer(op: OptimizerStepOp, device: torch.device) -> Callable[[], object]:
+    kind = op.kind.data
+    # Mixed precision as the op's byte count assumes: fp32 master weights and
+    # optimizer state, low-precision model weights refreshed from the masters.
+    params = [tensor_for(p, device) for p in op.params]
+    masters = [p.detach().float().requires_grad_(True) for p in params]
+    for m, g in zip(masters, op.grads):
+        m.grad = tensor_for(g, device).float()
+    fused = {"fused": True}
+    if kind == "adamw":
+        opt = torch.optim.AdamW(masters, lr=1e-4, weight_decay=0.1, **fused)
+    elif kind == "adam":
+        opt = torch.optim.Adam(masters, lr=1e-4, **fused)
+    elif kind == "sgd":
+        opt = torch.optim.SGD(masters, lr=1e-4, **fused)
+    else:
+        raise NotRunnable(f"optimizer kind '{kind}' has no torch optimizer here")
+    low = [(p, m) for p, m in zip(params, masters) if p.dtype != torch.float32]
+
+    def step() -> None:
+        opt.step()
+        if low:
+            torch._foreach_copy_([p for p, _ in low], [m.detach() for _, m in low])
+
+    return step
+
+
+def _differing_dim(small: tuple[int, ...], big: tuple[int, ...]) -> int:
+    dims = [i for i, (a, b) in enumerate(zip(small, big)) if a != b]
+    if len(small) != len(big) or len(dims) != 1:
+        raise NotRunnable(f"cannot tell the dim from shapes {list(small)} and {list(big)}")
+    return dims[0]
+
+
+def _prepare_generic(op: GenericOp, device: torch.device) -> Callable[[], object]:
+    """The aten ops a frontend leaves as `sim.generic` whose arguments the shapes
+    determine (the dim a cat joins, the classes a loss has); others cannot run."""
+    callee = op.callee.data
+    ins = list(op.inputs)
+    outs = [shape_of(r) for r in op.outputs]
+    aten = torch.ops.aten
+    if callee == "aten.cat" and ins:
+        xs = [tensor_for(v, device) for v in ins]
+        dim = _differing_dim(shape_of(ins[0]), outs[0])
+        return lambda: torch.cat(xs, dim)
+    if callee == "aten._log_softmax" and len(ins) == 1:
+        x = tensor_for(ins[0], device)
+        return lambda: aten._log_softmax(x, -1, False)
+    if callee == "aten._log_softmax_backward_data" and len(ins) == 2:
+        g, out = tensor_for(ins[0], device), tensor_for(ins[1], device)
+        return lambda: aten._log_softmax_backward_data(g, out, -1, g.dtype)
+    if callee in ("aten.nll_loss_forward", "aten.nll_loss_backward"):
+        backward = callee.endswith("backward")
+        x_value, target_value = (ins[1], ins[2]) if backward else (ins[0], ins[1])
+        x = tensor_for(x_value, device)
+        classes = shape_of(x_value)[-1]
+        target = torch.randint(0, classes, shape_of(target_value), device=device)
+        if not backward:
+            return lambda: aten.nll_loss_forward(x, target, None, 1, -100)
+        grad, total = tensor_for(ins[0], device), tensor_for(ins[3], device)
+        return lambda: aten.nll_loss_backward(grad, x, target, None, 1, -100, total)
+    if callee == "aten.slice_backward" and len(ins) == 1:
+        g = tensor_for(ins[0], device)
+        dim = _differing_dim(shape_of(ins[0]), outs[0])
+        return lambda: aten.slice_backward(g, list(outs[0]), dim, 0, g.shape[dim], 1)
+    if callee == "aten.embedding_dense_backward" and len(ins) == 2:
+        g = tensor_for(ins[0], device)
+        rows = outs[0][0]
+        ids = torch.randint(0, rows, shape_of(ins[1]), device=device)
+        return lambda: aten.embedding_dense_backward(g, ids, rows, -1, False)
+    raise NotRunnable(f"sim.generic '{callee}' has no runner (its arguments are not in the IR)")
+
+
+def prepare(op: ComputeOp, device: torch.device) -> Callable[[], object]:
+    """A closure running `op` once on `device`, on tensors built here."""
+    torch.manual_seed(0)
+    if isinstance(op, GenericOp):
+        return _no_grad(_prepare_generic(op, device))
+    if isinstance(op, MatmulOp):
+        a, b = tensor_for(op.lhs, device), tensor_for(op.rhs, device)
+        # stored as [.., K, M] / [.., N, K]: the transposed views cuBLAS/MKL take
+        a = a.mT if op.transpose_lhs is not None else a
+        b = b.mT if op.transpose_rhs is not None else b
+        return _no_grad(lambda: torch.matmul(a, b))
+    if isinstance(op, AttentionOp):
+        return _no_grad(_prepare_attention(op, device))
+    if isinstance(op, AttentionGradOp):
+        return _prepare_attention(op, device)
+    if isinstance(op, EmbeddingOp):
+        table = tensor_for(op.table, device)
+        ids = torch.randint(0, shape_of(op.table)[0], shape_of(op.ids), device=device)
+        ids = ids.to(torch_dtype(op.ids))
+        return _no_grad(lambda: F.embedding(ids, table))
+    if isinstance(op, NormOp):
+        x, w = tensor_for(op.input, device), tensor_for(op.weight, device)
+        shape = (shape_of(op.input)[-1],)
+        if op.kind.data == "rms":
+            return _no_grad(lambda: F.rms_norm(x, shape, w, NORM_EPS))
+        return _no_grad(lambda: F.layer_norm(x, shape, w, None, NORM_EPS))
+    if isinstance(op, ElementwiseOp):
+        return _no_grad(_prepare_elementwise(op, device))
+    if isinstance(op, ReduceOp):
+        x = tensor_for(op.input, device)
+        dims = int_list(op.dims)
+        keep = len(shape_of(op.result)) == len(shape_of(op.input))
+        fn = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax, "min": torch.amin}[op.kind.data]
+        return _no_grad(lambda: fn(x, dim=dims, keepdim=keep))
+    if isinstance(op, SoftmaxOp):
+        x = tensor_for(op.input, device)
+        dim = op.dim.value.data
+        return _no_grad(lambda: torch.softmax(x, dim))
+    if isinstance(op, OptimizerStepOp):
+        return _no_grad(_prepare_optimizer(op, device))
+    raise NotRunnable(f"{op.name} has no torch runner")
+
+
+def _no_grad(fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        with torch.no_grad():
+            return fn()
+
+    return run
+
+
+@dataclass(frozen=True)
+class Timing:
+    time_s: float
+    """Seconds per call: see `summarize`."""
+    spread: float
+    """Interquartile range over the median."""
+    samples: int
+    calls_per_sample: int
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _sample(fn: Callable[[], object], calls: int, device: torch.device) -> float:
+    """Seconds per call over `calls` back-to-back calls."""
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / calls
+    # With one intra-op thread the op runs on this thread, and its CPU clock counts
+    # only the time the op ran: time other processes held the core (a shared
+    # machine) is left out. With more threads, wall time is all there is.
+    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+    t0 = clock()
+    for _ in range(calls):
+        fn()
+    return (clock() - t0) / calls
+
+
+def calls_per_sample(fn: Callable[[], object], device: torch.device, warmup: int, min_sample_s: float) -> int:
+    """Warm `fn` up and return how many back-to-back calls last `min_sample_s`."""
+    for _ in range(max(1, warmup)):
+        fn()
+    _synchronize(device)
+    once = _sample(fn, 1, device)
+    return max(1, math.ceil(min_sample_s / max(once, 1e-9)))
+
+
+def take_samples(fn: Callable[[], object], device: torch.device, warmup: int, calls: int, count: int) -> list[float]:
+    """`count` samples of seconds per call, after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    _synchronize(device)
+    return [_sample(fn, calls, device) for _ in range(count)]
+
+
+def summarize(samples: list[float], calls: int, device: torch.device) -> Timing:
+    """The time of one call from samples of it. On a GPU, the median (CUDA events
+    time the kernels alone, and the median is what GPU benchmarks report). On a
+    CPU, the best sample, timeit's rule: a shared machine's other processes and
+    their memory traffic only ever add time, and the best of samples spread over
+    rounds reproduces to ~1% between runs where the median drifts by 10-20%."""
+    samples = sorted(samples)
+    median = statistics.median(samples)
+    spread = 0.0
+    if len(samples) >= 4 and median > 0:
+        q = statistics.quantiles(samples, n=4)
+        spread = (q[2] - q[0]) / median
+    best = median if device.type == "cuda" else samples[0]
+    return Timing(best, spread, len(samples), calls)
+
+
+def time_call(
+    fn: Callable[[], object],
+    device: torch.device,
+    warmup: int = 3,
+    repeats: int = 15,
+    min_sample_s: float = 5e-4,
+) -> Timing:
+    """Seconds per call of `fn` from `repeats` samples (`summarize`)."""
+    try:
+        calls = calls_per_sample(fn, device, warmup, min_sample_s)
+        return summarize(take_samples(fn, device, 0, calls, max(1, repeats)), calls, device)
+    except KERNEL_ERRORS as e:
+        raise NotRunnable(first_line(e)) from None
+
+
+KERNEL_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError)
+"""What torch raises when a kernel is missing for a dtype on a device
+("not implemented for 'Float8_e4m3fn'") or a shape it cannot take."""
+
+
+def first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def keep_freed_memory() -> None:
+    """Make glibc keep freed blocks instead of returning large ones to the OS, so
+    each call reuses warm pages as a caching allocator (CUDA's, jemalloc) would,
+    rather than page-faulting a fresh mmap for every output tensor."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_trim_threshold, 1 << 30)
+    libc.mallopt(m_mmap_threshold, 32 << 20)  # glibc's ceiling for this setting

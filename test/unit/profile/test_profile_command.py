@@ -1,0 +1,66 @@
+"""`charon profile` from the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+STEP = """
+builtin.module {
+  %x = sim.input "x" : tensor<128x64xf32>
+  %w = sim.param "w" : tensor<64x64xf32>
+  %m = sim.matmul %x, %w : (tensor<128x64xf32>, tensor<64x64xf32>) -> tensor<128x64xf32>
+  %s = sim.elementwise "silu" %m : tensor<128x64xf32> -> tensor<128x64xf32>
+  %g = sim.generic "aten.sort"(%s) {flop_count = 1.0 : f64, byte_count = 1.0 : f64} : (tensor<128x64xf32>) -> tensor<128x64xf32>
+}
+"""
+
+
+def test_default_sweep_is_the_sweep_modules():
+    from charon_ir.commands.profile import DEFAULT_SWEEP
+    from charon_ir.profile.sweep import DEFAULT_FACTORS
+
+    assert tuple(float(f) for f in DEFAULT_SWEEP.split(",")) == DEFAULT_FACTORS
+
+
+def charon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    code = "from charon_ir.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_profile_then_fit(tmp_path: Path):
+    step = tmp_path / "step.mlir"
+    step.write_text(STEP)
+    db = tmp_path / "p.db"
+    result = charon("profile", "--device", "cpu", "--ops-from", str(step), "--db", str(db),
+                    "--repeats", "2", "--warmup", "1", "--sweep", "2", "--fit")
+    assert result.returncode == 0, result.stderr
+    assert "cpu (torch " in result.stderr and "measured " in result.stderr
+    assert "not measured x1 (priced by the next engine): aten.sort" in result.stderr
+    assert "matmul" in result.stdout and "per op kind on cpu" in result.stdout
+    again = charon("profile", "--device", "cpu", "--ops-from", str(step), "--db", str(db), "--sweep", "2")
+    assert again.returncode == 0 and "measured 0," in again.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "error: charon profile: pass --device cpu|cuda to measure, or --fit"),
+        (("--fit", "--db", "{bad}"), "error: profile database {bad} is not a valid Charon profile database: file is not a database"),
+        (("--device", "cpu", "--ops-from", "{missing}"), "error: {missing}: cannot read: No such file or directory"),
+        (("--device", "tpu", "--db", "{new}"), "error: --device tpu: expected cpu, cuda or cuda:N"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str):
+    paths = {"bad": tmp_path / "bad.db", "missing": tmp_path / "missing.mlir", "new": tmp_path / "new.db"}
+    paths["bad"].write_bytes(b"random bytes, not sqlite" * 100)
+    result = charon("profile", *(a.format(**paths) for a in args))
+    assert result.returncode == 1
+    assert result.stderr.strip() == message.format(**paths)
