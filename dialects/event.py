@@ -15,6 +15,8 @@ yielded (the loop's `init` token on the first one).
 
 from __future__ import annotations
 
+import functools
+
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -117,6 +119,28 @@ class StreamOp(IRDLOperation):
             )
 
 
+# Attributes are immutable and verified when built; a lowering emits the same
+# streams, labels and durations for every stage and micro-batch, so share them.
+@functools.cache
+def _symbol(name: str) -> SymbolRefAttr:
+    return SymbolRefAttr(name)
+
+
+@functools.cache
+def _string(text: str) -> StringAttr:
+    return StringAttr(text)
+
+
+@functools.cache
+def _seconds(value: float) -> FloatAttr:
+    return FloatAttr(value, Float64Type())
+
+
+@functools.cache
+def _token_type() -> TokenType:
+    return TokenType()
+
+
 class EventOpBase(IRDLOperation):
     """An event on `stream`, lasting `duration_s`, after `deps`."""
 
@@ -141,11 +165,11 @@ class EventOpBase(IRDLOperation):
     ):
         super().__init__(
             operands=[list(deps)],
-            result_types=[TokenType()],
+            result_types=[_token_type()],
             properties={
-                "stream": SymbolRefAttr(stream),
-                "label": StringAttr(label),
-                "duration_s": FloatAttr(float(duration_s), Float64Type()),
+                "stream": _symbol(stream),
+                "label": _string(label),
+                "duration_s": _seconds(float(duration_s)),
             },
             attributes=attrs,
         )

@@ -15,6 +15,7 @@ Options: none. Every compute op and collective must carry a `cost` attribute
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -60,6 +61,11 @@ from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"
+
+
+@functools.cache
+def _int_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, 64)
 
 
 def comm_stream_name(axes: list[str]) -> str:
@@ -151,15 +157,15 @@ class _Emitter:
                 f"lower-to-events: '{op.name}' has no cost; run cost-annotate first"
             )
         deps = self.deps_of(op.operands)
-        attrs = {"engine": cost.engine}
+        attrs: dict = {"engine": cost.engine}
         if isinstance(op, ComputeOp):
-            attrs["flops"] = IntegerAttr(round(cost.flops.data), 64)
+            attrs["flops"] = _int_attr(round(cost.flops.data))
             ev = event.ComputeOp(COMPUTE_STREAM, op.op_kind(), cost.time_s.data, deps, **attrs)
         else:
             axes = op.axis_names()
             stream = comm_stream_name(axes)
-            attrs["bytes"] = IntegerAttr(round(cost.bytes.data), 64)
-            attrs["group"] = IntegerAttr(op.group_size(), 64)
+            attrs["bytes"] = _int_attr(round(cost.bytes.data))
+            attrs["group"] = _int_attr(op.group_size())
             if isinstance(op, (SendOp, RecvOp)):
                 # a lane per direction, as Megatron's batched isend/irecv; the
                 # interpreter pairs the k-th send and receive of each channel
@@ -167,8 +173,8 @@ class _Emitter:
                 peer = self.virtual_stage + op.shift.value.data
                 src, dst = (self.virtual_stage, peer) if isinstance(op, SendOp) else (peer, self.virtual_stage)
                 attrs["channel"] = StringAttr(self.channel)
-                attrs["src"] = IntegerAttr(src, 64)
-                attrs["dst"] = IntegerAttr(dst, 64)
+                attrs["src"] = _int_attr(src)
+                attrs["dst"] = _int_attr(dst)
             self.streams.setdefault(stream, axes)
             ev = event.CommOp(stream, op.op_kind(), cost.time_s.data, deps, **attrs)
         token = self.emit(ev)
