@@ -147,7 +147,6 @@ def build_training_module(config: TrainingConfig):
     for p in passes:
         p.apply(ctx, module)
     memory = _memory(ctx, module)
-    _pass("lower-to-events").apply(ctx, module)
     return ctx, module, memory
 
 
@@ -166,24 +165,98 @@ def _memory(ctx, module) -> list[int] | None:
     return peak_bytes_per_stage(module)
 
 
+def _with_microbatches(module, microbatches: int):
+    """A copy of a priced, staged module whose schedule runs `microbatches`."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+
+    from charon_ir.passes.pipeline import PIPELINE_ATTR
+
+    copy = module.clone()
+    attr = copy.attributes[PIPELINE_ATTR]
+    assert isinstance(attr, DictionaryAttr)
+    copy.attributes[PIPELINE_ATTR] = DictionaryAttr(
+        attr.data | {"microbatches": IntegerAttr(microbatches, 64)}
+    )
+    return copy
+
+
+def _fold_points(schedule: str, pp: int, microbatches: int) -> tuple[int, int] | None:
+    """Two small micro-batch counts whose schedules are already in steady state,
+    or None when the step is too short to be worth folding."""
+    step = pp if schedule == "interleaved" else 1
+    first = max(2 * pp, 4)
+    first += -first % step
+    if microbatches <= first + step:
+        return None
+    return first, first + step
+
+
+def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
+    """Every additive time in the report grows linearly with micro-batches once the
+    schedule is in steady state: a + (m - m_a) x (b - a) / (m_b - m_a)."""
+    k = (m - m_a) / (m_b - m_a)
+
+    def lin(x, y):
+        if isinstance(x, dict):
+            return {key: lin(x[key], y[key]) for key in x}
+        if isinstance(x, list):
+            return [lin(u, v) for u, v in zip(x, y)]
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return x + k * (y - x)
+        return x
+
+    out = dict(a)
+    for key in ("iteration_time_s", "flops_per_gpu", "breakdown", "stages", "streams"):
+        out[key] = lin(a[key], b[key])
+    out["breakdown"]["stage"] = a["breakdown"]["stage"]
+    t = out["iteration_time_s"]
+    for name, stream in out["streams"].items():
+        stream["utilization"] = stream["busy_s"] / t if t else 0.0
+    tokens_a = a["tokens_per_s"] * a["iteration_time_s"] if a["tokens_per_s"] else 0.0
+    out["tokens_per_s"] = tokens_a * m / m_a / t if tokens_a and t else None
+    out["tflops_per_gpu"] = out["flops_per_gpu"] / t / 1e12 if t else 0.0
+    out["mfu"] = a["mfu"] * (out["tflops_per_gpu"] / a["tflops_per_gpu"]) if a["tflops_per_gpu"] else 0.0
+    out["microbatches_simulated"] = [m_a, m_b]
+    return out
+
+
 def simulate(
     model: str,
     *,
     trace: str | Path | None = None,
+    tier: str = "fast",
     **options: Any,
 ) -> dict[str, Any]:
-    """Simulate one training step; keyword options are TrainingConfig's fields."""
+    """Simulate one training step; keyword options are TrainingConfig's fields.
+
+    The fast tier folds identical layers inside the interpreter and identical
+    micro-batches here: it simulates the schedule at two small micro-batch counts
+    in steady state and extrapolates linearly (exact for 1F1B/interleaved once
+    every stage is in steady state); the fine tier simulates every event."""
+    from charon_ir.passes.pipeline import PIPELINE_ATTR
     from charon_ir.runtime.interpreter import OverlapModel
     from charon_ir.runtime.simulate_target import simulate_module
 
+    if tier not in ("fast", "fine"):
+        raise CharonError(f"--tier must be fast or fine, got '{tier}'")
     config = TrainingConfig(model=model, **options)
     ctx, module, memory = build_training_module(config)
-    report = simulate_module(
-        ctx,
-        module,
-        OverlapModel(config.compute_slowdown, config.comm_slowdown),
-        trace=str(trace) if trace else None,
-    )
+    overlap = OverlapModel(config.compute_slowdown, config.comm_slowdown)
+    pipeline = module.attributes[PIPELINE_ATTR]
+    m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]
+    schedule = pipeline.data["schedule"].data  # pyright: ignore[reportAttributeAccessIssue]
+    points = _fold_points(schedule, config.pp, m) if tier == "fast" and not trace else None
+
+    def run(microbatches: int | None, trace_path=None) -> dict:
+        copy = module if microbatches is None else _with_microbatches(module, microbatches)
+        _pass("lower-to-events").apply(ctx, copy)
+        return simulate_module(ctx, copy, overlap, trace=trace_path, tier=tier)
+
+    if points is None:
+        report = run(None, str(trace) if trace else None)
+    else:
+        m_a, m_b = points
+        report = _extrapolate(run(m_a), run(m_b), m_a, m_b, m)
     report["peak_memory_bytes"] = memory
     return report
 

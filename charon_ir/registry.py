@@ -47,6 +47,8 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "lower-to-events": _pass("charon_ir.lowering.lower_to_events", "LowerToEventsPass"),
     "pipeline": _pass("charon_ir.passes.pipeline", "PipelinePass"),
     "data-parallel": _pass("charon_ir.passes.data_parallel", "DataParallelPass"),
+    "recompute": _pass("charon_ir.passes.recompute", "RecomputePass"),
+    "memory-analysis": _pass("charon_ir.passes.memory_analysis", "MemoryAnalysisPass"),
 }
 
 

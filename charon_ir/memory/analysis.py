@@ -1,0 +1,244 @@
+"""Peak device memory of each pipeline stage of a training (or serving) step.
+
+    from charon_ir.memory import analyze_memory
+    for stage in analyze_memory(module, target):
+        print(stage.stage, stage.peak, stage.top())
+
+peak = parameters + gradients + optimizer states (ZeRO-sharded,
+`charon_ir.memory.states`) + communication buffers + activations, where
+activations is the most bytes live at once over the stage's schedule: the saved
+activations of the micro-batches in flight (counted from the exact order of
+`charon_ir.parallel.schedules.stage_order`, e.g. pp - stage under 1F1B) plus the
+working set of the micro-batch running (liveness, `charon_ir.memory.liveness`).
+A physical stage of an interleaved schedule holds several model chunks: their
+states add up, and each chunk's micro-batches are tracked on their own.
+
+Communication buffers: what collectives write that is not an activation, the
+largest one of the stage (a weight gathered for a layer, a data-parallel bucket
+gathered or reduced), plus under ZeRO-3 the gathered parameters of the largest
+layer, twice (the layer running and the one being prefetched). A collective over
+activations (a tensor-parallel all-reduce, a pipeline send or receive) writes an
+activation, which liveness counts; NCCL's own staging buffers are not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Block
+
+from charon_ir.dialects import coll, sim
+from charon_ir.errors import CharonError
+from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, phase_memory
+from charon_ir.memory.schedule import scheduled_activations
+from charon_ir.memory.states import GRAD_BYTES, DataParallel, model_states
+from charon_ir.memory.tensors import value_bytes
+
+if TYPE_CHECKING:
+    from charon_ir.memory.schedule import ScheduledActivations
+    from charon_ir.target.target import Target
+
+PIPELINE_ATTR = "sim.pipeline"
+GIB = 2**30
+
+CONSUMER_LABELS = {
+    "activations": "activations",
+    "optimizer": "optimizer states",
+    "params": "parameters",
+    "grads": "gradients",
+    "comm_buffers": "communication buffers",
+}
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """Bytes one GPU of pipeline stage `stage` holds at its peak."""
+
+    stage: int
+    params: int
+    grads: int
+    optimizer: int
+    activations: int
+    """Live activation bytes at the peak: in-flight saved plus the working set."""
+    saved_per_microbatch: int
+    """What one micro-batch's forward keeps for its backward (all chunks of an
+    interleaved stage together)."""
+    in_flight: int
+    """Most forwards (micro-batch x chunk) whose backward has not run yet:
+    pp - stage under 1F1B, every micro-batch under GPipe."""
+    comm_buffers: int
+
+    @property
+    def peak(self) -> int:
+        return self.params + self.grads + self.optimizer + self.activations + self.comm_buffers
+
+    def consumers(self) -> list[tuple[str, int]]:
+        """(label, bytes), largest first."""
+        items = [(label, getattr(self, field)) for field, label in CONSUMER_LABELS.items()]
+        return sorted(items, key=lambda item: -item[1])
+
+    def top(self, n: int = 3) -> list[tuple[str, int]]:
+        return self.consumers()[:n]
+
+    def to_attr(self) -> DictionaryAttr:
+        def i(v: int) -> IntegerAttr:
+            return IntegerAttr(int(v), 64)
+
+        return DictionaryAttr(
+            {
+                "stage": i(self.stage),
+                "params": i(self.params),
+                "grads": i(self.grads),
+                "optimizer": i(self.optimizer),
+                "activations": i(self.activations),
+                "saved_per_microbatch": i(self.saved_per_microbatch),
+                "in_flight": i(self.in_flight),
+                "comm_buffers": i(self.comm_buffers),
+                "peak": i(self.peak),
+                "top": ArrayAttr([StringAttr(label) for label, _ in self.top()]),
+            }
+        )
+
+    def oom_message(self, limit_bytes: float) -> str:
+        parts = ", ".join(f"{label} {gib(b)} GiB" for label, b in self.top())
+        return (
+            f"memory-analysis: stage {self.stage} needs {gib(self.peak)} GiB of "
+            f"{gib(limit_bytes)} GiB: {parts}"
+        )
+
+
+def gib(n: float) -> str:
+    return f"{n / GIB:.1f}"
+
+
+def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots) -> int:
+    largest = 0
+    for op in block.walk():
+        if isinstance(op, coll.CollectiveOp):
+            sizes = [value_bytes(r) for r in op.results if roots.root(r) == STATIC]
+            largest = max([largest, *sizes])
+    if data_parallel.zero >= 3 and data_parallel.dp > 1:
+        layer = 0
+        for op in block.walk():
+            if isinstance(op, sim.RepeatOp) and op.trip_count > 0:
+                params = [s for s in op.slices if isinstance(s.owner, sim.ParamOp)]
+                layer = max(layer, sum(value_bytes(s) for s in params) // op.trip_count)
+        largest += 2 * layer
+    return largest
+
+
+@dataclass
+class _StageClass:
+    block: Block
+    phases: PhaseMemory
+    params: int
+    grads: int
+    optimizer: int
+    comm_buffers: int
+
+
+def _stage_class(block: Block, data_parallel: DataParallel, grad_bytes: int) -> _StageClass:
+    states = model_states(block, data_parallel, grad_bytes)
+    roots = Roots()
+    return _StageClass(
+        block,
+        phase_memory(block, roots),
+        states.params,
+        states.grads,
+        states.optimizer,
+        _comm_buffers(block, data_parallel, roots),
+    )
+
+
+def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
+    attr = module.attributes.get(PIPELINE_ATTR)
+    if not isinstance(attr, DictionaryAttr):
+        raise CharonError(
+            "memory-analysis: the module has sim.stage ops but no sim.pipeline attribute"
+        )
+    d = attr.data
+
+    def get_int(key: str) -> int:
+        v = d.get(key)
+        if not isinstance(v, IntegerAttr):
+            raise CharonError(f"memory-analysis: sim.pipeline has no integer '{key}'")
+        return int(v.value.data)
+
+    schedule = d.get("schedule")
+    if not isinstance(schedule, StringAttr):
+        raise CharonError("memory-analysis: sim.pipeline has no 'schedule'")
+    return get_int("pp"), get_int("vpp"), schedule.data, get_int("microbatches")
+
+
+def analyze_memory(
+    module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES
+) -> list[StageMemory]:
+    """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
+    target is not needed for the byte counts; it is accepted so that callers
+    that hold one pass it as for every other analysis."""
+    del target
+    data_parallel = DataParallel.from_module(module)
+    stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
+    if not stages:
+        cls = _stage_class(module.body.block, data_parallel, grad_bytes)
+        acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
+        return [_result(0, [cls], acts)]
+    pp, vpp, schedule, microbatches = _pipeline(module)
+    by_virtual: dict[int, _StageClass] = {}
+    for op in stages:
+        cls = _stage_class(op.body.block, data_parallel, grad_bytes)
+        for v in op.stage_ids():
+            by_virtual[v] = cls
+    results = []
+    for stage in range(pp):
+        chunks = []
+        for c in range(vpp):
+            v = c * pp + stage
+            if v not in by_virtual:
+                raise CharonError(f"memory-analysis: no sim.stage holds virtual stage {v}")
+            chunks.append(by_virtual[v])
+        acts = scheduled_activations([c.phases for c in chunks], schedule, pp, microbatches, stage)
+        results.append(_result(stage, chunks, acts))
+    return results
+
+
+def _result(stage: int, chunks: list[_StageClass], acts: ScheduledActivations) -> StageMemory:
+    return StageMemory(
+        stage=stage,
+        params=sum(c.params for c in chunks),
+        grads=sum(c.grads for c in chunks),
+        optimizer=sum(c.optimizer for c in chunks),
+        activations=acts.peak,
+        saved_per_microbatch=sum(c.phases.saved for c in chunks),
+        in_flight=acts.in_flight,
+        comm_buffers=max(c.comm_buffers for c in chunks),
+    )
+
+
+MEMORY_ATTR = "sim.memory"
+
+
+def peak_bytes_per_stage(module: ModuleOp) -> list[int]:
+    """Peak bytes of each physical pipeline stage, stage 0 first: what
+    `memory-analysis` attached (`sim.memory`), or a fresh analysis when the
+    module has no report."""
+    peaks: dict[int, int] = {}
+    holders = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)] or [module]
+    for holder in holders:
+        report = holder.attributes.get(MEMORY_ATTR)
+        if not isinstance(report, ArrayAttr):
+            return [r.peak for r in analyze_memory(module)]
+        for entry in report.data:
+            assert isinstance(entry, DictionaryAttr)
+            stage, peak = entry.data["stage"], entry.data["peak"]
+            assert isinstance(stage, IntegerAttr) and isinstance(peak, IntegerAttr)
+            peaks[stage.value.data] = peak.value.data
+    return [peaks[k] for k in sorted(peaks)]

@@ -1,0 +1,291 @@
+"""Activation bytes of one micro-batch, by liveness over the step's phases.
+
+A value's storage is allocated by the op that defines its root (see
+`charon_ir.memory.tensors`) and freed after the last op of the same block that
+reads it, directly or from a nested region. What the forward phase yields is what
+it saves for the backward: those roots stay alive to the end of the forward and
+into the backward until their last reader there. What the backward phase yields
+are the parameter gradients, which live in the gradient buffers (counted with the
+model states, not here). Parameters, step inputs and the data-parallel buffers
+(gradient buckets, ZeRO shards, gathered parameters: `tensors.is_model_state_buffer`)
+are not activations, nor is what a collective makes of a parameter (a weight
+gathered or re-laid-out for a layer: a communication buffer).
+
+A `sim.repeat` is not unrolled. At its last iteration the live set is what was
+live before it, plus what the earlier iterations kept (their stacked outputs),
+plus the body's own peak: live_before + (count - 1) * kept_per_iteration +
+body_peak. A reverse repeat consumes stacked values from its first iteration on,
+so its peak is at the first iteration, which the same formula gives with
+nothing kept per iteration (its stacked outputs are gradients).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+
+from charon_ir.dialects import coll, sim
+from charon_ir.memory import tensors
+
+Root = Hashable
+STATIC = "static"
+
+
+class Roots:
+    """Storage roots of values and their bytes, memoised over one stage's program."""
+
+    def __init__(self) -> None:
+        self._root: dict[SSAValue, Root] = {}
+
+    def root(self, value: SSAValue) -> Root:
+        if value in self._root:
+            return self._root[value]
+        key = self._resolve(value)
+        self._root[value] = key
+        return key
+
+    def _resolve(self, value: SSAValue) -> Root:
+        src = tensors.alias_source(value)
+        if src is not None:
+            return self.root(src)
+        if isinstance(value, BlockArgument):
+            return ("arg", value)
+        assert isinstance(value, OpResult)
+        op = value.op
+        if isinstance(op, (sim.ParamOp, sim.InputOp)) or tensors.is_model_state_buffer(op):
+            return STATIC
+        if isinstance(op, coll.CollectiveOp) and op.operands and self.is_parameter(op.operands[0]):
+            # a gathered (or re-laid-out) weight: a communication buffer
+            return STATIC
+        if isinstance(op, sim.PhaseOp):
+            term = op.body.block.last_op
+            assert isinstance(term, sim.YieldOp)
+            return self.root(term.values[value.index])
+        if isinstance(op, sim.RepeatOp):
+            n_iter = len(op.iter_init)
+            if value.index < n_iter:
+                return value
+            term = op.body.block.last_op
+            assert isinstance(term, sim.YieldOp)
+            inner = self.root(term.values[value.index])
+            if inner == STATIC:
+                return STATIC
+            if isinstance(inner, tuple) and inner[0] == "arg":
+                arg = inner[1]
+                if arg.owner is op.body.block and arg.index >= n_iter:
+                    # a view of a sliced operand (a weight's slice): its storage
+                    return self.root(op.slices[arg.index - n_iter])
+            return ("stacked", op, inner)
+        return value
+
+    def is_parameter(self, value: SSAValue) -> bool:
+        """Whether `value` is a parameter, a view of one, or a repeat body's slice
+        of one."""
+        key = self.root(value)
+        if key == STATIC:
+            return True
+        if isinstance(key, tuple) and key[0] == "arg":
+            arg = key[1]
+            rep = arg.owner.parent_op()
+            if isinstance(rep, sim.RepeatOp) and arg.index >= len(rep.iter_init):
+                return self.is_parameter(rep.slices[arg.index - len(rep.iter_init)])
+        return False
+
+    def size(self, key: Root) -> int:
+        """Bytes of a root. Block arguments of a repeat body are accounted by the
+        op that holds the repeat: 0 inside."""
+        if key == STATIC:
+            return 0
+        if isinstance(key, tuple):
+            if key[0] == "arg":
+                return 0
+            if key[0] == "stacked":
+                _, rep, inner = key
+                return rep.trip_count * self.iteration_size(inner)
+        assert isinstance(key, SSAValue)
+        extra = 0
+        if isinstance(key, OpResult) and key.index == 0:
+            extra = tensors.hidden_saved_bytes(key.op) + tensors.flash_saved_bytes(key.op)
+        return tensors.value_bytes(key) + extra
+
+    def iteration_size(self, inner: Root) -> int:
+        """Bytes one iteration keeps for a stacked output rooted at `inner`: a
+        carried block argument (the layer input) is kept whole."""
+        if isinstance(inner, tuple) and inner[0] == "arg":
+            return tensors.value_bytes(inner[1])
+        return self.size(inner)
+
+
+@dataclass
+class BlockLiveness:
+    peak: int
+    """Most bytes live at once, beyond what was live on entry to the block."""
+    end: int
+    """Bytes live after the terminator, beyond the entry."""
+    kept_per_iteration: int = 0
+    """For a repeat body: bytes each iteration keeps in its stacked outputs."""
+
+
+@dataclass
+class PhaseMemory:
+    """One micro-batch of one stage class: what its forward saves, and the live
+    peaks while its forward and its backward run."""
+
+    saved: int
+    forward_peak: int
+    backward_peak: int
+    saved_values: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _uses_by_position(block: Block, roots: Roots) -> dict[Root, int]:
+    """Root -> index of the last op of `block` that reads it (a read inside a
+    nested region counts at the op that holds the region)."""
+    last: dict[Root, int] = {}
+    for i, op in enumerate(block.ops):
+        for nested in op.walk():
+            for operand in nested.operands:
+                last[roots.root(operand)] = i
+    return last
+
+
+def analyze_block(
+    block: Block,
+    roots: Roots,
+    *,
+    kept: set[Root],
+    excluded: set[Root],
+    entry: dict[Root, int] | None = None,
+    backward: bool = False,
+) -> BlockLiveness:
+    """Walk `block` once. `entry`: roots live on entry (with bytes), freed at their
+    last use here; `kept`: roots never freed in this block; `excluded`: roots not
+    counted (gradient buffers)."""
+    live: dict[Root, int] = dict(entry or {})
+    base = sum(live.values())
+    current = base
+    peak = base
+    last = _uses_by_position(block, roots)
+    for i, op in enumerate(block.ops):
+        # results are written while the op runs: they count at its peak, except
+        # a repeat's, whose body peak already holds what its iterations kept
+        during = current + tensors.transient_bytes(op)
+        counts_results = True
+        if isinstance(op, sim.RepeatOp):
+            counts_results = False
+            if op.trip_count > 0:
+                body = analyze_repeat(op, roots, backward=backward)
+                during = current + (op.trip_count - 1) * body.kept_per_iteration + body.peak
+        allocated = 0
+        for r in op.results:
+            key = roots.root(r)
+            if key in live or key in excluded or key == STATIC:
+                continue
+            size = roots.size(key)
+            live[key] = size
+            allocated += size
+        current += allocated
+        peak = max(peak, during + (allocated if counts_results else 0), current)
+        for r in op.results:
+            key = roots.root(r)
+            if key in live and key not in kept and last.get(key, i) <= i:
+                current -= live.pop(key)
+        for key in [k for k, at in last.items() if at == i and k in live and k not in kept]:
+            current -= live.pop(key)
+    return BlockLiveness(peak - base, current - base)
+
+
+def analyze_repeat(rep: sim.RepeatOp, roots: Roots, *, backward: bool) -> BlockLiveness:
+    block = rep.body.block
+    term = block.last_op
+    assert isinstance(term, sim.YieldOp)
+    n_iter = len(rep.iter_init)
+    stacked = {roots.root(v) for v in term.values[n_iter:]}
+    stacked.discard(STATIC)
+    kept = {k for k in stacked if not _is_slice_arg(k, block, n_iter)}
+    if backward:
+        # a backward layer's stacked outputs are its weight gradients
+        result = analyze_block(block, roots, kept=set(), excluded=kept, backward=True)
+        return result
+    result = analyze_block(block, roots, kept=kept, excluded=set())
+    result.kept_per_iteration = sum(roots.iteration_size(k) for k in kept)
+    return result
+
+
+def _is_slice_arg(key: Root, block: Block, n_iter: int) -> bool:
+    return (
+        isinstance(key, tuple)
+        and key[0] == "arg"
+        and key[1].owner is block
+        and key[1].index >= n_iter
+    )
+
+
+def layer_saved_values(rep: sim.RepeatOp, roots: Roots | None = None) -> list[tuple[str, int]]:
+    """What one iteration of a forward layer repeat saves for its backward: one
+    (description, bytes) per storage root, views folded into what they view."""
+    roots = roots or Roots()
+    block = rep.body.block
+    term = block.last_op
+    assert isinstance(term, sim.YieldOp)
+    n_iter = len(rep.iter_init)
+    seen: dict[Root, str] = {}
+    for v in term.values[n_iter:]:
+        key = roots.root(v)
+        if key == STATIC or _is_slice_arg(key, block, n_iter) or key in seen:
+            continue
+        seen[key] = _describe(key)
+    return [(desc, roots.iteration_size(key)) for key, desc in seen.items()]
+
+
+def _describe(key: Root) -> str:
+    if isinstance(key, tuple) and key[0] == "stacked":
+        return f"{_describe(key[2])}, x{key[1].trip_count} layers"
+    value = key[1] if isinstance(key, tuple) else key
+    assert isinstance(value, SSAValue)
+    if isinstance(value, BlockArgument):
+        return f"layer input {value.type}"
+    op = value.owner
+    assert isinstance(op, Operation)
+    label = op.name
+    if isinstance(op, (sim.ElementwiseOp, sim.NormOp, sim.ReduceOp)):
+        label += f" {op.kind.data}"
+    elif isinstance(op, sim.GenericOp):
+        label += f" {op.callee.data}"
+    hidden = tensors.hidden_saved_bytes(op) if value is op.results[0] else 0
+    suffix = f" (+{hidden} B of softmax probabilities)" if hidden else ""
+    return f"{label} {value.type}{suffix}"
+
+
+def phase_memory(block: Block, roots: Roots | None = None) -> PhaseMemory:
+    """Saved bytes and peaks of one micro-batch of the step in `block` (a module
+    body or a `sim.stage` body). No forward phase: nothing is saved."""
+    roots = roots or Roots()
+    phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
+    fwd = phases.get("forward") or phases.get("prefill") or phases.get("decode")
+    bwd = phases.get("backward")
+    if fwd is None:
+        return PhaseMemory(0, 0, 0)
+    f_term = fwd.body.block.last_op
+    assert isinstance(f_term, sim.YieldOp)
+    saved_keys: dict[Root, int] = {}
+    for v in f_term.values:
+        key = roots.root(v)
+        if key != STATIC:
+            saved_keys[key] = roots.size(key)
+    f_live = analyze_block(fwd.body.block, roots, kept=set(saved_keys), excluded=set())
+    saved = sum(saved_keys.values())
+    backward_peak = 0
+    if bwd is not None:
+        b_term = bwd.body.block.last_op
+        assert isinstance(b_term, sim.YieldOp)
+        grads = {roots.root(v) for v in b_term.values}
+        read = set(_uses_by_position(bwd.body.block, roots))
+        entry = {k: s for k, s in saved_keys.items() if k in read}
+        b_live = analyze_block(
+            bwd.body.block, roots, kept=set(), excluded=grads, entry=entry, backward=True
+        )
+        backward_peak = sum(entry.values()) + b_live.peak
+    described = [(_describe(k), s) for k, s in saved_keys.items() if s]
+    return PhaseMemory(saved, f_live.peak, backward_peak, described)

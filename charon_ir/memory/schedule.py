@@ -1,0 +1,52 @@
+"""Micro-batches a pipeline stage holds, read off its exact schedule order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from charon_ir.memory.liveness import PhaseMemory
+from charon_ir.parallel.schedules import stage_order
+
+
+@dataclass(frozen=True)
+class ScheduledActivations:
+    peak: int
+    """Most activation bytes live at once over the step."""
+    in_flight: int
+    """Most micro-batches whose forward has run and backward has not."""
+    saved_in_flight: int
+    """What the in-flight micro-batches keep at the peak, without the running
+    micro-batch's working set."""
+
+
+def scheduled_activations(
+    chunks: Sequence[PhaseMemory],
+    schedule: str,
+    pp: int,
+    microbatches: int,
+    stage: int,
+) -> ScheduledActivations:
+    """Walk the stage's order of forward and backward items: a forward adds its
+    chunk's saved bytes, a backward releases them. During a forward the live set
+    is the held bytes plus the forward's own peak; during a backward it is the
+    held bytes of the other micro-batches plus the backward's peak (which starts
+    from this micro-batch's saved bytes)."""
+    vpp = len(chunks)
+    order = stage_order(schedule, pp, vpp, microbatches, stage)
+    held = peak = count = most = 0
+    saved_at_peak = 0
+    for kind, chunk, _ in order:
+        mem = chunks[chunk]
+        if kind == "F":
+            if held + mem.forward_peak > peak:
+                peak, saved_at_peak = held + mem.forward_peak, held
+            held += mem.saved
+            count += 1
+            most = max(most, count)
+        else:
+            held -= mem.saved
+            if held + mem.backward_peak > peak:
+                peak, saved_at_peak = held + mem.backward_peak, held
+            count -= 1
+    return ScheduledActivations(peak, most, saved_at_peak)

@@ -1,0 +1,84 @@
+"""Model states of one stage: parameters, gradients and optimizer states, sharded
+over data parallelism as ZeRO says (Rajbhandari et al. 2020).
+
+Mixed precision as in the ZeRO paper and Megatron-LM: bf16 parameters (the IR's
+element type, 2 B), bf16 gradients (GRAD_BYTES = 2, the paper's 2 + 2 + 12 = 16 B
+per parameter; Megatron's fp32 gradient accumulation is `grad_bytes=4`), and for
+Adam an fp32 master copy, m and v (12 B per parameter).
+
+ZeRO stage 1 divides the optimizer states by dp, stage 2 also the gradients,
+stage 3 also the parameters. The data-parallel pass records dp and the stage on
+the module (`sim.data_parallel = {dp = 4, zero = 1, ...}`) and leaves the
+parameter types whole (the optimizer step reads `zero_shard` slices of them,
+traced back here to the whole parameter); without that attribute dp = 1, zero = 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Block, SSAValue
+
+from charon_ir.dialects import sim
+from charon_ir.memory.tensors import value_bytes
+
+DATA_PARALLEL_ATTR = "sim.data_parallel"
+GRAD_BYTES = 2
+OPTIMIZER_STATE_BYTES: dict[str, int] = {"adamw": 12, "adam": 12, "sgd": 8}
+"""Per trainable parameter: fp32 master + m + v for Adam; master + momentum for SGD."""
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    dp: int = 1
+    zero: int = 0
+
+    @staticmethod
+    def from_module(module: ModuleOp) -> DataParallel:
+        attr = module.attributes.get(DATA_PARALLEL_ATTR)
+        if not isinstance(attr, DictionaryAttr):
+            return DataParallel()
+        values = {
+            k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)
+        }
+        return DataParallel(int(values.get("dp", 1)), int(values.get("zero", 0)))
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    params: int
+    grads: int
+    optimizer: int
+    trainable_elements: int
+
+
+def _unsharded(param: SSAValue) -> SSAValue:
+    """The whole parameter behind a ZeRO shard the data-parallel pass feeds to
+    the optimizer step (the stage divides by dp itself)."""
+    owner = param.owner
+    if isinstance(owner, sim.GenericOp) and owner.callee.data == "zero_shard":
+        return owner.inputs[list(owner.outputs).index(param)]
+    return param
+
+
+def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES) -> ModelStates:
+    """Bytes of the parameters `block` declares, and of the gradients and optimizer
+    states of those its optimizer phase updates."""
+    params = sum(value_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
+    trainable: dict[SSAValue, str] = {}
+    for op in block.walk():
+        if isinstance(op, sim.OptimizerStepOp):
+            for p in op.params:
+                trainable.setdefault(_unsharded(p), op.kind.data)
+    elements = sum(sim.numel(p) for p in trainable)
+    grads = elements * grad_bytes
+    optimizer = sum(sim.numel(p) * OPTIMIZER_STATE_BYTES.get(k, 12) for p, k in trainable.items())
+    dp, zero = data_parallel.dp, data_parallel.zero
+    if zero >= 1:
+        optimizer = -(-optimizer // dp)
+    if zero >= 2:
+        grads = -(-grads // dp)
+    if zero >= 3:
+        params = -(-params // dp)
+    return ModelStates(params, grads, optimizer, elements)

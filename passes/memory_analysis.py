@@ -1,0 +1,65 @@
+"""
+Peak device memory per pipeline stage, and an OOM diagnostic.
+
+Options:
+- limit-gb: the memory of one GPU in GiB; 0 (default) takes the target GPU's HBM
+  (`set-target`). With no target and no limit the report is attached unchecked.
+- grad-bytes: bytes per gradient element, 2 (bf16, default, the ZeRO paper's
+  16 B per parameter) or 4 (fp32 accumulation, as Megatron-LM does).
+
+Each `sim.stage` (or the module, when the step is not pipelined) gets
+`sim.memory`: one dictionary per physical stage it runs, in bytes:
+`{stage, params, grads, optimizer, activations, saved_per_microbatch, in_flight,
+comm_buffers, peak, top}` (`charon_ir.memory` says how each is counted). A stage
+whose peak exceeds the limit is an error naming the stage and its three largest
+consumers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.passes import ModulePass
+
+from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
+from charon_ir.memory import GIB, MEMORY_ATTR, analyze_memory
+from charon_ir.target.target import TARGET_ATTR, Target
+
+
+@dataclass(frozen=True)
+class MemoryAnalysisPass(ModulePass):
+    name = "memory-analysis"
+
+    limit_gb: float | int = 0
+    grad_bytes: int = 2
+
+    def limit_bytes(self, module: ModuleOp) -> float | None:
+        if self.limit_gb < 0:
+            raise CharonError(f"memory-analysis: option 'limit-gb' must be >= 0, got {self.limit_gb}")
+        if self.limit_gb > 0:
+            return self.limit_gb * GIB
+        if TARGET_ATTR not in module.attributes:
+            return None
+        return Target.from_module(module).gpu.hbm_bytes
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.grad_bytes not in (2, 4):
+            raise CharonError(f"memory-analysis: option 'grad-bytes' must be 2 or 4, got {self.grad_bytes}")
+        limit = self.limit_bytes(op)
+        results = {r.stage: r for r in analyze_memory(op, grad_bytes=self.grad_bytes)}
+        stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
+        if not stages:
+            op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])
+        else:
+            pp = len(results)
+            for stage in stages:
+                physical = sorted({v % pp for v in stage.stage_ids()})
+                stage.attributes[MEMORY_ATTR] = ArrayAttr([results[p].to_attr() for p in physical])
+        if limit is None:
+            return
+        worst = max(results.values(), key=lambda r: (r.peak, -r.stage))
+        if worst.peak > limit:
+            raise CharonError(worst.oom_message(limit))

@@ -1,0 +1,427 @@
+"""
+Activation recomputation (Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models").
+
+Options:
+- policy: none | selective | full (default none).
+
+selective: the attention core is recomputed in backward. Before each
+`sim.attention_grad` of a non-flash attention, a clone of its forward
+`sim.attention` re-runs QK^T, softmax and the product with V from the saved q, k
+and v (Megatron-LM's checkpointed core attention), and the gradient reads the
+clone's output. The forward attention, the clone and the gradient are marked
+`sim.recompute = "selective"`: memory analysis then no longer counts the softmax
+probabilities (and dropout mask and output) the forward attention would have
+saved, and counts the recomputed probabilities as the gradient's scratch. The
+cost is the clone's: one attention forward per layer. A flash attention already
+recomputes its scores in its backward and saves only its output and log-sum-exp:
+it is left as it is.
+
+full: each layer is re-run in backward from its input (Megatron-LM's uniform
+full recompute with one layer per checkpoint). The body of each reverse layer
+repeat starts with a clone of its forward repeat's body, fed by the saved layer
+input; everything else the forward used to save for that repeat (its stacked
+outputs, the forward phase's results and the backward's slices of them) is
+dropped, so the forward saves only the layer input per layer. The backward gains
+exactly one forward of each layer. The forward repeat and the cloned ops are
+marked `sim.recompute = "full"` (a clone runs under autograd: what it saves lives
+until its layer's backward is done, which memory analysis counts there). Under
+ZeRO-3 the clone reads the parameters the backward body gathers, rather than
+gathering them a second time. A step with a backward but no layer repeat is an
+error.
+
+The pass runs on the module's step or on each `sim.stage` of a pipelined one,
+before or after `pipeline` and `data-parallel`, records the policy on the module
+(`sim.recompute_policy`) and never rewrites what it produced (marked ops are
+skipped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
+from charon_ir.memory.tensors import RECOMPUTE_ATTR, alias_source, is_model_state_buffer
+
+POLICIES = ("none", "selective", "full")
+POLICY_ATTR = "sim.recompute_policy"
+"""On the module: the policy the step was compiled with, for reports."""
+
+
+def saved_source(value: SSAValue) -> SSAValue:
+    """The forward value a backward value is a saved copy of: follow repeat
+    slices to the stacked operand, phase results to what the phase yields,
+    stacked repeat results to what the body yields, and views to what they view."""
+    while True:
+        if isinstance(value, BlockArgument):
+            rep = value.owner.parent_op()
+            if isinstance(rep, sim.RepeatOp) and value.index >= len(rep.iter_init):
+                value = rep.slices[value.index - len(rep.iter_init)]
+                continue
+            return value
+        assert isinstance(value, OpResult)
+        op = value.op
+        if isinstance(op, sim.PhaseOp):
+            value = _yielded(op.body.block)[value.index]
+            continue
+        if isinstance(op, sim.RepeatOp) and value.index >= len(op.iter_init):
+            value = _yielded(op.body.block)[value.index]
+            continue
+        src = alias_source(value)
+        if src is None:
+            return value
+        value = src
+
+
+def _yielded(block: Block) -> tuple[SSAValue, ...]:
+    term = block.last_op
+    assert isinstance(term, sim.YieldOp)
+    return tuple(term.values)
+
+
+def _in_backward(op: Operation) -> bool:
+    cur = op.parent_op()
+    while cur is not None:
+        if isinstance(cur, sim.PhaseOp):
+            return cur.kind.data == "backward"
+        cur = cur.parent_op()
+    return False
+
+
+# ---------------------------------------------------------------------------
+# selective
+# ---------------------------------------------------------------------------
+
+
+class RecomputeAttentionCore(RewritePattern):
+    """Recompute a non-flash attention's core right before its gradient."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.AttentionGradOp, rewriter: PatternRewriter) -> None:
+        if op.flash or RECOMPUTE_ATTR in op.attributes or not _in_backward(op):
+            return
+        forward = saved_source(op.out).owner
+        if not isinstance(forward, sim.AttentionOp) or forward.flash:
+            return
+        clone = sim.AttentionOp(
+            op.q, op.k, op.v, op.out.type, causal=bool(op.causal), flash=False
+        )
+        for name, attr in forward.attributes.items():
+            clone.attributes[name] = attr
+        mark = StringAttr("selective")
+        clone.attributes[RECOMPUTE_ATTR] = mark
+        clone.result.name_hint = f"{forward.result.name_hint or 'attention'}_recomputed"
+        rewriter.insert(clone, InsertPoint.before(op))
+        op.operands = [
+            clone.result if name == "out" else getattr(op, name)
+            for name, _ in type(op).get_irdl_definition().operands
+        ]
+        op.attributes[RECOMPUTE_ATTR] = mark
+        rewriter.handle_operation_modification(op)
+        forward.attributes[RECOMPUTE_ATTR] = mark
+        rewriter.handle_operation_modification(forward)
+
+
+# ---------------------------------------------------------------------------
+# full
+# ---------------------------------------------------------------------------
+
+
+def _phase(block: Block, kind: str) -> sim.PhaseOp | None:
+    return next(
+        (op for op in block.ops if isinstance(op, sim.PhaseOp) and op.kind.data == kind),
+        None,
+    )
+
+
+def _rebuild_phase(phase: sim.PhaseOp, yields: list[SSAValue]) -> sim.PhaseOp:
+    """`phase` yielding `yields` instead; results of values yielded before keep
+    their uses."""
+    term = phase.body.block.last_op
+    assert isinstance(term, sim.YieldOp)
+    old = list(term.values)
+    term.detach()
+    term.erase()
+    phase.body.block.add_op(sim.YieldOp(*yields))
+    new = sim.PhaseOp(phase.kind.data, phase.detach_region(phase.body), [v.type for v in yields])
+    new.attributes.update(phase.attributes)
+    _replace(phase, new, old, yields)
+    return new
+
+
+def _rebuild_repeat(
+    rep: sim.RepeatOp, iter_init: list[SSAValue], slices: list[SSAValue], region: Region, yields: list[SSAValue]
+) -> sim.RepeatOp:
+    block = region.block
+    term = block.last_op
+    assert isinstance(term, sim.YieldOp)
+    old = list(term.values)
+    term.detach()
+    term.erase()
+    block.add_op(sim.YieldOp(*yields))
+    n = rep.trip_count
+    types = [
+        v.type if i < len(iter_init) else TensorType(v.type.element_type, [n, *sim.shape_of(v)])  # pyright: ignore[reportAttributeAccessIssue]
+        for i, v in enumerate(yields)
+    ]
+    new = sim.RepeatOp(n, iter_init, slices, region, types, reverse=bool(rep.reverse))
+    new.attributes.update(rep.attributes)
+    _replace(rep, new, old, yields)
+    return new
+
+
+def _replace(old_op: Operation, new_op: Operation, old_yields: list[SSAValue], new_yields: list[SSAValue]) -> None:
+    """Move the uses of `old_op`'s results to the `new_op` results that yield the
+    same value; a dropped result must have no uses left."""
+    block = old_op.parent_block()
+    assert block is not None
+    block.insert_op_before(new_op, old_op)
+    for i, v in enumerate(old_yields):
+        result = old_op.results[i]
+        if v in new_yields:
+            new_result = new_op.results[new_yields.index(v)]
+            new_result.name_hint = new_result.name_hint or result.name_hint
+        if not result.uses:
+            continue
+        if v not in new_yields:
+            raise CharonError(
+                f"recompute: cannot drop a result of {old_op.name}: "
+                f"{next(iter(result.uses)).operation.name} still reads it"
+            )
+        result.replace_all_uses_with(new_op.results[new_yields.index(v)])
+    old_op.detach()
+    old_op.erase()
+
+
+@dataclass
+class LayerRecompute:
+    """Full recompute of one (forward repeat, reverse repeat) pair of a step."""
+
+    block: Block
+
+    def run(self) -> bool:
+        """Recompute every layer repeat of the step; False when the step has a
+        backward but no (forward repeat, reverse repeat) pair to work on."""
+        fwd, bwd = _phase(self.block, "forward"), _phase(self.block, "backward")
+        if fwd is None or bwd is None:
+            return True
+        found = False
+        for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
+            forward = self.forward_twin(rep, fwd)
+            if forward is None:
+                continue
+            found = True
+            if RECOMPUTE_ATTR not in forward.attributes:
+                fwd = self.recompute(forward, rep, fwd)
+        return found
+
+    def forward_twin(self, rep: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.RepeatOp | None:
+        for s in rep.slices:
+            if isinstance(s, OpResult) and s.op is fwd:
+                src = _yielded(fwd.body.block)[s.index]
+                if isinstance(src, OpResult) and isinstance(src.op, sim.RepeatOp):
+                    return src.op
+        return None
+
+    def recompute(self, forward: sim.RepeatOp, backward: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.PhaseOp:
+        f_block = forward.body.block
+        f_yields = list(_yielded(f_block))
+        n_iter = len(forward.iter_init)
+        carried_args = list(f_block.args[:n_iter])
+
+        # 1. the forward repeat stacks its layer inputs, the forward phase saves them
+        stacked_inputs: list[SSAValue] = []
+        for arg in carried_args:
+            if arg not in f_yields[n_iter:]:
+                f_yields.append(arg)
+        forward = _rebuild_repeat(
+            forward, list(forward.iter_init), list(forward.slices),
+            forward.detach_region(forward.body), f_yields,
+        )
+        f_block = forward.body.block
+        for arg in carried_args:
+            stacked_inputs.append(forward.results[f_yields.index(arg, n_iter)])
+        p_yields = list(_yielded(fwd.body.block))
+        for v in stacked_inputs:
+            if v not in p_yields:
+                p_yields.append(v)
+        fwd = _rebuild_phase(fwd, p_yields)
+        saved_inputs = [fwd.results[p_yields.index(v)] for v in stacked_inputs]
+
+        # 2. the backward repeat: keep its carried values and the slices that are
+        # not the forward repeat's saved outputs, add the saved layer inputs
+        b_block = backward.body.block
+        b_iter = len(backward.iter_init)
+        from_forward: dict[BlockArgument, SSAValue] = {}
+        kept: list[tuple[SSAValue, BlockArgument]] = []
+        dropped: set[SSAValue] = set()
+        for s, arg in zip(backward.slices, b_block.args[b_iter:]):
+            src = _yielded(fwd.body.block)[s.index] if isinstance(s, OpResult) and s.op is fwd else None
+            if isinstance(src, OpResult) and src.op is forward:
+                from_forward[arg] = _yielded(f_block)[src.index]
+                dropped.add(s)
+            else:
+                kept.append((s, arg))
+        new_block = Block(arg_types=[a.type for a in b_block.args[:b_iter]])
+        slices: list[SSAValue] = []
+        mapper: dict[SSAValue, SSAValue] = {}
+        for s, arg in kept:
+            slices.append(s)
+            mapper[arg] = new_block.insert_arg(arg.type, len(new_block.args))
+        for old, new in zip(b_block.args[:b_iter], new_block.args):
+            mapper[old] = new
+
+        # the forward body's block arguments, seen from the backward body
+        clone_map: dict[SSAValue, SSAValue] = {}
+        for arg, saved in zip(carried_args, saved_inputs):
+            clone_map[arg] = new_block.insert_arg(arg.type, len(new_block.args))
+            slices.append(saved)
+        for s, arg in zip(forward.slices, f_block.args[n_iter:]):
+            if s in slices:
+                clone_map[arg] = new_block.args[b_iter + slices.index(s)]
+                continue
+            if not self.visible_in_backward(s, fwd):
+                raise CharonError(
+                    "recompute: option 'policy=full': the forward layer repeat slices a "
+                    "value computed in the forward phase, which the backward cannot read"
+                )
+            slices.insert(len(kept), s)
+            clone_map[arg] = new_block.insert_arg(arg.type, b_iter + len(kept))
+            kept.append((s, arg))
+        # ZeRO-3: the backward body gathers its layer's parameters first; the
+        # recomputed forward reads those instead of gathering them again
+        skipped = self.share_gathered_parameters(f_block, b_block, clone_map, mapper)
+        for op in list(b_block.ops)[: len(_leading_gathers(b_block)) if skipped else 0]:
+            op.detach()
+            new_block.add_op(op)
+        for op in f_block.ops:
+            if isinstance(op, sim.YieldOp):
+                break
+            if op in skipped:
+                continue
+            clone = op.clone(clone_map)
+            clone.attributes[RECOMPUTE_ATTR] = StringAttr("full")
+            new_block.add_op(clone)
+        # values the backward read from the forward now come from the clone
+        for arg, src in from_forward.items():
+            mapper[arg] = clone_map.get(src, src)
+        for op in list(b_block.ops):
+            op.detach()
+            new_block.add_op(op)
+        for old, new in mapper.items():
+            old.replace_all_uses_with(new)
+        b_yields = list(_yielded(new_block))
+        _rebuild_repeat(backward, list(backward.iter_init), slices, Region(new_block), b_yields)
+
+        # 3. drop what the forward saved only for that backward
+        p_yields = list(_yielded(fwd.body.block))
+        unused = {i for i, r in enumerate(fwd.results) if r in dropped and not r.uses}
+        fwd = _rebuild_phase(fwd, [v for i, v in enumerate(p_yields) if i not in unused])
+        f_yields = list(_yielded(forward.body.block))
+        keep = [
+            v for i, v in enumerate(f_yields)
+            if i < n_iter or forward.results[i].uses
+        ]
+        forward = _rebuild_repeat(
+            forward, list(forward.iter_init), list(forward.slices),
+            forward.detach_region(forward.body), keep,
+        )
+        forward.attributes[RECOMPUTE_ATTR] = StringAttr("full")
+        return fwd
+
+    @staticmethod
+    def share_gathered_parameters(
+        f_block: Block, b_block: Block, clone_map: dict[SSAValue, SSAValue], mapper: dict[SSAValue, SSAValue]
+    ) -> set[Operation]:
+        """Map the forward body's gathered parameters to the backward body's;
+        the forward's gather ops, which the clone then skips (none when the
+        two bodies do not both gather the same parameters)."""
+        f_lead, b_lead = _leading_gathers(f_block), _leading_gathers(b_block)
+        f_pairs, b_pairs = _gathered(f_lead), _gathered(b_lead)
+        if not f_pairs or not b_pairs:
+            return set()
+        by_param = {mapper.get(param, param): full for param, full in b_pairs}
+        shared: dict[SSAValue, SSAValue] = {}
+        for param, full in f_pairs:
+            target = by_param.get(clone_map.get(param, param))
+            if target is None:
+                return set()
+            shared[full] = target
+        clone_map.update(shared)
+        return set(f_lead)
+
+    @staticmethod
+    def visible_in_backward(value: SSAValue, fwd: sim.PhaseOp) -> bool:
+        owner = value.owner
+        op = owner if isinstance(owner, Operation) else owner.parent_op()
+        while op is not None:
+            if op is fwd:
+                return False
+            op = op.parent_op()
+        return True
+
+
+def _leading_gathers(block: Block) -> list[Operation]:
+    """The data-parallel pass's ZeRO-3 parameter gathers at the start of a body."""
+    lead: list[Operation] = []
+    for op in block.ops:
+        if not is_model_state_buffer(op):
+            break
+        lead.append(op)
+    return lead
+
+
+def _gathered(ops: list[Operation]) -> list[tuple[SSAValue, SSAValue]]:
+    """(parameter, gathered parameter) pairs of a ZeRO-3 gather sequence: the
+    shard packer's inputs, in order, and the unpacker's outputs."""
+    packs = [op for op in ops if isinstance(op, sim.GenericOp) and op.callee.data == "param_shard_bucket"]
+    unpacks = [op for op in ops if isinstance(op, sim.GenericOp) and op.callee.data == "param_unpack"]
+    if len(packs) != 1 or len(unpacks) != 1 or len(packs[0].inputs) != len(unpacks[0].outputs):
+        return []
+    return list(zip(packs[0].inputs, unpacks[0].outputs))
+
+
+def _steps(module: ModuleOp) -> list[Block]:
+    stages = [op.body.block for op in module.body.block.ops if isinstance(op, sim.StageOp)]
+    return stages or [module.body.block]
+
+
+@dataclass(frozen=True)
+class RecomputePass(ModulePass):
+    name = "recompute"
+
+    policy: Literal["none", "selective", "full"] = "none"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.policy not in POLICIES:
+            raise CharonError(
+                f"recompute: option 'policy': unknown policy '{self.policy}' "
+                f"(known: {', '.join(POLICIES)})"
+            )
+        if self.policy == "selective":
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier([RecomputeAttentionCore()], dce_enabled=False),
+                apply_recursively=False,
+            ).rewrite_module(op)
+        elif self.policy == "full":
+            if not all([LayerRecompute(block).run() for block in _steps(op)]):
+                raise CharonError(
+                    "recompute: option 'policy=full' needs the layers as a forward sim.repeat "
+                    "whose saved outputs a reverse sim.repeat in backward reads; the step has none"
+                )
+        op.attributes[POLICY_ATTR] = StringAttr(self.policy)

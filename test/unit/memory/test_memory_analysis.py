@@ -1,0 +1,192 @@
+"""Per-stage peak memory: ZeRO arithmetic, micro-batches in flight per schedule,
+the OOM diagnostic, and GPT-3 175B on TP8 x PP8 with ZeRO-1."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+
+from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
+from charon_ir.memory import GIB, analyze_memory
+from charon_ir.memory.megatron_reference import GptShape, gpt_module
+from charon_ir.parallel.schedules import stage_order
+from charon_ir.passes.data_parallel import DataParallelPass
+from charon_ir.passes.memory_analysis import MemoryAnalysisPass
+from charon_ir.passes.pipeline import PipelinePass
+from charon_ir.passes.recompute import RecomputePass
+
+SHAPE = GptShape(s=256, b=1, h=512, a=8, layers=8)
+PARAMS_PER_LAYER = 12 * 512 * 512 + 2 * 512
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+def test_zero_shards_states_over_dp(zero: int):
+    module = gpt_module(SHAPE)
+    DataParallelPass(dp=4, zero=zero).apply(Context(), module)
+    (mem,) = analyze_memory(module)
+    n = SHAPE.layers * PARAMS_PER_LAYER
+    assert mem.params == 2 * n // (4 if zero >= 3 else 1)
+    assert mem.grads == 2 * n // (4 if zero >= 2 else 1)
+    assert mem.optimizer == 12 * n // (4 if zero >= 1 else 1)
+    # gradient buckets, shards and gathered parameters are model states, not activations
+    (plain,) = analyze_memory(gpt_module(SHAPE))
+    assert mem.saved_per_microbatch == plain.saved_per_microbatch
+
+
+def test_fp32_gradients():
+    (mem,) = analyze_memory(gpt_module(SHAPE), grad_bytes=4)
+    assert mem.grads == 4 * SHAPE.layers * PARAMS_PER_LAYER
+
+
+@pytest.mark.parametrize(
+    ("schedule", "pp", "vpp", "m"),
+    [("1f1b", 4, 1, 8), ("1f1b", 4, 1, 4), ("gpipe", 4, 1, 6), ("interleaved", 2, 2, 4)],
+)
+def test_in_flight_follows_the_schedule(schedule: str, pp: int, vpp: int, m: int):
+    module = gpt_module(SHAPE)
+    PipelinePass(pp=pp, vpp=vpp, schedule=schedule, microbatches=m).apply(Context(), module)
+    for mem in analyze_memory(module):
+        held = most = 0
+        for kind, _, _ in stage_order(schedule, pp, vpp, m, mem.stage):
+            held += 1 if kind == "F" else -1
+            most = max(most, held)
+        assert mem.in_flight == most
+        if schedule == "1f1b":
+            assert mem.in_flight == min(pp - mem.stage, m)
+        # the held micro-batches' saved activations are part of the peak
+        per_chunk = mem.saved_per_microbatch / vpp
+        assert mem.activations >= (mem.in_flight - 1) * per_chunk
+
+
+def test_recompute_lowers_the_peak():
+    peaks = {}
+    for policy in ("none", "selective", "full"):
+        module = gpt_module(SHAPE)
+        RecomputePass(policy=policy).apply(Context(), module)
+        (mem,) = analyze_memory(module)
+        peaks[policy] = mem.activations
+    assert peaks["none"] > peaks["selective"] > peaks["full"]
+
+
+def test_pass_attaches_one_report_per_physical_stage():
+    module = gpt_module(SHAPE)
+    PipelinePass(pp=4, microbatches=8).apply(Context(), module)
+    MemoryAnalysisPass(limit_gb=80).apply(Context(), module)
+    stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
+    seen = []
+    for stage in stages:
+        report = stage.attributes["sim.memory"]
+        assert isinstance(report, ArrayAttr)
+        for entry in report.data:
+            assert isinstance(entry, DictionaryAttr)
+            seen.append(entry.data["stage"].value.data)  # pyright: ignore
+            assert entry.data["peak"].value.data > 0  # pyright: ignore
+    assert sorted(seen) == [0, 1, 2, 3]
+
+
+def test_oom_is_one_line_naming_the_stage_and_three_consumers():
+    module = gpt_module(SHAPE)
+    PipelinePass(pp=2, microbatches=4).apply(Context(), module)
+    with pytest.raises(CharonError) as err:
+        MemoryAnalysisPass(limit_gb=0.01).apply(Context(), module)
+    message = str(err.value)
+    assert "\n" not in message
+    assert re.fullmatch(
+        r"memory-analysis: stage 0 needs \d+\.\d GiB of 0\.0 GiB: "
+        r"[a-z ]+ \d+\.\d GiB, [a-z ]+ \d+\.\d GiB, [a-z ]+ \d+\.\d GiB",
+        message,
+    ), message
+
+
+# ---------------------------------------------------------------------------
+# GPT-3 175B, TP8 x PP8, ZeRO-1 over dp = 8, s = 2048, micro-batch 1, 64 micro-batches
+# ---------------------------------------------------------------------------
+
+
+def gpt3_175b_tp8_pp8(gpt3_175b, zero: int, policy: str = "none"):
+    from charon_ir.passes.shard_tensor import ShardTensorPass
+
+    module = gpt3_175b.clone()
+    ctx = Context()
+    ShardTensorPass(tp=8).apply(ctx, module)
+    RecomputePass(policy=policy).apply(ctx, module)
+    PipelinePass(pp=8, microbatches=64).apply(ctx, module)
+    DataParallelPass(dp=8, zero=zero).apply(ctx, module)
+    return module
+
+
+def test_gpt3_175b_tp8_pp8_zero1_fits_an_h100(gpt3_175b):
+    module = gpt3_175b_tp8_pp8(gpt3_175b, zero=1)
+    stages = analyze_memory(module)
+    for m in stages:  # shown with `pytest -s`
+        top = ", ".join(f"{label} {b / GIB:.2f} GiB" for label, b in m.top())
+        print(f"stage {m.stage}: peak {m.peak / GIB:.2f} GiB, in flight {m.in_flight}: {top}")
+    assert [m.stage for m in stages] == list(range(8))
+    assert [m.in_flight for m in stages] == [8, 7, 6, 5, 4, 3, 2, 1]
+    # 175B / 64 model-parallel ranks: ~2.7B parameters, bf16, Adam states / dp
+    for m in stages:
+        assert 4.9 * GIB < m.params < 5.4 * GIB
+        assert 3.7 * GIB < m.optimizer < 3.9 * GIB
+        assert [label for label, _ in m.top()][0] == "activations" or m.stage == 7
+    peaks = [m.peak for m in stages]
+    assert peaks == sorted(peaks, reverse=True)  # the first stage holds the most
+    assert peaks[0] < 80 * GIB
+    MemoryAnalysisPass(limit_gb=80).apply(Context(), module)
+
+
+def test_gpt3_175b_tp8_pp8_without_zero_does_not_fit(gpt3_175b):
+    module = gpt3_175b_tp8_pp8(gpt3_175b, zero=0)
+    with pytest.raises(CharonError) as err:
+        MemoryAnalysisPass(limit_gb=80).apply(Context(), module)
+    assert re.fullmatch(
+        r"memory-analysis: stage 0 needs \d+\.\d GiB of 80\.0 GiB: activations \d+\.\d GiB, "
+        r"optimizer states \d+\.\d GiB, parameters \d+\.\d GiB",
+        str(err.value),
+    ), str(err.value)
+
+
+def test_peak_bytes_per_stage_reads_the_report():
+    from charon_ir.memory import peak_bytes_per_stage
+
+    module = gpt_module(SHAPE)
+    PipelinePass(pp=4, microbatches=8).apply(Context(), module)
+    fresh = peak_bytes_per_stage(module)
+    MemoryAnalysisPass(limit_gb=80).apply(Context(), module)
+    assert peak_bytes_per_stage(module) == fresh == [m.peak for m in analyze_memory(module)]
+    assert fresh == sorted(fresh, reverse=True)
+
+
+GATHERED_WEIGHT = """
+builtin.module {
+  coll.grid @mesh(axes = ["tp"], shape = 2)
+  %x = sim.input "x" : tensor<8x16xbf16>
+  %w = sim.param "w" : tensor<2x8x16xbf16>
+  %f:2 = sim.phase "forward" -> tensor<8x16xbf16>, tensor<2x8x16xbf16> {
+    %r:2 = sim.repeat 2 iter(%x : tensor<8x16xbf16>) slices(%w : tensor<2x8x16xbf16>) -> (tensor<8x16xbf16>, tensor<2x8x16xbf16>) {
+    ^bb0(%h: tensor<8x16xbf16>, %wi: tensor<8x16xbf16>):
+      %wf = coll.all_gather %wi on @mesh ["tp"] axis 0 : tensor<8x16xbf16> -> tensor<16x16xbf16>
+      %y = sim.matmul %h, %wf : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+      sim.yield %y, %h : tensor<8x16xbf16>, tensor<8x16xbf16>
+    }
+    sim.yield %r#0, %r#1 : tensor<8x16xbf16>, tensor<2x8x16xbf16>
+  }
+}
+"""
+
+
+def test_a_gathered_weight_is_a_communication_buffer_not_an_activation():
+    from charon_ir.memory import phase_memory
+    from charon_ir.testing import parse_module
+
+    module = parse_module(GATHERED_WEIGHT)
+    mem = phase_memory(module.body.block)
+    # layer 1 keeps its input (256 B) while layer 2 computes y (256 B) from its
+    # input; then the final output and the two stacked inputs: 256 + 512
+    assert mem.saved == 768
+    assert mem.forward_peak == 768
+    (stage,) = analyze_memory(module)
+    assert stage.comm_buffers == 512  # the gathered 16x16 weight
