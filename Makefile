@@ -42,6 +42,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/bench_import.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/lit/**/Output
