@@ -150,19 +150,13 @@ def build_training_module(config: TrainingConfig):
     return ctx, module, memory
 
 
-def _memory(ctx, module) -> list[int] | None:
-    """Per-stage peak bytes from memory-analysis (which raises the OOM diagnostic),
-    or None while that pass is not part of this build."""
-    from charon_ir.registry import ALL_PASSES
+def _memory(ctx, module) -> list:
+    """Per-stage memory from memory-analysis (which raises the OOM diagnostic)."""
+    from charon_ir.memory import analyze_memory
+    from charon_ir.target.target import Target
 
-    if "memory-analysis" not in ALL_PASSES:
-        return None
     _pass("memory-analysis").apply(ctx, module)
-    try:
-        from charon_ir.memory import peak_bytes_per_stage
-    except ImportError:
-        return None
-    return peak_bytes_per_stage(module)
+    return analyze_memory(module, Target.from_module(module))
 
 
 def _with_microbatches(module, microbatches: int):
@@ -224,6 +218,7 @@ def simulate(
     model: str,
     *,
     trace: str | Path | None = None,
+    plot: str | Path | None = None,
     tier: str = "fast",
     **options: Any,
 ) -> dict[str, Any]:
@@ -234,8 +229,12 @@ def simulate(
     in steady state and extrapolates linearly (exact for 1F1B/interleaved once
     every stage is in steady state); the fine tier simulates every event."""
     from charon_ir.passes.pipeline import PIPELINE_ATTR
-    from charon_ir.runtime.interpreter import OverlapModel
-    from charon_ir.runtime.simulate_target import simulate_module
+    from charon_ir.report.memory_timeline import memory_over_time
+    from charon_ir.report.plots import write_plots
+    from charon_ir.report.summary import summarize
+    from charon_ir.report.trace import write_trace
+    from charon_ir.runtime.interpreter import OverlapModel, Timeline
+    from charon_ir.runtime.simulate_target import run_module
 
     if tier not in ("fast", "fine"):
         raise CharonError(f"--tier must be fast or fine, got '{tier}'")
@@ -245,19 +244,28 @@ def simulate(
     pipeline = module.attributes[PIPELINE_ATTR]
     m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]
     schedule = pipeline.data["schedule"].data  # pyright: ignore[reportAttributeAccessIssue]
-    points = _fold_points(schedule, config.pp, m) if tier == "fast" and not trace else None
+    detailed = bool(trace or plot)
+    points = _fold_points(schedule, config.pp, m) if tier == "fast" and not detailed else None
 
-    def run(microbatches: int | None, trace_path=None) -> dict:
+    def run(microbatches: int | None) -> tuple[dict, Timeline]:
         copy = module if microbatches is None else _with_microbatches(module, microbatches)
         _pass("lower-to-events").apply(ctx, copy)
-        return simulate_module(ctx, copy, overlap, trace=trace_path, tier=tier)
+        # a trace or a plot shows every event: the fine tier
+        timelines, target = run_module(ctx, copy, overlap, "fine" if detailed else tier)
+        return summarize(timelines[0], target), timelines[0]
 
     if points is None:
-        report = run(None, str(trace) if trace else None)
+        report, timeline = run(None)
+        if detailed:
+            curves = memory_over_time(timeline, memory, config.vpp)
+            if trace:
+                write_trace(trace, [timeline], curves)
+            if plot:
+                write_plots(plot, timeline, report, curves)
     else:
         m_a, m_b = points
-        report = _extrapolate(run(m_a), run(m_b), m_a, m_b, m)
-    report["peak_memory_bytes"] = memory
+        report = _extrapolate(run(m_a)[0], run(m_b)[0], m_a, m_b, m)
+    report["peak_memory_bytes"] = [stage.peak for stage in memory]
     return report
 
 

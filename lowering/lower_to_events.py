@@ -295,6 +295,12 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
                     skip_gradient_sync=dp > 1 and kind == "B",
                 )
                 emitter.lower_block(phase.body.block)
+                # a marker at the item's end: memory over time counts forwards
+                # done and backwards done per stage
+                if emitter.last_compute is not None:
+                    marker = event.WaitOp([emitter.last_compute])
+                    marker.attributes["item"] = StringAttr(kind[0])
+                    loop_body.add_op(marker)
             done = loop_body.last_op.results[0] if loop_body.last_op else loop_body.args[0]
             loop_body.add_op(event.YieldOp(done))
             label = ",".join(f"{k}{c}" for k, c in pattern)

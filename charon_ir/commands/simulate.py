@@ -40,6 +40,7 @@ def simulate_command(
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace: Annotated[Path | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
+    plot: Annotated[Path | None, Opt("--plot", help="write PNG plots into this folder")] = None,
 ) -> None:
     """Simulate one training step and print the report."""
     from charon_ir.api import simulate, simulate_file
@@ -54,6 +55,7 @@ def simulate_command(
         report = simulate(
             model,
             trace=trace,
+            plot=plot,
             hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
             tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, sequence_parallel=sequence_parallel,
             zero=zero, fsdp=fsdp, seq_len=seq_len, global_batch=global_batch,

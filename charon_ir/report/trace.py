@@ -57,14 +57,27 @@ def trace_events(timelines: list[Timeline]) -> list[dict[str, Any]]:
     return events
 
 
-def write_trace(path: str | Path, timelines: list[Timeline]) -> None:
+def memory_counters(memory: dict[int, list[tuple[float, int]]]) -> list[dict[str, Any]]:
+    """A counter track per stage: device memory (bytes per GPU) over time."""
+    return [
+        {"name": "memory", "ph": "C", "ts": t * 1e6, "pid": index, "tid": 0,
+         "args": {"bytes": b}}
+        for index, points in sorted(memory.items())
+        for t, b in points
+    ]
+
+
+def write_trace(path: str | Path, timelines: list[Timeline],
+                memory: dict[int, list[tuple[float, int]]] | None = None) -> None:
     """Write atomically: a failed run never leaves a partial trace behind."""
     path = Path(path)
-    payload = {"traceEvents": trace_events(timelines), "displayTimeUnit": "ms"}
+    events = trace_events(timelines) + (memory_counters(memory) if memory else [])
+    payload = {"traceEvents": events, "displayTimeUnit": "ms"}
     fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(payload, f)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -144,7 +144,9 @@ class _Builder:
                     slot(op.token),
                 ))
             elif isinstance(op, event.WaitOp):
-                code.append((_JOIN, tuple(slot(d) for d in op.deps), slot(op.token)))
+                item = op.attributes.get("item")
+                label = f"end {item.data}" if isinstance(item, StringAttr) else "wait"
+                code.append((_JOIN, tuple(slot(d) for d in op.deps), label, slot(op.token)))
             elif isinstance(op, event.BarrierOp):
                 code.append((_BARRIER, slot(op.token)))
             elif isinstance(op, event.LoopOp):
@@ -170,7 +172,7 @@ class _Builder:
                 if p2p is not None:
                     (self.sends if p2p[0] else self.recvs)[p2p[1]].append(i)
             elif tag is _JOIN:
-                env[ins[2]] = self.add(-1, KIND_JOIN, 0.0, [env[d] for d in ins[1]], "wait")
+                env[ins[3]] = self.add(-1, KIND_JOIN, 0.0, [env[d] for d in ins[1]], ins[2])
             elif tag is _BARRIER:
                 # streams run in order, so the last event of each stream so far
                 # completes after every earlier one of that stream
