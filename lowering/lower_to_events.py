@@ -68,6 +68,11 @@ def _int_attr(value: int) -> IntegerAttr:
     return IntegerAttr(value, 64)
 
 
+@functools.cache
+def _string_attr(value: str) -> StringAttr:
+    return StringAttr(value)
+
+
 def comm_stream_name(axes: list[str]) -> str:
     return "comm_" + "_".join(axes)
 
@@ -86,6 +91,9 @@ class _Emitter:
     """What point-to-point ops carry in the phase being lowered: act or grad."""
     last_compute: SSAValue | None = None
     skip_gradient_sync: bool = False
+    target: Target | None = None
+    """Tells which link a collective crosses (NVLink or the NICs): collectives on
+    the same link share its bandwidth in the interpreter."""
     """Accumulating micro-batch: gradients are reduced over dp only on the last."""
 
     def emit(self, op: Operation) -> SSAValue:
@@ -166,13 +174,24 @@ class _Emitter:
             stream = comm_stream_name(axes)
             attrs["bytes"] = _int_attr(round(cost.bytes.data))
             attrs["group"] = _int_attr(op.group_size())
+            if self.target is not None:
+                link = self.target.link_for_group(op.lookup_grid().axis_sizes(), axes)
+                attrs["link"] = _string_attr(link.kind)
             if isinstance(op, (SendOp, RecvOp)):
                 # a lane per direction, as Megatron's batched isend/irecv; the
                 # interpreter pairs the k-th send and receive of each channel
                 stream += "_" + op.op_kind()
-                peer = self.virtual_stage + op.shift.value.data
-                src, dst = (self.virtual_stage, peer) if isinstance(op, SendOp) else (peer, self.virtual_stage)
-                attrs["channel"] = StringAttr(self.channel)
+                channel = self.channel
+                if "pp" in axes:
+                    peer = self.virtual_stage + op.shift.value.data
+                    src, dst = (self.virtual_stage, peer) if isinstance(op, SendOp) else (peer, self.virtual_stage)
+                else:
+                    # a ring inside the rank class (context parallelism): a rank
+                    # receives what its neighbour, running this same program, sent
+                    shift = op.shift.value.data if isinstance(op, SendOp) else -op.shift.value.data
+                    channel = f"{'_'.join(axes)}{shift:+d}"
+                    src = dst = self.virtual_stage
+                attrs["channel"] = _string_attr(channel)
                 attrs["src"] = _int_attr(src)
                 attrs["dst"] = _int_attr(dst)
             self.streams.setdefault(stream, axes)
@@ -290,6 +309,7 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
                 emitter = _Emitter(
                     loop_body,
                     streams,
+                    target=target,
                     virtual_stage=v,
                     channel="act" if kind == "F" else "grad",
                     skip_gradient_sync=dp > 1 and kind == "B",
@@ -310,7 +330,7 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
         for chunk in range(vpp):
             opt = _phase(by_virtual[chunk * pp + s], "optimizer")
             if opt is not None:
-                emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s)
+                emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target)
                 emitter.lower_op(opt)
         attrs = {"stage": IntegerAttr(s, 64)}
         if s == 0 and tokens:
@@ -337,7 +357,7 @@ class LowerToEventsPass(ModulePass):
             return
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
-        emitter = _Emitter(body, streams)
+        emitter = _Emitter(body, streams, target=target)
         tokens = count_tokens(op) * grid_axes(op).get("dp", 1)
         to_erase: list[Operation] = []
         for top in list(op.body.block.ops):

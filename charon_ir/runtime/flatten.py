@@ -21,6 +21,9 @@ from charon_ir.errors import CharonError
 
 KIND_JOIN, KIND_COMPUTE, KIND_COMM = 0, 1, 2
 _EVENT, _JOIN, _BARRIER, _LOOP = "event", "join", "barrier", "loop"
+_LINKS = {"scale-up": 1, "scale-out": 2}
+"""Links a collective can cross; concurrent collectives of one program on the same
+link share its bandwidth."""
 
 
 @dataclass
@@ -56,6 +59,8 @@ class FlatProgram:
     folded loop, which spans the loop's window but works only part of it."""
     folded_exposed: dict[int, dict[str, float]] = field(default_factory=dict)
     """Folded compute events: the communication (per axis) exposed inside them."""
+    link: dict[int, int] = field(default_factory=dict)
+    """Communication events and the link they cross (1 scale-up, 2 scale-out)."""
 
     def __post_init__(self) -> None:
         if not self.programs:
@@ -77,6 +82,7 @@ class _Builder:
         self.fold = fold
         self.overlap = overlap
         self.busy: dict[int, float] = {}
+        self.link: dict[int, int] = {}
         self.folded_exposed: dict[int, dict[str, float]] = {}
         self.loop_summaries: dict[int, tuple[list, _LoopSummary]] = {}
         self.streams: list[str] = []
@@ -131,9 +137,10 @@ class _Builder:
                 if isinstance(channel, StringAttr):
                     key = (channel.data, int(_int(attrs.get("src"))), int(_int(attrs.get("dst"))))
                     p2p = (op.label.data == "send", key)
+                link = attrs.get("link")
                 code.append((
                     _EVENT,
-                    self.stream_index[op.stream.string_value()],
+                    self.stream_index[op.stream.string_value()] | (_LINKS.get(link.data, 0) << 20 if isinstance(link, StringAttr) else 0),
                     KIND_COMPUTE if isinstance(op, event.ComputeOp) else KIND_COMM,
                     op.duration_s.value.data,
                     tuple(slot(d) for d in op.deps),
@@ -166,8 +173,11 @@ class _Builder:
         for ins in code:
             tag = ins[0]
             if tag is _EVENT:
-                _, stream, kind, duration, deps, label, flops, nbytes, p2p, out = ins
+                _, packed, kind, duration, deps, label, flops, nbytes, p2p, out = ins
+                stream, link = packed & 0xFFFFF, packed >> 20
                 i = self.add(stream, kind, duration, [env[d] for d in deps], label, flops, nbytes)
+                if link:
+                    self.link[i] = link
                 env[out] = i
                 if p2p is not None:
                     (self.sends if p2p[0] else self.recvs)[p2p[1]].append(i)
@@ -293,6 +303,7 @@ class _Builder:
             event_program=np.asarray(self.program, dtype=np.int64),
             busy=busy,
             folded_exposed=dict(self.folded_exposed),
+            link=dict(self.link),
         )
 
     def run_block(self, block: Block) -> None:
@@ -334,9 +345,14 @@ class _LoopSummary:
 
 
 def _foldable(code: list[tuple]) -> bool:
-    """Only plain events and joins, none talking to another stage."""
+    """Only plain events and joins, none talking to another stage and none on the
+    NICs: scale-out collectives inside a loop (gradient reductions, ZeRO-3
+    gathers) share the NICs with what runs beside the loop (pipeline sends), which
+    a loop simulated on its own cannot see, so those loops run event by event."""
     return all(
-        ins[0] is _JOIN or (ins[0] is _EVENT and ins[8] is None) for ins in code
+        ins[0] is _JOIN
+        or (ins[0] is _EVENT and ins[8] is None and ins[1] >> 20 != _LINKS["scale-out"])
+        for ins in code
     )
 
 

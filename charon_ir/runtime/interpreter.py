@@ -139,9 +139,29 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
     check: deque[int] = deque(range(len(queues)))
     instant: deque[int] = deque(i for i in range(n) if stream_of[i] < 0 and pending[i] == 0)
 
+    link_of = program.link
+    # collectives of one program crossing the same link share it equally (the
+    # max-min fair share when that link is what bounds each of them)
+    on_link: dict[tuple[int, int], set[int]] = {}
+
+    work = program.busy.tolist()  # pyright: ignore[reportOptionalMemberAccess]
+
+    def weight(j: int) -> float:
+        # a folded loop occupies its link only for the part of its span it works
+        return work[j] / duration[j] if folded[j] and duration[j] > 0 else 1.0
+
     def rate_of(i: int) -> float:
         k = kind_of[i]
-        return slow[k] if running[program_of[i]][other[k]] else 1.0
+        r = slow[k] if running[program_of[i]][other[k]] else 1.0
+        link = link_of.get(i)
+        if link:
+            r /= 1.0 + sum(weight(j) for j in on_link.get((program_of[i], link), ()) if j != i)
+        return r
+
+    def link_changed(i: int) -> None:
+        for j in on_link.get((program_of[i], link_of[i]), ()):
+            if j != i and not folded[j]:
+                reschedule(j)
 
     def reschedule(i: int) -> None:
         left[i] -= rate[i] * (t - since[i])
@@ -189,12 +209,19 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
                 busy[s] = True
                 p, k = program_of[i], kind_of[i]
                 if folded[i]:
-                    # a folded loop's span already includes its own contention
+                    # a folded loop's span already includes its own contention;
+                    # it still takes its share of a link from others
                     left[i], since[i], rate[i] = duration[i], t, 1.0
                     heapq.heappush(heap, (t + duration[i], version[i], i))
+                    if i in link_of:
+                        on_link.setdefault((p, link_of[i]), set()).add(i)
+                        link_changed(i)
                     continue
                 was_idle = not running[p][k]
                 running[p][k].add(i)
+                if i in link_of:
+                    on_link.setdefault((p, link_of[i]), set()).add(i)
+                    link_changed(i)
                 left[i], since[i], rate[i] = duration[i], t, rate_of(i)
                 heapq.heappush(heap, (t + duration[i] / rate[i], version[i], i))
                 if was_idle and (overlap.compute_slowdown or overlap.comm_slowdown):
@@ -215,8 +242,14 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
         version[i] += 1
         finish(i)
         if folded[i]:
+            if i in link_of:
+                on_link[(p, link_of[i])].discard(i)
+                link_changed(i)
             continue
         running[p][k].discard(i)
+        if i in link_of:
+            on_link[(p, link_of[i])].discard(i)
+            link_changed(i)
         if not running[p][k] and (overlap.compute_slowdown or overlap.comm_slowdown):
             activity_changed(p, k)
     return Timeline(program, start, end)

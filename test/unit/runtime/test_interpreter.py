@@ -20,7 +20,7 @@ def program(events, streams=("compute", "comm")) -> FlatProgram:
         stream_kinds=[KIND_COMPUTE, KIND_COMM][: len(streams)],
         duration=np.array([e[1] for e in events], dtype=float),
         stream=np.array([e[0] for e in events], dtype=np.int64),
-        kind=np.array([kinds[e[0]] for e in events], dtype=np.int8),
+        kind=np.array([kinds.get(e[0], KIND_COMM) for e in events], dtype=np.int8),
         flops=np.zeros(len(events)),
         bytes=np.zeros(len(events)),
         labels=[f"e{i}" for i in range(len(events))],
@@ -98,3 +98,34 @@ def test_same_input_same_timeline(events, cs, ms):
     a = run(program(events), OverlapModel(cs, ms))
     b = run(program(events), OverlapModel(cs, ms))
     assert a.start.tobytes() == b.start.tobytes() and a.end.tobytes() == b.end.tobytes()
+
+
+def test_collectives_on_one_link_share_its_bandwidth():
+    """Two 1 s transfers on the NICs at once take 2 s each (half the bandwidth
+    each); one on NVLink beside them is not slowed; once one ends the other
+    speeds back up."""
+    p = program([(1, 1.0, []), (2, 1.0, []), (3, 1.0, []), (2, 1.0, [1])],
+                streams=("compute", "comm_dp", "comm_pp_send", "comm_tp"))
+    p.stream_kinds = [KIND_COMPUTE, KIND_COMM, KIND_COMM, KIND_COMM]
+    p.kind = np.array([KIND_COMM] * 4, dtype=np.int8)
+    p.stream_program = [0, 0, 0, 0]
+    p.link = {0: 2, 1: 2, 2: 1, 3: 2}
+    tl = run(p)
+    assert list(tl.end[:3]) == [2.0, 2.0, 1.0]
+    assert tl.end[3] == 3.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.01, 5.0), min_size=1, max_size=6))
+def test_sharing_one_link_conserves_work(durations):
+    """n transfers started together on one link end when the link has moved
+    their total: the last ends at the sum of the durations."""
+    events = [(i, d, []) for i, d in enumerate(durations)]
+    names = tuple(f"comm_{i}" for i in range(len(durations)))
+    p = program(events, streams=names)
+    p.stream_kinds = [KIND_COMM] * len(names)
+    p.kind = np.array([KIND_COMM] * len(durations), dtype=np.int8)
+    p.stream_program = [0] * len(names)
+    p.link = {i: 2 for i in range(len(durations))}
+    tl = run(p)
+    assert tl.makespan == pytest.approx(sum(durations), rel=1e-9)

@@ -1,0 +1,395 @@
+"""
+Megatron sequence parallelism on top of tensor parallelism (run after shard-tensor).
+
+Options: none.
+
+Every `coll.all_reduce` over `tp` of an activation with a token dim (the partial
+sums of the row-parallel matmuls, the vocab-parallel embedding, and their
+backward counterparts) becomes a `reduce_scatter` on the token dim followed by an
+`all_gather`: the same bytes in total (each moves (tp-1)/tp of the buffer, the
+all_reduce twice that). The all_gather then sinks below every op that is local
+to a token (elementwise ops, dropout, norms, reductions over other dims, views)
+until something needs the whole sequence (a column-parallel matmul, a weight
+gradient, attention, the loss): between the two, the residual stream, the norms
+and dropout run on 1/tp of the tokens. The hidden state carried from layer to
+layer, and the activations a layer saves for its backward, are kept split (the
+backward gathers what it needs again, as Megatron does). Sums over tokens of a
+split tensor (a norm's weight gradient) are all-reduced over `tp`.
+
+The work that shard-tensor left replicated and that is now split is reported
+(negative) as replicated work of this pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import AnyFloat, IntegerAttr, ModuleOp, TensorType, UnitAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from charon_ir.dialects import coll, sim
+from charon_ir.errors import CharonError
+from charon_ir.parallel.accounting import record_replicated_flops, total_flops
+from charon_ir.parallel.mesh import MESH, grid_axes
+from charon_ir.parallel.sharding import reshape_groups, set_type, shape, with_shape
+
+SP_ATTR = "charon.sequence_parallel"
+"""Marks the all_gathers this pass made, the only ones it moves."""
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Token counts of the step: a token dim has `seq` or `batch * seq` entries."""
+
+    seq: int
+    batch: int
+    tp: int
+
+    def dim(self, value: SSAValue) -> int | None:
+        if not isinstance(value.type, TensorType):
+            return None
+        dims = shape(value)
+        for d, n in enumerate(dims):
+            if n in (self.seq, self.seq * self.batch) and n % self.tp == 0:
+                return d
+        return None
+
+
+def _gathered(value: SSAValue) -> coll.AllGatherOp | None:
+    """The SP all_gather `value` comes from, if any."""
+    owner = value.owner
+    if isinstance(owner, coll.AllGatherOp) and SP_ATTR in owner.attributes:
+        return owner
+    return None
+
+
+def _gather(value: SSAValue, dim: int, tp: int) -> coll.AllGatherOp:
+    full = list(shape(value))
+    full[dim] *= tp
+    op = coll.AllGatherOp(value, MESH, ["tp"], with_shape(value.type, full), axis=IntegerAttr(dim, 64))
+    op.attributes[SP_ATTR] = UnitAttr()
+    return op
+
+
+def _split_type(value: SSAValue, dim: int, tp: int) -> TensorType:
+    local = list(shape(value))
+    local[dim] //= tp
+    return with_shape(value.type, local)
+
+
+def _local_slice(value: SSAValue, dim: int, tp: int) -> sim.GenericOp:
+    return sim.GenericOp("shard.slice", [value], [_split_type(value, dim, tp)], 0.0, 0.0)
+
+
+@dataclass
+class SplitAllReduce(RewritePattern):
+    """all_reduce(x) -> all_gather(reduce_scatter(x)) on the token dim."""
+
+    tokens: Tokens
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: coll.AllReduceOp, rewriter: PatternRewriter) -> None:
+        if op.axis_names() != ["tp"] or "charon.grad_sync" in op.attributes or SP_ATTR in op.attributes:
+            return
+        src = op.input.owner
+        while isinstance(src, sim.ViewOp):
+            src = src.input.owner
+        if isinstance(src, sim.GenericOp) and src.callee.data == "shard.row_stats":
+            return
+        if isinstance(src, sim.AttentionGradOp):
+            return  # the gradient of a kv head shared by several ranks
+        d = self.tokens.dim(op.input)
+        if d is None:
+            return
+        tp = self.tokens.tp
+        rs = coll.ReduceScatterOp(op.input, MESH, ["tp"], _split_type(op.input, d, tp), axis=IntegerAttr(d, 64))
+        ag = _gather(rs.result, d, tp)
+        rewriter.replace(op, [rs, ag], [ag.result])
+
+
+TOKEN_LOCAL = (sim.ElementwiseOp, sim.NormOp, sim.ReduceOp, sim.ViewOp, sim.SoftmaxOp)
+
+
+def _token_local_result_dim(op: Operation, operand: SSAValue, dim: int) -> int | None:
+    """Where dim `dim` of `operand` lands in the result of token-local op `op`
+    (None: the op is not token-local in that dim)."""
+    res = op.results[0]
+    if isinstance(op, (sim.ElementwiseOp, sim.NormOp)):
+        rd = dim + len(shape(res)) - len(shape(operand))
+        return rd if shape(res)[rd] == shape(operand)[dim] else None
+    if isinstance(op, sim.SoftmaxOp):
+        return dim if op.dim.value.data != dim else None
+    if isinstance(op, sim.ReduceOp):
+        dims = [int(x) for x in op.dims.get_values()]
+        if dim in dims:
+            return -1  # a sum over tokens
+        if len(shape(res)) == len(shape(operand)):
+            return dim
+        return dim - sum(1 for x in dims if x < dim)
+    if isinstance(op, sim.ViewOp):
+        src, dst = shape(operand), shape(res)
+        groups = reshape_groups(src, dst)
+        n = src[dim]
+        if groups is not None:
+            for gi, gj in groups:
+                if dim in gi:
+                    if len(gi) == 1 and gj and dst[gj[0]] % n == 0 or len(gj) == 1:
+                        return gj[0]
+                    same = [j for j in gj if dst[j] == n]
+                    return same[0] if same else None
+        same = [j for j, m in enumerate(dst) if m == n]
+        return same[0] if len(same) == 1 else None
+    return None
+
+
+@dataclass
+class SinkGather(RewritePattern):
+    """op(all_gather(x), y, ...) -> all_gather(op(x, slice(y), ...)) for an op that
+    is local to each token."""
+
+    tokens: Tokens
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, TOKEN_LOCAL):
+            return
+        tp = self.tokens.tp
+        if isinstance(op, sim.ViewOp) and not all(
+            isinstance(u.operation, (*TOKEN_LOCAL, sim.YieldOp)) for u in op.result.uses
+        ):
+            # a view moves nothing: gathering after it only pays when what reads
+            # it runs split too (else a second gather of the same data)
+            return
+        lead = next(((i, g) for i, v in enumerate(op.operands) if (g := _gathered(v)) is not None), None)
+        if lead is None:
+            return
+        i0, g0 = lead
+        gdim = g0.axis.value.data
+        full0 = shape(op.operands[i0])
+        rd = _token_local_result_dim(op, op.operands[i0], gdim)
+        if rd is None:
+            return
+        res = op.results[0]
+        res_rank = len(shape(res))
+        new_operands: list[SSAValue] = []
+        pre: list[Operation] = []
+        for v in op.operands:
+            g = _gathered(v)
+            v_shape = shape(v)
+            # the operand's dim aligned with the token dim (numpy broadcasting)
+            od = gdim + len(v_shape) - len(full0) if isinstance(op, sim.ElementwiseOp) else (gdim if v is op.operands[i0] or len(v_shape) == len(full0) else -1)
+            if g is not None and g.axis.value.data == od:
+                new_operands.append(g.input)
+            elif od < 0 or od >= len(v_shape) or v_shape[od] == 1:
+                new_operands.append(v)  # broadcast along the tokens: no split
+            elif v_shape[od] == full0[gdim]:
+                sl = _local_slice(v, od, tp)
+                pre.append(sl)
+                new_operands.append(sl.results[0])
+            else:
+                return
+        if rd == -1:
+            local = op.clone()
+            for k, v in enumerate(new_operands):
+                local.operands[k] = v
+            reduce = coll.AllReduceOp(local.results[0], MESH, ["tp"])
+            reduce.attributes[SP_ATTR] = UnitAttr()  # a sum over tokens: stays whole
+            rewriter.insert([*pre, local, reduce], InsertPoint.before(op))
+            rewriter.replace(op, [], [reduce.result])
+            return
+        if rd >= res_rank or shape(res)[rd] % tp:
+            return
+        local = op.clone()
+        for k, v in enumerate(new_operands):
+            local.operands[k] = v
+        set_type(local.results[0], _split_type(res, rd, tp))
+        ag = _gather(local.results[0], rd, tp)
+        rewriter.insert([*pre, local], InsertPoint.before(op))
+        rewriter.replace(op, [ag], [ag.result])
+
+
+@dataclass
+class KeepYieldedSplit(RewritePattern):
+    """A phase or repeat yields all_gather(x) as a saved activation: yield x (split)
+    and gather after the parent, for whoever reads it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.YieldOp, rewriter: PatternRewriter) -> None:
+        parent = op.parent_op()
+        n_iter = len(parent.iter_init) if isinstance(parent, sim.RepeatOp) else 0
+        if not isinstance(parent, (sim.PhaseOp, sim.RepeatOp)):
+            return
+        for i in range(n_iter, len(op.values)):
+            g = _gathered(op.values[i])
+            if g is None:
+                continue
+            d = g.axis.value.data
+            result = parent.results[i]
+            shift = 1 if isinstance(parent, sim.RepeatOp) else 0
+            tp = g.group_size()
+            op.operands[i] = g.input
+            set_type(result, with_shape(result.type, (*shape(result)[:shift], *shape(g.input))))
+            users = list(result.uses)
+            ag = _gather(result, d + shift, tp)
+            Rewriter.insert_op(ag, InsertPoint.after(parent))
+            for u in users:
+                u.operation.operands[u.index] = ag.result
+            rewriter.handle_operation_modification(op)
+
+
+@dataclass
+class SplitCarried(RewritePattern):
+    """A repeat whose carried value comes in or goes out gathered carries it split:
+    the layers pass the hidden state (and its gradient) split on the tokens."""
+
+    tokens: Tokens
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.RepeatOp, rewriter: PatternRewriter) -> None:
+        tp = self.tokens.tp
+        block = op.body.block
+        term = block.last_op
+        assert isinstance(term, sim.YieldOp)
+        for i, init in enumerate(op.iter_init):
+            arg = block.args[i]
+            g_in, g_out = _gathered(init), _gathered(term.values[i])
+            if g_in is None and g_out is None:
+                continue
+            d = (g_in or g_out).axis.value.data  # pyright: ignore[reportOptionalMemberAccess]
+            if shape(arg)[d] % tp:
+                continue
+            # init: the split value itself, or a local slice of the whole one
+            if g_in is not None and g_in.axis.value.data == d:
+                op.operands[i] = g_in.input
+            else:
+                sl = _local_slice(init, d, tp)
+                rewriter.insert(sl, InsertPoint.before(op))
+                op.operands[i] = sl.results[0]
+            # body: the argument arrives split; gather it for the ops that read it
+            users = list(arg.uses)
+            set_type(arg, _split_type(arg, d, tp))
+            ag = _gather(arg, d, tp)
+            Rewriter.insert_op(ag, InsertPoint.at_start(block))
+            for u in users:
+                u.operation.operands[u.index] = ag.result
+            out = term.values[i]
+            g_out = _gathered(out)
+            if g_out is not None and g_out.axis.value.data == d:
+                term.operands[i] = g_out.input
+            else:
+                sl = _local_slice(out, d, tp)
+                Rewriter.insert_op(sl, InsertPoint.before(term))
+                term.operands[i] = sl.results[0]
+            result = op.results[i]
+            users = list(result.uses)
+            set_type(result, arg.type)
+            ag_out = _gather(result, d, tp)
+            Rewriter.insert_op(ag_out, InsertPoint.after(op))
+            for u in users:
+                u.operation.operands[u.index] = ag_out.result
+            rewriter.handle_operation_modification(op)
+            return
+
+
+@dataclass
+class SplitSlices(RewritePattern):
+    """A repeat slicing a gathered stack slices the split stack and gathers inside."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.RepeatOp, rewriter: PatternRewriter) -> None:
+        n_iter = len(op.iter_init)
+        block = op.body.block
+        for j, stacked in enumerate(op.slices):
+            g = _gathered(stacked)
+            if g is None or g.axis.value.data == 0:
+                continue
+            arg = block.args[n_iter + j]
+            users = list(arg.uses)
+            op.operands[n_iter + j] = g.input
+            set_type(arg, with_shape(arg.type, shape(g.input)[1:]))
+            ag = _gather(arg, g.axis.value.data - 1, g.group_size())
+            Rewriter.insert_op(ag, InsertPoint.at_start(block))
+            for u in users:
+                u.operation.operands[u.index] = ag.result
+            rewriter.handle_operation_modification(op)
+            return
+
+
+class FoldSliceOfGather(RewritePattern):
+    """slice(all_gather(x)) is x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.GenericOp, rewriter: PatternRewriter) -> None:
+        if op.callee.data != "shard.slice" or len(op.operands) != 1:
+            return
+        g = _gathered(op.operands[0])
+        if g is not None and g.input.type == op.results[0].type:
+            rewriter.replace(op, [], [g.input])
+
+
+class EraseUnusedGather(RewritePattern):
+    """A gather nothing reads moves nothing (only this pass's own gathers)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: coll.AllGatherOp, rewriter: PatternRewriter) -> None:
+        if SP_ATTR in op.attributes and not op.result.uses:
+            rewriter.erase(op)
+
+
+def step_tokens(module: ModuleOp) -> tuple[int, int]:
+    """(sequence, batch) from the first attention op's queries."""
+    for op in module.walk():
+        if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)):
+            q = shape(op.q)
+            return q[1], q[0]
+    return 0, 0
+
+
+@dataclass(frozen=True)
+class SequenceParallelPass(ModulePass):
+    name = "sequence-parallel"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        tp = grid_axes(op).get("tp", 1)
+        if tp == 1:
+            raise CharonError("sequence-parallel: needs tensor parallelism (run shard-tensor{tp=N} first)")
+        seq, batch = step_tokens(op)
+        if not seq:
+            raise CharonError("sequence-parallel: the module has no attention op to take the sequence length from")
+        if seq % tp:
+            raise CharonError(
+                f"sequence-parallel: the tp axis ({tp}) does not divide the sequence length ({seq})"
+            )
+        before = total_flops(op)
+        tokens = Tokens(seq, batch, tp)
+        for inp in list(op.body.block.ops):
+            # a hidden state entering the step (a hand-written layer's input) is the
+            # previous layer's output: split like the residual stream
+            d = tokens.dim(inp.results[0]) if isinstance(inp, sim.InputOp) else None
+            if d is None or not isinstance(inp.results[0].type.element_type, AnyFloat):  # pyright: ignore
+                continue
+            users = list(inp.results[0].uses)
+            local = _local_slice(inp.results[0], d, tp)
+            ag = _gather(local.results[0], d, tp)
+            Rewriter.insert_op([local, ag], InsertPoint.after(inp))
+            for u in users:
+                u.operation.operands[u.index] = ag.result
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [
+                    SplitAllReduce(tokens), SinkGather(tokens), KeepYieldedSplit(),
+                    SplitCarried(tokens), SplitSlices(), FoldSliceOfGather(), EraseUnusedGather(),
+                ],
+                dce_enabled=False,
+            ),
+        ).rewrite_module(op)
+        record_replicated_flops(op, self.name, tp * (total_flops(op) - before))

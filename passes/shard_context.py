@@ -1,0 +1,317 @@
+"""
+Context parallelism on the `cp` axis of `coll.grid @mesh`: every rank holds 1/cp of
+the sequence of every activation.
+
+Options:
+- cp: ranks in a context-parallel group (default 1: nothing to do).
+- mode: how attention sees the whole sequence:
+  - `ring` (default): ring attention. Keys and values travel around the ring by
+    send/recv, one block per step, while each rank attends its queries to the block
+    it holds. Causal load balancing: the sequence is cut into 2*cp chunks and rank r
+    keeps chunks r and 2*cp-1-r, so the first step is a causal block and every later
+    step is exactly half a block's work (half the queries against the whole kv
+    block): each rank does 1/cp of the causal work. The backward sends the kv
+    blocks again and their gradients back to their owners. The steps' partial
+    results are joined by `sim.generic "ring_attention.merge*"`, with no FLOPs of
+    their own: the online-softmax rescaling and the gradient sums run inside the
+    attention kernels.
+  - `ulysses`: DeepSpeed-Ulysses. all_to_all turns q, k, v from split on the
+    sequence into split on the heads, attention runs on the whole sequence for
+    1/cp of the heads, and an all_to_all turns the output back (the backward does
+    the same for the gradients). kv heads fewer than cp are gathered whole.
+
+Run it after shard-tensor and sequence-parallel: the kv blocks a ring step
+receives (coll.recv) take their types from the module as it is then, and a later
+pass that splits k and v again cannot retype them.
+
+The sequence split starts at the step inputs (token ids, positions, labels, and
+any other input with a sequence dim) and propagates; each op is token-local except
+attention and the sums over tokens, which leave partial sums: weight gradients are
+all-reduced over `cp` (marked `charon.grad_sync`, for a data-parallel pass to fold
+into its own reduction) and so is the loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from charon_ir.dialects import coll, sim
+from charon_ir.errors import CharonError
+from charon_ir.parallel.accounting import record_replicated_flops
+from charon_ir.parallel.mesh import MESH, ensure_axis
+from charon_ir.parallel.sharding import (
+    REPLICATED,
+    Shard,
+    ShardAttention,
+    ShardGeneric,
+    ShardingState,
+    set_type,
+    shape,
+    split,
+    with_shape,
+)
+
+
+def attention_dims(module: ModuleOp) -> tuple[int, int, int]:
+    """(sequence, q heads, kv heads) of the first attention op."""
+    for op in module.walk():
+        if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)):
+            return shape(op.q)[1], shape(op.q)[2], shape(op.k)[2]
+    return 0, 0, 0
+
+
+def _p2p(cls, axis: str, shift: int, operands=(), result_types=()) -> Operation:
+    return cls.build(
+        operands=list(operands),
+        result_types=list(result_types),
+        properties={
+            "grid": SymbolRefAttr(MESH),
+            "grid_axes": ArrayAttr([StringAttr(axis)]),
+            "shift": IntegerAttr(shift, 64),
+        },
+    )
+
+
+def _slice(value: SSAValue, dim: int, size: int) -> sim.GenericOp:
+    """A free local view of part of `value` along `dim` (half the local queries)."""
+    new = list(shape(value))
+    new[dim] = size
+    return sim.GenericOp("shard.slice", [value], [with_shape(value.type, new)], 0.0, 0.0)
+
+
+def _merge(name: str, parts: list[SSAValue], result_type) -> sim.GenericOp:
+    # the online-softmax rescaling (forward) and the gradient accumulation are done
+    # inside the attention kernels; the merge only names the dataflow
+    return sim.GenericOp(name, parts, [result_type], 0.0, 0.0)
+
+
+@dataclass
+class ContextAttention:
+    """Takes attention over from the default propagation when q, k, v are split on
+    the sequence."""
+
+    state: ShardingState
+    mode: str
+
+    def __call__(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        st = self.state
+        if all(st.shard(v).replicated for v in op.operands):
+            return False
+        if self.mode == "ulysses":
+            self.ulysses(op, rewriter)
+        else:
+            self.ring(op, rewriter)
+        return True
+
+    # -- Ulysses --------------------------------------------------------------
+
+    def _heads(self, value: SSAValue) -> Shard:
+        heads = shape(value)[2]
+        cp = self.state.size
+        if heads % cp == 0:
+            return split(2, cp, "heads")
+        # fewer kv heads than ranks: each rank keeps the kv head its queries use
+        return Shard(2, heads, False, "heads") if heads > 1 else REPLICATED
+
+    def _to_heads(self, op: Operation, value: SSAValue) -> None:
+        st = self.state
+        want = self._heads(value)
+        have = st.shard(value)
+        if have.dim == 2:
+            return
+        # fewer kv heads than ranks: the conversion gathers the sequence and keeps
+        # the kv head the local query heads need
+        st.use_value(op, value, want)
+        new = st.convert(value, want)
+        parent_yield = self._saving_yield(op)
+        if parent_yield is not None:
+            # save what attention read (split on heads), as Ulysses' autograd does:
+            # the backward then needs no all_to_all for it
+            for i, v in enumerate(parent_yield.operands):
+                if v is value:
+                    parent_yield.operands[i] = new
+
+    @staticmethod
+    def _saving_yield(op: Operation) -> sim.YieldOp | None:
+        block = op.parent_block()
+        last = block.last_op if block else None
+        return last if isinstance(last, sim.YieldOp) else None
+
+    def _back_to_seq(self, result: SSAValue, keep_saved: bool) -> None:
+        st = self.state
+        saving = self._saving_yield(result.owner) if keep_saved else None
+        users = [u for u in result.uses if u.operation is not saving]
+        back = st.convert(result, split(1, st.size, "seq"))
+        for use in users:
+            use.operation.operands[use.index] = back
+
+    def ulysses(self, op: Operation, rewriter: PatternRewriter) -> None:
+        st = self.state
+        for value in (op.q, op.k, op.v):
+            self._to_heads(op, value)
+        if isinstance(op, sim.AttentionOp):
+            set_type(op.result, with_shape(op.result.type, (*shape(op.q)[:3], shape(op.v)[3])))
+            st.shards[op.result] = st.shard(op.q)
+            self._back_to_seq(op.result, keep_saved=True)
+            return
+        self._to_heads(op, op.out)
+        self._to_heads(op, op.grad_out)
+        qs = st.shard(op.q)
+        for r, src in ((op.grad_q, op.q), (op.grad_k, op.k), (op.grad_v, op.v)):
+            set_type(r, src.type)
+            s = st.shard(src)
+            # a kv head used by several ranks' queries gets a gradient from each
+            shared = (s.dim == 2 and s.factor < qs.factor) or (s.replicated and qs.dim is not None)
+            st.shards[r] = Shard(s.dim, s.factor, shared, s.tag)
+            self._back_to_seq(r, keep_saved=False)
+
+    # -- ring -----------------------------------------------------------------
+
+    def ring(self, op: Operation, rewriter: PatternRewriter) -> None:
+        st = self.state
+        cp = st.size
+        seq = split(1, cp, "seq")
+        for value in (op.q, op.k, op.v):
+            st.use_value(op, value, seq)
+        if isinstance(op, sim.AttentionGradOp):
+            st.use_value(op, op.out, seq)
+            st.use_value(op, op.grad_out, seq)
+        causal = op.causal is not None
+        local = shape(op.q)[1]
+        half = local // 2
+        point = InsertPoint.before(op)
+        k, v = op.k, op.v
+        blocks: list[tuple[SSAValue, SSAValue]] = [(k, v)]
+        new_ops: list[Operation] = []
+        # kv blocks around the ring: at step i a rank holds the block of rank r - i
+        for _ in range(1, cp):
+            pk, pv = blocks[-1]
+            new_ops += [_p2p(coll.SendOp, st.axis, 1, [pk]), _p2p(coll.SendOp, st.axis, 1, [pv])]
+            rk = _p2p(coll.RecvOp, st.axis, -1, result_types=[pk.type])
+            rv = _p2p(coll.RecvOp, st.axis, -1, result_types=[pv.type])
+            new_ops += [rk, rv]
+            blocks.append((rk.results[0], rv.results[0]))
+        Rewriter.insert_op(new_ops, point)
+        out_type = (*shape(op.q)[:3], shape(op.v)[3])
+        if isinstance(op, sim.AttentionOp):
+            set_type(op.result, with_shape(op.result.type, out_type))
+            parts = [op.result]
+            for bk, bv in blocks[1:]:
+                q = op.q
+                pre: list[Operation] = []
+                if causal:  # balanced: half the local queries see a whole block
+                    sl = _slice(op.q, 1, half)
+                    pre.append(sl)
+                    q = sl.results[0]
+                att = sim.AttentionOp(q, bk, bv, with_shape(op.result.type, (*shape(q)[:3], shape(bv)[3])), causal=False, flash=op.flash is not None)
+                Rewriter.insert_op([*pre, att], InsertPoint.after(parts[-1].owner))
+                parts.append(att.result)
+            merge = _merge("ring_attention.merge", parts, op.result.type)
+            Rewriter.insert_op(merge, InsertPoint.after(parts[-1].owner))
+            self._replace_uses(op.result, merge.results[0], skip={merge})
+            st.shards[op.result] = seq
+            st.shards[merge.results[0]] = seq
+            return
+        # backward: each step's partial gradients; dk, dv go back to their owners
+        for r, src in ((op.grad_q, op.q), (op.grad_k, op.k), (op.grad_v, op.v)):
+            set_type(r, src.type)
+        grads_q, grads_k, grads_v = [op.grad_q], [op.grad_k], [op.grad_v]
+        after: Operation = op
+        for bk, bv in blocks[1:]:
+            pre: list[Operation] = []
+            q, out, dout = op.q, op.out, op.grad_out
+            if causal:
+                sq, so, sd = _slice(q, 1, half), _slice(out, 1, half), _slice(dout, 1, half)
+                pre += [sq, so, sd]
+                q, out, dout = sq.results[0], so.results[0], sd.results[0]
+            g = sim.AttentionGradOp.build(
+                operands=[out, dout, q, bk, bv],
+                result_types=[q.type, bk.type, bv.type],
+                properties={"flash": op.flash} if op.flash is not None else {},
+            )
+            send_k = _p2p(coll.SendOp, st.axis, -1, [g.results[1]])
+            send_v = _p2p(coll.SendOp, st.axis, -1, [g.results[2]])
+            recv_k = _p2p(coll.RecvOp, st.axis, 1, result_types=[bk.type])
+            recv_v = _p2p(coll.RecvOp, st.axis, 1, result_types=[bv.type])
+            Rewriter.insert_op([*pre, g, send_k, send_v, recv_k, recv_v], InsertPoint.after(after))
+            after = recv_v
+            grads_q.append(g.results[0])
+            grads_k.append(recv_k.results[0])
+            grads_v.append(recv_v.results[0])
+        merges = []
+        for name, parts, r in (("dq", grads_q, op.grad_q), ("dk", grads_k, op.grad_k), ("dv", grads_v, op.grad_v)):
+            m = _merge(f"ring_attention.merge_{name}", parts, r.type)
+            merges.append((r, m))
+        Rewriter.insert_op([m for _, m in merges], InsertPoint.after(after))
+        for r, m in merges:
+            self._replace_uses(r, m.results[0], skip={m})
+            st.shards[r] = seq
+            st.shards[m.results[0]] = seq
+
+    @staticmethod
+    def _replace_uses(old: SSAValue, new: SSAValue, skip: set[Operation]) -> None:
+        for use in list(old.uses):
+            if use.operation not in skip:
+                use.operation.operands[use.index] = new
+
+
+@dataclass(frozen=True)
+class ShardContextPass(ModulePass):
+    name = "shard-context"
+
+    cp: int = 1
+    mode: Literal["ring", "ulysses"] = "ring"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.cp < 1:
+            raise CharonError(f"shard-context: option 'cp' must be >= 1, got {self.cp}")
+        if self.cp == 1:
+            return
+        cp = self.cp
+        seq, heads, kv_heads = attention_dims(op)
+        if not seq:
+            raise CharonError("shard-context: the module has no attention op to split the sequence of")
+        if seq % cp:
+            raise CharonError(f"shard-context: option 'cp' ({cp}) does not divide the sequence length ({seq})")
+        if self.mode == "ring" and seq % (2 * cp):
+            raise CharonError(
+                f"shard-context: option 'cp' ({cp}) does not divide the sequence length ({seq}) "
+                f"into 2*cp load-balanced chunks (mode=ring)"
+            )
+        if self.mode == "ulysses" and heads % cp:
+            raise CharonError(
+                f"shard-context: option 'cp' ({cp}) does not divide the attention heads ({heads}) (mode=ulysses)"
+            )
+        if self.mode == "ulysses" and kv_heads % cp and cp % kv_heads:
+            raise CharonError(
+                f"shard-context: option 'cp' ({cp}) neither divides nor is a multiple of the kv heads "
+                f"({kv_heads}) (mode=ulysses)"
+            )
+        ensure_axis(op, "cp", cp, self.name)
+        st = ShardingState("cp", cp, self.name, hints={"seq": {seq}, "heads": {heads, kv_heads}})
+        st.snapshot(op)
+        seeded = 0
+        for inp in op.body.block.ops:
+            if not isinstance(inp, sim.InputOp):
+                continue
+            dims = shape(inp.result)
+            tokens = [d for d, n in enumerate(dims) if n == seq and d < 2]
+            if not tokens:
+                # a [tokens, ...] input of a hand-written layer (batch folded in)
+                tokens = [0] if dims and dims[0] % seq == 0 and len(dims) == 2 else []
+            if tokens:
+                st.assign(inp.result, split(tokens[0], cp, "seq"))
+                seeded += 1
+        if not seeded:
+            raise CharonError("shard-context: no step input has a sequence dim to split")
+        handler = ContextAttention(st, self.mode)
+        st.run(op, [ShardAttention(st, handler=handler), ShardGeneric(st)])
+        record_replicated_flops(op, self.name, st.replicated_flops)

@@ -1,0 +1,270 @@
+"""
+Expert parallelism for mixture-of-experts layers on the `ep` axis of `coll.grid @mesh`.
+
+Options:
+- ep: ranks the routed experts are spread over (default 1: nothing to do). Each
+  holds experts / ep of them.
+- etp: expert tensor parallelism (default 1): each expert's ffn dim is also split
+  over the `tp` axis (column-parallel gate/up, row-parallel down, an all_reduce of
+  the expert outputs before they go home).
+- capacity-factor: 0 (default) keeps the balanced, dropless routing the model was
+  imported with (capacity = tokens * top_k / experts per expert); c > 0 pads every
+  expert's buffer to c times that, and the padding is reported as replicated work.
+
+The ep ranks are data-parallel ranks for everything but the routed experts: each
+brings its own tokens. After `sim.moe_dispatch` fills the per-expert buffers
+[experts, capacity, h] of its own tokens, an all_to_all sends each expert's rows to
+the rank that holds it, which then sees [experts / ep, capacity * ep, h]; before
+`sim.moe_combine` another all_to_all brings them back (the backward mirrors both).
+Per token and per call each all_to_all moves tokens * top_k * h * 2 bytes (bf16),
+(ep - 1) / ep of it off the rank. The router, attention and the shared experts stay
+dense. FLOPs per rank are unchanged (dropless): the group does ep ranks' worth of
+work, as without expert parallelism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from charon_ir.dialects import coll, sim
+from charon_ir.errors import CharonError
+from charon_ir.parallel.accounting import record_replicated_flops, total_flops
+from charon_ir.parallel.mesh import MESH, ensure_axis
+from charon_ir.parallel.sharding import (
+    REPLICATED,
+    ShardAttention,
+    ShardGeneric,
+    ShardingState,
+    ShardPattern,
+    set_type,
+    shape,
+    split,
+    with_shape,
+)
+
+EXPERT_TP_ATTR = "charon.expert_tp"
+"""Set on the module once the experts' ffn dim is settled (by shard-expert's etp or
+by shard-tensor): shard-tensor leaves expert weights alone when it is there."""
+
+
+def expert_weight_dims(name: str, rank: int) -> tuple[int, int] | None:
+    """(experts dim, ffn dim) of a routed-expert weight named like HF's stacked
+    experts (`mlp.experts.gate_up_proj` [E, 2I, h], `mlp.experts.down_proj` [E, h, I]),
+    or None. Shared experts (`shared_experts`) are dense MLPs, not matched."""
+    parts = name.split(".")
+    lead = 1 if "[" in name else 0
+    if "experts" not in parts or rank - lead != 3:
+        return None
+    last = parts[-1] if parts[-1] not in ("weight", "bias") else parts[-2]
+    if last in ("gate_up_proj", "gate_proj", "up_proj", "w1", "w3"):
+        return lead, lead + 1
+    if last in ("down_proj", "w2"):
+        return lead, lead + 2
+    return None
+
+
+@dataclass
+class DispatchToExperts(ShardPattern):
+    """After a dispatch: all_to_all the per-expert buffers to the experts' owners."""
+
+    op_types: tuple[type[Operation], ...] = (sim.MoeDispatchOp,)
+    capacity: int = 0
+
+    def shard_op(self, op: sim.MoeDispatchOp, rewriter: PatternRewriter) -> None:
+        st = self.state
+        st.resolve_partials(op)
+        for i, v in enumerate(op.operands):
+            if not st.shard(v).replicated:
+                st.use(op, i, REPLICATED)
+        e, c, h = shape(op.result)
+        if self.capacity:
+            c = self.capacity
+            set_type(op.result, with_shape(op.result.type, (e, c, h)))
+        ep = st.size
+        a2a = coll.AllToAllOp(
+            op.result, MESH, [st.axis], with_shape(op.result.type, (e // ep, c * ep, h)),
+            split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(1, 64),
+        )
+        Rewriter.insert_op(a2a, InsertPoint.after(op))
+        op.result.replace_uses_with_if(a2a.result, lambda use: use.operation is not a2a)
+        st.shards[a2a.result] = split(0, ep, "experts")
+        st.done.add(a2a)
+
+
+def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValue]) -> SSAValue:
+    """all_to_all expert outputs [experts/ep, capacity*ep, h] back to the ranks
+    their tokens came from: [experts, capacity, h]."""
+    if value in cache:
+        return cache[value]
+    s = st.shard(value)
+    if s.dim != 0:
+        return st.convert(value, REPLICATED)
+    e, c, h = shape(value)
+    ep = st.size
+    a2a = coll.AllToAllOp(
+        value, MESH, [st.axis], with_shape(value.type, (e * ep, c // ep, h)),
+        split_axis=IntegerAttr(1, 64), concat_axis=IntegerAttr(0, 64),
+    )
+    owner = value.owner
+    point = InsertPoint.after(owner) if isinstance(owner, Operation) else InsertPoint.at_start(value.block)  # pyright: ignore
+    Rewriter.insert_op(a2a, point)
+    st.done.add(a2a)
+    cache[value] = a2a.result
+    return a2a.result
+
+
+@dataclass
+class CombineFromExperts(ShardPattern):
+    """Before a combine (and the router-weight gradient): all_to_all the expert
+    outputs back. The forward saves the returned buffers for its backward, as
+    Megatron's token unpermutation does."""
+
+    op_types: tuple[type[Operation], ...] = (sim.MoeCombineOp, sim.GenericOp)
+    cache: dict[SSAValue, SSAValue] | None = None
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, sim.GenericOp) and op.callee.data != "moe_combine_weight_grad":
+            return
+        super().match_and_rewrite(op, rewriter)
+
+    def shard_op(self, op: Operation, rewriter: PatternRewriter) -> None:
+        st = self.state
+        st.resolve_partials(op)
+        cache = self.cache if self.cache is not None else {}
+        for i, v in enumerate(op.operands):
+            t = v.type
+            if isinstance(t, TensorType) and len(shape(v)) == 3 and st.shard(v).dim == 0:
+                back = _to_tokens(st, v, cache)
+                op.operands[i] = back
+                block = op.parent_block()
+                last = block.last_op if block else None
+                if isinstance(last, sim.YieldOp) and isinstance(op, sim.MoeCombineOp):
+                    for j, y in enumerate(last.operands):
+                        if y is v:
+                            last.operands[j] = back
+            elif not st.shard(v).replicated:
+                st.use(op, i, REPLICATED)
+
+
+def _expert_region(dispatches: list[sim.MoeDispatchOp]) -> list[SSAValue]:
+    """Values computed from the dispatched buffers, up to the combines: the
+    expert activations, also where a phase or a repeat passes them on (saved for
+    the backward)."""
+    region: list[SSAValue] = []
+    seen: set[SSAValue] = set()
+    work: list[SSAValue] = [d.result for d in dispatches]
+    while work:
+        value = work.pop()
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, (sim.MoeCombineOp, sim.MoeDispatchOp)) or (
+                isinstance(user, sim.GenericOp) and user.callee.data == "moe_combine_weight_grad"
+            ):
+                continue
+            if isinstance(user, sim.YieldOp):
+                parent = user.parent_op()
+                reached = [parent.results[use.index]] if parent is not None else []
+            elif isinstance(user, sim.RepeatOp):
+                reached = [user.body.block.args[use.index]]
+            else:
+                reached = list(user.results)
+            for r in reached:
+                if r not in seen and isinstance(r.type, TensorType):
+                    seen.add(r)
+                    region.append(r)
+                    work.append(r)
+    return region
+
+
+def _scale_capacity(region: list[SSAValue], experts: int, capacity: int, new_capacity: int) -> None:
+    """Give every [.., experts, capacity, ..] value of the expert region its
+    group-wide capacity, so the propagation can split it on the experts:
+    [experts, capacity * ep] split ep ways on dim 0."""
+    for value in region:
+        dims = list(shape(value))
+        for p in range(len(dims) - 1):
+            if dims[p] == experts and dims[p + 1] == capacity:
+                dims[p + 1] = new_capacity
+                set_type(value, with_shape(value.type, dims))
+                break
+
+
+@dataclass(frozen=True)
+class ShardExpertPass(ModulePass):
+    name = "shard-expert"
+
+    ep: int = 1
+    etp: int = 1
+    capacity_factor: float = 0.0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.ep < 1 or self.etp < 1:
+            raise CharonError(f"shard-expert: options 'ep' ({self.ep}) and 'etp' ({self.etp}) must be >= 1")
+        if self.capacity_factor < 0:
+            raise CharonError(f"shard-expert: option 'capacity-factor' must be >= 0, got {self.capacity_factor}")
+        dispatches = [d for d in op.walk() if isinstance(d, sim.MoeDispatchOp)]
+        if not dispatches:
+            raise CharonError("shard-expert: the module has no sim.moe_dispatch (no routed experts)")
+        experts, capacity, _ = shape(dispatches[0].result)
+        tokens, top_k = shape(dispatches[0].indices)
+        if experts % self.ep:
+            raise CharonError(
+                f"shard-expert: option 'ep' ({self.ep}) does not divide the experts ({experts})"
+            )
+        weights = []
+        for p in op.body.block.ops:
+            if isinstance(p, sim.ParamOp):
+                dims = expert_weight_dims(p.sym_name.data, len(shape(p.result)))
+                if dims is not None:
+                    weights.append((p, dims))
+                    if shape(p.result)[dims[1]] % self.etp:
+                        raise CharonError(
+                            f"shard-expert: option 'etp' ({self.etp}) does not divide the expert ffn size "
+                            f"({shape(p.result)[dims[1]]}) of '{p.sym_name.data}'"
+                        )
+        before = total_flops(op)
+        if self.ep > 1:
+            new_capacity = capacity
+            if self.capacity_factor > 0:
+                new_capacity = max(1, ceil(self.capacity_factor * tokens * top_k / experts))
+            ensure_axis(op, "ep", self.ep, self.name)
+            _scale_capacity(_expert_region(dispatches), experts, capacity, new_capacity * self.ep)
+            st = ShardingState("ep", self.ep, self.name, hints={"experts": {experts}})
+            for p, (edim, _) in weights:
+                st.assign(p.result, split(edim, self.ep, "experts"))
+            st.run(op, [
+                DispatchToExperts(st, capacity=new_capacity if new_capacity != capacity else 0),
+                CombineFromExperts(st, cache={}),
+                ShardAttention(st), ShardGeneric(st),
+            ])
+        ep_flops = total_flops(op)
+        if self.etp > 1:
+            done = op.attributes.get(EXPERT_TP_ATTR)
+            if done is not None:
+                if done.value.data != self.etp:  # pyright: ignore[reportAttributeAccessIssue]
+                    raise CharonError(
+                        f"shard-expert: option 'etp' ({self.etp}) differs from the expert tensor "
+                        f"parallelism already applied ({done.value.data})"  # pyright: ignore
+                    )
+            else:
+                ensure_axis(op, "tp", self.etp, self.name)
+                tp = ShardingState("tp", self.etp, self.name, hints={"ffn": set()})
+                tp.snapshot(op)
+                for p, (_, fdim) in weights:
+                    tp.hints["ffn"].add(shape(p.result)[fdim])
+                    tp.assign(p.result, split(fdim, self.etp, "ffn"))
+                tp.run(op, [ShardAttention(tp), ShardGeneric(tp)])
+                record_replicated_flops(op, f"{self.name}.etp", tp.replicated_flops)
+        op.attributes[EXPERT_TP_ATTR] = IntegerAttr(self.etp, 64)
+        if self.ep > 1:
+            # ep ranks bring their own tokens: the group does ep ranks' work with or
+            # without expert parallelism, so what is beyond it is capacity padding
+            record_replicated_flops(op, self.name, self.ep * (ep_flops - before))

@@ -1,0 +1,226 @@
+"""
+Megatron tensor parallelism on the `tp` axis of `coll.grid @mesh`.
+
+Options:
+- tp: ranks in a tensor-parallel group (default 1: nothing to do).
+
+Weights are split by their (HF) names: q/k/v, gate and up projections column-wise
+(output features), output and down projections row-wise (input features), the
+embedding and the LM head on the vocabulary, MoE experts on their ffn dim; norms,
+routers and low-rank projections (MLA's q_a/kv_a) stay whole. Weights stacked by
+a `sim.repeat` ([layers, ...]) are split on the same dim one further. From there
+the split propagates (`charon_ir.parallel.sharding`): activations between a
+column- and a row-parallel matmul are split on heads or the ffn dim, attention
+runs on the local heads, and a row-parallel matmul leaves a partial sum that is
+all-reduced where something other than a sum reads it; in the backward the input
+gradients of the column-parallel matmuls are all-reduced the same way.
+
+GQA: with tp larger than the kv heads, each rank keeps one kv head (shared by
+tp / kv_heads ranks; the duplicated k/v work is reported as replicated, and the
+gradient of a shared head is all-reduced over the whole tp group, a slight
+overestimate of its true group of tp / kv_heads ranks). The vocabulary-parallel
+cross-entropy all-reduces its per-token max, sum of exponentials and target logit
+(fp32) instead of gathering the logits. A vocabulary tp does not divide is padded
+to a multiple of 128 * tp, as Megatron does. Weights read as [in, out] (GPT-2's
+Conv1D) are split on the matching dims.
+
+The work left whole on every rank is recorded in `charon.replicated_flops`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.ir import BlockArgument
+from xdsl.passes import ModulePass
+
+from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
+from charon_ir.parallel.accounting import record_replicated_flops
+from charon_ir.parallel.mesh import ensure_axis
+from charon_ir.passes.shard_expert import EXPERT_TP_ATTR, expert_weight_dims
+from charon_ir.parallel.sharding import (
+    Shard,
+    ShardAttention,
+    ShardGeneric,
+    ShardingState,
+    set_type,
+    shape,
+    split,
+    with_shape,
+)
+
+COLUMN = {
+    "q_proj": "heads", "k_proj": "heads", "v_proj": "heads", "q_b_proj": "heads",
+    "kv_b_proj": "heads", "query_key_value": "heads", "c_attn": "heads", "qkv_proj": "heads",
+    "gate_proj": "ffn", "up_proj": "ffn", "gate_up_proj": "ffn", "c_fc": "ffn",
+    "fc1": "ffn", "w1": "ffn", "w3": "ffn", "dense_h_to_4h": "ffn",
+}
+"""Module name -> what its output features are; split on the output features."""
+
+ROW = frozenset({"o_proj", "down_proj", "c_proj", "fc2", "w2", "dense", "dense_4h_to_h"})
+"""Split on the input features; the bias (added after the all_reduce) stays whole."""
+
+VOCAB = frozenset({"embed_tokens", "wte", "lm_head", "word_embeddings", "embed_out"})
+KV_MODULES = frozenset({"k_proj", "v_proj"})
+
+
+@dataclass(frozen=True)
+class WeightRule:
+    dim: int
+    tag: str
+
+
+def weight_rule(name: str, rank: int, stacked: bool, out_first: bool = True) -> WeightRule | None:
+    """Where tensor parallelism splits the parameter `name` (HF naming). `out_first`:
+    the weight is [out, in] (nn.Linear, used with transpose_rhs); False for GPT-2's
+    Conv1D [in, out]."""
+    parts = name.split(".")
+    if len(parts) < 2:
+        return None
+    module, kind = parts[-2], parts[-1]
+    lead = 1 if stacked else 0
+    experts = "experts" in parts and rank - lead == 3  # stacked experts [E, out, in]
+    if module in VOCAB and kind == "weight":
+        return WeightRule(lead, "vocab")
+    out_dim, in_dim = (lead, lead + 1) if out_first else (lead + 1, lead)
+    if module in COLUMN:
+        if experts:
+            return WeightRule(lead + 1, "ffn")
+        return WeightRule(out_dim if kind == "weight" else lead, COLUMN[module])
+    if module in ROW and kind == "weight":
+        if experts:
+            return WeightRule(lead + 2, "ffn")
+        attention = module in ("o_proj", "dense", "c_proj") and "attn" in name
+        return WeightRule(in_dim, "heads" if attention else "ffn")
+    if module == "experts" and kind in ("gate_up_proj", "down_proj") and rank - lead == 3:
+        # HF's stacked experts: gate_up_proj [E, 2I, h], down_proj [E, h, I]
+        return WeightRule(lead + (1 if kind == "gate_up_proj" else 2), "ffn")
+    return None
+
+
+def weight_layouts(module: ModuleOp) -> dict[str, bool]:
+    """Parameter name -> True when a forward matmul reads it as [out, in]
+    (`transpose_rhs`, nn.Linear), False when as [in, out] (Conv1D)."""
+    layouts: dict[str, bool] = {}
+    for op in module.walk():
+        if not isinstance(op, sim.MatmulOp):
+            continue
+        rhs = op.rhs
+        if isinstance(rhs, BlockArgument) and isinstance(rhs.block.parent_op(), sim.RepeatOp):
+            rhs = rhs.block.parent_op().operands[rhs.index]  # pyright: ignore[reportOptionalMemberAccess]
+        if isinstance(rhs.owner, sim.ParamOp):
+            layouts.setdefault(rhs.owner.sym_name.data, op.transpose_rhs is not None)
+    return layouts
+
+
+def pad_vocabulary(module: ModuleOp, vocab: int, padded: int) -> None:
+    """Megatron pads the vocabulary to a multiple of 128 * tp: every tensor with a
+    vocabulary dim (tables, logits, their gradients) gets the padded size."""
+
+    def pad(value) -> None:
+        t = value.type
+        if isinstance(t, TensorType) and vocab in t.get_shape():
+            set_type(value, with_shape(t, [padded if d == vocab else d for d in t.get_shape()]))
+
+    for op in module.walk():
+        for r in op.results:
+            pad(r)
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    pad(arg)
+
+
+def model_dims(module: ModuleOp) -> dict[str, int]:
+    """Heads, kv heads of the first attention op; 0 when there is none."""
+    for op in module.walk():
+        if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)):
+            return {"heads": shape(op.q)[2], "kv_heads": shape(op.k)[2], "seq": shape(op.q)[1]}
+    return {"heads": 0, "kv_heads": 0, "seq": 0}
+
+
+@dataclass(frozen=True)
+class ShardTensorPass(ModulePass):
+    name = "shard-tensor"
+
+    tp: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.tp < 1:
+            raise CharonError(f"shard-tensor: option 'tp' must be >= 1, got {self.tp}")
+        if self.tp == 1:
+            return
+        tp = self.tp
+        dims = model_dims(op)
+        heads, kv_heads = dims["heads"], dims["kv_heads"]
+        if heads and heads % tp:
+            raise CharonError(
+                f"shard-tensor: option 'tp' ({tp}) does not divide the attention heads ({heads})"
+            )
+        kv_factor = tp
+        if kv_heads and kv_heads % tp:
+            if tp % kv_heads:
+                raise CharonError(
+                    f"shard-tensor: option 'tp' ({tp}) neither divides nor is a multiple of "
+                    f"the kv heads ({kv_heads})"
+                )
+            kv_factor = kv_heads  # each kv head lives on tp / kv_heads ranks
+        ensure_axis(op, "tp", tp, self.name)
+        st = ShardingState("tp", tp, self.name)
+        st.snapshot(op)
+        layouts = weight_layouts(op)
+        vocab = next(
+            (shape(p.result)[-2] for p in op.body.block.ops if isinstance(p, sim.ParamOp)
+             and weight_rule(p.sym_name.data, len(shape(p.result)), False) == WeightRule(0, "vocab")),
+            0,
+        )
+        if vocab % tp:
+            # as Megatron's --make-vocab-size-divisible-by 128: the padding rows are
+            # work each rank does beyond the model's (reported as replicated)
+            pad_vocabulary(op, vocab, -(-vocab // (128 * tp)) * 128 * tp)
+        seeds: list[tuple[sim.ParamOp, Shard]] = []
+        experts_settled = op.attributes.get(EXPERT_TP_ATTR) is not None
+        sizes: dict[str, set[int]] = {"heads": {heads, kv_heads} - {0}}
+        for param in op.body.block.ops:
+            if not isinstance(param, sim.ParamOp):
+                continue
+            name = param.sym_name.data
+            full = shape(param.result)
+            rule = weight_rule(name, len(full), "[" in name, layouts.get(name, True))
+            if rule is None:
+                continue
+            if experts_settled and expert_weight_dims(name, len(full)) is not None:
+                continue  # shard-expert chose the experts' tensor parallelism (etp)
+            module = name.split(".")[-2]
+            factor = kv_factor if module in KV_MODULES else tp
+            if factor == 1:
+                continue  # a single kv head (MQA): every rank keeps it whole
+            if full[rule.dim] % factor:
+                what = {"vocab": "the vocabulary", "ffn": "the ffn hidden size"}.get(rule.tag, f"dim {rule.dim}")
+                raise CharonError(
+                    f"shard-tensor: option 'tp' ({tp}) does not divide {what} ({full[rule.dim]}) "
+                    f"of '{name}'"
+                )
+            sizes.setdefault(rule.tag, set()).add(full[rule.dim])
+            seeds.append((param, split(rule.dim, factor, rule.tag)))
+        st.hints = sizes
+        for param, s in seeds:
+            st.assign(param.result, s)
+        if op.attributes.get(EXPERT_TP_ATTR) is None and any(
+            expert_weight_dims(p.sym_name.data, len(shape(p.result))) for p, _ in seeds
+        ):
+            op.attributes[EXPERT_TP_ATTR] = IntegerAttr(tp, 64)
+        vocab_split = any(s.tag == "vocab" and s.dim is not None for _, s in seeds)
+        split_results = {}
+        if vocab_split:
+            # the embedding's weight gradient: each rank scatters into its rows (not
+            # the position embedding's: that table stays whole)
+            tables = {shape(p.result)[0] * s.factor for p, s in seeds if s.tag == "vocab"}
+            split_results["aten.embedding_dense_backward"] = (
+                lambda g: split(0, tp, "vocab") if shape(g.results[0])[0] in tables else None
+            )
+        st.run(op, [ShardAttention(st), ShardGeneric(st, split_results=split_results)])
+        record_replicated_flops(op, self.name, st.replicated_flops)

@@ -1,0 +1,42 @@
+// RUN: charon-opt %S/Inputs/models/tiny-llama.mlir -p 'fuse' | filecheck %s
+// RUN: charon-opt %S/Inputs/models/tiny-llama.mlir -p 'fuse{attention=true norm=false bias-act=false rope=false}' | filecheck %s --check-prefix=FLASH
+// RUN: charon-opt %S/Inputs/models/tiny-llama.mlir -p 'fuse{attention=false norm=true bias-act=false rope=false}' | filecheck %s --check-prefix=NORM
+// RUN: charon-opt %S/Inputs/models/tiny-llama.mlir -p 'fuse{attention=false norm=false bias-act=true rope=false}' | filecheck %s --check-prefix=ACT
+// RUN: charon-opt %S/Inputs/models/tiny-llama.mlir -p 'fuse{attention=false norm=false bias-act=false rope=true}' | filecheck %s --check-prefix=ROPE
+
+// A 2-layer Llama as the torch frontend imports it (hidden 64, 4 heads, 2 kv heads of
+// 16, SwiGLU 128, seq 24): RMSNorm, RoPE and SwiGLU arrive as their pieces. Each
+// fusion becomes one op with the FLOPs of its pieces, reading its inputs once and
+// writing what is used outside it (the values the backward saves included).
+
+// CHECK-LABEL: sim.phase "forward"
+// CHECK:       sim.repeat 2
+// RMSNorm: cast, pow, mean, add eps, rsqrt, mul, cast, mul by the weight (4*N + ...)
+// CHECK:       sim.generic "fused.rms_norm"(%{{.*}}, %{{.*}}) {flop_count = 6.192000e+03 : f64, byte_count = 1.558400e+04 : f64} : (tensor<1x24x64xbf16>, tensor<64xbf16>) -> (tensor<1x24x64xf32>, tensor<1x24x1xf32>, tensor<1x24x64xbf16>, tensor<1x24x64xbf16>)
+// CHECK:       sim.generic "fused.rope"({{.*}}) {{.*}} -> tensor<1x4x24x16xbf16>
+// CHECK:       sim.generic "fused.rope"({{.*}}) {{.*}} -> tensor<1x2x24x16xbf16>
+// CHECK:       sim.attention {{.*}} {causal, flash}
+// CHECK:       sim.generic "fused.rms_norm"
+// silu (4 FLOPs) and mul (1) on 24 x 128
+// CHECK:       sim.generic "fused.swiglu"(%{{.*}}, %{{.*}}) {flop_count = 1.536000e+04 : f64, byte_count = 2.457600e+04 : f64}
+// CHECK:       sim.yield
+// CHECK:       sim.generic "fused.rms_norm"
+// CHECK-LABEL: sim.phase "backward"
+// CHECK:       sim.attention_grad {{.*}} {causal, flash}
+
+// FLASH-NOT:   fused.
+// FLASH:       sim.attention {{.*}} {causal, flash}
+// FLASH:       sim.attention_grad {{.*}} {causal, flash}
+
+// NORM:        fused.rms_norm
+// NORM-NOT:    fused.rope
+// NORM-NOT:    flash
+
+// ACT-NOT:     fused.rope
+// ACT:         fused.swiglu
+// ACT-NOT:     fused.rms_norm
+
+// ROPE-NOT:    fused.rms_norm
+// ROPE:        fused.rope
+// ROPE:        fused.rope
+// ROPE-NOT:    fused.swiglu

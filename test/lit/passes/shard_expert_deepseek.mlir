@@ -1,0 +1,25 @@
+// RUN: charon-opt %S/Inputs/models/deepseek-v3.mlir -p 'shard-expert{ep=32}' | filecheck %s
+// RUN: charon-opt %S/Inputs/models/deepseek-v3.mlir -p 'shard-expert{ep=8 capacity-factor=1.25}' | filecheck %s --check-prefix=CAP
+// RUN: not charon-opt %S/Inputs/models/deepseek-v3.mlir -p 'shard-expert{ep=3}' 2>&1 | filecheck %s --check-prefix=ERR
+
+// DeepSeek-V3 (3 dense layers, then 58 MoE layers of 256 routed experts, top-8, and
+// one shared expert; seq 384, so 12 rows per routed expert): ep=32 leaves 8 routed
+// experts a rank; the shared expert and the dense layers stay whole.
+
+// CHECK:       coll.grid @mesh(axes = ["ep"], shape = 32)
+// CHECK:       sim.param "model.layers[3:61].mlp.experts.gate_up_proj" : tensor<58x8x4096x7168xbf16>
+// CHECK-NEXT:  sim.param "model.layers[3:61].mlp.experts.down_proj" : tensor<58x8x7168x2048xbf16>
+// CHECK:       sim.param "model.layers[3:61].mlp.shared_experts.gate_proj.weight" : tensor<58x2048x7168xbf16>
+// CHECK-LABEL: sim.phase "forward"
+// CHECK:       %[[D:.*]] = sim.moe_dispatch {{.*}} : (tensor<384x7168xbf16>, tensor<384x8xi64>) -> tensor<256x12x7168xbf16>
+// CHECK-NEXT:  coll.all_to_all %[[D]] on @mesh ["ep"] split 0 concat 1 : tensor<256x12x7168xbf16> -> tensor<8x384x7168xbf16>
+// CHECK:       coll.all_to_all {{.*}} on @mesh ["ep"] split 1 concat 0 : tensor<8x384x7168xbf16> -> tensor<256x12x7168xbf16>
+// CHECK:       sim.moe_combine
+// CHECK-LABEL: sim.phase "backward"
+// CHECK:       coll.all_to_all {{.*}} split 0 concat 1 : tensor<256x12x7168xbf16> -> tensor<8x384x7168xbf16>
+// CHECK:       coll.all_to_all {{.*}} split 1 concat 0 : tensor<8x384x7168xbf16> -> tensor<256x12x7168xbf16>
+
+// CAP: sim.moe_dispatch {{.*}} -> tensor<256x15x7168xbf16>
+// CAP-NEXT: coll.all_to_all {{.*}} : tensor<256x15x7168xbf16> -> tensor<32x120x7168xbf16>
+
+// ERR: charon-opt: error: shard-expert: option 'ep' (3) does not divide the experts (256)

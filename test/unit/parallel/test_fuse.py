@@ -1,0 +1,38 @@
+"""fuse: a fusion changes bytes moved, never FLOPs."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from charon_ir.dialects import sim
+from charon_ir.parallel.accounting import total_bytes_moved, total_flops
+from charon_ir.parallel.examples import apply_pipeline, llama_layer, parse
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    tokens=st.sampled_from([16, 64]),
+    hidden=st.sampled_from([64, 128]),
+    heads=st.sampled_from([2, 4]),
+    options=st.sampled_from(["", "{norm=false}", "{attention=false}", "{rope=false bias-act=false}"]),
+)
+def test_flops_kept_bytes_reduced(tokens, hidden, heads, options):
+    text = llama_layer(tokens, hidden, heads, heads, 16, 96)
+    before = parse(text)
+    module = apply_pipeline(parse(text), f"fuse{options}")
+    assert total_flops(module) == total_flops(before)
+    assert total_bytes_moved(module) <= total_bytes_moved(before)
+    attention = [op for op in module.walk() if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp))]
+    assert all((op.flash is not None) == ("attention=false" not in options) for op in attention)
+    if "attention=false" not in options:
+        assert total_bytes_moved(module) < total_bytes_moved(before)
+
+
+def test_swiglu_fused():
+    module = apply_pipeline(parse(llama_layer(16, 64, 4, 4, 16, 96)), "fuse{attention=false}")
+    fused = [op for op in module.walk() if isinstance(op, sim.GenericOp) and op.callee.data == "fused.swiglu"]
+    assert len(fused) == 1
+    # silu (4 FLOPs an element) and mul (1); reads g and u, writes the product
+    # only (the backward recomputes silu(g) from g)
+    assert fused[0].flop_count.value.data == pytest.approx(5 * 16 * 96)
+    assert fused[0].byte_count.value.data == 3 * 2 * 16 * 96

@@ -1,0 +1,155 @@
+"""The parallelism passes on modules imported by the torch frontend: small random
+Llama and Mixtral configs (two layers in a `sim.repeat`, embedding, LM head and
+cross-entropy), forward, backward and optimizer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("torch")
+
+from charon_ir.dialects import sim  # noqa: E402
+from charon_ir.parallel.accounting import (  # noqa: E402
+    collective_calls,
+    multiplicity,
+    replicated_flops,
+    total_bytes_moved,
+    total_flops,
+)
+from charon_ir.parallel.examples import apply_pipeline  # noqa: E402
+
+SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture
+def import_config(tmp_path, monkeypatch):
+    """import_config(base model, **overrides) -> the imported module (not cached)."""
+    from charon_ir.frontend import import_model
+    from charon_ir.frontend.configs import load_config
+
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "cache"))
+
+    def load(base: str, seq_len: int, **overrides):
+        _, config = load_config(base)
+        config.update(overrides)
+        path = tmp_path / f"{base}-{abs(hash(json.dumps(overrides, sort_keys=True)))}.json"
+        path.write_text(json.dumps(config))
+        return import_model(path, seq_len=seq_len, batch=1, mode="train", use_cache=False)
+
+    return load
+
+
+def llama(heads, kv_heads, head_dim=16, layers=2):
+    return dict(
+        num_hidden_layers=layers, hidden_size=heads * head_dim, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=96, vocab_size=256,
+    )
+
+
+def phase_of(op):
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, sim.PhaseOp):
+        parent = parent.parent_op()
+    return parent.kind.data if parent is not None else None
+
+
+@SETTINGS
+@given(
+    tp=st.sampled_from([2, 4]),
+    heads=st.sampled_from([4, 8]),
+    kv_div=st.sampled_from([1, 2, 4]),
+    seq=st.sampled_from([24, 40]),
+)
+def test_tensor_and_sequence_parallel(import_config, tp, heads, kv_div, seq):
+    kv_heads = heads // kv_div
+    before = import_config("llama-3.1-8b", seq, **llama(heads, kv_heads))
+    hidden = heads * 16
+    tp_mod = apply_pipeline(before.clone(), f"shard-tensor{{tp={tp}}}")
+    rep = replicated_flops(tp_mod)["shard-tensor"]
+    assert tp * total_flops(tp_mod) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+    # Korthikanti: per layer, 2 forward and 2 backward all_reduces of 2*b*s*h bytes
+    layer_reduces = [
+        (op, mult) for op, mult in collective_calls(tp_mod, "all_reduce", "tp")
+        if mult == 2 and op.payload_bytes() == 2 * seq * hidden
+    ]
+    assert sum(m for op, m in layer_reduces if phase_of(op) == "forward") == 2 * 2
+    assert sum(m for op, m in layer_reduces if phase_of(op) == "backward") == 2 * 2
+    # the vocabulary-parallel embedding: one more forward all_reduce
+    stem = [op for op, m in collective_calls(tp_mod, "all_reduce", "tp") if m == 1 and phase_of(op) == "forward"
+            and op.payload_bytes() == 2 * seq * hidden]
+    assert len(stem) == 1
+    # and the cross-entropy: max, sum of exponentials, target logit (fp32 per token)
+    stats = [op for op, _ in collective_calls(tp_mod, "all_reduce", "tp") if op.payload_bytes() == 4 * seq]
+    assert len(stats) == 3
+
+    sp_mod = apply_pipeline(tp_mod.clone(), "sequence-parallel")
+    ar_bytes = sum(op.ring_bytes_per_rank() * m for op, m in collective_calls(tp_mod, "all_reduce", "tp")
+                   if op.payload_bytes() == 2 * seq * hidden)
+    rs_bytes = sum(op.ring_bytes_per_rank() * m for op, m in collective_calls(sp_mod, "reduce_scatter", "tp"))
+    assert 2 * rs_bytes == pytest.approx(ar_bytes)
+    rep = sum(replicated_flops(sp_mod).values())
+    assert tp * total_flops(sp_mod) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+    assert rep < replicated_flops(tp_mod)["shard-tensor"]
+
+
+@SETTINGS
+@given(cp=st.sampled_from([2, 4]), mode=st.sampled_from(["ring", "ulysses"]), kv_heads=st.sampled_from([2, 4]))
+def test_context_parallel(import_config, cp, mode, kv_heads):
+    seq = 48
+    before = import_config("llama-3.1-8b", seq, **llama(4, kv_heads))
+    module = apply_pipeline(before.clone(), f"shard-context{{cp={cp} mode={mode}}}")
+    att = lambda m: sum(op.flops() * multiplicity(op) for op in m.walk() if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)))
+    assert cp * att(module) == pytest.approx(att(before), rel=1e-12)
+    rep = replicated_flops(module)["shard-context"]
+    assert cp * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+    if mode == "ring":
+        sends = [(op, m) for op, m in collective_calls(module, "send", "cp") if phase_of(op) == "forward"]
+        block = 2 * (seq // cp) * kv_heads * 16
+        assert sum(op.ring_bytes_per_rank() * m for op, m in sends) == 2 * (cp - 1) * 2 * block
+
+
+@SETTINGS
+@given(ep=st.sampled_from([2, 4]), top_k=st.sampled_from([1, 2]))
+def test_expert_parallel(import_config, ep, top_k):
+    seq = 40
+    config = llama(4, 2)
+    config.update(num_local_experts=4, num_experts_per_tok=top_k)
+    before = import_config("mixtral-8x7b", seq, **config)
+    module = apply_pipeline(before.clone(), f"shard-expert{{ep={ep}}}")
+    calls = collective_calls(module, "all_to_all", "ep")
+    assert sum(m for _, m in calls) == 4 * 2  # dispatch and combine, fwd and bwd, 2 layers
+    for op, _ in calls:
+        assert op.payload_bytes() == seq * top_k * 64 * 2
+    rep = replicated_flops(module)["shard-expert"]
+    assert ep * total_flops(module) == pytest.approx(ep * total_flops(before) + rep, rel=1e-12)
+
+
+def test_gpt_conv1d_and_padded_vocabulary(import_config):
+    """GPT-2/3 keep their linear weights as [in, out] (Conv1D) and a vocabulary of
+    50257; Megatron pads the vocabulary to a multiple of 128 * tp."""
+    gpt = dict(
+        n_layer=2, num_hidden_layers=2, n_embd=64, hidden_size=64, n_head=4, num_attention_heads=4,
+        num_key_value_heads=4, n_inner=256, intermediate_size=256, vocab_size=257, head_dim=16,
+        n_positions=64, max_position_embeddings=64, n_ctx=64,
+    )
+    before = import_config("gpt3-13b", 24, **gpt)
+    module = apply_pipeline(before.clone(), "shard-tensor{tp=2}")
+    params = {op.sym_name.data: sim.shape_of(op.result) for op in module.walk() if isinstance(op, sim.ParamOp)}
+    assert params["transformer.wte.weight"] == (256, 64)  # 257 -> 512 rows, 256 a rank
+    assert params["transformer.wpe.weight"] == (64, 64)  # positions stay whole
+    assert params["transformer.h[0:2].attn.c_attn.weight"] == (2, 64, 96)  # [in, out/2]
+    assert params["transformer.h[0:2].attn.c_proj.weight"] == (2, 32, 64)  # [in/2, out]
+    assert not collective_calls(module, "all_gather")
+    rep = replicated_flops(module)["shard-tensor"]
+    assert 2 * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+
+    # LayerNorm + bias and bias + GELU (imported as its tanh form) fuse; FLOPs kept
+    fused = apply_pipeline(before.clone(), "fuse")
+    callees = {op.callee.data for op in fused.walk() if isinstance(op, sim.GenericOp)}
+    assert {"fused.layer_norm", "fused.bias_act"} <= callees
+    assert total_flops(fused) == total_flops(before)
+    assert total_bytes_moved(fused) < total_bytes_moved(before)

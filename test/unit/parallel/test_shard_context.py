@@ -1,0 +1,119 @@
+"""shard-context: ring attention and Ulysses on a Llama layer of random legal shape.
+
+Ring (causal, load-balanced): each rank holds s/cp tokens; per layer the forward
+sends its k and v blocks cp-1 times around the ring, 2*b*(s/cp)*hkv*d*2 bytes a
+step, and the attention work summed over the group is exactly the unsharded causal
+work. Ulysses: four all_to_alls per layer forward (q, k, v in, the output back),
+each moving (cp-1)/cp of its local tensor.
+"""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from charon_ir.dialects import coll, sim
+from charon_ir.errors import CharonError
+from charon_ir.parallel.accounting import collective_calls, replicated_flops, total_flops
+from charon_ir.parallel.examples import apply_pipeline, llama_layer, parse
+
+ATTENTION = (sim.AttentionOp, sim.AttentionGradOp)
+
+
+def phase(module, kind):
+    return next(p for p in module.walk() if isinstance(p, sim.PhaseOp) and p.kind.data == kind)
+
+
+def flops_of(module, kinds):
+    return sum(op.flops() for op in module.walk() if isinstance(op, kinds))
+
+
+shapes = st.fixed_dictionaries({
+    "cp": st.sampled_from([2, 4, 8]),
+    "chunk": st.integers(1, 4),
+    "hidden": st.sampled_from([64, 128]),
+    "kv_heads": st.sampled_from([1, 2, 4, 8]),
+    "group": st.sampled_from([1, 2]),
+    "head_dim": st.sampled_from([8, 16]),
+})
+
+
+@settings(max_examples=20, deadline=None)
+@given(shapes)
+def test_ring(case):
+    cp, hkv, d = case["cp"], case["kv_heads"], case["head_dim"]
+    tokens = 2 * cp * case["chunk"] * 3
+    text = llama_layer(tokens, case["hidden"], hkv * case["group"], hkv, d, 96)
+    before = parse(text)
+    module = apply_pipeline(parse(text), f"shard-context{{cp={cp} mode=ring}}")
+    # causal load balancing: the group does exactly the unsharded attention work
+    assert cp * flops_of(module, ATTENTION) == pytest.approx(flops_of(before, ATTENTION), rel=1e-12)
+    rep = replicated_flops(module)["shard-context"]
+    assert cp * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+    # forward: cp-1 steps, each sending the local k and v blocks
+    fwd = phase(module, "forward")
+    sends = [op for op, _ in collective_calls(module, "send", "cp") if fwd.is_ancestor(op)]
+    block = 2 * (tokens // cp) * hkv * d  # bytes of one [1, s/cp, hkv, d] bf16 block
+    assert len(sends) == 2 * (cp - 1)
+    assert sum(op.ring_bytes_per_rank() for op in sends) == (cp - 1) * 2 * block
+    # backward: the kv blocks again, and their gradients back to their owners
+    bwd = phase(module, "backward")
+    assert len([op for op, _ in collective_calls(module, "send", "cp") if bwd.is_ancestor(op)]) == 4 * (cp - 1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(shapes)
+def test_ulysses(case):
+    cp, hkv, d = case["cp"], case["kv_heads"], case["head_dim"]
+    heads = max(hkv * case["group"], cp)
+    hkv = min(hkv, heads)
+    tokens = cp * case["chunk"] * 3
+    text = llama_layer(tokens, case["hidden"], heads, hkv, d, 96)
+    before = parse(text)
+    module = apply_pipeline(parse(text), f"shard-context{{cp={cp} mode=ulysses}}")
+    assert cp * flops_of(module, ATTENTION) == flops_of(before, ATTENTION)
+    rep = replicated_flops(module)["shard-context"]
+    assert cp * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+    fwd = phase(module, "forward")
+    a2a = [op for op, _ in collective_calls(module, "all_to_all", "cp") if fwd.is_ancestor(op)]
+    local = tokens // cp
+    q_bytes = 2 * local * heads * d
+    kv_bytes = 2 * local * hkv * d
+    if hkv % cp == 0:
+        assert len(a2a) == 4
+        assert sum(op.payload_bytes() for op in a2a) == 2 * q_bytes + 2 * kv_bytes
+        assert sum(op.ring_bytes_per_rank() for op in a2a) == (cp - 1) / cp * (2 * q_bytes + 2 * kv_bytes)
+    else:  # too few kv heads: q and the output go by all_to_all, k and v are gathered
+        assert len(a2a) == 2
+        gathers = [op for op, _ in collective_calls(module, "all_gather", "cp") if fwd.is_ancestor(op)]
+        assert len(gathers) == 2
+
+
+def test_weight_gradients_summed_over_cp():
+    module = apply_pipeline(parse(llama_layer(32, 64, 4, 2, 16, 128)), "shard-context{cp=2}")
+    bwd = phase(module, "backward")
+    reduces = [op for op, _ in collective_calls(module, "all_reduce", "cp") if bwd.is_ancestor(op)]
+    # q, k, v, o, gate, up, down and both norm weights
+    assert len(reduces) == 9
+    assert all("charon.grad_sync" in op.attributes for op in reduces)
+
+
+@pytest.mark.parametrize(
+    "tokens, options, message",
+    [
+        (32, "cp=3", "shard-context: option 'cp' (3) does not divide the sequence length (32)"),
+        (24, "cp=8", "shard-context: option 'cp' (8) does not divide the sequence length (24) into 2*cp load-balanced chunks (mode=ring)"),
+        (32, "cp=8 mode=ulysses", "shard-context: option 'cp' (8) does not divide the attention heads (4) (mode=ulysses)"),
+    ],
+)
+def test_errors(tokens, options, message):
+    with pytest.raises(CharonError) as err:
+        apply_pipeline(parse(llama_layer(tokens, 64, 4, 2, 16, 128)), f"shard-context{{{options}}}")
+    assert str(err.value) == message
+
+
+def test_composes_after_tensor_parallelism():
+    module = apply_pipeline(parse(llama_layer(32, 64, 4, 2, 16, 128)), "shard-tensor{tp=2},shard-context{cp=2}")
+    grid = next(op for op in module.walk() if isinstance(op, coll.GridOp))
+    assert grid.axis_sizes() == {"cp": 2, "tp": 2}
+    att = next(op for op in module.walk() if isinstance(op, sim.AttentionOp))
+    assert sim.shape_of(att.q) == (1, 16, 2, 16)
