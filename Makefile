@@ -29,6 +29,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/charon-opt examples/transformer_layer.mlir \
 	  -p 'set-target{hardware=H100-SXM5-80GB gpus=8},cost-annotate,lower-to-events' -t simulate
+	$(BIN)/charon simulate --model llama-3.1-8b --hardware H100-SXM5-80GB --gpus 64 \
+	  --tp 8 --pp 2 --sequence-parallel --seq-len 4096 --global-batch 256 --micro-batch 1
 
 lit: $(STAMP)
 	$(BIN)/lit -sv test/lit

@@ -5,7 +5,7 @@ it into pipeline stages, add data parallelism and recomputation, target the
 hardware, price every op, check memory, lower to events and interpret. Every step
 is a pass of the registry, run in this order:
 
-    shard-tensor, sequence-parallel, shard-context, shard-expert, pipeline,
+    shard-tensor, sequence-parallel, shard-context, shard-expert, fuse, pipeline,
     data-parallel, recompute, set-target, cost-annotate, memory-analysis,
     lower-to-events
 """
@@ -44,6 +44,9 @@ class TrainingConfig:
     recompute: str = "none"
     precision: str = "bf16"
     schedule: str = ""
+    fuse: bool = True
+    """Run `fuse` (flash attention, fused norms, activations, RoPE), as Megatron
+    and every production stack do; False simulates the model's kernels as traced."""
     engines: tuple[str, ...] = ("analytic",)
     compute_slowdown: float = 0.0
     comm_slowdown: float = 0.0
@@ -131,6 +134,8 @@ def build_training_module(config: TrainingConfig):
         passes.append(_pass("shard-context", cp=config.cp))
     if config.ep > 1:
         passes.append(_pass("shard-expert", ep=config.ep))
+    if config.fuse:
+        passes.append(_pass("fuse"))
     schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
     passes.append(
         _pass("pipeline", pp=config.pp, vpp=config.vpp, schedule=schedule, microbatches=microbatches)

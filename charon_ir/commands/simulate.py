@@ -36,6 +36,7 @@ def simulate_command(
     recompute: Annotated[str, Opt("--recompute", help="none | selective | full")] = "none",
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
     schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved")] = "",
+    fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
@@ -60,7 +61,7 @@ def simulate_command(
             tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, sequence_parallel=sequence_parallel,
             zero=zero, fsdp=fsdp, seq_len=seq_len, global_batch=global_batch,
             micro_batch=micro_batch, recompute=recompute, precision=precision,
-            schedule=schedule, engines=tuple(engines.split(",")), tier=tier,
+            schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier,
         )
     if as_json:
         print(json.dumps(report, indent=2))
