@@ -200,10 +200,12 @@ class _Builder:
                 env[out] = prev
 
     def loop_summary(self, ins: tuple) -> _LoopSummary:
-        """Simulate one and two iterations of a loop body on their own (everything
-        outside the body ready at t=0) and keep what extrapolates: the first
-        iteration's span, the period after it, and per stream and per axis the
-        first and steady busy and exposed times."""
+        """Simulate one, two and three iterations of a loop body on their own
+        (everything outside the body ready at t=0) and keep what extrapolates: the
+        span of two iterations and the steady period after them (the third
+        iteration: the first two may still be filling the overlap of one layer's
+        communication with the next layer's compute), per stream and per axis the
+        busy and exposed times likewise."""
         key = id(ins[4])
         if key in self.loop_summaries and self.loop_summaries[key][0] is ins[4]:
             return self.loop_summaries[key][1]
@@ -212,7 +214,7 @@ class _Builder:
 
         _, _, _, arg, body, yielded, _, _, n_slots = ins
         results = []
-        for iterations in (1, 2):
+        for iterations in (1, 2, 3):
             sub = _Builder()
             sub.stream_index = self.stream_index
             start = sub.add(-1, KIND_JOIN, 0.0, [], "start")
@@ -226,23 +228,27 @@ class _Builder:
                                [0] * len(self.streams))
             tl = run(flat, self.overlap) if self.overlap else run(flat)
             used = {s: float(b) for s, b in enumerate(_stream_busy(tl)) if b or s in set(sub.stream)}
-            last_end = {}
+            last_end, first_start = {}, {}
             for i, st in enumerate(sub.stream):
                 if st >= 0:
                     last_end[st] = max(last_end.get(st, 0.0), float(tl.end[i]))
+                    first_start[st] = min(first_start.get(st, float("inf")), float(tl.start[i]))
+            if iterations == 1:
+                offsets = first_start
             ready = float(tl.end[env[yielded]])
             results.append((tl.makespan, used, exposed_by_axis(tl, 0), flat.flops, flat.stream, last_end, ready))
-        (t1, busy1, exp1, _, _, end1, ready1), (t2, busy2, exp2, flops2, streams2, end2, ready2) = results
+        # base: two iterations; steady: what the third adds
+        (_, _, _, _, _, _, _), (t2, busy2, exp2, _, _, end2, ready2), (t3, busy3, exp3, flops3, streams3, end3, ready3) = results
         flops = {}
-        for f, st in zip(flops2, streams2):
+        for f, st in zip(flops3, streams3):
             if st >= 0:
-                flops[int(st)] = flops.get(int(st), 0.0) + f / 2
+                flops[int(st)] = flops.get(int(st), 0.0) + f / 3
         summary = _LoopSummary(
-            first=t1, period=t2 - t1, first_end=end1,
-            stream_period={st: end2[st] - end1.get(st, 0.0) for st in end2},
-            ready=(ready1, ready2 - ready1),
-            busy={s: (busy1.get(s, 0.0), busy2.get(s, 0.0) - busy1.get(s, 0.0)) for s in busy2},
-            exposed={a: (exp1.get(a, 0.0), exp2.get(a, 0.0) - exp1.get(a, 0.0)) for a in exp2},
+            first=t2, period=t3 - t2, first_end=end2, first_start=offsets,
+            stream_period={st: end3[st] - end2.get(st, 0.0) for st in end3},
+            ready=(ready2, ready3 - ready2),
+            busy={s: (busy2.get(s, 0.0), busy3.get(s, 0.0) - busy2.get(s, 0.0)) for s in busy3},
+            exposed={a: (exp2.get(a, 0.0), exp3.get(a, 0.0) - exp2.get(a, 0.0)) for a in exp3},
             flops=flops,
             external=_external_slots(body, arg),
         )
@@ -252,7 +258,7 @@ class _Builder:
 
     def fold_loop(self, ins: tuple, env: list[int]) -> int:
         """The fast tier: a loop of identical layers becomes one event per stream
-        spanning first + (count - 1) x period, working its extrapolated busy time."""
+        spanning first + (count - 2) x period, working its extrapolated busy time."""
         count, init = ins[1], ins[2]
         summary = self.loop_summary(ins)
         # Each folded event waits for its own stream only (streams run in order).
@@ -266,16 +272,22 @@ class _Builder:
             # each stream is held until its own last event: a compute stream frees
             # up while the last layer's communication still drains
             period = summary.stream_period.get(stream, summary.period)
-            span = summary.first_end.get(stream, summary.first) + (count - 1) * period
-            i = self.add(stream, kind, span, list(deps), f"repeat x{count}",
+            span = summary.first_end.get(stream, summary.first) + (count - 2) * period
+            offset = summary.first_start.get(stream, 0.0)
+            after = list(deps)
+            if offset > 0:
+                # the stream's first event starts `offset` into the loop
+                after = [self.add(-1, KIND_JOIN, offset, list(deps), "delay")]
+                span -= offset
+            i = self.add(stream, kind, span, after, f"repeat x{count}",
                          summary.flops.get(stream, 0.0) * count, 0.0)
-            self.busy[i] = first + (count - 1) * steady
+            self.busy[i] = first + (count - 2) * steady
             if kind == KIND_COMPUTE:
                 self.folded_exposed[i] = {
-                    a: f + (count - 1) * st for a, (f, st) in summary.exposed.items()
+                    a: f + (count - 2) * st for a, (f, st) in summary.exposed.items()
                 }
             macros.append((span, i))
-        ready = summary.ready[0] + (count - 1) * summary.ready[1]
+        ready = summary.ready[0] + (count - 2) * summary.ready[1]
         on_path = [i for span, i in macros if span <= ready * (1 + 1e-9) + 1e-15]
         return self.add(-1, KIND_JOIN, 0.0, on_path or [i for _, i in macros] or list(deps), "repeat")
 
@@ -327,9 +339,13 @@ class _Builder:
 @dataclass(frozen=True)
 class _LoopSummary:
     first: float
+    """Span of the first two iterations (fields named first_* are likewise)."""
     period: float
     first_end: dict[int, float]
-    """Per stream, when its last event of the first iteration ends."""
+    """Per stream, when its last event of the first two iterations ends."""
+    first_start: dict[int, float]
+    """Per stream, when its first event starts: a lane still busy with what came
+    before the loop delays the loop only if it is busy past that."""
     ready: tuple[float, float]
     """When the loop's results are ready: first iteration, then per iteration.
     Streams still busy after that (a gradient reduction draining) do not delay

@@ -195,6 +195,10 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
             while instant:
                 j = instant.popleft()
                 start[j] = t
+                if duration[j] > 0.0:
+                    # a delay (a folded loop's lane starting late): a timer
+                    heapq.heappush(heap, (t + duration[j], version[j], j))
+                    continue
                 finish(j)
             while check:
                 s = check.popleft()
@@ -241,6 +245,8 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
         p, k = program_of[i], kind_of[i]
         version[i] += 1
         finish(i)
+        if stream_of[i] < 0:
+            continue
         if folded[i]:
             if i in link_of:
                 on_link[(p, link_of[i])].discard(i)
