@@ -292,6 +292,15 @@ class MatmulOp(ComputeOp):
         n = b[-2] if self.transpose_rhs else b[-1]
         return prod(a[:-2]), m, n, k
 
+    def gemm_dims(self) -> tuple[int, int, int, int]:
+        """(batch, M, N, K) of the kernel that runs it: a weight shared over the
+        batch dims (rank-2 rhs, lhs not transposed) is one GEMM with the batch
+        folded into M, as nn.Linear runs on [b, s, h]."""
+        batch, m, n, k = self.dims()
+        if len(shape_of(self.rhs)) == 2 and not self.transpose_lhs:
+            return 1, batch * m, n, k
+        return batch, m, n, k
+
     def verify_(self) -> None:
         _check_static(self.name, self.lhs, self.rhs, self.result)
         a, b, c = shape_of(self.lhs), shape_of(self.rhs), shape_of(self.result)

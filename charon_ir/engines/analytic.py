@@ -123,7 +123,7 @@ class AnalyticEngine(CostEngine):
         flops, nbytes = op.flops(), op.bytes_moved()
         dtype = compute_dtype(op)
         if isinstance(op, MatmulOp):
-            batch, m, n, k = op.dims()
+            batch, m, n, k = op.gemm_dims()
             time = matmul_time_s(gpu, dtype, batch, m, n, k, nbytes)
         elif isinstance(op, (AttentionOp, AttentionGradOp)):
             b, sq, hq, d = shape_of(op.q)

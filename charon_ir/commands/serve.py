@@ -1,0 +1,111 @@
+"""`charon serve`: predict TTFT, TPOT, ITL, E2E and throughput of LLM serving
+(DESIGN.md section 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Opt = typer.Option
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_command)
+
+
+def serve_command(
+    model: Annotated[str, Opt("--model", help="bundled name or config.json")],
+    hardware: Annotated[str, Opt("--hardware", help="GPU, e.g. H100-SXM5-80GB")] = "H100-SXM5-80GB",
+    tp: Annotated[int, Opt("--tp", help="tensor parallel per replica")] = 1,
+    pp: Annotated[int, Opt("--pp", help="pipeline stages per replica")] = 1,
+    ep: Annotated[int, Opt("--ep", help="expert parallel per replica (MoE)")] = 1,
+    precision: Annotated[str, Opt("--precision", help="bf16 | fp8 (weights, activations, KV)")] = "bf16",
+    attention_kernel: Annotated[str, Opt("--attention-kernel", help="fused (GQA-aware) | per-head (KV read per query head)")] = "fused",
+    input_len: Annotated[int, Opt("--input-len", help="prompt tokens (mean with a distribution)")] = 1024,
+    output_len: Annotated[int, Opt("--output-len", help="output tokens (mean with a distribution)")] = 256,
+    batch: Annotated[int, Opt("--batch", help="a static batch of this many requests at t=0")] = 0,
+    rate: Annotated[float, Opt("--rate", help="Poisson arrivals per second (0: all at t=0)")] = 0.0,
+    num_requests: Annotated[int, Opt("--num-requests", help="requests of the Poisson source")] = 0,
+    trace: Annotated[Path | None, Opt("--trace", help="JSONL trace of requests")] = None,
+    length_dist: Annotated[str, Opt("--length-dist", help="fixed | uniform | exponential | lognormal | zipf")] = "fixed",
+    length_spread: Annotated[float, Opt("--length-spread", help="CV (lognormal), half-width/mean (uniform), exponent (zipf)")] = 0.5,
+    prefix_tokens: Annotated[int, Opt("--prefix-tokens", help="shared prompt prefix tokens (prefix caching)")] = 0,
+    prefix_groups: Annotated[int, Opt("--prefix-groups", help="distinct shared prefixes")] = 0,
+    stage: Annotated[list[str] | None, Opt("--stage", help="add a stage to every request: retrieval:DOCS, remote_kv:TOKENS, reasoning:TOKENS (repeatable)")] = None,
+    replicas: Annotated[int, Opt("--replicas", help="replicas behind the router")] = 1,
+    router: Annotated[str, Opt("--router", help="round-robin | least-loaded")] = "round-robin",
+    prefill_replicas: Annotated[int, Opt("--prefill-replicas", help="disaggregated prefill replicas")] = 0,
+    decode_replicas: Annotated[int, Opt("--decode-replicas", help="disaggregated decode replicas")] = 0,
+    policy: Annotated[str, Opt("--policy", help="continuous | static (default: static with --batch)")] = "",
+    block_size: Annotated[int, Opt("--block-size", help="KV block size, tokens")] = 16,
+    max_batch_tokens: Annotated[int, Opt("--max-batch-tokens", help="token budget per iteration")] = 8192,
+    max_num_seqs: Annotated[int, Opt("--max-num-seqs", help="sequences per batch (0: 256, or --batch)")] = 0,
+    chunked_prefill: Annotated[bool, Opt("--chunked-prefill/--no-chunked-prefill", help="mix prefill chunks with decodes")] = True,
+    preemption: Annotated[str, Opt("--preemption", help="recompute | swap")] = "recompute",
+    gpu_memory_utilization: Annotated[float, Opt("--gpu-memory-utilization", help="share of HBM the engine uses")] = 0.9,
+    speculative_k: Annotated[int, Opt("--speculative-k", help="draft tokens per step (0: off)")] = 0,
+    acceptance_rate: Annotated[float, Opt("--acceptance-rate", help="probability a draft token is accepted")] = 0.7,
+    draft_model: Annotated[str, Opt("--draft-model", help="draft model (none: a free n-gram drafter)")] = "",
+    slo_ttft: Annotated[float, Opt("--slo-ttft", help="TTFT SLO, seconds (goodput)")] = 0.0,
+    slo_tpot: Annotated[float, Opt("--slo-tpot", help="TPOT SLO, seconds (goodput)")] = 0.0,
+    seed: Annotated[int, Opt("--seed", help="seed of the request source")] = 0,
+    as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
+    trace_out: Annotated[Path | None, Opt("--trace-out", help="write the iterations of every replica as a Chrome/Perfetto trace")] = None,
+) -> None:
+    """Simulate serving requests on replicas of a model and print the latency report."""
+    from charon_ir.serving import serve
+
+    report = serve(
+        model,
+        trace_out=trace_out,
+        hardware=hardware, tp=tp, pp=pp, ep=ep, precision=precision,
+        attention_kernel=attention_kernel, input_len=input_len, output_len=output_len, batch=batch, rate=rate,
+        num_requests=num_requests, trace=str(trace) if trace else "",
+        length_distribution=length_dist, length_spread=length_spread,
+        prefix_tokens=prefix_tokens, prefix_groups=prefix_groups, stages=tuple(stage or ()),
+        replicas=replicas, router=router, prefill_replicas=prefill_replicas,
+        decode_replicas=decode_replicas, policy=policy, block_size=block_size,
+        max_batch_tokens=max_batch_tokens, max_num_seqs=max_num_seqs,
+        chunked_prefill=chunked_prefill, preemption=preemption,
+        gpu_memory_utilization=gpu_memory_utilization, speculative_k=speculative_k,
+        acceptance_rate=acceptance_rate, draft_model=draft_model,
+        slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
+    )
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_summary(report)
+
+
+def print_summary(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    cfg = report["config"]
+    table = Table(title=f"{cfg['model']} on {cfg['replicas']} x {cfg['tp'] * cfg['pp']} "
+                        f"{cfg['hardware']} ({cfg['policy']} batching)")
+    table.add_column("metric")
+    for col in ("p50", "p90", "p99", "mean"):
+        table.add_column(col, justify="right")
+    for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E")):
+        s = report[key]
+        table.add_row(f"{label} (ms)", *(f"{s[c] * 1e3:.1f}" for c in ("p50", "p90", "p99", "mean")))
+    console = Console()
+    console.print(table)
+    good = report["goodput"]
+    console.print(
+        f"throughput {report['throughput_tokens_per_s']:.0f} output tokens/s "
+        f"({report['throughput_tokens_per_s_per_gpu']:.0f} per GPU), "
+        f"{report['requests_per_s']:.2f} requests/s over {report['duration_s']:.1f} s; "
+        f"goodput {good['goodput_requests_per_s']:.2f} requests/s "
+        f"({good['fraction_meeting_slo'] * 100:.0f}% within SLO)"
+    )
+    kv = report["kv_utilization"]
+    console.print(
+        f"KV cache: {kv['mean'] * 100:.1f}% mean, {kv['peak'] * 100:.1f}% peak of "
+        f"{report['memory']['kv_blocks_per_replica']} blocks; peak memory "
+        f"{report['peak_memory_bytes'] / 2**30:.1f} GiB per GPU; {report['preemptions']} preemptions"
+    )

@@ -1,0 +1,311 @@
+"""`serve(...)`: `charon serve` as a function returning the report dict.
+
+    from charon_ir.serving import serve
+    report = serve("llama-3.1-70b", hardware="H100-SXM5-80GB", tp=8,
+                   rate=4, num_requests=1000, input_len=1024, output_len=256)
+    report["ttft_s"]["p99"]
+
+Requests come from exactly one source: `batch` (a static batch), `rate` with
+`num_requests` (Poisson arrivals, lengths from `length_distribution`), or
+`trace` (a JSONL file). The replica's step latency is built once through the
+compiler pipeline (latency.py); the scheduler then runs in plain Python.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from charon_ir.errors import CharonError
+from charon_ir.serving import cluster as cluster_sim
+from charon_ir.serving import metrics as m
+from charon_ir.serving.latency import ReplicaShape, StepTimeModel, step_model
+from charon_ir.serving.requests import Request, poisson, read_trace, static_batch
+from charon_ir.serving.scheduler import SchedulerConfig
+from charon_ir.serving.stages import StageModel
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's default share of HBM the engine may use (the rest: CUDA context, NCCL,
+fragmentation)."""
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """One serving run; the CLI's flags, one field each."""
+
+    model: str
+    hardware: str = "H100-SXM5-80GB"
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    precision: str = "bf16"
+    attention_kernel: str = "fused"
+    input_len: int = 1024
+    output_len: int = 256
+    batch: int = 0
+    rate: float = 0.0
+    num_requests: int = 0
+    trace: str = ""
+    length_distribution: str = "fixed"
+    length_spread: float = 0.5
+    prefix_tokens: int = 0
+    prefix_groups: int = 0
+    stages: tuple[str, ...] = ()
+    """Stages added to every generated request, e.g. ("retrieval:8", "reasoning:1024")."""
+    replicas: int = 1
+    router: str = "round-robin"
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+    policy: str = ""
+    """continuous | static; default static with --batch, continuous otherwise."""
+    block_size: int = 16
+    max_batch_tokens: int = 8192
+    max_num_seqs: int = 0
+    """0: 256, or the batch size of a static batch."""
+    chunked_prefill: bool = True
+    preemption: str = "recompute"
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    speculative_k: int = 0
+    acceptance_rate: float = 0.7
+    draft_model: str = ""
+    slo_ttft: float = 0.0
+    slo_tpot: float = 0.0
+    seed: int = 0
+
+    def requests(self) -> list[Request]:
+        sources = [bool(self.batch), bool(self.rate or self.num_requests), bool(self.trace)]
+        if sum(sources) != 1:
+            raise CharonError("give one request source: --batch, --rate/--num-requests, or --trace")
+        if self.trace:
+            if self.stages or self.prefix_tokens or self.prefix_groups:
+                raise CharonError(
+                    "--stage and --prefix-* describe generated requests; a --trace file "
+                    "gives each request's own 'stages' and 'prefix_id'"
+                )
+            requests = read_trace(self.trace)
+        elif self.batch:
+            requests = static_batch(self.batch, self.input_len, self.output_len)
+        else:
+            if not self.num_requests:
+                raise CharonError("--rate needs --num-requests")
+            requests = poisson(self.rate, self.num_requests, self.input_len, self.output_len,
+                               self.seed, self.length_distribution, self.length_spread)
+        if not self.trace:
+            self._decorate(requests)
+        return requests
+
+    def _decorate(self, requests: list[Request]) -> None:
+        from charon_ir.serving.requests import Stage
+        from charon_ir.serving.stages import STAGE_KINDS
+
+        stages = []
+        for text in self.stages:
+            kind, _, amount = text.partition(":")
+            if kind not in STAGE_KINDS or (amount and not amount.isdigit()):
+                raise CharonError(
+                    f"--stage '{text}': expected KIND[:N] with KIND one of {', '.join(STAGE_KINDS)}"
+                )
+            stages.append(Stage(kind, int(amount or 0)))
+        if self.prefix_tokens < 0 or self.prefix_groups < 0:
+            raise CharonError("--prefix-tokens and --prefix-groups must be >= 0")
+        for r in requests:
+            r.stages = list(stages)
+            if self.prefix_tokens and self.prefix_groups:
+                r.prefix_id = f"prefix-{r.id % self.prefix_groups}"
+                r.prefix_tokens = min(self.prefix_tokens, r.input_tokens)
+
+    def scheduler(self) -> SchedulerConfig:
+        policy = self.policy or ("static" if self.batch else "continuous")
+        max_seqs = self.max_num_seqs or (self.batch if policy == "static" and self.batch else 256)
+        return SchedulerConfig(
+            policy=policy,
+            block_size=self.block_size,
+            max_batch_tokens=self.max_batch_tokens,
+            max_num_seqs=max_seqs,
+            chunked_prefill=self.chunked_prefill,
+            preemption=self.preemption,
+            speculative_k=self.speculative_k,
+            acceptance_rate=self.acceptance_rate,
+        )
+
+    def shape(self) -> ReplicaShape:
+        return ReplicaShape(self.model, self.hardware, self.tp, self.pp, self.ep, self.precision,
+                            self.attention_kernel)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    weights: float
+    workspace: float
+    kv_capacity: float
+    kv_blocks: int
+    block_bytes: float
+
+
+def plan_memory(model: StepTimeModel, config: ServingConfig, scheduler: SchedulerConfig,
+                requests: list[Request], draft: StepTimeModel | None = None) -> MemoryPlan:
+    """KV capacity of a replica's GPU = HBM x utilisation - weights - the
+    activation workspace of the largest step. A draft model adds its weights,
+    and its KV to every block."""
+    if not 0.0 < config.gpu_memory_utilization <= 1.0:
+        raise CharonError("--gpu-memory-utilization must be in (0, 1]")
+    if scheduler.policy == "static":
+        step_tokens = min(scheduler.max_num_seqs, len(requests)) * max(r.input_tokens for r in requests)
+    else:
+        step_tokens = scheduler.max_batch_tokens
+    workspace = model.workspace_bytes_per_token * step_tokens
+    usable = model.hbm_bytes * config.gpu_memory_utilization
+    weights = model.weight_bytes_per_gpu + (draft.weight_bytes_per_gpu if draft else 0.0)
+    capacity = usable - weights - workspace
+    gib = 2**30
+    shape = model.shape
+    if capacity <= 0:
+        raise CharonError(
+            f"{shape.model} does not fit on {shape.hardware} with tp={shape.tp} pp={shape.pp}: "
+            f"weights {weights / gib:.1f} GiB + workspace {workspace / gib:.1f} GiB "
+            f"per GPU exceed {usable / gib:.1f} GiB usable"
+        )
+    kv_per_token = model.kv_bytes_per_token_per_gpu + (draft.kv_bytes_per_token_per_gpu if draft else 0.0)
+    block_bytes = scheduler.block_size * kv_per_token
+    return MemoryPlan(weights, workspace, capacity, int(capacity // block_bytes), block_bytes)
+
+
+def _check_context(model: str, requests: list[Request]) -> None:
+    from charon_ir.frontend import load_config
+
+    _, model_config = load_config(model)
+    limit = int(model_config.get("max_position_embeddings") or 0)
+    longest = max(requests, key=lambda r: r.input_tokens + r.output_tokens)
+    tokens = longest.input_tokens + longest.output_tokens + sum(
+        s.amount for s in longest.stages if s.kind == "reasoning")
+    if limit and tokens > limit:
+        raise CharonError(
+            f"request {longest.id} has {tokens} tokens, more than the {limit}-token context of {model}"
+        )
+
+
+def _draft_model(config: ServingConfig) -> StepTimeModel | None:
+    if not config.speculative_k or not config.draft_model:
+        return None
+    for tp in (config.tp, 1):
+        try:
+            return step_model(ReplicaShape(config.draft_model, config.hardware, tp, 1, 1,
+                                           config.precision, config.attention_kernel))
+        except CharonError:
+            if tp == 1:
+                raise
+    return None
+
+
+def serve(
+    model: str,
+    *,
+    trace_out: str | Path | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Simulate serving; keyword options are ServingConfig's fields."""
+    known = {f.name for f in fields(ServingConfig)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise CharonError(f"serve: unknown option(s) {', '.join(unknown)}")
+    config = ServingConfig(model=model, **options)
+    requests = config.requests()
+    _check_context(config.model, requests)
+    scheduler = config.scheduler()
+    scheduler.check()
+    start = time.perf_counter()
+    latency = step_model(config.shape())
+    draft = _draft_model(config)
+    built = time.perf_counter()
+    memory = plan_memory(latency, config, scheduler, requests, draft)
+    deployment = cluster_sim.Deployment(config.replicas, config.prefill_replicas,
+                                        config.decode_replicas, config.router)
+    result = cluster_sim.run(
+        requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel(),
+        record_iterations=trace_out is not None, hardware=config.hardware,
+    )
+    simulated = time.perf_counter()
+    report = build_report(config, scheduler, latency, memory, result)
+    report["simulator_wall_s"] = {"latency_model": built - start, "scheduler": simulated - built}
+    if trace_out is not None:
+        _write_json(Path(trace_out), m.chrome_trace(result))
+    return report
+
+
+def build_report(config: ServingConfig, scheduler: SchedulerConfig, latency: StepTimeModel,
+                 memory: MemoryPlan, result: cluster_sim.RunResult) -> dict[str, Any]:
+    metrics = m.latency_metrics(result)
+    duration = result.makespan_s - result.first_arrival_s
+    peak_kv_blocks = max(r.kv.peak for r in result.replicas)
+    gpus_per_replica = latency.shape.gpus
+    n_replicas = len({r.physical for r in result.replicas})
+    out_tokens = metrics["output_tokens"]
+    return {
+        "ttft_s": m.summary(metrics["ttft"]),
+        "tpot_s": m.summary(metrics["tpot"]),
+        "itl_s": m.summary(metrics["itl"]),
+        "e2e_s": m.summary(metrics["e2e"]),
+        "throughput_tokens_per_s": out_tokens / duration if duration > 0 else 0.0,
+        "peak_memory_bytes": int(memory.weights + memory.workspace + peak_kv_blocks * memory.block_bytes),
+        "throughput_tokens_per_s_per_gpu":
+            out_tokens / duration / (gpus_per_replica * n_replicas) if duration > 0 else 0.0,
+        "total_tokens_per_s": (out_tokens + metrics["input_tokens"]) / duration if duration > 0 else 0.0,
+        "requests_per_s": len(result.sequences) / duration if duration > 0 else 0.0,
+        "requests": len(result.sequences),
+        "input_tokens": metrics["input_tokens"],
+        "output_tokens": out_tokens,
+        "duration_s": duration,
+        "goodput": m.goodput(metrics, duration, config.slo_ttft, config.slo_tpot),
+        "kv_utilization": m.kv_utilization(result),
+        "memory": {
+            "weights_bytes_per_gpu": int(memory.weights),
+            "workspace_bytes_per_gpu": int(memory.workspace),
+            "kv_capacity_bytes_per_gpu": int(memory.kv_capacity),
+            "kv_blocks_per_replica": memory.kv_blocks,
+            "block_size": scheduler.block_size,
+            "kv_bytes_per_token_per_gpu": latency.kv_bytes_per_token_per_gpu,
+        },
+        "replicas": [
+            {
+                "index": r.index,
+                "physical_replica": r.physical,
+                "role": r.role,
+                "gpus": gpus_per_replica,
+                "iterations": r.iterations,
+                "busy_s": r.busy_s,
+                "utilization": r.busy_s / duration if duration > 0 else 0.0,
+                "requests_finished": len(r.finished),
+                "preemptions": r.preemptions,
+                "peak_kv_blocks": r.kv.peak,
+            }
+            for r in result.replicas
+        ],
+        "preemptions": sum(r.preemptions for r in result.replicas),
+        "config": {
+            "model": config.model, "hardware": config.hardware, "tp": config.tp, "pp": config.pp,
+            "ep": config.ep, "precision": config.precision, "attention_kernel": config.attention_kernel, "policy": scheduler.policy,
+            "chunked_prefill": scheduler.chunked_prefill, "max_batch_tokens": scheduler.max_batch_tokens,
+            "max_num_seqs": scheduler.max_num_seqs, "preemption": scheduler.preemption,
+            "speculative_k": scheduler.speculative_k,
+            "tokens_per_decode_step": scheduler.tokens_per_decode, "seed": config.seed,
+            "replicas": n_replicas, "router": config.router,
+            "disaggregated": bool(config.prefill_replicas or config.decode_replicas),
+        },
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    import os
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise CharonError(f"cannot write {path}: {e.strerror}") from None

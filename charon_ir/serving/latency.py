@@ -1,0 +1,485 @@
+"""Per-iteration latency of one replica, built once from the priced IR.
+
+Pricing every decode step through the xDSL pipeline would take seconds per
+step; a serving run has 10^5 steps. So, as Vidur does with its profiled
+operators, the step is priced through the real pipeline at a few sizes
+
+    import (prefill / decode IR) -> fuse -> shard-tensor{tp} [-> shard-expert{ep}]
+        -> set-target -> cost-annotate [-> FP8 GEMM / KV re-pricing]
+
+and the op times are split into families whose cost depends on one size each,
+then interpolated:
+
+- body(T): every op of the embedding and the decoder layers except attention,
+  TP collectives included. A server flattens its batch to [tokens, hidden], so
+  this depends only on T, the tokens in the batch (prefill chunks and decode
+  tokens alike); it is read off single-sequence prefill steps of T tokens.
+- head(S): final norm and LM head (ops after the layer loop) for the last token
+  of each of the S sequences in the batch. The prefill IR prices it for one
+  sequence (reading the LM head weight dominates); each further sequence adds
+  its GEMM FLOPs at the tensor-core rate.
+- attention: decode attention reads the KV cache, so its cost is a function of
+  the context tokens summed over the batch; a prefill chunk of q tokens after k
+  cached ones does q*k + q^2/2 causal dot products, the work of a full prefill
+  of sqrt(2 q k + q^2) tokens, which is what prefill_attention() is read at.
+
+Tables are cached on disk (next to the IR cache), keyed by the model config,
+the replica's shape and the source of the engines, so a warm run builds none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from bisect import bisect_right
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from charon_ir.errors import CharonError
+
+PREFILL_LENGTHS = (1, 16, 64, 256, 1024, 4096)
+"""Single-sequence prefill lengths priced: body(T) and head(S) are read off these
+(one sequence, so every GEMM has M = tokens, as in a server's flattened batch)."""
+DECODE_SAMPLES = ((1, 1024), (16, 1024), (64, 4096))
+"""(batch, context) of the decode steps priced for decode attention."""
+PRECISIONS = ("bf16", "fp8")
+ATTENTION_KERNELS = ("fused", "per-head")
+HEAD_GEMM_EFFICIENCY = 0.7
+"""Tensor-core efficiency of the LM head GEMM of a batch of last tokens."""
+TABLE_VERSION = "serving-latency-2"
+"""Bump when the way tables are built changes."""
+
+
+@dataclass(frozen=True)
+class ReplicaShape:
+    """What a latency table depends on: the model, the GPU and the parallelism of
+    one replica."""
+
+    model: str
+    hardware: str
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    precision: str = "bf16"
+    attention_kernel: str = "fused"
+    """Decode attention: "fused" reads each KV head once per step (FlashAttention,
+    FlashInfer, TensorRT-LLM's XQA); "per-head" reads it once per query head, as
+    masked multi-head attention kernels without GQA support do (TensorRT-LLM
+    before XQA), so GQA buys memory but not decode bandwidth."""
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica: `shard-expert` adds an `ep` axis beside `tp`, so
+        the replica is ep groups of tp GPUs per pipeline stage; attention runs
+        data-parallel across the ep groups, the experts are split over them."""
+        return self.tp * self.pp * self.ep
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A piecewise-linear function through sorted sample points, extended
+    linearly past both ends (compute-bound growth beyond the largest sample)."""
+
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+
+    def __call__(self, x: float) -> float:
+        xs, ys = self.xs, self.ys
+        if len(xs) == 1:
+            return ys[0]
+        i = bisect_right(xs, x)
+        i = min(max(i, 1), len(xs) - 1)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        y = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+        # never below the smallest sample: a kernel has a floor
+        return max(y, ys[0]) if x >= xs[0] else ys[0]
+
+    @staticmethod
+    def through(points: dict[float, float]) -> Curve:
+        xs = tuple(sorted(points))
+        return Curve(xs, tuple(points[x] for x in xs))
+
+
+@dataclass(frozen=True)
+class StepTimeModel:
+    """Seconds of one iteration of a replica, from the three curves."""
+
+    body: Curve
+    head_s: float
+    """Final norm + LM head for one sequence."""
+    head_s_per_extra_sequence: float
+    decode_attention: Curve
+    prefill_attention: Curve
+    decode_attention_reads: float
+    """How many times decode attention reads each KV head (see
+    ReplicaShape.attention_kernel): 1, or the query heads per KV head."""
+    p2p_s_per_token: float
+    """Pipeline-parallel activation hand-off per token and stage boundary."""
+    pp: int
+    weight_bytes_per_gpu: float
+    kv_bytes_per_token_per_gpu: float
+    workspace_bytes_per_token: float
+    """Activation bytes live per batch token at the peak of a layer."""
+    hbm_bytes: float
+    shape: ReplicaShape
+
+    def iteration_time(
+        self,
+        tokens: int,
+        sequences: int,
+        decode_context: int,
+        prefill_work: float = 0.0,
+    ) -> float:
+        """One forward over `tokens` batch tokens of `sequences` sequences:
+        `decode_context` cached tokens read by decode attention, `prefill_work`
+        the causal dot products of the prefill chunks (see prefill_chunk_work)."""
+        if tokens <= 0:
+            return 0.0
+        t = self.body(tokens) + self.head_s + self.head_s_per_extra_sequence * (sequences - 1)
+        if decode_context > 0:
+            t += self.decode_attention(decode_context) * self.decode_attention_reads
+        if prefill_work > 0:
+            t += self.prefill_attention(math.sqrt(2.0 * prefill_work))
+        if self.pp > 1:
+            t += (self.pp - 1) * self.p2p_s_per_token * tokens
+        return t
+
+    def prefill_time(self, prompt: int) -> float:
+        """A prompt of `prompt` tokens alone in a batch, one chunk."""
+        return self.iteration_time(prompt, 1, 0, prefill_chunk_work(prompt, 0))
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["shape"] = asdict(self.shape)
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> StepTimeModel:
+        curves = {k: Curve(tuple(d[k]["xs"]), tuple(d[k]["ys"]))
+                  for k in ("body", "decode_attention", "prefill_attention")}
+        rest = {k: v for k, v in d.items() if k not in curves and k != "shape"}
+        return StepTimeModel(**curves, **rest, shape=ReplicaShape(**d["shape"]))
+
+
+def prefill_chunk_work(chunk: int, cached: int) -> float:
+    """Causal dot products of `chunk` query tokens after `cached` ones, over 2
+    (so a full prefill of n tokens has n^2 / 2)."""
+    return chunk * cached + chunk * chunk / 2.0
+
+
+# --- building a table through the pipeline -----------------------------------
+
+
+def _price_module(module, ctx, shape: ReplicaShape):
+    from charon_ir.api import _pass
+
+    from charon_ir.registry import ALL_PASSES
+
+    if "fuse" in ALL_PASSES:
+        # serving engines run flash attention and fused norm / rope / SwiGLU kernels
+        _pass("fuse").apply(ctx, module)
+    if shape.tp > 1:
+        _pass("shard-tensor", tp=shape.tp).apply(ctx, module)
+    if shape.ep > 1:
+        _pass("shard-expert", ep=shape.ep).apply(ctx, module)
+    _pass("set-target", hardware=shape.hardware, gpus=shape.tp * shape.ep).apply(ctx, module)
+    _pass("cost-annotate", engines=("analytic",)).apply(ctx, module)
+    if shape.precision == "fp8":
+        _reprice_fp8(module)
+
+
+def _reprice_fp8(module) -> None:
+    """FP8 serving (TensorRT-LLM's FP8 GEMMs and FP8 KV cache) on bf16 IR: each
+    GEMM is priced again on the GPU's fp8 tensor-core rate with its bytes halved
+    (as a doubled bandwidth), and attention that reads the cache (decode) with
+    the KV bytes halved. Norms, activations and collectives stay 16-bit."""
+    from charon_ir.dialects import sim
+    from charon_ir.engines.analytic import AnalyticEngine
+    from charon_ir.passes.cost_annotate import COST_ATTR
+    from charon_ir.target.target import Target
+
+    target = Target.from_module(module)
+    gpu = target.gpu
+    if "f8" not in gpu.peak_flops:
+        raise CharonError(f"--precision fp8: {gpu.name} has no fp8 tensor cores")
+    f8 = gpu.peak_flops["f8"]
+    gemm_target = replace(target, gpu=replace(
+        gpu, peak_flops={**gpu.peak_flops, "bf16": f8, "f16": f8},
+        hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
+    kv_target = replace(target, gpu=replace(gpu, hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
+    engine = AnalyticEngine()
+    for op in module.walk():
+        if isinstance(op, sim.MatmulOp):
+            t = gemm_target
+        elif isinstance(op, sim.AttentionOp) and sim.shape_of(op.q)[1] == 1:
+            t = kv_target
+        else:
+            continue
+        cost = engine.price_compute(op, t)
+        op.attributes[COST_ATTR] = sim.CostAttr(cost.time_s, cost.flops, cost.bytes, cost.engine)
+
+
+def _split_step(module) -> tuple[float, float, float, float]:
+    """(body, head, attention, peak activation bytes of one op) of a priced step."""
+    from charon_ir.dialects import coll, sim
+    from charon_ir.passes.cost_annotate import COST_ATTR
+
+    phase = next(op for op in module.body.block.ops if isinstance(op, sim.PhaseOp))
+    body = head = attention = 0.0
+    largest = 0.0
+    after_layers = False
+
+    def cost(op) -> float:
+        attr = op.attributes.get(COST_ATTR)
+        return attr.time_s.data if isinstance(attr, sim.CostAttr) else 0.0
+
+    for op in phase.body.block.ops:
+        if isinstance(op, sim.RepeatOp):
+            n = op.count.value.data
+            for inner in op.body.block.ops:
+                if isinstance(inner, (sim.AttentionOp, sim.KVCacheReadOp, sim.KVCacheWriteOp)):
+                    attention += n * cost(inner)
+                else:
+                    body += n * cost(inner)
+                if isinstance(inner, sim.ComputeOp):
+                    for r in inner.results:
+                        largest = max(largest, sim.tensor_bytes(r))
+            after_layers = True
+        elif isinstance(op, (sim.ComputeOp, coll.CollectiveOp)):
+            if after_layers:
+                head += cost(op)
+            else:
+                body += cost(op)
+    return body, head, attention, largest
+
+
+def _param_bytes(module) -> float:
+    from charon_ir.dialects import sim
+
+    return sum(sim.tensor_bytes(op.result) for op in module.walk() if isinstance(op, sim.ParamOp))
+
+
+def _sample(shape: ReplicaShape, mode: str, seq_len: int, batch: int):
+    from charon_ir.api import load_model_module
+
+    ctx, module = load_model_module(shape.model, seq_len=seq_len, batch=batch, mode=mode)
+    _price_module(module, ctx, shape)
+    return module
+
+
+def _kv_bytes_per_token(config: dict[str, Any], shape: ReplicaShape) -> float:
+    layers = int(config["num_hidden_layers"])
+    heads = int(config["num_attention_heads"])
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or config["hidden_size"] // heads)
+    if config.get("kv_lora_rank"):  # MLA caches the compressed latent and the rope key
+        per_layer = int(config["kv_lora_rank"]) + int(config.get("qk_rope_head_dim") or 64)
+    else:
+        # kv heads are split across TP ranks, or replicated when there are fewer
+        per_layer = 2 * math.ceil(kv_heads / shape.tp) * head_dim
+    element = 1.0 if shape.precision == "fp8" else 2.0
+    return math.ceil(layers / shape.pp) * per_layer * element
+
+
+def check_shape(config: dict[str, Any], shape: ReplicaShape) -> None:
+    heads = int(config["num_attention_heads"])
+    for flag, n in (("--tp", shape.tp), ("--pp", shape.pp), ("--ep", shape.ep)):
+        if n < 1:
+            raise CharonError(f"{flag} must be >= 1, got {n}")
+    if heads % shape.tp:
+        raise CharonError(
+            f"--tp {shape.tp} does not divide the {heads} attention heads of {shape.model}"
+        )
+    layers = int(config["num_hidden_layers"])
+    if shape.pp > layers:
+        raise CharonError(f"--pp {shape.pp} exceeds the {layers} layers of {shape.model}")
+    experts = int(config.get("num_local_experts") or config.get("n_routed_experts")
+                  or config.get("num_experts") or 0)
+    if shape.ep > 1 and (not experts or experts % shape.ep):
+        what = f"the {experts} experts" if experts else "a dense model (no experts)"
+        raise CharonError(f"--ep {shape.ep} does not divide {what} of {shape.model}")
+    if shape.precision not in PRECISIONS:
+        raise CharonError(f"--precision must be one of {', '.join(PRECISIONS)}, got '{shape.precision}'")
+
+
+def estimated_weight_bytes(config: dict[str, Any], shape: ReplicaShape) -> float:
+    """Weights per GPU from the config alone (dense or MoE decoder, untied head),
+    to reject a model that cannot fit before pricing anything. A lower bound:
+    norms and biases are left out."""
+    h = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or h // heads)
+    layers = int(config["num_hidden_layers"])
+    attention = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim
+    experts = int(config.get("num_local_experts") or config.get("n_routed_experts")
+                  or config.get("num_experts") or 0)
+    if experts:
+        ffn = int(config.get("moe_intermediate_size") or config["intermediate_size"])
+        mlp = experts * 3 * h * ffn / shape.ep
+    else:
+        mlp = 3 * h * int(config["intermediate_size"])
+    vocab = int(config["vocab_size"]) * h * (1 if config.get("tie_word_embeddings") else 2)
+    element = 1.0 if shape.precision == "fp8" else 2.0
+    return (layers * (attention + mlp) / shape.tp / shape.pp
+            + vocab / shape.tp) * element
+
+
+def build_step_model(shape: ReplicaShape) -> StepTimeModel:
+    """Price the sample steps through the pipeline and fit the curves."""
+    from charon_ir.frontend import load_config
+    from charon_ir.target.hardware import load_gpu
+
+    _, config = load_config(shape.model)
+    check_shape(config, shape)
+    gpu = load_gpu(shape.hardware)
+    body: dict[float, float] = {}
+    decode_attention: dict[float, float] = {}
+    prefill_attention: dict[float, float] = {}
+    params = 0.0
+    largest_per_token = 0.0
+    # Only the attention of the decode samples is used: their other ops have
+    # shapes [batch, 1, hidden], which the GEMM model reads as `batch` separate
+    # products of one row, not one GEMM of `batch` rows.
+    for batch, context in DECODE_SAMPLES:
+        module = _sample(shape, "decode", context, batch)
+        decode_attention[batch * context] = _split_step(module)[2]
+    for n in PREFILL_LENGTHS:
+        module = _sample(shape, "prefill", n, 1)
+        body[n], head_s, prefill_attention[n], largest = _split_step(module)
+        largest_per_token = max(largest_per_token, largest / n)
+        params = _param_bytes(module)
+    hidden = int(config["hidden_size"])
+    vocab_per_gpu = int(config["vocab_size"]) / shape.tp
+    act_bytes = 1.0 if shape.precision == "fp8" else 2.0
+    link_bw = gpu.scale_up_bandwidth or gpu.scale_out_bandwidth_per_gpu
+    weight_bytes = params / shape.pp * (0.5 if shape.precision == "fp8" else 1.0)
+    return StepTimeModel(
+        body=Curve.through(body),
+        head_s=head_s,
+        head_s_per_extra_sequence=2.0 * hidden * vocab_per_gpu * (0.5 if shape.precision == "fp8" else 1.0)
+        / (gpu.peak("bf16") * HEAD_GEMM_EFFICIENCY),
+        decode_attention=Curve.through(decode_attention),
+        prefill_attention=Curve.through(prefill_attention),
+        decode_attention_reads=1.0,
+        p2p_s_per_token=hidden * act_bytes / link_bw if link_bw else 0.0,
+        pp=shape.pp,
+        weight_bytes_per_gpu=weight_bytes,
+        kv_bytes_per_token_per_gpu=_kv_bytes_per_token(config, shape),
+        # a layer's working set: a few of its largest tensors live at once
+        workspace_bytes_per_token=4.0 * largest_per_token,
+        hbm_bytes=gpu.hbm_bytes,
+        shape=shape,
+    )
+
+
+# --- on-disk cache --------------------------------------------------------------
+
+
+def _cache_dir() -> Path:
+    from charon_ir.frontend.cache import cache_dir
+
+    return cache_dir().parent / "serving"
+
+
+def _sources_digest() -> str:
+    """Hash of the code a table depends on: a change to an engine or to a
+    sharding pass invalidates every cached table."""
+    import charon_ir
+
+    root = Path(charon_ir.__file__).resolve().parent
+    digest = hashlib.sha256(TABLE_VERSION.encode())
+    files = sorted((root / "engines").glob("*.py")) + [Path(__file__)]
+    try:
+        from charon_ir.passes import shard_tensor
+
+        files.append(Path(shard_tensor.__file__))
+    except ImportError:
+        pass
+    for f in files:
+        try:
+            digest.update(f.read_bytes())
+        except OSError:
+            pass
+    return digest.hexdigest()
+
+
+def _table_key(shape: ReplicaShape) -> str:
+    from charon_ir.frontend import load_config
+    from charon_ir.target.hardware import resolve_gpu_name
+
+    _, config = load_config(shape.model)
+    payload = json.dumps(
+        {"config": config, "shape": asdict(shape), "gpu": resolve_gpu_name(shape.hardware),
+         "code": _sources_digest()},
+        sort_keys=True, default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+_MEMO: dict[ReplicaShape, StepTimeModel] = {}
+
+
+def step_model(shape: ReplicaShape, use_cache: bool = True) -> StepTimeModel:
+    """The latency table of `shape`: from memory, the disk cache, or built.
+    The attention kernel only scales decode attention: one table serves both."""
+    kernel = shape.attention_kernel
+    if kernel not in ATTENTION_KERNELS:
+        raise CharonError(
+            f"--attention-kernel must be one of {', '.join(ATTENTION_KERNELS)}, got '{kernel}'"
+        )
+    shape = replace(shape, attention_kernel="fused")
+    if shape in _MEMO:
+        return _with_kernel(_MEMO[shape], kernel)
+    from charon_ir.frontend import load_config
+    from charon_ir.target.hardware import load_gpu
+
+    _, config = load_config(shape.model)
+    check_shape(config, shape)
+    gpu = load_gpu(shape.hardware)  # an unknown GPU fails here, before any import
+    weights = estimated_weight_bytes(config, shape)
+    if weights > gpu.hbm_bytes:
+        raise CharonError(
+            f"{shape.model} does not fit on {gpu.name} with tp={shape.tp} pp={shape.pp}: "
+            f"about {weights / 2**30:.0f} GiB of weights per GPU, {gpu.hbm_bytes / 2**30:.0f} GiB of HBM"
+        )
+    path = _cache_dir() / f"{_table_key(shape)}.json" if use_cache else None
+    model = None
+    if path is not None and path.is_file():
+        try:
+            model = StepTimeModel.from_json(json.loads(path.read_text()))
+        except (ValueError, KeyError, TypeError):
+            model = None  # a damaged entry: build again
+    if model is None:
+        model = build_step_model(shape)
+        if path is not None:
+            _write_atomically(path, json.dumps(model.to_json()))
+    _MEMO[shape] = model
+    return _with_kernel(model, kernel)
+
+
+def _with_kernel(model: StepTimeModel, kernel: str) -> StepTimeModel:
+    from charon_ir.frontend import load_config
+
+    if kernel == "fused":
+        return model
+    _, config = load_config(model.shape.model)
+    heads = int(config["num_attention_heads"])
+    group = heads // int(config.get("num_key_value_heads") or heads)
+    return replace(model, decode_attention_reads=float(group),
+                   shape=replace(model.shape, attention_kernel=kernel))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache only costs time

@@ -1,0 +1,118 @@
+"""Latency metrics of a serving run, as DESIGN.md section 7 names them.
+
+- TTFT: first token - arrival (arrival before any retrieval stage: the user's
+  clock).
+- TPOT: (finish - first token) / (output tokens - 1), per request with >= 2.
+- ITL: the gap between consecutive token deliveries, over all tokens; with
+  speculative decoding a delivery carries several tokens and its gap is spread
+  over them.
+- E2E: finish - arrival.
+Each is summarised as {p50, p90, p99, mean} in seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from charon_ir.serving.cluster import RunResult
+
+
+def summary(values: np.ndarray) -> dict[str, float]:
+    if values.size == 0:
+        return {"p50": 0.0, "p90": 0.0, "p99": 0.0, "mean": 0.0}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "mean": float(values.mean())}
+
+
+def inter_token_latencies(result: RunResult) -> np.ndarray:
+    ends = [np.asarray(r.decode_end_s) for r in result.replicas]
+    parts = []
+    for seq in result.sequences:
+        previous = seq.first_token_s
+        rate = result.replicas[seq.segments[-1][0]].rate if seq.segments else 1.0
+        for replica, first, last in seq.segments:
+            times = ends[replica][first:last + 1]
+            if times.size == 0:
+                continue
+            gaps = np.diff(times, prepend=previous)
+            parts.append(gaps / rate)
+            previous = times[-1]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def latency_metrics(result: RunResult) -> dict[str, Any]:
+    seqs = result.sequences
+    arrival = np.array([s.request.arrival_s for s in seqs])
+    first = np.array([s.first_token_s for s in seqs])
+    finish = np.array([s.finish_s for s in seqs])
+    outputs = np.array([s.output for s in seqs])
+    multi = outputs > 1
+    tpot = (finish[multi] - first[multi]) / (outputs[multi] - 1)
+    return {
+        "ttft": first - arrival,
+        "tpot_per_request": np.where(multi, (finish - first) / np.maximum(outputs - 1, 1), 0.0),
+        "tpot": tpot,
+        "e2e": finish - arrival,
+        "itl": inter_token_latencies(result),
+        "output_tokens": int(outputs.sum()),
+        "input_tokens": int(sum(s.request.input_tokens for s in seqs)),
+    }
+
+
+def kv_utilization(result: RunResult, points: int = 100) -> dict[str, Any]:
+    """Mean and peak fraction of KV blocks in use (time-weighted over busy time),
+    and a timeline of `points` samples per replica."""
+    out = []
+    for r in result.replicas:
+        if not r.kv_samples:
+            out.append({"replica": r.index, "mean": 0.0, "peak": 0.0, "timeline": []})
+            continue
+        t = np.array([s[0] for s in r.kv_samples])
+        used = np.array([s[1] for s in r.kv_samples], dtype=float) / r.kv.capacity
+        dt = np.diff(t, prepend=t[0])
+        mean = float((used * dt).sum() / dt.sum()) if dt.sum() > 0 else float(used.mean())
+        step = max(1, len(t) // points)
+        timeline = [[float(a), float(b)] for a, b in zip(t[::step], used[::step])]
+        out.append({"replica": r.index, "mean": mean, "peak": float(r.kv.peak / r.kv.capacity),
+                    "timeline": timeline})
+    return {
+        "mean": float(np.mean([o["mean"] for o in out])),
+        "peak": float(max(o["peak"] for o in out)),
+        "per_replica": out,
+    }
+
+
+def goodput(metrics: dict[str, Any], duration_s: float, slo_ttft_s: float, slo_tpot_s: float) -> dict[str, Any]:
+    """Requests per second that met every SLO given (0 = no SLO on that metric)."""
+    ok = np.ones(metrics["ttft"].size, dtype=bool)
+    if slo_ttft_s > 0:
+        ok &= metrics["ttft"] <= slo_ttft_s
+    if slo_tpot_s > 0:
+        ok &= metrics["tpot_per_request"] <= slo_tpot_s
+    return {
+        "slo_ttft_s": slo_ttft_s or None,
+        "slo_tpot_s": slo_tpot_s or None,
+        "requests_meeting_slo": int(ok.sum()),
+        "fraction_meeting_slo": float(ok.mean()) if ok.size else 0.0,
+        "goodput_requests_per_s": float(ok.sum() / duration_s) if duration_s > 0 else 0.0,
+    }
+
+
+def chrome_trace(result: RunResult) -> dict[str, Any]:
+    """Iterations per replica as Chrome/Perfetto complete events."""
+    events: list[dict[str, Any]] = []
+    for r in result.replicas:
+        events.append({"name": "process_name", "ph": "M", "pid": r.index,
+                       "args": {"name": f"replica {r.index} ({r.role})"}})
+        for it in r.records or []:
+            kind = "prefill" if it.prefill_tokens and not it.decodes else \
+                "decode" if not it.prefill_tokens else "mixed"
+            events.append({
+                "name": kind, "ph": "X", "pid": r.index, "tid": 0,
+                "ts": it.start_s * 1e6, "dur": (it.end_s - it.start_s) * 1e6,
+                "args": {"tokens": it.tokens, "prefill_tokens": it.prefill_tokens,
+                         "decodes": it.decodes, "kv_blocks": it.kv_blocks},
+            })
+    return {"traceEvents": events, "displayTimeUnit": "ms"}

@@ -1,0 +1,188 @@
+"""Requests and where they come from: a static batch, Poisson arrivals, a JSONL
+trace, or synthetic length distributions. Every source is deterministic given
+its seed.
+
+A trace line is a JSON object:
+
+    {"arrival_s": 0.5, "input_tokens": 812, "output_tokens": 130,
+     "prefix_id": "sys-prompt-3", "prefix_tokens": 512,
+     "stages": [{"kind": "retrieval", "documents": 8},
+                {"kind": "remote_kv", "tokens": 4096},
+                {"kind": "reasoning", "tokens": 2048}]}
+
+`arrival_s` (alias `arrival_time`), `input_tokens` and `output_tokens` are
+required; the rest is optional (see stages.py for the stage kinds).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from charon_ir.errors import CharonError
+
+LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "exponential", "lognormal", "zipf")
+
+
+@dataclass
+class Stage:
+    """One step of a multi-stage request's pipeline (stages.py prices it)."""
+
+    kind: str
+    amount: int = 0
+    """documents for retrieval, tokens for remote_kv and reasoning."""
+
+
+@dataclass
+class Request:
+    id: int
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+    prefix_id: str = ""
+    prefix_tokens: int = 0
+    stages: list[Stage] = field(default_factory=list)
+
+
+def static_batch(batch: int, input_len: int, output_len: int) -> list[Request]:
+    """`batch` identical requests, all there at time 0."""
+    _check_lengths(input_len, output_len)
+    if batch < 1:
+        raise CharonError(f"--batch must be >= 1, got {batch}")
+    return [Request(i, 0.0, input_len, output_len) for i in range(batch)]
+
+
+def sample_lengths(
+    rng: np.random.Generator, n: int, mean: int, distribution: str, spread: float
+) -> np.ndarray:
+    """`n` lengths around `mean` (>= 1). `spread`: the coefficient of variation
+    of lognormal, the half-width / mean of uniform, the exponent of zipf."""
+    if distribution not in LENGTH_DISTRIBUTIONS:
+        raise CharonError(
+            f"unknown length distribution '{distribution}'; expected one of "
+            f"{', '.join(LENGTH_DISTRIBUTIONS)}"
+        )
+    if distribution == "fixed":
+        x = np.full(n, float(mean))
+    elif distribution == "uniform":
+        half = min(spread, 1.0) * mean
+        x = rng.uniform(mean - half, mean + half, n)
+    elif distribution == "exponential":
+        x = rng.exponential(mean, n)
+    elif distribution == "lognormal":
+        sigma = np.sqrt(np.log1p(spread * spread))
+        x = rng.lognormal(np.log(mean) - sigma * sigma / 2, sigma, n)
+    else:  # zipf: heavy tail, scaled so the median is near `mean`
+        a = max(spread, 1.01) + 1.0
+        x = rng.zipf(a, n) * (mean / 1.5)
+    return np.maximum(1, np.rint(x)).astype(np.int64)
+
+
+def poisson(
+    rate: float,
+    num_requests: int,
+    input_len: int,
+    output_len: int,
+    seed: int = 0,
+    length_distribution: str = "fixed",
+    spread: float = 0.5,
+    max_len: int = 0,
+) -> list[Request]:
+    """Poisson arrivals at `rate` per second (rate 0: all at time 0)."""
+    _check_lengths(input_len, output_len)
+    if num_requests < 1:
+        raise CharonError(f"--num-requests must be >= 1, got {num_requests}")
+    if rate < 0:
+        raise CharonError(f"--rate must be >= 0, got {rate}")
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(1.0 / rate, num_requests) if rate > 0 else np.zeros(num_requests)
+    arrivals = np.cumsum(gaps) - (gaps[0] if rate > 0 else 0.0)
+    inputs = sample_lengths(rng, num_requests, input_len, length_distribution, spread)
+    outputs = sample_lengths(rng, num_requests, output_len, length_distribution, spread)
+    if max_len:
+        inputs = np.minimum(inputs, max_len)
+        outputs = np.minimum(outputs, max_len)
+    return [
+        Request(i, float(arrivals[i]), int(inputs[i]), int(outputs[i]))
+        for i in range(num_requests)
+    ]
+
+
+def _check_lengths(input_len: int, output_len: int) -> None:
+    if input_len < 1 or output_len < 1:
+        raise CharonError(
+            f"--input-len and --output-len must be >= 1, got {input_len} and {output_len}"
+        )
+
+
+def _positive_int(obj: dict[str, Any], key: str, where: str, minimum: int = 1) -> int:
+    v = obj.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < minimum:
+        raise CharonError(f"{where}: '{key}' must be an integer >= {minimum}, got {v!r}")
+    return int(v)
+
+
+def _stage(obj: Any, where: str) -> Stage:
+    from charon_ir.serving.stages import STAGE_KINDS
+
+    if not isinstance(obj, dict) or obj.get("kind") not in STAGE_KINDS:
+        kind = obj.get("kind") if isinstance(obj, dict) else obj
+        raise CharonError(
+            f"{where}: stage kind {kind!r} is not one of {', '.join(STAGE_KINDS)}"
+        )
+    key = "documents" if obj["kind"] == "retrieval" else "tokens"
+    amount = _positive_int(obj, key, where, 0) if key in obj else 0
+    return Stage(obj["kind"], amount)
+
+
+def read_trace(path: str | Path) -> list[Request]:
+    """Requests of a JSONL trace, sorted by arrival (ties keep file order)."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise CharonError(f"cannot read trace {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CharonError(f"{path}: not a text file") from None
+    requests: list[Request] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CharonError(f"{where}: not a JSON object ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise CharonError(f"{where}: a trace line must be a JSON object")
+        arrival = obj.get("arrival_s", obj.get("arrival_time"))
+        if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or arrival < 0:
+            raise CharonError(f"{where}: 'arrival_s' must be a number >= 0, got {arrival!r}")
+        stages = obj.get("stages", [])
+        if not isinstance(stages, list):
+            raise CharonError(f"{where}: 'stages' must be a list")
+        prefix_id = obj.get("prefix_id", "")
+        if not isinstance(prefix_id, str):
+            raise CharonError(f"{where}: 'prefix_id' must be a string")
+        request = Request(
+            len(requests),
+            float(arrival),
+            _positive_int(obj, "input_tokens", where),
+            _positive_int(obj, "output_tokens", where),
+            prefix_id,
+            _positive_int(obj, "prefix_tokens", where, 0) if "prefix_tokens" in obj else 0,
+            [_stage(s, where) for s in stages],
+        )
+        if request.prefix_tokens > request.input_tokens:
+            raise CharonError(f"{where}: 'prefix_tokens' exceeds 'input_tokens'")
+        requests.append(request)
+    if not requests:
+        raise CharonError(f"{path}: the trace holds no request")
+    requests.sort(key=lambda r: r.arrival_s)
+    for i, r in enumerate(requests):
+        r.id = i
+    return requests

@@ -1,0 +1,113 @@
+"""`charon serve` end to end in a subprocess: the DESIGN.md section 7 keys, and
+one-line errors with a non-zero exit on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+SECTION_7_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "throughput_tokens_per_s", "peak_memory_bytes")
+LLAMA70_TP8 = ("--model", "llama-3.1-70b", "--hardware", "H100-SXM5-80GB", "--tp", "8")
+
+
+def charon(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "charon_ir.cli", "serve", *args],
+        capture_output=True, text=True, timeout=600,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ") and fragment in lines[0], lines[0]
+
+
+def test_json_has_every_section_7_key(tmp_path):
+    trace = tmp_path / "iterations.json"
+    proc = charon(*LLAMA70_TP8, "--rate", "4", "--num-requests", "1000", "--input-len", "1024",
+                  "--output-len", "256", "--json", "--trace-out", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    for key in SECTION_7_KEYS:
+        assert key in report
+    for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        assert set(report[key]) == {"p50", "p90", "p99", "mean"}
+        assert 0 < report[key]["p50"] <= report[key]["p90"] <= report[key]["p99"]
+    assert report["requests"] == 1000
+    assert report["output_tokens"] == 256_000
+    assert report["throughput_tokens_per_s"] > 0
+    assert 0 < report["peak_memory_bytes"] < 80 * 2**30
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == report["replicas"][0]["iterations"]
+
+
+def test_seed_makes_runs_reproducible():
+    args = (*LLAMA70_TP8, "--rate", "8", "--num-requests", "200", "--length-dist", "lognormal", "--json")
+    a, b = charon(*args, "--seed", "3"), charon(*args, "--seed", "3")
+    assert a.returncode == 0, a.stderr
+    assert json.loads(a.stdout)["e2e_s"] == json.loads(b.stdout)["e2e_s"]
+
+
+def test_table_output():
+    proc = charon(*LLAMA70_TP8, "--batch", "16", "--input-len", "512", "--output-len", "64",
+                  "--slo-ttft", "1", "--slo-tpot", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    assert "TTFT" in proc.stdout and "goodput" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("--model", "llama-3.1-70b", "--tp", "3", "--batch", "1"), "--tp 3 does not divide the 64 attention heads"),
+        (("--model", "llama-3.1-405b", "--tp", "1", "--batch", "1"), "does not fit on H100-SXM5-80GB"),
+        (("--model", "llama-3.1-70b", "--hardware", "Z900", "--tp", "8", "--batch", "1"), "Z900"),
+        (("--model", "llama-9000b", "--batch", "1"), "unknown model 'llama-9000b'"),
+        ((*LLAMA70_TP8, "--batch", "4", "--rate", "2", "--num-requests", "4"), "give one request source"),
+        ((*LLAMA70_TP8, "--rate", "2"), "--rate needs --num-requests"),
+        (LLAMA70_TP8, "give one request source"),
+        ((*LLAMA70_TP8, "--batch", "4", "--router", "random"), "--router must be one of"),
+        ((*LLAMA70_TP8, "--batch", "4", "--preemption", "drop"), "--preemption must be one of"),
+        ((*LLAMA70_TP8, "--batch", "4", "--stage", "lunch:3"), "--stage 'lunch:3'"),
+        ((*LLAMA70_TP8, "--rate", "1", "--num-requests", "2", "--prefill-replicas", "1"),
+         "disaggregation needs --prefill-replicas and --decode-replicas"),
+        ((*LLAMA70_TP8, "--batch", "1", "--input-len", "200000"), "more than the 131072-token context"),
+        ((*LLAMA70_TP8, "--batch", "1", "--input-len", "100000", "--gpu-memory-utilization", "0.3"),
+         "KV blocks"),
+    ],
+)
+def test_bad_input_is_one_line(args, fragment):
+    assert_one_line_error(charon(*args), fragment)
+
+
+def test_malformed_trace_file(tmp_path):
+    bad = tmp_path / "requests.jsonl"
+    bad.write_text('{"arrival_s": 0, "input_tokens": 10, "output_tokens": 4}\n{"arrival_s": 1,\n')
+    out = tmp_path / "t.json"
+    proc = charon(*LLAMA70_TP8, "--trace", str(bad), "--trace-out", str(out))
+    assert_one_line_error(proc, f"{bad}:2: not a JSON object")
+    assert not out.exists()
+
+
+def test_trace_file_with_stages(tmp_path):
+    trace = tmp_path / "requests.jsonl"
+    lines = [
+        {"arrival_s": 0.0, "input_tokens": 2000, "output_tokens": 50,
+         "stages": [{"kind": "retrieval", "documents": 10}, {"kind": "remote_kv", "tokens": 1500}]},
+        {"arrival_s": 0.1, "input_tokens": 300, "output_tokens": 20,
+         "stages": [{"kind": "reasoning", "tokens": 500}]},
+        {"arrival_s": 0.2, "input_tokens": 900, "output_tokens": 10, "prefix_id": "sys", "prefix_tokens": 512},
+        {"arrival_s": 0.3, "input_tokens": 900, "output_tokens": 10, "prefix_id": "sys", "prefix_tokens": 512},
+    ]
+    trace.write_text("\n".join(json.dumps(x) for x in lines))
+    proc = charon(*LLAMA70_TP8, "--trace", str(trace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["requests"] == 4
+    assert report["output_tokens"] == 50 + 20 + 500 + 10 + 10  # reasoning decodes more
