@@ -47,6 +47,12 @@ class TrainingConfig:
     fuse: bool = True
     """Run `fuse` (flash attention, fused norms, activations, RoPE), as Megatron
     and every production stack do; False simulates the model's kernels as traced."""
+    fuse_attention: bool = True
+    """With `fuse`: flash attention (False: the score matrix is materialised, as in
+    pre-FlashAttention stacks)."""
+    memory_limit_gb: float = 0.0
+    """memory-analysis' limit per GPU; 0: the GPU's HBM. A huge value reports the
+    memory without stopping at an out-of-memory (validation of runs that did fit)."""
     engines: tuple[str, ...] = ("analytic",)
     compute_slowdown: float = 0.0
     comm_slowdown: float = 0.0
@@ -135,7 +141,7 @@ def build_training_module(config: TrainingConfig):
     if config.ep > 1:
         passes.append(_pass("shard-expert", ep=config.ep))
     if config.fuse:
-        passes.append(_pass("fuse"))
+        passes.append(_pass("fuse", attention=config.fuse_attention))
     schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
     passes.append(
         _pass("pipeline", pp=config.pp, vpp=config.vpp, schedule=schedule, microbatches=microbatches)
@@ -151,16 +157,16 @@ def build_training_module(config: TrainingConfig):
     passes.append(_pass("cost-annotate", engines=config.engines))
     for p in passes:
         p.apply(ctx, module)
-    memory = _memory(ctx, module)
+    memory = _memory(ctx, module, config.memory_limit_gb)
     return ctx, module, memory
 
 
-def _memory(ctx, module) -> list:
+def _memory(ctx, module, limit_gb: float = 0.0) -> list:
     """Per-stage memory from memory-analysis (which raises the OOM diagnostic)."""
     from charon_ir.memory import analyze_memory
     from charon_ir.target.target import Target
 
-    _pass("memory-analysis").apply(ctx, module)
+    _pass("memory-analysis", limit_gb=limit_gb).apply(ctx, module)
     return analyze_memory(module, Target.from_module(module))
 
 

@@ -1,0 +1,52 @@
+"""`charon validate`: the simulator against published measurements.
+
+Each record of `validation/published.json` (or of `--set FILE`, a JSON list of
+records in the same form) becomes a simulate, serve or kernel run built from the
+record's own model, hardware and strategy; the command prints the error per
+record, the MAPE per source and overall. `--live` instead measures a small
+Llama training step on this machine and compares it with its simulation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate_command)
+
+
+def validate_command(
+    record_set: Annotated[
+        str, typer.Option("--set", help="a JSON file of records (default: the shipped published.json)")
+    ] = "",
+    only: Annotated[
+        str, typer.Option("--only", help="training, inference, kernel or comm (default: all)")
+    ] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    live: Annotated[
+        bool, typer.Option("--live", help="measure a small Llama step here and compare")
+    ] = False,
+    device: Annotated[str, typer.Option("--device", help="--live: cpu or cuda (default: cuda if present)")] = "",
+    jobs: Annotated[int, typer.Option("--jobs", help="processes for training records (default: CPUs)")] = 0,
+) -> None:
+    """Compare predictions with published (or, with --live, local) measurements."""
+    if live:
+        from charon_ir.validation.live import format_live, run_live
+
+        result = run_live(device=device or None)
+        print(json.dumps(result.to_json(), indent=2) if as_json else format_live(result))
+        return
+    from charon_ir.validation import load_record_set
+    from charon_ir.validation.report import format_results, results_json
+    from charon_ir.validation.runner import summarize, validate
+
+    records = load_record_set(Path(record_set) if record_set else None)
+    results = validate(records, only=only, jobs=jobs)
+    summary = summarize(results)
+    print(json.dumps(results_json(results, summary), indent=2) if as_json
+          else format_results(results, summary))

@@ -1,0 +1,57 @@
+"""Text and JSON forms of `charon validate`'s results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from charon_ir.validation.runner import RecordResult, Summary
+from charon_ir.validation.training import SOURCE_FLOPS
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:+.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) -> str:
+    lines = []
+    width = max((len(r.id) for r in results), default=10)
+    lines.append(f"{'record':{width}}  {'measured':>9} {'predicted':>9} {'error':>7}  quantity / notes")
+    for group in ("training", "inference", "kernel", "comm", "?"):
+        rows = [r for r in results if r.group == group]
+        if not rows:
+            continue
+        lines.append(f"-- {group}")
+        for r in rows:
+            if r.status == "ok":
+                what = r.quantity + (f" (published: {r.published})" if r.published else "")
+                if r.note:
+                    what += f"; {r.note}"
+                lines.append(f"{r.id:{width}}  {_num(r.measured):>9} {_num(r.predicted):>9} "
+                             f"{_pct(r.error):>7}  {what}")
+            else:
+                lines.append(f"{r.id:{width}}  {'':>9} {'':>9} {'':>7}  {r.status}: {r.note}")
+    formulas = sorted({r.source for r in results if r.group == "training"} & set(SOURCE_FLOPS))
+    if formulas:
+        lines.append("")
+        lines.append("FLOP/s records are converted to iteration time with the source's own FLOP count:")
+        lines += [f"  {source}: {SOURCE_FLOPS[source]}" for source in formulas]
+    lines.append("")
+    lines.append(f"{'group':10} {'source':16} {'records':>7} {'MAPE':>7} {'max|err|':>8}  not compared")
+    for s in summary:
+        mape = "-" if s.mape is None else f"{s.mape * 100:.1f}%"
+        worst = "-" if s.max_abs_error is None else f"{s.max_abs_error * 100:.1f}%"
+        lines.append(f"{s.group:10} {s.source:16} {s.compared:7d} {mape:>7} {worst:>8}  {s.skipped}")
+    return "\n".join(lines)
+
+
+def results_json(results: Sequence[RecordResult], summary: Sequence[Summary]) -> dict[str, Any]:
+    return {
+        "records": [r.to_json() for r in results],
+        "summary": [asdict(s) for s in summary],
+    }

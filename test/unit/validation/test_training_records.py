@@ -1,0 +1,97 @@
+"""Training records become simulate runs: configs, strategy defaults, and the
+measured number converted with the source's own FLOP formula."""
+
+from __future__ import annotations
+
+import pytest
+
+from charon_ir.validation import published_records
+from charon_ir.validation.training import (
+    DEFAULT_MICRO_BATCH,
+    Unsupported,
+    hf_config,
+    megatron_core_flops,
+    narayanan_eq3_flops,
+    padded_vocab,
+    source_of,
+    training_case,
+)
+
+
+def record(rid: str) -> dict:
+    return next(r for r in published_records() if r["id"] == rid)
+
+
+def training_records() -> list[dict]:
+    return [r for r in published_records() if r["category"] == "training"]
+
+
+def test_every_training_record_maps_to_a_run():
+    for r in training_records():
+        case = training_case(r)
+        o = case.options
+        assert o["tp"] * o["pp"] * o["dp"] == o["gpus"], r["id"]
+        assert o["global_batch"] % (o["dp"] * o["micro_batch"]) == 0, r["id"]
+        assert case.measured_iteration_s > 0
+
+
+def test_eq3_reproduces_the_records_derived_iteration_times():
+    """The derived times in the records were computed from eq. (3) independently."""
+    for r in training_records():
+        derived = (r.get("derived") or {}).get("iteration_time_s_from_eq3")
+        if derived is None:
+            continue
+        case = training_case(r)
+        assert case.measured_iteration_s == pytest.approx(derived, rel=0.01), r["id"]
+
+
+def test_eq3_counts_the_recompute_forward():
+    """eq. (3) is 4/3 of the 3-pass model FLOPs (Megatron-Core's count) for the
+    same model: 96 vs 72 Bslh^2 per (1 + s/6h + ...) term."""
+    b, s, l, h, v = 8, 2048, 24, 2048, 51200
+    eq3 = narayanan_eq3_flops(b, s, l, h, v)
+    model = megatron_core_flops(b, s, l, h, v, heads=16, kv_heads=16, ffn=4 * h)
+    linear_eq3 = 96 * b * s * l * h * h
+    linear_model = 72 * b * s * l * h * h
+    assert linear_eq3 / linear_model == pytest.approx(4 / 3)
+    assert eq3 > model
+
+
+def test_throughput_records_convert_to_iteration_time():
+    r = record("mpt_7b_a100_40gb_128gpu_seq2048_bf16")
+    case = training_case(r)
+    tokens = r["strategy"]["global_batch"] * r["model"]["seq_len"]
+    assert case.measured_iteration_s == pytest.approx(tokens / (r["value"] * 128))
+    assert case.options["fsdp"] and case.options["recompute"] == "full"
+
+
+def test_unstated_fields_get_documented_defaults():
+    case = training_case(record("megatron_readme_h100_weak_32B"))
+    assert case.options["micro_batch"] == DEFAULT_MICRO_BATCH
+    assert case.options["sequence_parallel"]
+    assert any("not stated" in a for a in case.assumptions)
+    stated = training_case(record("korthikanti22_t5_175B_seqpar_selective"))
+    assert stated.options["vpp"] == 3 and stated.options["recompute"] == "selective"
+    assert stated.assumptions == ()
+
+
+def test_vocab_is_padded_like_megatron():
+    assert padded_vocab(50257, 8) == 51200
+    assert padded_vocab(51200, 8) == 51200
+    config = hf_config(record("narayanan21_t1_18.4B")["model"], tp=8)
+    assert config["model_type"] == "gpt2" and config["vocab_size"] % (128 * 8) == 0
+    assert config["n_inner"] == 4 * config["n_embd"]
+
+
+def test_non_training_records_are_refused():
+    kernel = next(r for r in published_records() if r["category"] == "kernel_microbenchmark")
+    with pytest.raises(Unsupported):
+        training_case(kernel)
+    assert source_of(record("narayanan21_t1_1.7B")) == "narayanan21"
+
+
+def test_stated_overlap_param_gather_means_the_distributed_optimizer():
+    assert training_case(record("megatron_readme_h100_weak_70B")).options["zero"] == 1
+    assert training_case(record("narayanan21_t2_PTD_174B_384gpu")).options["zero"] == 0
+    zero3 = training_case(record("narayanan21_t2_ZeRO-3_174B_384gpu")).options
+    assert zero3["fsdp"] and zero3["zero"] == 0
