@@ -14,7 +14,7 @@ import typer
 
 from charon_ir.errors import CharonError
 
-COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate")
+COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep")
 """Modules under charon_ir.commands, each adding its subcommands to the app."""
 
 app = typer.Typer(

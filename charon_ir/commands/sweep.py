@@ -1,0 +1,204 @@
+"""`charon sweep SPACE.yaml`: explore a design space (DESIGN.md section 7).
+
+The space comes from a YAML file, flags, or both (flags override the file's
+settings; a comma-separated flag value is an axis: `--tp 2,4,8`). Results stream
+into a sqlite file (`--db`, default `./<space name>.sqlite`), so an interrupted
+sweep reruns from where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+Opt = typer.Option
+
+AXIS_FLAGS = (
+    "model", "hardware", "gpus", "cluster", "tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch",
+    "recompute", "zero", "sequence_parallel", "fuse", "seq_len", "global_batch", "batch", "max_num_seqs", "rate", "num_requests", "replicas",
+    "prefill_decode_split", "input_len", "output_len", "nic_speed", "scale_up_domain", "topology",
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_command)
+
+
+def _axis(text: str) -> Any:
+    values = [_value(v.strip()) for v in text.split(",") if v.strip()]
+    return values if len(values) > 1 else values[0]
+
+
+def _value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def sweep_command(
+    space_file: Annotated[Path | None, typer.Argument(help="space YAML (examples/sweeps/)")] = None,
+    kind: Annotated[str, Opt("--kind", help="training | serving (without a space file)")] = "training",
+    name: Annotated[str, Opt("--name", help="the sweep's name (default: the space file's)")] = "",
+    model: Annotated[str, Opt("--model", help="model (comma list: an axis)")] = "",
+    hardware: Annotated[str, Opt("--hardware", help="GPU type(s)")] = "",
+    gpus: Annotated[str, Opt("--gpus")] = "",
+    cluster: Annotated[str, Opt("--cluster")] = "",
+    tp: Annotated[str, Opt("--tp", help="e.g. 1,2,4,8")] = "",
+    pp: Annotated[str, Opt("--pp")] = "",
+    dp: Annotated[str, Opt("--dp")] = "",
+    cp: Annotated[str, Opt("--cp")] = "",
+    ep: Annotated[str, Opt("--ep")] = "",
+    vpp: Annotated[str, Opt("--vpp")] = "",
+    micro_batch: Annotated[str, Opt("--micro-batch")] = "",
+    recompute: Annotated[str, Opt("--recompute")] = "",
+    zero: Annotated[str, Opt("--zero")] = "",
+    sequence_parallel: Annotated[str, Opt("--sequence-parallel", help="true, false or true,false")] = "",
+    fuse: Annotated[str, Opt("--fuse", help="true (default), false or true,false: fused kernels")] = "",
+    seq_len: Annotated[str, Opt("--seq-len")] = "",
+    global_batch: Annotated[str, Opt("--global-batch")] = "",
+    batch: Annotated[str, Opt("--batch", help="serving: a static batch of requests")] = "",
+    max_num_seqs: Annotated[str, Opt("--max-num-seqs", help="serving: batch cap of continuous batching")] = "",
+    rate: Annotated[str, Opt("--rate", help="serving: Poisson requests per second")] = "",
+    num_requests: Annotated[str, Opt("--num-requests", help="serving: requests of the Poisson source")] = "",
+    replicas: Annotated[str, Opt("--replicas", help="serving replicas")] = "",
+    prefill_decode_split: Annotated[str, Opt("--prefill-decode-split", help="serving 'P:D' GPUs")] = "",
+    input_len: Annotated[str, Opt("--input-len")] = "",
+    output_len: Annotated[str, Opt("--output-len")] = "",
+    nic_speed: Annotated[str, Opt("--nic-speed", help="e.g. 400Gb/s,800Gb/s")] = "",
+    scale_up_domain: Annotated[str, Opt("--scale-up-domain", help="e.g. 8,72")] = "",
+    topology: Annotated[str, Opt("--topology", help="fat_tree | rail_fat_tree | fullflat")] = "",
+    db: Annotated[Path | None, Opt("--db", help="results sqlite (default: ./<space name>.sqlite)")] = None,
+    jobs: Annotated[int, Opt("--jobs", "-j", help="local worker processes (1: in-process)")] = 1,
+    ray: Annotated[bool, Opt("--ray", help="run on a local Ray cluster")] = False,
+    ray_address: Annotated[str, Opt("--ray-address", help="join a Ray cluster (e.g. auto, ray://host:10001)")] = "",
+    limit: Annotated[int, Opt("--limit", help="stop after N new evaluations (rerun to continue)")] = 0,
+    top: Annotated[int, Opt("--top", help="rows of the ranked table")] = 0,
+    pareto: Annotated[str, Opt("--pareto", help="frontier axis: gpus | cost (training), ttft | tpot (serving)")] = "",
+    plot: Annotated[Path | None, Opt("--plot", help="write PNG plots into this folder")] = None,
+    as_json: Annotated[bool, Opt("--json", help='print {"results": [...], "pareto": [...]}')] = False,
+    no_progress: Annotated[bool, Opt("--no-progress", help="no progress bar")] = False,
+) -> None:
+    """Sweep strategy and hardware axes; print the ranked table, the Pareto
+    frontier and why the best configuration wins."""
+    from charon_ir.errors import CharonError
+    from charon_ir.sweep import summarise
+    from charon_ir.sweep.runner import run_sweep
+    from charon_ir.sweep.space import load_space
+
+    raw: dict[str, Any] = {}
+    if space_file is not None:
+        import yaml
+
+        try:
+            raw = yaml.safe_load(space_file.read_text()) or {}
+        except OSError as e:
+            raise CharonError(f"cannot read space file '{space_file}': {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise CharonError(f"{space_file}: not valid YAML ({getattr(e, 'problem', e)})") from None
+        if not isinstance(raw, dict):
+            raise CharonError(f"{space_file}: a space file is a mapping of settings and axes")
+        raw = {str(k).replace("-", "_"): v for k, v in raw.items()}
+        raw.setdefault("name", space_file.stem)
+    else:
+        raw["kind"] = kind
+    if name:
+        raw["name"] = name
+    flags = locals()
+    for name in AXIS_FLAGS:
+        if flags[name]:
+            raw[name] = _axis(flags[name])
+    space = load_space(raw)
+    if top:
+        space.top = top
+    if db is None:
+        db = Path(f"{space.name}.sqlite")  # in the working directory: never inside the repo's examples
+    if ray and ray_address:
+        raise CharonError("--ray starts a local cluster and --ray-address joins one: give one of them")
+    try:
+        result = run_sweep(
+            space, db=db, jobs=jobs, ray=ray, ray_address=ray_address or None,
+            progress=not no_progress and not as_json and sys.stderr.isatty(), limit=limit,
+        )
+    except KeyboardInterrupt:
+        print(f"interrupted: finished points are stored in {db}; rerun the same command to resume",
+              file=sys.stderr)
+        raise SystemExit(130) from None
+    summary = summarise(result, pareto_axis=pareto)
+    written = []
+    if plot is not None:
+        from charon_ir.sweep.analysis import write_plots
+
+        written = write_plots(result.records, summary["pareto"], plot, kind=space.kind, axis=pareto,
+                              table=space.gpu_hour_cost)
+        summary["plots"] = written
+    if as_json:
+        print(json.dumps(summary, indent=2, default=str))
+        return
+    _print_summary(summary, space.top, written)
+
+
+def _print_summary(summary: dict[str, Any], top: int, plots: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from charon_ir.sweep.analysis import rank, table_rows
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # piped: never cut the numbers of a wide table
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(summary["counts"].items()))
+    console.print(
+        f"[bold]{summary['space']}[/bold]: {summary['points']} points ({counts}); "
+        f"{summary['evaluated']} evaluated now, {summary['reused']} already stored; "
+        f"{summary['elapsed_s']:.1f} s {summary['executor']} -> {summary['db']}"
+    )
+    ranked = rank(summary["results"])
+    if not ranked:
+        errors = [r for r in summary["results"] if r["status"] != "ok"][:3]
+        for r in errors:
+            console.print(f"  {r['status']}: {r['error']}", markup=False)
+        console.print("no configuration runs")
+        return
+    header, rows = table_rows(ranked, top)
+    table = Table(title=f"best {len(rows)} of {len(ranked)} runnable")
+    for name in header:
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    front_keys = [r["key"] for r in summary["pareto"]]
+    positions = {k: i + 1 for i, k in enumerate(summary["ranking"])}
+    console.print(f"Pareto frontier: {len(front_keys)} points (ranks "
+                  f"{', '.join(str(positions[k]) for k in front_keys[:12])})")
+    best = summary["best"]
+    console.print(f"[bold]best[/bold]: {_settings(best['config'])}", markup=True)
+    console.print(f"why: {best['why']}", markup=False)
+    if best.get("parts") and "delta_s" in best["parts"][0]:
+        parts = Table(title="best against the runner-up (critical pipeline stage, seconds per step)")
+        for name in ("part", "best", "runner-up", "delta"):
+            parts.add_column(name, justify="right")
+        for p in best["parts"]:
+            parts.add_row(p["part"], f"{p['best_s']:.4f}", f"{p['runner_up_s']:.4f}", f"{p['delta_s']:+.4f}")
+        console.print(parts)
+    for path in plots:
+        console.print(f"plot: {path}")
+
+
+def _settings(config: dict[str, Any]) -> str:
+    from charon_ir.sweep.analysis import HARDWARE_KEYS, STRATEGY_KEYS
+
+    from charon_ir.sweep.space import HARDWARE_AXES
+
+    quiet = {"oversubscription": 1.0, "ep": 1, "cp": 1, "vpp": 1, "replicas": 1, **{k: v for k, v in HARDWARE_AXES.items() if k != "oversubscription"}}
+    keys = [k for k in (*HARDWARE_KEYS, *STRATEGY_KEYS)
+            if k in config and config[k] not in ("", 0, None) and config[k] != quiet.get(k, object())]
+    return " ".join(f"{k}={config[k]}" for k in keys)

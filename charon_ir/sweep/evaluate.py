@@ -1,0 +1,373 @@
+"""Evaluating points: the simulator's pass pipeline with shared prefixes.
+
+A training point is the pass pipeline of `charon_ir.api.build_training_module`
+(import, shard-tensor, sequence-parallel, shard-context, shard-expert, fuse,
+pipeline, data-parallel, recompute, set-target) followed by memory-analysis and
+cost-annotate, then the fast-tier timing of `charon_ir.api.simulate`. Two
+changes make a sweep cheap without changing any answer:
+
+- The model is imported (parsed) once per (model, seq_len, micro-batch) and
+  every point starts from a clone of it.
+- Points are visited in the order of their pass steps, so neighbours share a
+  prefix of the pipeline (same micro-batch and tp, say, different pp): the
+  module after the shared prefix is kept and the next point clones it instead of
+  redoing those passes. Only the snapshot the next point needs is kept, so
+  memory stays at a few modules whatever the sweep's size.
+
+memory-analysis runs before cost-annotate (it reads shapes and the target, not
+costs), so a point that cannot fit is pruned before it is priced or timed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+import traceback
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from charon_ir.errors import CharonError
+from charon_ir.sweep.space import ModelShape, Point, states_lower_bound
+
+Step = tuple[str, tuple[tuple[str, Any], ...]]
+"""A pass of the pipeline and its options, hashable and ordered."""
+
+STATUS_OK = "ok"
+STATUS_ILLEGAL = "illegal"
+STATUS_OOM = "oom"
+STATUS_ERROR = "error"
+
+
+def _step(name: str, **options: Any) -> Step:
+    return name, tuple(sorted(options.items()))
+
+
+def training_config(config: dict[str, Any]):
+    """The api's TrainingConfig of a point, with a synthesised cluster when the
+    point sweeps network settings."""
+    from charon_ir.api import TrainingConfig
+    from charon_ir.sweep.hardware import cluster_file, has_hardware_axes
+
+    cluster = config["cluster"]
+    if has_hardware_axes(config):
+        cluster = cluster_file(config, config["gpus"])
+    engines = tuple(e.strip() for e in str(config["engines"]).split(",") if e.strip())
+    return TrainingConfig(
+        model=config["model"],
+        hardware="" if cluster and not config["hardware"] else config["hardware"],
+        gpus=config["gpus"],
+        gpus_per_node=0 if cluster else config["gpus_per_node"],
+        cluster=cluster,
+        tp=config["tp"],
+        pp=config["pp"],
+        dp=config["dp"],
+        cp=config["cp"],
+        ep=config["ep"],
+        vpp=config["vpp"],
+        sequence_parallel=config["sequence_parallel"],
+        zero=config["zero"],
+        fsdp=config["fsdp"],
+        seq_len=config["seq_len"],
+        global_batch=config["global_batch"],
+        micro_batch=config["micro_batch"],
+        recompute=config["recompute"],
+        precision=config["precision"],
+        schedule=config["schedule"],
+        fuse=config["fuse"],
+        engines=engines,
+    )
+
+
+def training_steps(config) -> tuple[Step, ...]:
+    """The pass steps of a TrainingConfig, in build_training_module's order
+    (memory-analysis moved before cost-annotate)."""
+    dp = config.data_parallel()
+    microbatches = config.microbatches(dp)
+    steps = [_step("import", model=config.model, seq_len=config.seq_len, batch=config.micro_batch)]
+    if config.tp > 1:
+        steps.append(_step("shard-tensor", tp=config.tp))
+        if config.sequence_parallel:
+            steps.append(_step("sequence-parallel"))
+    if config.cp > 1:
+        steps.append(_step("shard-context", cp=config.cp))
+    if config.ep > 1:
+        steps.append(_step("shard-expert", ep=config.ep))
+    if config.fuse:
+        steps.append(_step("fuse"))
+    schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
+    steps.append(_step("pipeline", pp=config.pp, vpp=config.vpp, schedule=schedule, microbatches=microbatches))
+    steps.append(_step("data-parallel", dp=dp, zero=3 if config.fsdp else config.zero))
+    if config.recompute != "none":
+        steps.append(_step("recompute", policy=config.recompute))
+    target: dict[str, Any] = {"hardware": config.hardware, "gpus": config.gpus, "gpus_per_node": config.gpus_per_node}
+    if config.cluster:
+        target["cluster"] = config.cluster
+    steps.append(_step("set-target", **target))
+    steps.append(_step("memory-analysis"))
+    steps.append(_step("cost-annotate", engines=config.engines))
+    return tuple(steps)
+
+
+def _sort_key(steps: tuple[Step, ...]) -> str:
+    return json.dumps(steps, default=str)
+
+
+def sharing_order(points: Iterable[Point]) -> list[Point]:
+    """Points ordered so that neighbours share the longest pipeline prefixes."""
+    keyed = []
+    for point in points:
+        try:
+            key = _sort_key(training_steps(training_config(point.config)))
+        except Exception:  # noqa: BLE001 - a bad point sorts last and fails when run
+            key = "\uffff" + point.key
+        keyed.append((key, point))
+    keyed.sort(key=lambda kp: kp[0])
+    return [p for _, p in keyed]
+
+
+def _common_prefix(a: tuple[Step, ...], b: tuple[Step, ...]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def record(point: Point, status: str, *, error: str = "", metrics: dict | None = None,
+           seconds: float = 0.0, cpu_seconds: float = 0.0) -> dict:
+    """The stored form of one evaluated point: wall and CPU seconds it cost (CPU
+    is what a shared machine cannot inflate)."""
+    return {
+        "key": point.key,
+        "config": point.config,
+        "status": status,
+        "error": error,
+        "metrics": metrics,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+    }
+
+
+class _Clock:
+    """Wall and CPU time since it was made."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def spent(self) -> dict[str, float]:
+        return {"seconds": time.perf_counter() - self.wall, "cpu_seconds": time.process_time() - self.cpu}
+
+
+def summarise_training(report: dict[str, Any], gpus: int) -> dict[str, Any]:
+    """The part of a report a sweep keeps: headline numbers and the breakdown."""
+    peaks = [int(p) for p in (report.get("peak_memory_bytes") or [])]
+    return {
+        "iteration_time_s": report["iteration_time_s"],
+        "tokens_per_s": report.get("tokens_per_s") or 0.0,
+        "tflops_per_gpu": report.get("tflops_per_gpu") or 0.0,
+        "mfu": report.get("mfu") or 0.0,
+        "peak_memory_bytes": peaks,
+        "max_peak_memory_bytes": max(peaks) if peaks else 0,
+        "breakdown": report.get("breakdown") or {},
+        "gpus": gpus,
+        "engines": report.get("engines") or {},
+    }
+
+
+class TrainingEvaluator:
+    """Runs training points, sharing imports and pass prefixes between them.
+
+    One evaluator lives in one process (the in-process run, or each pool or Ray
+    worker); `evaluate` takes points already in `sharing_order`."""
+
+    def __init__(self) -> None:
+        from charon_ir.testing import make_context
+
+        self.ctx = make_context()
+        self._imports: dict[Step, Any] = {}
+        self._snapshots: list[tuple[int, Any]] = []
+        self._path: tuple[Step, ...] = ()
+        self._failed: dict[tuple[Step, ...], str] = {}
+        self._shapes: dict[str, ModelShape | None] = {}
+
+    def _states_overflow(self, point: Point, config) -> str:
+        """The memory model's closed-form bound: a point whose model states alone
+        exceed the GPU is out of memory before its IR is even built."""
+        model = point.config["model"]
+        if model not in self._shapes:
+            shape = ModelShape.of(model)
+            if shape is not None and not shape.params:
+                # the frontend records the HF parameter count on the imported module
+                imported = self._imported(model, point.config["seq_len"], point.config["micro_batch"])
+                count = imported.attributes.get("sim.hf_param_count")
+                if count is not None:
+                    shape = replace(shape, params=count.value.data)
+            self._shapes[model] = shape
+        need = states_lower_bound(point.config, self._shapes[model])
+        if not need:
+            return ""
+        hbm = _hbm_bytes(config)
+        if need <= hbm:
+            return ""
+        gib = 2**30
+        return (
+            f"memory-analysis: model states alone need at least {need / gib:.1f} GiB per GPU "
+            f"of {hbm / gib:.1f} GiB (tp x pp x ep = {config.tp * config.pp * config.ep}, "
+            f"zero {config.zero}, dp {point.config['dp']}); pruned before building the IR"
+        )
+
+    # -- the pipeline ---------------------------------------------------------
+
+    def _imported(self, model: str, seq_len: int, batch: int):
+        """The model's imported module, parsed once per process (never mutated)."""
+        step = _step("import", model=model, seq_len=seq_len, batch=batch)
+        if step not in self._imports:
+            from charon_ir.api import load_model_module
+
+            _, self._imports[step] = load_model_module(model, seq_len=seq_len, batch=batch, ctx=self.ctx)
+        return self._imports[step]
+
+    def _import(self, step: Step):
+        options = dict(step[1])
+        return self._imported(options["model"], options["seq_len"], options["batch"]).clone()
+
+    def _apply(self, step: Step, module):
+        from charon_ir.api import _pass
+
+        name, options = step
+        if name == "import":
+            return self._import(step)
+        _pass(name, **dict(options)).apply(self.ctx, module)
+        return module
+
+    def _build(self, steps: tuple[Step, ...], keep: int):
+        """The module after `steps`, from the deepest snapshot on its path; keeps a
+        copy after the first `keep` steps for the next point."""
+        common = _common_prefix(steps, self._path)
+        while self._snapshots and self._snapshots[-1][0] > common:
+            self._snapshots.pop()
+        self._path = steps
+        for n in range(1, len(steps) + 1):
+            if steps[:n] in self._failed:
+                raise CharonError(self._failed[steps[:n]])
+        level, module = 0, None
+        if self._snapshots:
+            level, snapshot = self._snapshots[-1]
+            module = snapshot.clone()
+        for j in range(level, len(steps)):
+            try:
+                module = self._apply(steps[j], module)
+            except CharonError as e:
+                # every later point with this prefix fails the same way
+                self._failed[steps[: j + 1]] = str(e)
+                raise
+            done = j + 1
+            if done == keep and (not self._snapshots or self._snapshots[-1][0] < done):
+                self._snapshots.append((done, module.clone()))
+        return module
+
+    # -- timing ----------------------------------------------------------------
+
+    def _time(self, module, config) -> dict[str, Any]:
+        """api.simulate's fast tier on a built module (which is left untouched)."""
+        from charon_ir.api import _extrapolate, _fold_points, _pass, _with_microbatches
+        from charon_ir.memory import peak_bytes_per_stage
+        from charon_ir.passes.pipeline import PIPELINE_ATTR
+        from charon_ir.runtime.interpreter import OverlapModel
+        from charon_ir.runtime.simulate_target import simulate_module
+
+        overlap = OverlapModel(config.compute_slowdown, config.comm_slowdown)
+        pipeline = module.attributes[PIPELINE_ATTR]
+        m = pipeline.data["microbatches"].value.data
+        schedule = pipeline.data["schedule"].data
+        points = _fold_points(schedule, config.pp, m)
+
+        def run(microbatches: int | None) -> dict:
+            copy = module.clone() if microbatches is None else _with_microbatches(module, microbatches)
+            _pass("lower-to-events").apply(self.ctx, copy)
+            return simulate_module(self.ctx, copy, overlap, tier="fast")
+
+        if points is None:
+            report = run(None)
+        else:
+            m_a, m_b = points
+            report = _extrapolate(run(m_a), run(m_b), m_a, m_b, m)
+        report["peak_memory_bytes"] = peak_bytes_per_stage(module)
+        return report
+
+    # -- points ------------------------------------------------------------------
+
+    def evaluate(self, points: list[Point]) -> Iterator[dict]:
+        """One record per point, in order; a failing point is recorded with its
+        error and never stops the rest."""
+        # plan first: a point's successor decides which snapshot to keep, and
+        # points pruned without building must not count as successors
+        planned: list[tuple[Point, Any, tuple[Step, ...], str, str]] = []
+        for point in points:
+            if point.pruned:
+                planned.append((point, None, (), STATUS_ILLEGAL, point.pruned))
+                continue
+            try:
+                config = training_config(point.config)
+                steps = training_steps(config)
+                overflow = self._states_overflow(point, config)
+            except CharonError as e:
+                planned.append((point, None, (), STATUS_ILLEGAL, str(e)))
+                continue
+            if overflow:
+                planned.append((point, None, (), STATUS_OOM, overflow))
+            else:
+                planned.append((point, config, steps, "", ""))
+        for i, (point, config, steps, status, error) in enumerate(planned):
+            if status:
+                yield record(point, status, error=error)
+                continue
+            clock = _Clock()
+            following = next((s for _, _, s, _, _ in planned[i + 1 :] if s), ())
+            try:
+                module = self._build(steps, _common_prefix(steps, following))
+                report = self._time(module, config)
+            except CharonError as e:
+                status = STATUS_OOM if str(e).startswith("memory-analysis:") else STATUS_ERROR
+                yield record(point, status, error=str(e), **clock.spent())
+                continue
+            except Exception as e:  # noqa: BLE001 - a simulator bug must not stop a sweep
+                where = traceback.extract_tb(e.__traceback__)[-1]
+                message = f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})"
+                yield record(point, STATUS_ERROR, error=message, **clock.spent())
+                continue
+            metrics = summarise_training(report, config.gpus)
+            yield record(point, STATUS_OK, metrics=metrics, **clock.spent())
+
+
+def _hbm_bytes(config) -> float:
+    from charon_ir.target.cluster import load_cluster
+    from charon_ir.target.hardware import load_gpu
+
+    if config.cluster:
+        return load_cluster(config.cluster).gpu.hbm_bytes
+    return load_gpu(config.hardware).hbm_bytes
+
+
+def evaluate_points(points: list[Point]) -> list[dict]:
+    """Evaluate a batch of points in this process (what pool and Ray workers run).
+    The evaluator lives as long as the process, so imports are reused across batches."""
+    kind = "serving" if points and "gpus" not in points[0].config else "training"
+    evaluator = _evaluator(kind)
+    return list(evaluator.evaluate(points))
+
+
+_EVALUATORS: dict[str, Any] = {}
+
+
+def _evaluator(kind: str):
+    if kind not in _EVALUATORS:
+        if kind == "training":
+            _EVALUATORS[kind] = TrainingEvaluator()
+        else:
+            from charon_ir.sweep.serving import ServingEvaluator
+
+            _EVALUATORS[kind] = ServingEvaluator()
+    return _EVALUATORS[kind]

@@ -1,0 +1,249 @@
+"""Running a sweep: which points still need a result, who evaluates them, and
+streaming their records into the results file.
+
+Executors:
+- in-process (default): one evaluator, points in sharing order, one record at
+  a time.
+- a local process pool (`jobs` > 1): contiguous batches of the sharing order, so
+  each worker still shares pass prefixes inside its batch.
+- Ray (`ray=True` starts a local cluster, `ray_address` joins one): the same
+  batches as remote tasks.
+
+The main process alone writes the store, committing as records arrive, so
+killing a sweep loses at most the batches in flight; rerunning it skips every
+stored key.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from charon_ir.errors import CharonError
+from charon_ir.sweep.evaluate import STATUS_ILLEGAL, evaluate_points, record, sharing_order
+from charon_ir.sweep.space import Point, Space, load_space
+from charon_ir.sweep.store import ResultStore
+
+COMMIT_EVERY_S = 0.5
+"""In-process: commit at least this often, so an interrupt loses under a second."""
+
+
+@dataclass
+class SweepResult:
+    """Every point's record (in the space's order) and how this run went."""
+
+    space: Space
+    records: list[dict]
+    elapsed_s: float = 0.0
+    evaluated: int = 0
+    """Points evaluated by this run (the rest were already stored)."""
+    reused: int = 0
+    db: str = ":memory:"
+    executor: str = "in-process"
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _batches(points: list[Point], workers: int, limit: int = 32) -> list[list[Point]]:
+    """Contiguous runs of the sharing order: several per worker for balance,
+    never so small that neighbours stop sharing prefixes."""
+    if not points:
+        return []
+    size = max(1, min(limit, math.ceil(len(points) / (workers * 6))))
+    return [points[i : i + size] for i in range(0, len(points), size)]
+
+
+def _in_process(points: list[Point]) -> Iterator[dict]:
+    from charon_ir.sweep.evaluate import _evaluator
+
+    kind = "serving" if points and "gpus" not in points[0].config else "training"
+    yield from _evaluator(kind).evaluate(points)
+
+
+def _pool(points: list[Point], jobs: int) -> Iterator[dict]:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    # spawn: a worker starts clean (no copied sqlite handle, no inherited threads)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        pending = {pool.submit(evaluate_points, batch): batch for batch in _batches(points, jobs)}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    batch = pending.pop(future)
+                    yield from _batch_records(batch, future.result, future.exception)
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _batch_records(batch: list[Point], result: Callable[[], list[dict]], exception: Callable[[], Any]) -> list[dict]:
+    """A batch's records, or one error record per point when the worker died."""
+    error = exception()
+    if error is None:
+        return result()
+    message = f"worker failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    return [record(p, "error", error=message) for p in batch]
+
+
+def _ray(points: list[Point], jobs: int, address: str | None) -> Iterator[dict]:
+    try:
+        import ray
+    except ImportError:
+        raise CharonError("--ray needs Ray: pip install 'charon-ir[sweep]' (or ray>=2.9)") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        options: dict[str, Any] = {"log_to_driver": False}
+        if address:
+            options["address"] = address  # a running cluster keeps its own settings
+        else:
+            options.update(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False)
+        ray.init(**options)
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=1)(evaluate_points)
+        workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        pending = {remote.remote(batch): batch for batch in _batches(points, workers)}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                batch = pending.pop(ref)
+                try:
+                    records = ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - a lost worker fails its batch only
+                    records = [record(p, "error", error=f"ray task failed: {type(e).__name__}") for p in batch]
+                yield from records
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def run_sweep(
+    space: Space | str | Path | dict,
+    *,
+    db: str | Path = ":memory:",
+    jobs: int = 1,
+    ray: bool = False,
+    ray_address: str | None = None,
+    progress: bool = False,
+    limit: int = 0,
+) -> SweepResult:
+    """Evaluate every point of `space` not yet in `db` and return all records.
+
+    `limit` (> 0) stops after that many new evaluations: the rest stay for the
+    next run, as after an interrupt."""
+    if not isinstance(space, Space):
+        space = load_space(space)
+    start = time.perf_counter()
+    points = space.points()
+    store = ResultStore(db)
+    try:
+        stored = store.stored_keys()
+        todo = [p for p in points if p.key not in stored]
+        illegal = [p for p in todo if p.pruned]
+        # illegal points cost nothing: stored at once, never sent to a worker
+        store.put([record(p, STATUS_ILLEGAL, error=p.pruned) for p in illegal], space.kind)
+        legal = [p for p in todo if not p.pruned]
+        if limit > 0:
+            legal = legal[:limit]
+        ordered = sharing_order(legal) if space.kind == "training" else legal
+        if ray or ray_address:
+            executor, stream = "ray", _ray(ordered, jobs if jobs > 1 else 0, ray_address)
+        elif jobs > 1:
+            executor, stream = f"pool of {jobs}", _pool(ordered, jobs)
+        else:
+            executor, stream = "in-process", _in_process(ordered)
+        _drain(stream, store, space.kind, len(ordered), progress, len(points) - len(todo))
+        records = {r["key"]: r for r in store.get({p.key for p in points})}
+    finally:
+        store.close()
+    ordered_records = [records[p.key] for p in points if p.key in records]
+    counts: dict[str, int] = {}
+    for r in ordered_records:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return SweepResult(
+        space,
+        ordered_records,
+        elapsed_s=time.perf_counter() - start,
+        evaluated=len(illegal) + len(legal),
+        reused=len(points) - len(todo),
+        db=str(db),
+        executor=executor,
+        counts=counts,
+    )
+
+
+def _drain(stream: Iterator[dict], store: ResultStore, kind: str, total: int, progress: bool, reused: int) -> None:
+    """Store records as they come, committing at least every COMMIT_EVERY_S."""
+    bar = _progress(total, reused) if progress else None
+    pending: list[dict] = []
+    last_commit = time.perf_counter()
+    try:
+        for rec in stream:
+            pending.append(rec)
+            if bar is not None:
+                bar.advance(rec["status"])
+            now = time.perf_counter()
+            if now - last_commit >= COMMIT_EVERY_S:
+                store.put(pending, kind)
+                pending, last_commit = [], now
+    finally:
+        # an interrupt still stores what finished
+        if pending:
+            store.put(pending, kind)
+        if bar is not None:
+            bar.close()
+
+
+class _progress:
+    """A rich progress bar on stderr: done/total, rate, ETA and status counts."""
+
+    def __init__(self, total: int, reused: int) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.counts: dict[str, int] = {}
+        self.reused = reused
+        self.start = time.perf_counter()
+        self.progress = Progress(
+            TextColumn("sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[counts]}"),
+            console=Console(file=sys.stderr),
+            transient=False,
+        )
+        self.task = self.progress.add_task("sweep", total=total, rate="", counts=self._counts())
+        self.progress.start()
+
+    def _counts(self) -> str:
+        parts = [f"{k} {v}" for k, v in sorted(self.counts.items())]
+        if self.reused:
+            parts.append(f"stored {self.reused}")
+        return ", ".join(parts)
+
+    def advance(self, status: str) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+        done = sum(self.counts.values())
+        rate = done / max(time.perf_counter() - self.start, 1e-9)
+        self.progress.update(self.task, advance=1, rate=f"{rate:.1f}/s", counts=self._counts())
+
+    def close(self) -> None:
+        self.progress.stop()

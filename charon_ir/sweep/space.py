@@ -1,0 +1,407 @@
+"""A design space: fixed settings plus axes, expanded into normalised points.
+
+A space file (YAML) or dict names the run kind, fixed settings as scalars and
+axes as lists; every combination of the axes is one point:
+
+    kind: training            # or serving
+    model: llama-3.1-70b
+    gpus: 1024
+    seq_len: 4096
+    global_batch: 1024
+    tp: [1, 2, 4, 8]          # an axis
+    recompute: [none, selective, full]
+    hardware: [H100-SXM5-80GB]
+    nic_speed: [400Gb/s, 800Gb/s]     # hardware axes synthesise a cluster
+    scale_up_domain: [8, 72]
+    topology: [fat_tree, fullflat]
+
+Keys may use `-` or `_`. A point is a plain dict of JSON scalars; its key is a
+hash of its canonical JSON, so the same configuration has the same key in every
+sweep and a results file can be resumed or shared between spaces.
+
+Illegal combinations are found here, before anything is imported or run: a
+point whose parallel degrees cannot tile the GPUs, divide the model, or
+schedule the batch is returned as pruned with the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from charon_ir.errors import CharonError
+
+TRAINING_DEFAULTS: dict[str, Any] = {
+    "model": "",
+    "hardware": "H100-SXM5-80GB",
+    "gpus": 8,
+    "gpus_per_node": 0,
+    "cluster": "",
+    "tp": 1,
+    "pp": 1,
+    "dp": 0,
+    "cp": 1,
+    "ep": 1,
+    "vpp": 1,
+    "sequence_parallel": False,
+    "zero": 0,
+    "fsdp": False,
+    "seq_len": 2048,
+    "global_batch": 0,
+    "micro_batch": 1,
+    "recompute": "none",
+    "precision": "bf16",
+    "schedule": "",
+    "fuse": True,
+    "engines": "analytic",
+}
+"""Every training setting a point carries, with `charon simulate`'s defaults."""
+
+SERVING_DEFAULTS: dict[str, Any] = {
+    "model": "",
+    "hardware": "H100-SXM5-80GB",
+    "gpus_per_node": 0,
+    "cluster": "",
+    "tp": 1,
+    "pp": 1,
+    "ep": 1,
+    "batch": 0,
+    "rate": 0.0,
+    "num_requests": 0,
+    "max_num_seqs": 0,
+    "replicas": 1,
+    "prefill_decode_split": "",
+    "input_len": 1024,
+    "output_len": 256,
+    "precision": "bf16",
+    "policy": "",
+}
+"""Every serving setting a point carries (`charon serve`'s; the request source
+is a static `batch` or Poisson `rate` x `num_requests`, whose batch size under
+continuous batching is capped by `max_num_seqs`). `prefill_decode_split`
+is "" for replicas serving both phases or "P:D", P prefill and D decode
+replicas (disaggregated; `replicas` is then ignored)."""
+
+HARDWARE_AXES: dict[str, Any] = {
+    "nic_speed": "",
+    "scale_up_domain": 0,
+    "topology": "",
+    "oversubscription": 1.0,
+}
+"""Cluster settings that, when any is set, synthesise a cluster around the GPU
+(`charon_ir.sweep.hardware`); the defaults mean "the GPU table's own"."""
+
+SPACE_SETTINGS = ("kind", "name", "objective", "gpu_hour_cost", "top")
+"""Keys of a space file that describe the sweep rather than a point."""
+
+DEFAULT_GPU_HOUR_COST = {
+    "A100": 1.8,
+    "H100": 3.0,
+    "H200": 3.7,
+    "H800": 3.0,
+    "H20": 1.6,
+    "B200": 5.0,
+    "GB200": 6.0,
+    "MI300X": 2.8,
+}
+"""Rough on-demand cloud dollars per GPU hour by GPU family, used for the cost
+axis of the Pareto frontier unless the space gives `gpu_hour_cost`."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of a space: its settings, key, and why it was pruned
+    ("" when it is legal)."""
+
+    config: dict[str, Any]
+    key: str
+    pruned: str = ""
+
+
+@dataclass
+class Space:
+    """A parsed space: what kind of run, the fixed settings and the axes."""
+
+    kind: str
+    fixed: dict[str, Any]
+    axes: dict[str, list[Any]]
+    name: str = "sweep"
+    gpu_hour_cost: dict[str, float] = field(default_factory=dict)
+    top: int = 10
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for values in self.axes.values():
+            n *= len(values)
+        return n
+
+    def points(self) -> list[Point]:
+        """Every distinct normalised point, legal ones first in expansion order,
+        with the illegal ones marked (not dropped: the sweep reports them)."""
+        defaults = _defaults(self.kind)
+        names = list(self.axes)
+        seen: set[str] = set()
+        out: list[Point] = []
+        model_info: dict[str, ModelShape | None] = {}
+        for values in itertools.product(*(self.axes[n] for n in names)):
+            config = normalise(self.kind, {**defaults, **self.fixed, **dict(zip(names, values))})
+            key = config_key(config)
+            if key in seen:
+                continue
+            seen.add(key)
+            model = config["model"]
+            if model not in model_info:
+                model_info[model] = ModelShape.of(model)
+            rule = (illegal_training if self.kind == "training" else illegal_serving)(
+                config, model_info[model]
+            )
+            out.append(Point(config, key, rule))
+        return out
+
+
+def _defaults(kind: str) -> dict[str, Any]:
+    base = TRAINING_DEFAULTS if kind == "training" else SERVING_DEFAULTS
+    return {**base, **HARDWARE_AXES}
+
+
+def _canonical_name(key: str) -> str:
+    return key.strip().replace("-", "_")
+
+
+def load_space(source: str | Path | dict[str, Any]) -> Space:
+    """A space from a YAML file, YAML text or a dict; bad keys are one-line errors."""
+    if isinstance(source, dict):
+        raw, where = source, "space"
+    else:
+        import yaml
+
+        path = Path(source)
+        where = str(path)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise CharonError(f"cannot read space file '{source}': {e.strerror}") from None
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            raise CharonError(f"{where}{at}: not valid YAML ({getattr(e, 'problem', e)})") from None
+        if not isinstance(raw, dict):
+            raise CharonError(f"{where}: a space file is a mapping of settings and axes")
+    raw = {_canonical_name(str(k)): v for k, v in raw.items()}
+    kind = raw.pop("kind", "training")
+    if kind not in ("training", "serving"):
+        raise CharonError(f"{where}: 'kind' must be training or serving, got '{kind}'")
+    name = str(raw.pop("name", Path(where).stem if where != "space" else "sweep"))
+    costs = raw.pop("gpu_hour_cost", None) or {}
+    top = int(raw.pop("top", 10))
+    raw.pop("objective", None)
+    defaults = _defaults(kind)
+    fixed: dict[str, Any] = {}
+    axes: dict[str, list[Any]] = {}
+    for key, value in raw.items():
+        if key not in defaults:
+            known = ", ".join(sorted(defaults))
+            raise CharonError(f"{where}: unknown setting '{key}' for a {kind} sweep (known: {known})")
+        if isinstance(value, list):
+            if not value:
+                raise CharonError(f"{where}: axis '{key}' has no values")
+            axes[key] = list(dict.fromkeys(_scalar(where, key, v) for v in value))
+        else:
+            fixed[key] = _scalar(where, key, value)
+    if not (fixed.get("model") or axes.get("model")):
+        raise CharonError(f"{where}: 'model' is required")
+    return Space(kind, fixed, axes, name, {str(k): float(v) for k, v in costs.items()}, top)
+
+
+def _scalar(where: str, key: str, value: Any) -> Any:
+    if isinstance(value, (dict, list)) or value is None:
+        raise CharonError(f"{where}: '{key}' must be a value or a list of values, got {value!r}")
+    return value
+
+
+def normalise(kind: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The canonical form of a point: typed values, derived dp, and settings that
+    cannot matter reset to their default so equivalent points share one key."""
+    out = dict(config)
+    defaults = _defaults(kind)
+    for key, default in defaults.items():
+        value = out.get(key, default)
+        if isinstance(default, bool):
+            value = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+        elif isinstance(default, int):
+            value = int(value)
+        elif isinstance(default, float):
+            value = float(value)
+        else:
+            value = str(value) if value is not None else ""
+        out[key] = value
+    if kind == "training":
+        if out["tp"] == 1:
+            out["sequence_parallel"] = False  # SP shards along TP: nothing to shard
+        if out["fsdp"]:
+            out["zero"], out["fsdp"] = 3, False  # FSDP is ZeRO-3, one spelling
+        model_parallel = out["tp"] * out["pp"] * out["cp"]
+        if not out["dp"] and model_parallel and out["gpus"] % model_parallel == 0:
+            out["dp"] = out["gpus"] // model_parallel
+    elif out["prefill_decode_split"]:
+        out["replicas"] = 1  # disaggregated: the split says how many of each
+    return {key: out[key] for key in sorted(out)}
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """A stable identity of a normalised point: the hash of its canonical JSON."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+# ---------------------------------------------------------------------------
+# Pruning rules
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The few model dimensions the pruning rules need, read from the bundled
+    or given config.json without importing the model."""
+
+    layers: int
+    heads: int
+    kv_heads: int
+    experts: int
+    params: int
+    """Total parameters (the bundled config's `_derived.total_params`), 0 unknown."""
+
+    @staticmethod
+    def of(model: str) -> ModelShape | None:
+        if model.endswith(".mlir"):
+            return None  # a hand-written step: the passes check it
+        from charon_ir.frontend.configs import load_config
+
+        _, config = load_config(model)
+
+        def first(*names: str, default: int = 0) -> int:
+            for name in names:
+                if config.get(name) is not None:
+                    return int(config[name])
+            return default
+
+        heads = first("num_attention_heads", "n_head")
+        return ModelShape(
+            layers=first("num_hidden_layers", "n_layer"),
+            heads=heads,
+            kv_heads=first("num_key_value_heads", default=heads),
+            experts=first("num_local_experts", "n_routed_experts", "num_experts"),
+            params=int((config.get("_derived") or {}).get("total_params") or 0),
+        )
+
+
+def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
+    """The first rule a training point breaks, or "" when it may run."""
+    from charon_ir.parallel.schedules import check_schedule
+
+    tp, pp, cp, ep, vpp = (config[k] for k in ("tp", "pp", "cp", "ep", "vpp"))
+    gpus, mb = config["gpus"], config["micro_batch"]
+    if min(tp, pp, cp, ep, vpp, gpus, mb) < 1:
+        return "parallel degrees, gpus and micro-batch must be >= 1"
+    if config["zero"] not in (0, 1, 2, 3):
+        return f"zero must be 0..3, got {config['zero']}"
+    if config["recompute"] not in ("none", "selective", "full"):
+        return f"recompute must be none, selective or full, got '{config['recompute']}'"
+    model_parallel = tp * pp * cp
+    dp = config["dp"]
+    if not dp or dp * model_parallel != gpus:
+        return f"gpus {gpus} != tp x pp x cp x dp = {tp} x {pp} x {cp} x {dp or '?'}"
+    if vpp > 1 and pp == 1:
+        return f"vpp {vpp} needs pp > 1 (an interleaved schedule of one stage)"
+    if ep > 1 and (dp * cp) % ep:
+        return f"ep {ep} does not divide dp x cp = {dp * cp}"
+    global_batch = config["global_batch"] or dp * mb
+    if global_batch % (dp * mb):
+        return f"global batch {global_batch} not divisible by dp x micro-batch = {dp * mb}"
+    if config["seq_len"] % (2 * cp) and cp > 1:
+        return f"seq_len {config['seq_len']} not divisible by 2 x cp = {2 * cp}"
+    schedule = config["schedule"] or ("interleaved" if vpp > 1 else "1f1b")
+    try:
+        check_schedule(schedule, pp, vpp, global_batch // (dp * mb))
+    except CharonError as e:
+        return str(e)
+    if shape is None:
+        return ""
+    if shape.heads % tp or shape.kv_heads % tp and tp % shape.kv_heads:
+        return f"tp {tp} does not divide {shape.heads} heads / {shape.kv_heads} KV heads"
+    if pp * vpp > shape.layers:
+        return f"pp x vpp = {pp * vpp} exceeds {shape.layers} layers"
+    if ep > 1 and (not shape.experts or shape.experts % ep):
+        return f"ep {ep} does not divide {shape.experts} experts"
+    return ""
+
+
+def states_lower_bound(config: dict[str, Any], shape: ModelShape | None) -> int:
+    """Bytes per GPU that parameters, gradients and Adam states alone need at
+    least (16 B per parameter, ZeRO-sharded over dp, the model spread over at
+    most tp x pp x ep ranks); 0 when the model's size is unknown. Activations,
+    buffers, replicated norms and stage imbalance only add to it, so a point
+    above the GPU's memory cannot fit whatever memory-analysis would add."""
+    if shape is None or not shape.params:
+        return 0
+    dp, zero = config["dp"], config["zero"]
+    per_rank = shape.params / (config["tp"] * config["pp"] * config["ep"])
+    params = 2 / (dp if zero >= 3 else 1)
+    grads = 2 / (dp if zero >= 2 else 1)
+    optimizer = 12 / (dp if zero >= 1 else 1)
+    return int(per_rank * (params + grads + optimizer))
+
+
+def illegal_serving(config: dict[str, Any], shape: ModelShape | None) -> str:
+    """The first rule a serving point breaks, or "" when it may run."""
+    tp, pp, ep = config["tp"], config["pp"], config["ep"]
+    if min(tp, pp, ep, config["replicas"]) < 1:
+        return "tp, pp, ep and replicas must be >= 1"
+    if bool(config["batch"]) == bool(config["rate"] or config["num_requests"]):
+        return "give one request source: batch, or rate and num_requests"
+    split = config["prefill_decode_split"]
+    if split:
+        try:
+            prefill, decode = (int(x) for x in split.split(":"))
+        except ValueError:
+            return f"prefill_decode_split must be 'P:D' replica counts, got '{split}'"
+        if min(prefill, decode) < 1:
+            return f"prefill_decode_split {split} needs at least one replica of each role"
+    if shape is None:
+        return ""
+    if shape.heads % tp or shape.kv_heads % tp and tp % shape.kv_heads:
+        return f"tp {tp} does not divide {shape.heads} heads / {shape.kv_heads} KV heads"
+    if pp > shape.layers:
+        return f"pp {pp} exceeds {shape.layers} layers"
+    if ep > 1 and (not shape.experts or shape.experts % ep):
+        return f"ep {ep} does not divide {shape.experts} experts"
+    return ""
+
+
+def gpus_of(config: dict[str, Any]) -> int:
+    """GPUs a point occupies (training: the job; serving: every replica)."""
+    if "gpus" in config:
+        return int(config["gpus"])
+    split = config.get("prefill_decode_split") or ""
+    replicas = sum(int(x) for x in split.split(":")) if split else int(config.get("replicas", 1))
+    return config["tp"] * config["pp"] * replicas
+
+
+def gpu_hour_cost(hardware: str, table: dict[str, float]) -> float:
+    """Dollars per GPU hour: the space's table first (exact name or family),
+    then the built-in rough prices; 0 when unknown."""
+    for source in (table, DEFAULT_GPU_HOUR_COST):
+        if hardware in source:
+            return float(source[hardware])
+        family = max((k for k in source if hardware.upper().startswith(k.upper())), key=len, default=None)
+        if family:
+            return float(source[family])
+    return 0.0
+

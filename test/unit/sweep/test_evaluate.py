@@ -1,0 +1,72 @@
+"""A sweep's numbers are simulate's numbers: shared imports and pass prefixes,
+and memory-analysis before cost-annotate, change the cost of a point, never its
+answer."""
+
+import pytest
+
+from charon_ir.api import simulate
+from charon_ir.sweep.evaluate import TrainingEvaluator, sharing_order, training_config, training_steps
+from charon_ir.sweep.space import Point, load_space, normalise
+
+SIMULATE_KEYS = (
+    "gpus", "tp", "pp", "dp", "vpp", "global_batch", "recompute", "zero", "micro_batch", "seq_len", "fuse",
+)
+
+
+def test_sweep_records_match_simulate(tiny_space):
+    points = [p for p in load_space(tiny_space).points() if not p.pruned]
+    records = list(TrainingEvaluator().evaluate(sharing_order(points)))
+    assert [r["status"] for r in records] == ["ok"] * len(points)
+    for r in records[:: max(1, len(records) // 6)]:
+        config = r["config"]
+        reference = simulate(config["model"], **{k: config[k] for k in SIMULATE_KEYS})
+        assert r["metrics"]["iteration_time_s"] == pytest.approx(reference["iteration_time_s"], rel=1e-12)
+        assert r["metrics"]["peak_memory_bytes"] == reference["peak_memory_bytes"]
+        ours, theirs = r["metrics"]["breakdown"], reference["breakdown"]
+        assert ours["compute_s"] == pytest.approx(theirs["compute_s"], rel=1e-12)
+        assert ours["bubble_s"] == pytest.approx(theirs["bubble_s"], rel=1e-12, abs=1e-15)
+        assert ours["exposed_comm_s"] == pytest.approx(theirs["exposed_comm_s"], rel=1e-12)
+
+
+def test_sharing_order_groups_common_prefixes(tiny_space):
+    points = [p for p in load_space(tiny_space).points() if not p.pruned]
+    ordered = sharing_order(points)
+    steps = [training_steps(training_config(p.config)) for p in ordered]
+    # points with the same first passes are contiguous: a prefix, once left, never returns
+    firsts = [s[:2] for s in steps]
+    seen, previous = set(), None
+    for f in firsts:
+        if f != previous:
+            assert f not in seen
+            seen.add(f)
+            previous = f
+
+
+def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tiny_space):
+    good = [p for p in load_space(tiny_space).points() if not p.pruned][:2]
+    bad_config = normalise("training", {**good[0].config, "hardware": "Z100"})
+    bad = Point(bad_config, "bad")
+    records = list(TrainingEvaluator().evaluate([good[0], bad, good[1]]))
+    assert [r["status"] for r in records] == ["ok", "error", "ok"]
+    assert "Z100" in records[1]["error"] and "\n" not in records[1]["error"]
+
+
+def test_out_of_memory_is_pruned_before_timing(tiny_space, monkeypatch):
+    evaluator = TrainingEvaluator()
+    timed = []
+    original = evaluator._time
+    monkeypatch.setattr(evaluator, "_time", lambda module, config: timed.append(1) or original(module, config))
+    # the tiny step needs ~25 MB: an 8 GPU target with 0.01 GiB cannot hold it
+    space = load_space({**tiny_space, "tp": 1, "pp": 1, "vpp": 1, "zero": 0, "recompute": "none"})
+    point = space.points()[0]
+    import charon_ir.api as api
+
+    real = api._pass
+
+    def tight(name, **options):
+        return real(name, limit_gb=0.01, **options) if name == "memory-analysis" else real(name, **options)
+
+    monkeypatch.setattr(api, "_pass", tight)
+    (r,) = evaluator.evaluate([point])
+    assert r["status"] == "oom" and r["error"].startswith("memory-analysis: stage 0 needs")
+    assert timed == []

@@ -1,0 +1,43 @@
+"""Hardware axes synthesise a cluster the cluster language reads back."""
+
+import pytest
+
+from charon_ir.errors import CharonError
+from charon_ir.sweep.hardware import cluster_file, cluster_text, has_hardware_axes
+from charon_ir.target.cluster import parse_cluster
+
+
+def test_network_knobs_reach_the_cluster():
+    config = {"hardware": "H100-SXM5-80GB", "nic_speed": "800Gb/s", "scale_up_domain": 16,
+              "topology": "fullflat"}
+    cluster = parse_cluster(cluster_text(config, 1024))
+    assert cluster.total_gpus == 1024
+    assert cluster.nics.bandwidth == pytest.approx(100e9)
+    assert cluster.scale_up.domain == 16
+    assert cluster.scale_out.kind == "fullflat"
+
+
+def test_rail_fat_tree_with_oversubscription():
+    config = {"hardware": "H100", "topology": "rail_fat_tree", "oversubscription": 2.0}
+    cluster = parse_cluster(cluster_text(config, 1024))
+    tiers = cluster.scale_out.tiers
+    assert cluster.scale_out.rail_optimized
+    assert [t.span for t in tiers] == [32, 128] and tiers[-1].oversubscription == 2.0
+
+
+def test_bad_knobs_are_one_line_errors():
+    with pytest.raises(CharonError, match="topology must be one of"):
+        cluster_text({"hardware": "H100", "topology": "ring"}, 64)
+    with pytest.raises(CharonError, match="nic_speed must look like"):
+        cluster_text({"hardware": "H100", "nic_speed": "fast"}, 64)
+    with pytest.raises(CharonError, match="neither a multiple nor a divisor"):
+        cluster_text({"hardware": "H100", "scale_up_domain": 12}, 64)
+
+
+def test_cluster_files_are_named_by_content(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
+    config = {"hardware": "H100", "nic_speed": "200Gb/s"}
+    assert has_hardware_axes(config) and not has_hardware_axes({"hardware": "H100", "oversubscription": 1.0})
+    a, b = cluster_file(config, 64), cluster_file(dict(config), 64)
+    assert a == b and a.startswith(str(tmp_path))
+    assert cluster_file({**config, "nic_speed": "400Gb/s"}, 64) != a

@@ -1,0 +1,18 @@
+"""The same small sweep on a local Ray cluster of 2 workers and in-process."""
+
+import pytest
+
+from charon_ir.sweep import run_sweep
+
+ray = pytest.importorskip("ray", reason="Ray is optional: pip install 'charon-ir[sweep]' to run this test")
+
+
+def test_ray_cluster_gives_in_process_results(tiny_space, tmp_path):
+    space = {**tiny_space, "zero": 0}
+    local = run_sweep(space)
+    remote = run_sweep(space, db=tmp_path / "ray.sqlite", ray=True, jobs=2)
+    assert remote.executor == "ray"
+    assert {r["key"]: (r["status"], r["metrics"]) for r in remote.records} == {
+        r["key"]: (r["status"], r["metrics"]) for r in local.records
+    }
+    assert not ray.is_initialized()  # a cluster the sweep started is shut down

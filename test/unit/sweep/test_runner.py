@@ -1,0 +1,109 @@
+"""Running sweeps: the results file, resuming, interrupts and executors."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from charon_ir.sweep import run_sweep, sweep
+from charon_ir.sweep import evaluate as evaluate_module
+from charon_ir.sweep.space import load_space
+
+
+def metrics_by_key(records):
+    return {r["key"]: (r["status"], r["metrics"]) for r in records}
+
+
+def test_results_stream_to_sqlite_in_wal_mode(tiny_space, tmp_path):
+    db = tmp_path / "r.sqlite"
+    result = run_sweep(tiny_space, db=db)
+    assert result.counts == {"ok": 16, "illegal": 8}
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert con.execute("SELECT count(*) FROM results").fetchone()[0] == 24
+
+
+def test_rerun_recomputes_nothing_stored(tiny_space, tmp_path, monkeypatch):
+    db = tmp_path / "r.sqlite"
+    first = run_sweep(tiny_space, db=db, limit=5)
+    assert first.counts.get("ok") == 5
+    stored = {r["key"] for r in first.records}
+    asked: list[str] = []
+    real = evaluate_module.TrainingEvaluator.evaluate
+
+    def spy(self, points):
+        asked.extend(p.key for p in points)
+        return real(self, points)
+
+    monkeypatch.setattr(evaluate_module.TrainingEvaluator, "evaluate", spy)
+    second = run_sweep(tiny_space, db=db)
+    assert not stored & set(asked)
+    assert len(asked) == 11 and second.reused == 13 and second.counts == {"ok": 16, "illegal": 8}
+    asked.clear()
+    third = run_sweep(tiny_space, db=db)
+    assert asked == [] and third.evaluated == 0
+
+
+SLOW_SWEEP = """
+import sys, time
+from charon_ir.sweep import evaluate, run_sweep
+real = evaluate.TrainingEvaluator._time
+def slow(self, module, config):
+    time.sleep(0.15)  # so that the kill lands mid-sweep
+    return real(self, module, config)
+evaluate.TrainingEvaluator._time = slow
+run_sweep({space!r}, db={db!r})
+"""
+
+
+def test_killed_sweep_resumes_where_it_stopped(tiny_space, tmp_path, monkeypatch):
+    db = str(tmp_path / "r.sqlite")
+    child = subprocess.Popen([sys.executable, "-c", SLOW_SWEEP.format(space=tiny_space, db=db)])
+    deadline = time.time() + 60
+    done = 0
+    while time.time() < deadline and child.poll() is None:
+        time.sleep(0.1)
+        if os.path.exists(db):
+            with sqlite3.connect(db) as con:
+                done = con.execute("SELECT count(*) FROM results WHERE status = 'ok'").fetchone()[0]
+            if done >= 3:
+                break
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert 3 <= done < 16, "the sweep finished before it could be killed"
+    with sqlite3.connect(db) as con:
+        stored = {k for (k,) in con.execute("SELECT key FROM results")}
+    asked: list[str] = []
+    real = evaluate_module.TrainingEvaluator.evaluate
+    monkeypatch.setattr(evaluate_module.TrainingEvaluator, "evaluate",
+                        lambda self, points: asked.extend(p.key for p in points) or real(self, points))
+    result = run_sweep(tiny_space, db=db)
+    assert not stored & set(asked)
+    assert result.counts == {"ok": 16, "illegal": 8}
+
+
+def test_process_pool_gives_in_process_results(tiny_space, tmp_path):
+    space = {**tiny_space, "recompute": "none"}
+    local = run_sweep(space)
+    pooled = run_sweep(space, db=tmp_path / "p.sqlite", jobs=2)
+    assert pooled.executor == "pool of 2"
+    assert metrics_by_key(pooled.records) == metrics_by_key(local.records)
+
+
+def test_summary_json_shape(tiny_space):
+    summary = sweep(tiny_space)
+    assert set(summary) >= {"results", "pareto", "best"}
+    assert len(summary["results"]) == 24
+    # all points use 8 GPUs: the frontier is the fastest point alone
+    assert [p["key"] for p in summary["pareto"]] == [summary["ranking"][0]]
+    assert summary["best"]["why"]
+
+
+def test_example_space_prunes_before_running():
+    points = load_space(os.path.join(os.path.dirname(__file__), "../../../examples/sweeps/training.yaml")).points()
+    assert len(points) >= 1000
+    assert any("needs pp > 1" in p.pruned for p in points)
