@@ -13,6 +13,8 @@ compiler pipeline (latency.py); the scheduler then runs in plain Python.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 import time
 from dataclasses import dataclass, fields
@@ -242,6 +244,7 @@ def build_report(config: ServingConfig, scheduler: SchedulerConfig, latency: Ste
     peak_kv_blocks = max(r.kv.peak for r in result.replicas)
     gpus_per_replica = latency.shape.gpus
     n_replicas = len({r.physical for r in result.replicas})
+    engines_on = Counter(r.physical for r in result.replicas)
     out_tokens = metrics["output_tokens"]
     return {
         "ttft_s": m.summary(metrics["ttft"]),
@@ -273,7 +276,8 @@ def build_report(config: ServingConfig, scheduler: SchedulerConfig, latency: Ste
                 "index": r.index,
                 "physical_replica": r.physical,
                 "role": r.role,
-                "gpus": gpus_per_replica,
+                # a pipelined replica runs as pp engines: its GPUs are split among them
+                "gpus": gpus_per_replica // engines_on[r.physical],
                 "iterations": r.iterations,
                 "busy_s": r.busy_s,
                 "utilization": r.busy_s / duration if duration > 0 else 0.0,
