@@ -170,13 +170,14 @@ def _memory(ctx, module, limit_gb: float = 0.0) -> list:
     return analyze_memory(module, Target.from_module(module))
 
 
-def _with_microbatches(module, microbatches: int):
-    """A copy of a priced, staged module whose schedule runs `microbatches`."""
+def _with_microbatches(module, microbatches: int, copy: bool = True):
+    """A priced, staged module (a copy, or the module itself) whose schedule runs
+    `microbatches`."""
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
 
     from charon_ir.passes.pipeline import PIPELINE_ATTR
 
-    copy = module.clone()
+    copy = module.clone() if copy else module
     attr = copy.attributes[PIPELINE_ATTR]
     assert isinstance(attr, DictionaryAttr)
     copy.attributes[PIPELINE_ATTR] = DictionaryAttr(
@@ -185,11 +186,64 @@ def _with_microbatches(module, microbatches: int):
     return copy
 
 
+def _same_runs(module, schedule: str, pp: int, vpp: int, m_a: int, m_b: int) -> bool:
+    """Whether every stage's schedule has the same runs of items for m_a and m_b
+    micro-batches (only their counts differ)."""
+    from charon_ir.parallel.mesh import grid_axes
+    from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
+
+    sync = grid_axes(module).get("dp", 1) > 1
+    for stage in range(pp):
+        patterns = []
+        for m in (m_a, m_b):
+            order = stage_order(schedule, pp, vpp, m, stage)
+            patterns.append([r for r, _ in run_lengths(mark_gradient_sync(order) if sync else order)])
+        if patterns[0] != patterns[1]:
+            return False
+    return True
+
+
+def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: int):
+    """Turn the lowered step of `m_a` micro-batches into that of `m_b` in place, by
+    changing loop counts only: every stage's schedule has the same runs for both
+    once in steady state (the steady state just runs longer). False (and nothing
+    changed) when the runs differ."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+
+    from charon_ir.dialects import event
+    from charon_ir.parallel.mesh import grid_axes
+    from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
+    from charon_ir.passes.pipeline import PIPELINE_ATTR
+
+    sync = grid_axes(lowered).get("dp", 1) > 1
+    programs = [op for op in lowered.body.block.ops if isinstance(op, event.ProgramOp)]
+    plan = []
+    for stage, program in enumerate(programs):
+        runs = []
+        for m in (m_a, m_b):
+            order = stage_order(schedule, pp, vpp, m, stage)
+            runs.append(run_lengths(mark_gradient_sync(order) if sync else order))
+        loops = [op for op in program.body.block.ops if isinstance(op, event.LoopOp)]
+        if [r for r, _ in runs[0]] != [r for r, _ in runs[1]] or len(loops) != len(runs[1]):
+            return False
+        plan.append((program, loops, runs[1]))
+    for program, loops, runs in plan:
+        for loop, (_, count) in zip(loops, runs):
+            loop.count = IntegerAttr(count, 64)
+        tokens = program.attributes.get("tokens")
+        if isinstance(tokens, IntegerAttr):
+            program.attributes["tokens"] = IntegerAttr(tokens.value.data * m_b // m_a, 64)
+    attr = lowered.attributes[PIPELINE_ATTR]
+    assert isinstance(attr, DictionaryAttr)
+    lowered.attributes[PIPELINE_ATTR] = DictionaryAttr(attr.data | {"microbatches": IntegerAttr(m_b, 64)})
+    return True
+
+
 def _fold_points(schedule: str, pp: int, microbatches: int) -> tuple[int, int] | None:
     """Two small micro-batch counts whose schedules are already in steady state,
     or None when the step is too short to be worth folding."""
     step = pp if schedule == "interleaved" else 1
-    first = max(2 * pp, 4)
+    first = max(2 * pp, 2)
     first += -first % step
     if microbatches <= first + step:
         return None
@@ -258,15 +312,21 @@ def simulate(
     detailed = bool(trace or plot)
     points = _fold_points(schedule, config.pp, m) if tier == "fast" and not detailed else None
 
-    def run(microbatches: int | None) -> tuple[dict, Timeline]:
-        copy = module if microbatches is None else _with_microbatches(module, microbatches)
-        _pass("lower-to-events").apply(ctx, copy)
+    def lowered(microbatches: int | None, copy: bool = True):
+        if microbatches is not None:
+            target = _with_microbatches(module, microbatches, copy=copy)
+        else:
+            target = module
+        _pass("lower-to-events").apply(ctx, target)
+        return target
+
+    def run(copy) -> tuple[dict, Timeline]:
         # a trace or a plot shows every event: the fine tier
         timelines, target = run_module(ctx, copy, overlap, "fine" if detailed else tier)
         return summarize(timelines[0], target), timelines[0]
 
     if points is None:
-        report, timeline = run(None)
+        report, timeline = run(lowered(None))
         if detailed:
             curves = memory_over_time(timeline, memory, config.vpp)
             if trace:
@@ -275,7 +335,14 @@ def simulate(
                 write_plots(plot, timeline, report, curves)
     else:
         m_a, m_b = points
-        report = _extrapolate(run(m_a)[0], run(m_b)[0], m_a, m_b, m)
+        # when the longer schedule is the same loops running longer, lower once
+        # (in place: the staged module is not needed after) and change counts
+        same = _same_runs(module, schedule, config.pp, config.vpp, m_a, m_b)
+        steps = lowered(m_a, copy=not same)
+        report_a = run(steps)[0]
+        if not (same and _recount_schedule(steps, schedule, config.pp, config.vpp, m_a, m_b)):
+            steps = lowered(m_b, copy=False)
+        report = _extrapolate(report_a, run(steps)[0], m_a, m_b, m)
     report["peak_memory_bytes"] = [stage.peak for stage in memory]
     return report
 
