@@ -122,51 +122,59 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
     return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode)
 
 
-def build_training_module(config: TrainingConfig):
-    """The priced, memory-checked, lowered module of one training step."""
+def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
+    """The passes of one training run, in order, with their options: the one
+    definition `build_training_module` and `charon sweep` both follow.
+    memory-analysis runs before cost-annotate: it reads shapes and the target, and a
+    configuration that cannot fit is rejected before anything is priced."""
     if config.recompute not in ("none", "selective", "full"):
         raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
     if config.precision not in ("bf16", "fp8"):
         raise CharonError(f"--precision must be bf16 or fp8, got '{config.precision}'")
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)
-    ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch)
-    passes = []
+    plan: list[tuple[str, dict[str, Any]]] = []
     if config.tp > 1:
-        passes.append(_pass("shard-tensor", tp=config.tp))
+        plan.append(("shard-tensor", {"tp": config.tp}))
         if config.sequence_parallel:
-            passes.append(_pass("sequence-parallel"))
+            plan.append(("sequence-parallel", {}))
     if config.cp > 1:
-        passes.append(_pass("shard-context", cp=config.cp))
+        plan.append(("shard-context", {"cp": config.cp}))
     if config.ep > 1:
-        passes.append(_pass("shard-expert", ep=config.ep))
+        plan.append(("shard-expert", {"ep": config.ep}))
     if config.fuse:
-        passes.append(_pass("fuse", attention=config.fuse_attention))
+        plan.append(("fuse", {"attention": config.fuse_attention}))
     schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
-    passes.append(
-        _pass("pipeline", pp=config.pp, vpp=config.vpp, schedule=schedule, microbatches=microbatches)
-    )
-    zero = 3 if config.fsdp else config.zero
-    passes.append(_pass("data-parallel", dp=dp, zero=zero))
+    plan.append(("pipeline", {"pp": config.pp, "vpp": config.vpp, "schedule": schedule,
+                              "microbatches": microbatches}))
+    plan.append(("data-parallel", {"dp": dp, "zero": 3 if config.fsdp else config.zero}))
     if config.recompute != "none":
-        passes.append(_pass("recompute", policy=config.recompute))
-    target = {"hardware": config.hardware, "gpus": config.gpus, "gpus_per_node": config.gpus_per_node}
+        plan.append(("recompute", {"policy": config.recompute}))
+    target: dict[str, Any] = {"hardware": config.hardware, "gpus": config.gpus,
+                              "gpus_per_node": config.gpus_per_node}
     if config.cluster:
         target["cluster"] = config.cluster
-    passes.append(_pass("set-target", **target))
-    passes.append(_pass("cost-annotate", engines=config.engines))
-    for p in passes:
-        p.apply(ctx, module)
-    memory = _memory(ctx, module, config.memory_limit_gb)
-    return ctx, module, memory
+    plan.append(("set-target", target))
+    plan.append(("memory-analysis", {"limit_gb": config.memory_limit_gb}))
+    plan.append(("cost-annotate", {"engines": config.engines}))
+    return plan
 
 
-def _memory(ctx, module, limit_gb: float = 0.0) -> list:
-    """Per-stage memory from memory-analysis (which raises the OOM diagnostic)."""
+def build_training_module(config: TrainingConfig):
+    """The priced, memory-checked (not yet lowered) module of one training step,
+    and its per-stage memory."""
+    plan = pass_plan(config)
+    ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch)
+    for name, options in plan:
+        _pass(name, **options).apply(ctx, module)
+    return ctx, module, _memory(module)
+
+
+def _memory(module) -> list:
+    """Per-stage memory of a module memory-analysis has checked."""
     from charon_ir.memory import analyze_memory
     from charon_ir.target.target import Target
 
-    _pass("memory-analysis", limit_gb=limit_gb).apply(ctx, module)
     return analyze_memory(module, Target.from_module(module))
 
 
@@ -293,6 +301,23 @@ def simulate(
     micro-batches here: it simulates the schedule at two small micro-batch counts
     in steady state and extrapolates linearly (exact for 1F1B/interleaved once
     every stage is in steady state); the fine tier simulates every event."""
+    config = TrainingConfig(model=model, **options)
+    ctx, module, memory = build_training_module(config)
+    return time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
+
+
+def time_module(
+    ctx,
+    module,
+    config: TrainingConfig,
+    memory: list | None = None,
+    *,
+    tier: str = "fast",
+    trace: str | Path | None = None,
+    plot: str | Path | None = None,
+) -> dict[str, Any]:
+    """The report of a built (priced, memory-checked) training module, which it
+    lowers in place; `memory` is its per-stage StageMemory (computed if None)."""
     from charon_ir.passes.pipeline import PIPELINE_ATTR
     from charon_ir.report.memory_timeline import memory_over_time
     from charon_ir.report.plots import write_plots
@@ -303,8 +328,8 @@ def simulate(
 
     if tier not in ("fast", "fine"):
         raise CharonError(f"--tier must be fast or fine, got '{tier}'")
-    config = TrainingConfig(model=model, **options)
-    ctx, module, memory = build_training_module(config)
+    if memory is None:
+        memory = _memory(module)
     overlap = OverlapModel(config.compute_slowdown, config.comm_slowdown)
     pipeline = module.attributes[PIPELINE_ATTR]
     m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]

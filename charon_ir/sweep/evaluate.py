@@ -80,32 +80,11 @@ def training_config(config: dict[str, Any]):
 
 
 def training_steps(config) -> tuple[Step, ...]:
-    """The pass steps of a TrainingConfig, in build_training_module's order
-    (memory-analysis moved before cost-annotate)."""
-    dp = config.data_parallel()
-    microbatches = config.microbatches(dp)
+    """The import, then the pass steps of a TrainingConfig in api.pass_plan's order."""
+    from charon_ir.api import pass_plan
+
     steps = [_step("import", model=config.model, seq_len=config.seq_len, batch=config.micro_batch)]
-    if config.tp > 1:
-        steps.append(_step("shard-tensor", tp=config.tp))
-        if config.sequence_parallel:
-            steps.append(_step("sequence-parallel"))
-    if config.cp > 1:
-        steps.append(_step("shard-context", cp=config.cp))
-    if config.ep > 1:
-        steps.append(_step("shard-expert", ep=config.ep))
-    if config.fuse:
-        steps.append(_step("fuse"))
-    schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
-    steps.append(_step("pipeline", pp=config.pp, vpp=config.vpp, schedule=schedule, microbatches=microbatches))
-    steps.append(_step("data-parallel", dp=dp, zero=3 if config.fsdp else config.zero))
-    if config.recompute != "none":
-        steps.append(_step("recompute", policy=config.recompute))
-    target: dict[str, Any] = {"hardware": config.hardware, "gpus": config.gpus, "gpus_per_node": config.gpus_per_node}
-    if config.cluster:
-        target["cluster"] = config.cluster
-    steps.append(_step("set-target", **target))
-    steps.append(_step("memory-analysis"))
-    steps.append(_step("cost-annotate", engines=config.engines))
+    steps += [_step(name, **options) for name, options in pass_plan(config)]
     return tuple(steps)
 
 
@@ -271,31 +250,11 @@ class TrainingEvaluator:
     # -- timing ----------------------------------------------------------------
 
     def _time(self, module, config) -> dict[str, Any]:
-        """api.simulate's fast tier on a built module (which is left untouched)."""
-        from charon_ir.api import _extrapolate, _fold_points, _pass, _with_microbatches
-        from charon_ir.memory import peak_bytes_per_stage
-        from charon_ir.passes.pipeline import PIPELINE_ATTR
-        from charon_ir.runtime.interpreter import OverlapModel
-        from charon_ir.runtime.simulate_target import simulate_module
+        """api.simulate's fast tier on a built module (left untouched: a copy is
+        lowered)."""
+        from charon_ir.api import time_module
 
-        overlap = OverlapModel(config.compute_slowdown, config.comm_slowdown)
-        pipeline = module.attributes[PIPELINE_ATTR]
-        m = pipeline.data["microbatches"].value.data
-        schedule = pipeline.data["schedule"].data
-        points = _fold_points(schedule, config.pp, m)
-
-        def run(microbatches: int | None) -> dict:
-            copy = module.clone() if microbatches is None else _with_microbatches(module, microbatches)
-            _pass("lower-to-events").apply(self.ctx, copy)
-            return simulate_module(self.ctx, copy, overlap, tier="fast")
-
-        if points is None:
-            report = run(None)
-        else:
-            m_a, m_b = points
-            report = _extrapolate(run(m_a), run(m_b), m_a, m_b, m)
-        report["peak_memory_bytes"] = peak_bytes_per_stage(module)
-        return report
+        return time_module(self.ctx, module.clone(), config, tier="fast")
 
     # -- points ------------------------------------------------------------------
 

@@ -64,7 +64,9 @@ def test_out_of_memory_is_pruned_before_timing(tiny_space, monkeypatch):
     real = api._pass
 
     def tight(name, **options):
-        return real(name, limit_gb=0.01, **options) if name == "memory-analysis" else real(name, **options)
+        if name == "memory-analysis":
+            options["limit_gb"] = 0.01
+        return real(name, **options)
 
     monkeypatch.setattr(api, "_pass", tight)
     (r,) = evaluator.evaluate([point])
