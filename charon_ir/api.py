@@ -345,9 +345,11 @@ def time_module(
         _pass("lower-to-events").apply(ctx, target)
         return target
 
+    loop_cache: dict = {}
+
     def run(copy) -> tuple[dict, Timeline]:
         # a trace or a plot shows every event: the fine tier
-        timelines, target = run_module(ctx, copy, overlap, "fine" if detailed else tier)
+        timelines, target = run_module(ctx, copy, overlap, "fine" if detailed else tier, loop_cache)
         return summarize(timelines[0], target), timelines[0]
 
     if points is None:

@@ -84,7 +84,7 @@ class _Builder:
         self.busy: dict[int, float] = {}
         self.link: dict[int, int] = {}
         self.folded_exposed: dict[int, dict[str, float]] = {}
-        self.loop_summaries: dict[int, tuple[list, _LoopSummary]] = {}
+        self.loop_summaries: dict[int, tuple[Block, _LoopSummary]] = {}
         self.streams: list[str] = []
         self.stream_kinds: list[int] = []
         self.duration: list[float] = []
@@ -164,7 +164,7 @@ class _Builder:
                 label = op.attributes.get("label")
                 foldable = isinstance(label, StringAttr) and label.data == "repeat" and _foldable(body)
                 code.append((_LOOP, op.count.value.data, slot(op.init), arg, body, slot(term.token),
-                             slot(op.token), foldable, len(slots)))
+                             slot(op.token), foldable, len(slots), op.body.block))
             else:
                 raise CharonError(f"interpreter: unexpected op '{op.name}' in an event program")
         return code
@@ -188,7 +188,7 @@ class _Builder:
                 # completes after every earlier one of that stream
                 env[ins[1]] = self.add(-1, KIND_JOIN, 0.0, list(self.last_on_stream.values()), "barrier")
             else:
-                _, count, init, arg, body, yielded, out, foldable, _ = ins
+                _, count, init, arg, body, yielded, out, foldable, _, _ = ins
                 if foldable and self.fold and count >= 3:
                     env[out] = self.fold_loop(ins, env)
                     continue
@@ -206,13 +206,14 @@ class _Builder:
         iteration: the first two may still be filling the overlap of one layer's
         communication with the next layer's compute), per stream and per axis the
         busy and exposed times likewise."""
-        key = id(ins[4])
-        if key in self.loop_summaries and self.loop_summaries[key][0] is ins[4]:
+        # keyed by the IR block: a step lowered once and re-counted reuses them
+        key = id(ins[9])
+        if key in self.loop_summaries and self.loop_summaries[key][0] is ins[9]:
             return self.loop_summaries[key][1]
         from charon_ir.report.summary import exposed_by_axis
         from charon_ir.runtime.interpreter import run
 
-        _, _, _, arg, body, yielded, _, _, n_slots = ins
+        _, _, _, arg, body, yielded, _, _, n_slots, _ = ins
         results = []
         for iterations in (1, 2, 3):
             sub = _Builder()
@@ -253,7 +254,7 @@ class _Builder:
             external=_external_slots(body, arg),
         )
         # keep the body alive with its summary: a freed list's id can be reused
-        self.loop_summaries[key] = (ins[4], summary)
+        self.loop_summaries[key] = (ins[9], summary)
         return summary
 
     def fold_loop(self, ins: tuple, env: list[int]) -> int:
@@ -399,10 +400,14 @@ def _program_attributes(program: event.ProgramOp) -> dict[str, int]:
     }
 
 
-def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=None) -> FlatProgram:
+def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=None,
+                loop_cache: dict | None = None) -> FlatProgram:
     """The fine tier expands every loop; with `fold`, the fast tier folds loops of
     identical layers (`label = "repeat"`) into one extrapolated event per stream."""
     builder = _Builder(fold=fold, overlap=overlap)
+    if loop_cache is not None:
+        # summaries of folded loops, shared by flattenings of the same event IR
+        builder.loop_summaries = loop_cache
     stream_program: list[int] = []
     infos: list[ProgramInfo] = []
     engines: dict[str, int] = {}

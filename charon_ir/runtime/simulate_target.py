@@ -31,7 +31,8 @@ from charon_ir.target.target import Target
 
 
 def run_module(
-    ctx: Context, module: ModuleOp, overlap: OverlapModel = OverlapModel(), tier: str = "fast"
+    ctx: Context, module: ModuleOp, overlap: OverlapModel = OverlapModel(), tier: str = "fast",
+    loop_cache: dict | None = None,
 ) -> tuple[list[Timeline], Target]:
     """Interpret every event program of the module (lowering it first if needed)."""
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
@@ -45,7 +46,7 @@ def run_module(
     target = Target.from_module(module)
     if tier not in ("fast", "fine"):
         raise CharonError(f"simulate: option 'tier' must be fast or fine, got '{tier}'")
-    flat = flatten_all(programs, fold=tier == "fast", overlap=overlap)
+    flat = flatten_all(programs, fold=tier == "fast", overlap=overlap, loop_cache=loop_cache)
     return [run(flat, overlap)], target
 
 
