@@ -12,7 +12,6 @@ is a pass of the registry, run in this order:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -392,7 +391,3 @@ def simulate_file(
     _pass("cost-annotate", engines=engines).apply(ctx, module)
     _pass("lower-to-events").apply(ctx, module)
     return simulate_module(ctx, module, trace=str(trace) if trace else None)
-
-
-def dumps(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2)

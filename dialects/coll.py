@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.shard import DimensionList
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -359,10 +359,6 @@ class RecvOp(CollectiveOp):
     def ring_bytes_per_rank(self) -> float:
         # the sender is charged; a receive moves nothing of its own
         return 0.0
-
-
-def collectives(op: Operation) -> list[CollectiveOp]:
-    return [o for o in op.walk() if isinstance(o, CollectiveOp)]
 
 
 Coll = Dialect(

@@ -431,7 +431,3 @@ def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=Non
                 engines[eng.data] = engines.get(eng.data, 0) + 1
     builder.match_point_to_point()
     return builder.to_flat(infos, builder.streams, builder.stream_kinds, stream_program, engines)
-
-
-def flatten(program: event.ProgramOp) -> FlatProgram:
-    return flatten_all([program])

@@ -116,14 +116,3 @@ class Target:
 @cache
 def _implicit(gpu: GpuSpec, gpus: int, gpus_per_node: int) -> Cluster:
     return implicit_cluster(gpu, gpus, gpus_per_node)
-
-
-def target_of(module: ModuleOp) -> Target:
-    return Target.from_module(module)
-
-
-def check_gpus(gpus: int, gpus_per_node: int) -> None:
-    if gpus < 1 or gpus_per_node < 1:
-        raise CharonError(
-            f"set-target: gpus ({gpus}) and gpus_per_node ({gpus_per_node}) must be >= 1"
-        )
