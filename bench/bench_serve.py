@@ -20,9 +20,8 @@ import statistics
 import subprocess
 import sys
 import time
+from rows import print_rows
 
-from rich.console import Console
-from rich.table import Table
 
 CASE = dict(hardware="H100-SXM5-80GB", tp=8, rate=4.0, input_len=1024, output_len=256)
 MODEL = "llama-3.1-70b"
@@ -72,16 +71,8 @@ def main() -> None:
     t_cold = cold(10_000, args.runs)
     rows.append(("10000 requests, cold (new process, table on disk)", f"{t_cold:.2f} s",
                  "charon serve ... --json"))
-    if args.json:
-        print(json.dumps([dict(zip(("case", "time", "notes"), r)) for r in rows], indent=2))
-        return
-    table = Table(title=f"charon serve: {MODEL} TP8 on H100, Poisson 4 req/s, 1024 in / 256 out")
-    for col in ("case", "wall", "notes"):
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
-
+    print_rows(f"charon serve: {MODEL} TP8 on H100, Poisson 4 req/s, 1024 in / 256 out",
+               ("case", "wall", "notes"), rows, args.json)
 
 if __name__ == "__main__":
     main()

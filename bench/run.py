@@ -22,8 +22,7 @@ import subprocess
 import sys
 import time
 
-from rich.console import Console
-from rich.table import Table
+from rows import print_rows
 
 BASE = dict(
     hardware="H100-SXM5-80GB",
@@ -97,16 +96,8 @@ def main() -> None:
     rows.append(("70B tp8 zero1 dp8, gas=1 vs gas=512", f"{gas1:.2f} / {gas512:.2f} s",
                  f"ratio {gas512 / gas1:.2f} (512: simulated {r512.get('microbatches_simulated')})"))
 
-    if args.json:
-        print(json.dumps([{"case": a, "time": b, "detail": c} for a, b, c in rows], indent=2))
-        return
-    table = Table(title=f"Charon-IR speed ({os.cpu_count()} CPUs, median of {args.runs})")
-    for col in ("case", "wall", "detail"):
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
-
+    print_rows(f"Charon-IR speed ({os.cpu_count()} CPUs, median of {args.runs})",
+               ("case", "wall", "detail"), rows, args.json)
 
 if __name__ == "__main__":
     main()
