@@ -55,7 +55,8 @@ from charon_ir.dialects.sim import (
 )
 from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import grid_axes
-from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
+from charon_ir.parallel.backward_split import weight_gradient_ops
+from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_gradient_sync, run_lengths, stage_order
 from charon_ir.passes.pipeline import PIPELINE_ATTR
 from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.target.target import Target
@@ -91,6 +92,10 @@ class _Emitter:
     """What point-to-point ops carry in the phase being lowered: act or grad."""
     last_compute: SSAValue | None = None
     skip_gradient_sync: bool = False
+    part: str = ""
+    """Under a split backward: "B" lowers all but the weight-gradient ops, "W" only
+    them (`backward_split`); empty lowers everything."""
+    w_ops: frozenset[Operation] = frozenset()
     target: Target | None = None
     """Tells which link a collective crosses (NVLink or the NICs): collectives on
     the same link share its bandwidth in the interpreter."""
@@ -144,6 +149,12 @@ class _Emitter:
             return
         if isinstance(op, RepeatOp):
             self.lower_repeat(op)
+            return
+        if self.part and (op in self.w_ops) != (self.part == "W"):
+            # the other half of a split backward: its values exist before this
+            # item (B ran earlier) or are not read by it (W runs later)
+            for r in op.results:
+                self.tokens[r] = None
             return
         if isinstance(op, (ComputeOp, CollectiveOp)):
             self.lower_priced(op)
@@ -203,7 +214,7 @@ class _Emitter:
             self.tokens[r] = token
 
     def lower_repeat(self, op: RepeatOp) -> None:
-        init = self.join([*op.iter_init, *op.slices])
+        init = self.join([] if self.part == "W" else [*op.iter_init, *op.slices])
         if op.trip_count == 0:
             for r in op.outputs:
                 self.tokens[r] = init
@@ -288,6 +299,11 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
     by_virtual = {v: st for st in stages for v in st.stage_ids()}
     dp = grid_axes(module).get("dp", 1)
     tokens = count_tokens(by_virtual[0]) * m * dp
+    split = schedule.data in SPLIT_BACKWARD
+    w_ops = {
+        v: weight_gradient_ops(phase) if split and (phase := _phase(st, "backward")) else frozenset()
+        for v, st in by_virtual.items()
+    }
     programs = []
     for s in range(pp):
         body = Block()
@@ -312,7 +328,9 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
                     target=target,
                     virtual_stage=v,
                     channel="act" if kind == "F" else "grad",
-                    skip_gradient_sync=dp > 1 and kind == "B",
+                    skip_gradient_sync=dp > 1 and kind in ("B", "W"),
+                    part=kind[0] if split and kind != "F" else "",
+                    w_ops=w_ops[v],
                 )
                 emitter.lower_block(phase.body.block)
                 # a marker at the item's end: memory over time counts forwards

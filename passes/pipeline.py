@@ -4,7 +4,7 @@ Split a training step over pipeline stages.
 Options:
 - pp: pipeline stages (default 1).
 - vpp: model chunks per stage, for the interleaved schedule (default 1).
-- schedule: gpipe | 1f1b | interleaved (default 1f1b).
+- schedule: gpipe | 1f1b | interleaved | zb-h1 (default 1f1b).
 - microbatches: micro-batches per step (default: pp).
 - layers: layers of each virtual stage, e.g. `layers=18,20,20,22`; empty splits
   evenly, the remainder going to the middle stages (default: empty).

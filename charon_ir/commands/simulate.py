@@ -35,7 +35,7 @@ def simulate_command(
     micro_batch: Annotated[int, Opt("--micro-batch")] = 1,
     recompute: Annotated[str, Opt("--recompute", help="none | selective | full")] = "none",
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
-    schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved")] = "",
+    schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved | zb-h1")] = "",
     fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",

@@ -75,6 +75,8 @@ class StageMemory:
     """Most forwards (micro-batch x chunk) whose backward has not run yet:
     pp - stage under 1F1B, every micro-batch under GPipe."""
     comm_buffers: int
+    weight_grad_residual_per_microbatch: int = 0
+    """Under zb-h1: what one micro-batch keeps from its B item to its W item."""
 
     @property
     def peak(self) -> int:
@@ -220,6 +222,7 @@ def _result(stage: int, chunks: list[_StageClass], acts: ScheduledActivations) -
         saved_per_microbatch=sum(c.phases.saved for c in chunks),
         in_flight=acts.in_flight,
         comm_buffers=max(c.comm_buffers for c in chunks),
+        weight_grad_residual_per_microbatch=acts.weight_grad_residual,
     )
 
 

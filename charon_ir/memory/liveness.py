@@ -137,6 +137,10 @@ class PhaseMemory:
     forward_peak: int
     backward_peak: int
     saved_values: list[tuple[str, int]] = field(default_factory=list)
+    weight_grad_residual: int = 0
+    """Under a split backward (zb-h1): what stays live from a micro-batch's B item
+    until its W item (the saved tensors and input-gradient intermediates the
+    weight gradients read)."""
 
 
 def _uses_by_position(block: Block, roots: Roots) -> dict[Root, int]:
@@ -288,4 +292,47 @@ def phase_memory(block: Block, roots: Roots | None = None) -> PhaseMemory:
         )
         backward_peak = sum(entry.values()) + b_live.peak
     described = [(_describe(k), s) for k, s in saved_keys.items() if s]
-    return PhaseMemory(saved, f_live.peak, backward_peak, described)
+    residual = weight_grad_residual(bwd, roots) if bwd is not None else 0
+    return PhaseMemory(saved, f_live.peak, backward_peak, described, residual)
+
+
+def weight_grad_residual(bwd: sim.PhaseOp, roots: Roots) -> int:
+    """Bytes the W half of `bwd` reads that its B half left: saved activations
+    (whole stacked roots) and, per layer, the input-gradient intermediates (the
+    gradient of each weight GEMM's output)."""
+    from charon_ir.parallel.backward_split import weight_gradient_ops
+
+    w_ops = weight_gradient_ops(bwd)
+    kept: dict[Root, int] = {}
+
+    def keep(value: SSAValue, repeat: sim.RepeatOp | None) -> None:
+        owner = value.owner
+        if (isinstance(owner, Operation) and owner in w_ops) or roots.is_parameter(value):
+            return
+        key = roots.root(value)
+        if isinstance(key, tuple) and key[0] == "arg":
+            value = key[1]  # a view of a block argument reads the argument
+        if isinstance(value, BlockArgument) and repeat is not None and value.owner is repeat.body.block:
+            n_iter = len(repeat.iter_init)
+            if value.index >= n_iter:
+                # a slice of a saved stacked activation: the whole stack stays
+                key = roots.root(repeat.slices[value.index - n_iter])
+                kept.setdefault(key, roots.size(key))
+                return
+            kept.setdefault(("carried", value), repeat.trip_count * tensors.value_bytes(value))
+            return
+        if key == STATIC or isinstance(key, tuple) and key[0] == "arg":
+            return
+        per_layer = repeat.trip_count if repeat is not None and isinstance(key, SSAValue) else 1
+        kept.setdefault(key, per_layer * roots.size(key) if isinstance(key, SSAValue) else roots.size(key))
+
+    for op in bwd.body.block.ops:
+        if isinstance(op, sim.RepeatOp):
+            for inner in op.body.block.ops:
+                if inner in w_ops:
+                    for v in inner.operands:
+                        keep(v, op)
+        elif op in w_ops:
+            for v in op.operands:
+                keep(v, None)
+    return sum(kept.values())

@@ -11,6 +11,13 @@ and the bubble is whatever waiting they imply.
 - interleaved: 1f1b over `vpp` model chunks per stage, with Megatron-LM's chunk
   order (forward step k runs chunk (k // pp) % vpp; backward chunks in reverse) and
   its warm-up of (pp - stage - 1) * 2 + (vpp - 1) * pp steps.
+- zb-h1: 1f1b with the backward split into B (gradients of the inputs, on the
+  critical path) and W (gradients of the weights, deferrable) (Qi et al. 2023,
+  "Zero Bubble Pipeline Parallelism", handcrafted schedule ZB-H1). Stage s runs
+  1f1b's forwards and B's and lets its W's trail its B's by s micro-batches: a
+  stage then holds at most pp micro-batches, as stage 0 does under 1f1b, and the
+  trailing W's fill the cool-down the B-only critical path leaves. With uniform
+  stages the bubble is (pp - 1)(T_F + T_B - T_W) instead of (pp - 1)(T_F + T_B + T_W).
 """
 
 from __future__ import annotations
@@ -19,11 +26,14 @@ from typing import Literal
 
 from charon_ir.errors import CharonError
 
-Kind = Literal["F", "B", "B+"]
-"""F: a forward; B: a backward; B+: the last backward of a chunk in the step, the
-one that also reduces the gradients over data-parallel replicas."""
+Kind = Literal["F", "B", "B+", "W", "W+"]
+"""F: a forward; B: a backward (under zb-h1 only its input gradients); W: the
+weight gradients of a backward (zb-h1 only); B+ and W+: the last B or W of a chunk
+in the step, the one that also reduces the gradients over data-parallel replicas."""
 Item = tuple[Kind, int, int]
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+SPLIT_BACKWARD = ("zb-h1",)
+"""Schedules that run a backward as two items, B then W."""
 
 
 def check_schedule(schedule: str, pp: int, vpp: int, microbatches: int) -> None:
@@ -44,9 +54,9 @@ def check_schedule(schedule: str, pp: int, vpp: int, microbatches: int) -> None:
             )
     elif vpp != 1:
         raise CharonError(f"pipeline: option 'vpp' ({vpp}) needs schedule=interleaved")
-    if schedule == "1f1b" and microbatches < pp:
+    if schedule in ("1f1b", "zb-h1") and microbatches < pp:
         raise CharonError(
-            f"pipeline: schedule '1f1b' needs at least as many micro-batches as stages: "
+            f"pipeline: schedule '{schedule}' needs at least as many micro-batches as stages: "
             f"'microbatches' is {microbatches}, 'pp' is {pp}"
         )
 
@@ -72,6 +82,20 @@ def stage_order(schedule: str, pp: int, vpp: int, microbatches: int, stage: int)
             order += [("F", 0, warmup + i), ("B", 0, i)]
         order += [("B", 0, i) for i in range(m - warmup, m)]
         return order
+    if schedule == "zb-h1":
+        warmup = min(pp - stage - 1, m)
+        lag = stage
+        order = [("F", 0, i) for i in range(warmup)]
+        weights = 0
+        for b in range(m):
+            if warmup + b < m:
+                order.append(("F", 0, warmup + b))
+            order.append(("B", 0, b))
+            if b - lag >= 0:
+                order.append(("W", 0, b - lag))
+                weights += 1
+        order += [("W", 0, i) for i in range(weights, m)]
+        return order
     if schedule == "interleaved":
         total = m * vpp
         warmup = min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
@@ -85,25 +109,26 @@ def stage_order(schedule: str, pp: int, vpp: int, microbatches: int, stage: int)
 
 
 def mark_gradient_sync(order: list[Item]) -> list[Item]:
-    """Mark each chunk's last backward of the step as B+: gradients accumulate over
-    micro-batches and are reduced once, overlapping that last backward."""
-    last: dict[int, int] = {}
+    """Mark each chunk's last B (and last W) of the step as B+ (W+): gradients
+    accumulate over micro-batches and are reduced once, overlapping the item that
+    produces the last of them."""
+    last: dict[tuple[str, int], int] = {}
     for i, (kind, chunk, _) in enumerate(order):
-        if kind == "B":
-            last[chunk] = i
+        if kind in ("B", "W"):
+            last[(kind, chunk)] = i
     marked = list(order)
-    for i in last.values():
-        _, chunk, mb = order[i]
-        marked[i] = ("B+", chunk, mb)
+    for (kind, chunk), i in last.items():
+        marked[i] = (f"{kind}+", chunk, order[i][2])  # type: ignore[assignment]
     return marked
 
 
 def run_lengths(order: list[Item]) -> list[tuple[tuple[tuple[Kind, int], ...], int]]:
-    """Compress an order into (pattern, count) runs of one item or of an F/B pair,
-    ignoring micro-batch numbers (every micro-batch of a chunk runs the same body):
-    the loops the event program keeps structured. A run of one item that ends where
-    a longer run of pairs starts gives that pair its first item (1F1B reads as
-    warm-up, steady pairs, cool-down)."""
+    """Compress an order into (pattern, count) runs of one item or of a cycle of two
+    or three distinct items (F/B pairs; F/B/W triples under zb-h1), ignoring
+    micro-batch numbers (every micro-batch of a chunk runs the same body): the loops
+    the event program keeps structured. A run of one item that ends where a longer
+    cycle starts gives that cycle its first item (1F1B reads as warm-up, steady
+    pairs, cool-down)."""
     keys = [(k, c) for k, c, _ in order]
 
     def single_run(i: int) -> int:
@@ -112,24 +137,37 @@ def run_lengths(order: list[Item]) -> list[tuple[tuple[tuple[Kind, int], ...], i
             j += 1
         return j - i
 
-    def pair_run(i: int) -> int:
-        if i + 1 >= len(keys) or keys[i] == keys[i + 1]:
+    def cycle_run(i: int, length: int) -> int:
+        pattern = keys[i : i + length]
+        if len(pattern) < length or len(set(pattern)) < length:
             return 0
-        pair, n = (keys[i], keys[i + 1]), 0
-        while i + 2 * n + 1 < len(keys) and (keys[i + 2 * n], keys[i + 2 * n + 1]) == pair:
+        n = 0
+        while keys[i + length * n : i + length * (n + 1)] == pattern:
             n += 1
         return n
+
+    def best_cycle(i: int) -> tuple[int, int]:
+        """(length, count) of the cycle covering most items from i (count >= 2)."""
+        best = (0, 0)
+        for length in (2, 3):
+            n = cycle_run(i, length)
+            if n >= 2 and length * n > best[0] * best[1]:
+                best = (length, n)
+        return best
 
     runs: list[tuple[tuple[tuple[Kind, int], ...], int]] = []
     i = 0
     while i < len(keys):
-        single, pairs = single_run(i), pair_run(i)
-        if pairs >= 2 and 2 * pairs > single:
-            runs.append(((keys[i], keys[i + 1]), pairs))
-            i += 2 * pairs
+        single = single_run(i)
+        length, n = best_cycle(i)
+        if length * n > single:
+            runs.append((tuple(keys[i : i + length]), n))
+            i += length * n
             continue
-        if single > 1 and 2 * pair_run(i + single - 1) > single:
-            single -= 1
+        if single > 1:
+            after_length, after_n = best_cycle(i + single - 1)
+            if after_length * after_n > single:
+                single -= 1
         runs.append(((keys[i],), single))
         i += single
     return runs

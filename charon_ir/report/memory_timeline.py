@@ -3,7 +3,7 @@
 Model states (parameters, gradients, optimizer states, communication buffers) are
 held all step; each forward a stage finishes keeps its saved activations until the
 matching backward finishes (the `end F` / `end B` markers the lowering puts after
-each schedule item). The working set of the running micro-batch is not drawn: the
+each schedule item); under zb-h1 a B keeps what the W item reads until `end W`. The working set of the running micro-batch is not drawn: the
 peak the memory analysis reports includes it.
 """
 
@@ -22,15 +22,17 @@ def memory_over_time(timeline: Timeline, stages: list, vpp: int = 1) -> dict[int
         s = stages[index]
         static = s.params + s.grads + s.optimizer + s.comm_buffers
         per_item = s.saved_per_microbatch // max(1, vpp)
+        residual = s.weight_grad_residual_per_microbatch // max(1, vpp)
+        deltas = {"end F": per_item, "end B": residual - per_item, "end W": -residual}
         marks = sorted(
-            (float(timeline.end[i]), 1 if program.labels[i] == "end F" else -1)
+            (float(timeline.end[i]), deltas[program.labels[i]])
             for i in range(program.num_events)
             if program.event_program[i] == index  # pyright: ignore[reportOptionalSubscript]
-            and program.labels[i] in ("end F", "end B")
+            and program.labels[i] in deltas
         )
         held, points = 0, [(0.0, static)]
         for t, delta in marks:
             held = max(0, held + delta)
-            points.append((t, static + held * per_item))
+            points.append((t, static + held))
         curves[index] = points
     return curves

@@ -1,8 +1,10 @@
-// Golden per-stage orders of micro-batches: F = a forward, B = a backward, digits
-// are the model chunk; the loop counts are the exact schedule.
+// Golden per-stage orders of micro-batches: F = a forward, B = a backward (under
+// zb-h1 its input gradients only, W its weight gradients), digits are the model
+// chunk; the loop counts are the exact schedule.
 // RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'pipeline{pp=4 microbatches=8},set-target{hardware=H100 gpus=4},cost-annotate,lower-to-events' | filecheck %s --check-prefix=1F1B
 // RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'pipeline{pp=4 vpp=2 schedule=interleaved microbatches=8},set-target{hardware=H100 gpus=4},cost-annotate,lower-to-events' | filecheck %s --check-prefix=INTERLEAVED
 // RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'pipeline{pp=4 schedule=gpipe microbatches=8},set-target{hardware=H100 gpus=4},cost-annotate,lower-to-events' | filecheck %s --check-prefix=GPIPE
+// RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'pipeline{pp=4 schedule=zb-h1 microbatches=8},set-target{hardware=H100 gpus=4},cost-annotate,lower-to-events' | filecheck %s --check-prefix=ZBH1
 
 // One-forward-one-backward: stage s warms up with pp - s - 1 forwards, then alternates, then drains.
 // 1F1B-LABEL: event.program @stage0 ranks 1
@@ -47,3 +49,34 @@
 // GPipe: every forward, then every backward, on every stage.
 // GPIPE-COUNT-4: attributes {label = "F0"}
 // GPIPE-NOT:     label = "F0,B0"
+
+// ZB-H1: 1F1B's forwards and input-gradient backwards (B); stage s lets its
+// weight-gradient items (W) trail its B's by s micro-batches, then drains them.
+// ZBH1-LABEL: event.program @stage0
+// ZBH1:       event.loop 3 iter({{.*}}) attributes {label = "F0"}
+// ZBH1:       event.loop 5 iter({{.*}}) attributes {label = "F0,B0,W0"}
+// ZBH1:       event.comm "recv" on @comm_pp_recv {{.*}} channel = "grad"
+// ZBH1:       event.wait({{.*}}) {item = "B"}
+// ZBH1:       event.wait({{.*}}) {item = "W"}
+// ZBH1:       event.loop 3 iter({{.*}}) attributes {label = "B0,W0"}
+// ZBH1:       event.compute "optimizer_step"
+// ZBH1-LABEL: event.program @stage1
+// ZBH1:       event.loop 2 iter({{.*}}) attributes {label = "F0"}
+// ZBH1:       event.loop 2 iter({{.*}}) attributes {label = "F0,B0"}
+// ZBH1:       event.loop 4 iter({{.*}}) attributes {label = "W0,F0,B0"}
+// ZBH1:       event.loop 2 iter({{.*}}) attributes {label = "W0,B0"}
+// ZBH1:       event.loop 2 iter({{.*}}) attributes {label = "W0"}
+// The B item sends the gradient on; the W item that drains sends nothing.
+// ZBH1-NOT:   event.comm "send"
+// ZBH1:       event.compute "optimizer_step"
+// ZBH1-LABEL: event.program @stage2
+// ZBH1:       event.loop 1 iter({{.*}}) attributes {label = "F0"}
+// ZBH1:       event.loop 3 iter({{.*}}) attributes {label = "F0,B0"}
+// ZBH1:       event.loop 4 iter({{.*}}) attributes {label = "W0,F0,B0"}
+// ZBH1:       event.loop 1 iter({{.*}}) attributes {label = "W0"}
+// ZBH1:       event.loop 1 iter({{.*}}) attributes {label = "B0"}
+// ZBH1:       event.loop 3 iter({{.*}}) attributes {label = "W0"}
+// ZBH1-LABEL: event.program @stage3
+// ZBH1:       event.loop 4 iter({{.*}}) attributes {label = "F0,B0"}
+// ZBH1:       event.loop 4 iter({{.*}}) attributes {label = "W0,F0,B0"}
+// ZBH1:       event.loop 4 iter({{.*}}) attributes {label = "W0"}

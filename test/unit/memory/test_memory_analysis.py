@@ -44,7 +44,7 @@ def test_fp32_gradients():
 
 @pytest.mark.parametrize(
     ("schedule", "pp", "vpp", "m"),
-    [("1f1b", 4, 1, 8), ("1f1b", 4, 1, 4), ("gpipe", 4, 1, 6), ("interleaved", 2, 2, 4)],
+    [("1f1b", 4, 1, 8), ("1f1b", 4, 1, 4), ("gpipe", 4, 1, 6), ("interleaved", 2, 2, 4), ("zb-h1", 4, 1, 8)],
 )
 def test_in_flight_follows_the_schedule(schedule: str, pp: int, vpp: int, m: int):
     module = gpt_module(SHAPE)
@@ -52,14 +52,35 @@ def test_in_flight_follows_the_schedule(schedule: str, pp: int, vpp: int, m: int
     for mem in analyze_memory(module):
         held = most = 0
         for kind, _, _ in stage_order(schedule, pp, vpp, m, mem.stage):
+            if schedule == "zb-h1" and kind == "B":
+                continue  # a micro-batch is held until its W item
             held += 1 if kind == "F" else -1
             most = max(most, held)
         assert mem.in_flight == most
         if schedule == "1f1b":
             assert mem.in_flight == min(pp - mem.stage, m)
+        if schedule == "zb-h1":
+            # every stage holds as many micro-batches as 1F1B's first stage
+            assert mem.in_flight == min(pp, m)
         # the held micro-batches' saved activations are part of the peak
         per_chunk = mem.saved_per_microbatch / vpp
         assert mem.activations >= (mem.in_flight - 1) * per_chunk
+
+
+def test_zb_h1_keeps_what_the_weight_gradients_read():
+    """Between a micro-batch's B and W items the stage keeps part of its saved
+    activations (the weight GEMMs' inputs) plus the gradients of the GEMM
+    outputs: more than nothing, and the peak is at least 1F1B's on every stage."""
+    peaks = {}
+    for schedule in ("1f1b", "zb-h1"):
+        module = gpt_module(SHAPE)
+        PipelinePass(pp=4, schedule=schedule, microbatches=8).apply(Context(), module)
+        peaks[schedule] = analyze_memory(module)
+    for one, zb in zip(peaks["1f1b"], peaks["zb-h1"]):
+        assert 0 < zb.weight_grad_residual_per_microbatch
+        assert zb.activations >= one.activations
+    # the first stage already holds pp micro-batches under 1F1B
+    assert peaks["zb-h1"][0].activations == peaks["1f1b"][0].activations
 
 
 def test_recompute_lowers_the_peak():

@@ -100,6 +100,31 @@ def test_interleaved_bubble_is_exact(p, k, v):
     assert bubble_fraction(module) == pytest.approx((p - 1) / (v * m + p - 1), rel=1e-9)
 
 
+@settings(max_examples=10, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 6), st.integers(1, 2))
+def test_zb_h1_bubble_is_exact(p, extra, layers_per_stage):
+    """The uniform model's backward is one input-gradient and one weight-gradient
+    matmul per layer: T_F = T_B = T_W, so ZB-H1's bubble (p - 1)(T_F + T_B - T_W)
+    is a third of 1F1B's (p - 1)(T_F + T_B + T_W) at the same micro-batches."""
+    m = p + extra
+    module = lowered(uniform_model(p * layers_per_stage), pp=p, microbatches=m, schedule="zb-h1")
+    uniform_times(module)
+    assert bubble_fraction(module) == pytest.approx((p - 1) / (3 * m + p - 1), rel=1e-9)
+
+
+def test_zb_h1_splits_each_backward_into_input_and_weight_gradients():
+    """Every stage runs the same matmuls as under 1F1B, and the B items carry
+    only the input-gradient matmuls: each W item is one matmul per layer."""
+    p, m, layers = 3, 5, 2
+    counts = {}
+    for schedule in ("1f1b", "zb-h1"):
+        module = lowered(uniform_model(p * layers), pp=p, microbatches=m, schedule=schedule)
+        programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
+        flat = flatten_all(programs)
+        counts[schedule] = sorted(flat.labels).count("matmul")
+    assert counts["zb-h1"] == counts["1f1b"] == p * layers * m * 3
+
+
 def test_gpipe_bubble():
     p, m = 4, 8
     module = lowered(uniform_model(8), pp=p, microbatches=m, schedule="gpipe")
@@ -118,6 +143,8 @@ def test_even_split_gives_the_remainder_to_the_middle():
     [
         (dict(pp=16), "exceed the model's 8 layers"),
         (dict(pp=4, microbatches=2), "'microbatches' is 2, 'pp' is 4"),
+        (dict(pp=4, microbatches=3, schedule="zb-h1"), "schedule 'zb-h1' needs at least as many"),
+        (dict(pp=2, vpp=2, schedule="zb-h1", microbatches=4), "needs schedule=interleaved"),
         (dict(pp=2, layers=(3, 4)), "must give 2 stages of >= 1 layer summing to the model's 8 layers"),
         (dict(pp=2, schedule="zigzag"), "unknown schedule 'zigzag'"),
         (dict(pp=2, vpp=2, schedule="interleaved", microbatches=3), "divisible by 'pp'"),
