@@ -58,6 +58,8 @@ class TrainingConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def data_parallel(self) -> int:
+        """Data-parallel replicas of the dense model: gpus / (tp x pp x cp). Expert
+        parallelism is carved out of them (Megatron-LM): ep must divide dp."""
         model_parallel = self.tp * self.pp * self.cp
         if self.dp:
             if self.dp * model_parallel != self.gpus:
@@ -65,12 +67,19 @@ class TrainingConfig:
                     f"--gpus {self.gpus} is not tp x pp x cp x dp = "
                     f"{self.tp} x {self.pp} x {self.cp} x {self.dp} = {self.dp * model_parallel}"
                 )
-            return self.dp
-        if self.gpus % model_parallel:
+            dp = self.dp
+        elif self.gpus % model_parallel:
             raise CharonError(
                 f"--gpus {self.gpus} is not divisible by tp x pp x cp = {model_parallel}"
             )
-        return self.gpus // model_parallel
+        else:
+            dp = self.gpus // model_parallel
+        if self.ep < 1 or dp % self.ep:
+            raise CharonError(
+                f"--ep {self.ep} does not divide the data-parallel replicas {dp} "
+                f"(experts are spread over data-parallel ranks)"
+            )
+        return dp
 
     def microbatches(self, dp: int) -> int:
         global_batch = self.global_batch or dp * self.micro_batch
@@ -146,7 +155,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
     plan.append(("pipeline", {"pp": config.pp, "vpp": config.vpp, "schedule": schedule,
                               "microbatches": microbatches}))
-    plan.append(("data-parallel", {"dp": dp, "zero": 3 if config.fsdp else config.zero}))
+    # the mesh's dp axis counts the replicas of the ep groups
+    plan.append(("data-parallel", {"dp": dp // config.ep, "zero": 3 if config.fsdp else config.zero}))
     if config.recompute != "none":
         plan.append(("recompute", {"policy": config.recompute}))
     target: dict[str, Any] = {"hardware": config.hardware, "gpus": config.gpus,
@@ -196,10 +206,10 @@ def _with_microbatches(module, microbatches: int, copy: bool = True):
 def _same_runs(module, schedule: str, pp: int, vpp: int, m_a: int, m_b: int) -> bool:
     """Whether every stage's schedule has the same runs of items for m_a and m_b
     micro-batches (only their counts differ)."""
-    from charon_ir.parallel.mesh import grid_axes
+    from charon_ir.parallel.mesh import data_parallel_replicas
     from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
 
-    sync = grid_axes(module).get("dp", 1) > 1
+    sync = data_parallel_replicas(module) > 1
     for stage in range(pp):
         patterns = []
         for m in (m_a, m_b):
@@ -218,11 +228,11 @@ def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: 
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
 
     from charon_ir.dialects import event
-    from charon_ir.parallel.mesh import grid_axes
+    from charon_ir.parallel.mesh import data_parallel_replicas
     from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
     from charon_ir.passes.pipeline import PIPELINE_ATTR
 
-    sync = grid_axes(lowered).get("dp", 1) > 1
+    sync = data_parallel_replicas(lowered) > 1
     programs = [op for op in lowered.body.block.ops if isinstance(op, event.ProgramOp)]
     plan = []
     for stage, program in enumerate(programs):

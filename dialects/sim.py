@@ -85,6 +85,8 @@ ELEMENT_BYTES: dict[str, float] = {
     "i16": 2,
     "i8": 1,
     "i1": 1,
+    "complex<f32>": 8,
+    "complex<f64>": 16,
 }
 
 

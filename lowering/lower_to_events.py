@@ -54,7 +54,7 @@ from charon_ir.dialects.sim import (
     numel,
 )
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import grid_axes
+from charon_ir.parallel.mesh import data_parallel_replicas
 from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_gradient_sync, run_lengths, stage_order
 from charon_ir.passes.pipeline import PIPELINE_ATTR
@@ -297,7 +297,8 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
     pp, vpp, m = conf["pp"], conf["vpp"], conf["microbatches"]
     stages = [op for op in module.body.block.ops if isinstance(op, StageOp)]
     by_virtual = {v: st for st in stages for v in st.stage_ids()}
-    dp = grid_axes(module).get("dp", 1)
+    # ep ranks are data-parallel replicas that bring their own tokens
+    dp = data_parallel_replicas(module)
     tokens = count_tokens(by_virtual[0]) * m * dp
     split = schedule.data in SPLIT_BACKWARD
     w_ops = {
@@ -376,7 +377,7 @@ class LowerToEventsPass(ModulePass):
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
         emitter = _Emitter(body, streams, target=target)
-        tokens = count_tokens(op) * grid_axes(op).get("dp", 1)
+        tokens = count_tokens(op) * data_parallel_replicas(op)
         to_erase: list[Operation] = []
         for top in list(op.body.block.ops):
             if isinstance(top, GridOp):

@@ -24,7 +24,7 @@ nothing (Megatron's contiguous gradient buffer), so the packing ops are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import ceil
 
@@ -41,7 +41,8 @@ from xdsl.passes import ModulePass
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import MESH, ensure_axis
+from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
+from charon_ir.passes.shard_expert import expert_weight_dims
 
 DATA_PARALLEL_ATTR = "sim.data_parallel"
 
@@ -57,12 +58,14 @@ def _free(callee: str, inputs: Sequence[SSAValue], types: Sequence[TensorType]) 
 
 @dataclass(frozen=True)
 class _Sync:
-    """How one scope (the module, or one pipeline stage) synchronises."""
+    """How the gradients of one group of parameters synchronise: over `axes`,
+    `dp` ranks in all."""
 
     dp: int
     zero: int
     bucket_bytes: int
     overlap: bool
+    axes: tuple[str, ...] = ("dp",)
 
     def bucket_types(self, values: Sequence[SSAValue]) -> list[TensorType]:
         """Flat buckets covering `values` (all of one element type, padded so each
@@ -77,18 +80,18 @@ class _Sync:
 
     def reduce_gradients(self, block: Block, after: Operation, grads: Sequence[SSAValue]) -> None:
         """Insert after `after`: pack `grads` into buckets and reduce each over dp."""
-        if not grads:
+        if not grads or self.dp == 1:
             return
         pack = _free("grad_bucket", grads, self.bucket_types(grads))
         ops: list[Operation] = [pack]
         for bucket in pack.outputs:
             if self.zero == 0:
-                ops.append(coll.AllReduceOp(bucket, MESH, ["dp"]))
+                ops.append(coll.AllReduceOp(bucket, MESH, list(self.axes)))
             else:
                 t = _tensor(bucket)
                 shard = TensorType(t.element_type, [t.get_shape()[0] // self.dp])
                 ops.append(
-                    coll.ReduceScatterOp(bucket, MESH, ["dp"], shard, axis=IntegerAttr(0, 64))
+                    coll.ReduceScatterOp(bucket, MESH, list(self.axes), shard, axis=IntegerAttr(0, 64))
                 )
         for op in reversed(ops):
             block.insert_op_after(op, after)
@@ -96,7 +99,7 @@ class _Sync:
     def gather_parameters(self, block: Block, params: Sequence[SSAValue]) -> None:
         """ZeRO-3: at the start of `block`, all_gather `params` from their shards;
         their uses in the block read the gathered copies."""
-        if not params:
+        if not params or self.dp == 1:
             return
         shards = [
             TensorType(t.element_type, [t.get_shape()[0] // self.dp])
@@ -105,7 +108,7 @@ class _Sync:
         pack = _free("param_shard_bucket", params, shards)
         gathers = [
             coll.AllGatherOp(
-                s, MESH, ["dp"], TensorType(_tensor(s).element_type, [_tensor(s).get_shape()[0] * self.dp]),
+                s, MESH, list(self.axes), TensorType(_tensor(s).element_type, [_tensor(s).get_shape()[0] * self.dp]),
                 axis=IntegerAttr(0, 64),
             )
             for s in pack.outputs
@@ -120,7 +123,7 @@ class _Sync:
 
     def shard_optimizer(self, step: sim.OptimizerStepOp) -> None:
         """ZeRO >= 1: each replica updates a 1/dp shard, then gathers the result."""
-        if not step.params:
+        if not step.params or self.dp == 1:
             return
         block = step.parent_block()
         assert block is not None
@@ -144,7 +147,7 @@ class _Sync:
             t = _tensor(bucket)
             block.insert_op_before(
                 coll.AllGatherOp(
-                    bucket, MESH, ["dp"], TensorType(t.element_type, [t.get_shape()[0] * self.dp]),
+                    bucket, MESH, list(self.axes), TensorType(t.element_type, [t.get_shape()[0] * self.dp]),
                     axis=IntegerAttr(0, 64),
                 ),
                 step,
@@ -152,48 +155,21 @@ class _Sync:
         step.detach()
         step.erase()
 
-    def apply_to_scope(self, block: Block) -> None:
-        phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
-        fwd, bwd, opt = phases.get("forward"), phases.get("backward"), phases.get("optimizer")
-        if bwd is None or opt is None:
-            return
-        steps = [op for op in opt.body.block.ops if isinstance(op, sim.OptimizerStepOp)]
-        grad_results = {g for s in steps for g in s.grads}
-        term = bwd.body.block.last_op
-        assert isinstance(term, sim.YieldOp)
-        loose: list[SSAValue] = []
-        for res, val in zip(bwd.outputs, term.values):
-            if res not in grad_results:
-                continue
-            owner = val.owner
-            if isinstance(owner, sim.RepeatOp) and val in owner.outputs[len(owner.iter_init):]:
-                self.reduce_layer_gradients(owner, val)
-            else:
-                loose.append(val)
-        if loose:
-            last = max(
-                (v.owner for v in loose if isinstance(v.owner, Operation)),
-                key=lambda o: bwd.body.block.get_operation_index(o),
-                default=None,
-            )
-            after = last if last is not None and last.parent_block() is bwd.body.block else term.prev_op
-            assert after is not None
-            self.reduce_gradients(bwd.body.block, after, loose)
-        if self.zero >= 3:
-            for phase in (fwd, bwd):
-                if phase is None:
-                    continue
-                for rep in phase.body.block.ops:
-                    if isinstance(rep, sim.RepeatOp):
-                        n_iter = len(rep.iter_init)
-                        params = [
-                            arg for arg, s in zip(rep.body.block.args[n_iter:], rep.slices)
-                            if isinstance(s.owner, sim.ParamOp)
-                        ]
-                        self.gather_parameters(rep.body.block, params)
-        if self.zero >= 1:
-            for step in steps:
-                self.shard_optimizer(step)
+    def split_step(self, step: sim.OptimizerStepOp, keep: list[int]) -> sim.OptimizerStepOp:
+        """A step over the pairs `keep` of `step`, inserted before it; its updated
+        params replace `step`'s (the caller erases `step` when all are moved)."""
+        new = sim.OptimizerStepOp.build(
+            operands=[[step.params[i] for i in keep], [step.grads[i] for i in keep]],
+            result_types=[[step.updated[i].type for i in keep] if step.updated else []],
+            properties={"kind": step.kind},
+        )
+        if step.updated:
+            for new_i, old_i in enumerate(keep):
+                step.updated[old_i].replace_all_uses_with(new.updated[new_i])
+        block = step.parent_block()
+        assert block is not None
+        block.insert_op_before(new, step)
+        return new
 
     def reduce_layer_gradients(self, rep: sim.RepeatOp, stacked: SSAValue) -> None:
         """The gradient `stacked` out of a backward repeat: with overlap, each
@@ -215,6 +191,65 @@ class _Sync:
             after = term.prev_op
         assert after is not None
         self.reduce_gradients(body, after, [per_layer])
+
+
+def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
+    """Reduce the gradients of one scope (the module, or a pipeline stage), each
+    over the group `sync_of(param)` says, and shard what ZeRO shards over it."""
+    phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
+    fwd, bwd, opt = phases.get("forward"), phases.get("backward"), phases.get("optimizer")
+    if bwd is None or opt is None:
+        return
+    steps = [op for op in opt.body.block.ops if isinstance(op, sim.OptimizerStepOp)]
+    param_of = {g: p for s in steps for p, g in zip(s.params, s.grads)}
+    term = bwd.body.block.last_op
+    assert isinstance(term, sim.YieldOp)
+    loose: dict[_Sync, list[SSAValue]] = {}
+    for res, val in zip(bwd.outputs, term.values):
+        if res not in param_of:
+            continue
+        sync = sync_of(param_of[res])
+        owner = val.owner
+        if isinstance(owner, sim.RepeatOp) and val in owner.outputs[len(owner.iter_init):]:
+            sync.reduce_layer_gradients(owner, val)
+        else:
+            loose.setdefault(sync, []).append(val)
+    for sync, grads in loose.items():
+        last = max(
+            (v.owner for v in grads if isinstance(v.owner, Operation)),
+            key=lambda o: bwd.body.block.get_operation_index(o),
+            default=None,
+        )
+        after = last if last is not None and last.parent_block() is bwd.body.block else term.prev_op
+        assert after is not None
+        sync.reduce_gradients(bwd.body.block, after, grads)
+    zero = max(sync_of(p).zero for p in param_of.values()) if param_of else 0
+    if zero >= 3:
+        for phase in (fwd, bwd):
+            if phase is None:
+                continue
+            for rep in phase.body.block.ops:
+                if isinstance(rep, sim.RepeatOp):
+                    n_iter = len(rep.iter_init)
+                    groups: dict[_Sync, list[SSAValue]] = {}
+                    for arg, sl in zip(rep.body.block.args[n_iter:], rep.slices):
+                        if isinstance(sl.owner, sim.ParamOp):
+                            groups.setdefault(sync_of(sl), []).append(arg)
+                    for sync, params in groups.items():
+                        sync.gather_parameters(rep.body.block, params)
+    if zero >= 1:
+        for step in steps:
+            groups_of: dict[_Sync, list[int]] = {}
+            for i, p in enumerate(step.params):
+                groups_of.setdefault(sync_of(p), []).append(i)
+            if len(groups_of) == 1:
+                next(iter(groups_of)).shard_optimizer(step)
+                continue
+            parts = [(sync, sync.split_step(step, keep)) for sync, keep in groups_of.items()]
+            step.detach()
+            step.erase()
+            for sync, part in parts:
+                sync.shard_optimizer(part)
 
 
 @dataclass(frozen=True)
@@ -244,9 +279,23 @@ class DataParallelPass(ModulePass):
                 "overlap": BoolAttr.from_bool(self.overlap),
             }
         )
-        if self.dp == 1:
+        # expert parallelism is carved out of data parallelism (as in Megatron-LM):
+        # the ep ranks of a dp rank are replicas of everything but the routed
+        # experts, whose gradients are reduced over dp alone
+        ep = grid_axes(op).get("ep", 1)
+        bucket = self.bucket_mb * 2**20
+        dense = _Sync(self.dp * ep, self.zero, bucket, self.overlap, ("dp", "ep") if ep > 1 else ("dp",))
+        experts = _Sync(self.dp, self.zero, bucket, self.overlap)
+
+        def sync_of(param: SSAValue) -> _Sync:
+            owner = param.owner
+            if ep > 1 and isinstance(owner, sim.ParamOp):
+                if expert_weight_dims(owner.sym_name.data, len(_tensor(param).get_shape())):
+                    return experts
+            return dense
+
+        if dense.dp == 1:
             return
-        sync = _Sync(self.dp, self.zero, self.bucket_mb * 2**20, self.overlap)
         scopes = [s.body.block for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         for block in scopes or [op.body.block]:
-            sync.apply_to_scope(block)
+            _apply_to_scope(block, sync_of)

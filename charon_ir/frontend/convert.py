@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     StringAttr,
+    ComplexType,
     TensorType,
     UnitAttr,
     i1,
@@ -52,6 +53,9 @@ _ELEMENT_TYPES: dict[torch.dtype, Callable[[], Attribute]] = {
     torch.int8: lambda: IntegerType(8),
     torch.uint8: lambda: IntegerType(8),
     torch.bool: lambda: i1,
+    # rotary tables as complex numbers (DeepSeek-V2's freqs_cis)
+    torch.complex64: lambda: ComplexType(Float32Type()),
+    torch.complex128: lambda: ComplexType(Float64Type()),
 }
 
 
@@ -68,6 +72,7 @@ VIEW_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose", "permute",
     "expand", "unsqueeze", "squeeze", "slice", "select", "alias", "detach", "clone",
     "contiguous", "as_strided", "narrow", "lift_fresh_copy", "lift_fresh", "view_as",
+    "view_as_complex", "view_as_real",
     "expand_as", "split", "split_with_sizes", "unbind", "chunk", "unflatten", "flatten",
     "diagonal", "_unsafe_view_copy", "view_copy", "permute_copy", "t_copy",
     "transpose_copy", "expand_copy", "squeeze_copy", "unsqueeze_copy", "slice_copy",

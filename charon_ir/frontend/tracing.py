@@ -193,11 +193,16 @@ class LlamaFamily(Family):
     def stem(self, ids, positions):
         inner = self.model.model
         h = inner.embed_tokens(ids)
-        cos, sin = inner.rotary_emb(h, positions)
-        return h, cos, sin
+        rope = inner.rotary_emb(h, positions)
+        if isinstance(rope, torch.Tensor):
+            # one table (DeepSeek-V2's complex freqs_cis) instead of cos and sin
+            self.extras = ["rope_freqs"]
+            return h, rope
+        return (h, *rope)
 
     def layer(self, layer, x, extras, positions):
-        out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=tuple(extras))
+        rope = extras[0] if len(extras) == 1 else tuple(extras)
+        out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=rope)
         return out[0] if isinstance(out, tuple) else out
 
     def final(self, h):

@@ -11,6 +11,8 @@ stage 3 also the parameters. The data-parallel pass records dp and the stage on
 the module (`sim.data_parallel = {dp = 4, zero = 1, ...}`) and leaves the
 parameter types whole (the optimizer step reads `zero_shard` slices of them,
 traced back here to the whole parameter); without that attribute dp = 1, zero = 0.
+With expert parallelism the ep ranks are data-parallel replicas of everything but
+the routed experts: dense states shard over dp x ep, expert states over dp.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ OPTIMIZER_STATE_BYTES: dict[str, int] = {"adamw": 12, "adam": 12, "sgd": 8}
 class DataParallel:
     dp: int = 1
     zero: int = 0
+    ep: int = 1
 
     @staticmethod
     def from_module(module: ModuleOp) -> DataParallel:
@@ -42,7 +45,10 @@ class DataParallel:
         values = {
             k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)
         }
-        return DataParallel(int(values.get("dp", 1)), int(values.get("zero", 0)))
+        from charon_ir.parallel.mesh import grid_axes
+
+        ep = grid_axes(module).get("ep", 1)
+        return DataParallel(int(values.get("dp", 1)), int(values.get("zero", 0)), ep)
 
 
 @dataclass(frozen=True)
@@ -65,20 +71,32 @@ def _unsharded(param: SSAValue) -> SSAValue:
 def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES) -> ModelStates:
     """Bytes of the parameters `block` declares, and of the gradients and optimizer
     states of those its optimizer phase updates."""
-    params = sum(value_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
+    from charon_ir.passes.shard_expert import expert_weight_dims
+
+    dp, zero, ep = data_parallel.dp, data_parallel.zero, data_parallel.ep
+
+    def replicas(value: SSAValue) -> int:
+        """The data-parallel group a parameter's states shard over."""
+        owner = value.owner
+        if ep > 1 and isinstance(owner, sim.ParamOp):
+            if expert_weight_dims(owner.sym_name.data, len(sim.shape_of(value))):
+                return dp
+        return dp * ep
+
+    def shard(nbytes: int, value: SSAValue, stage: int) -> int:
+        return -(-nbytes // replicas(value)) if zero >= stage else nbytes
+
+    params = sum(
+        shard(value_bytes(op.result), op.result, 3) for op in block.ops if isinstance(op, sim.ParamOp)
+    )
     trainable: dict[SSAValue, str] = {}
     for op in block.walk():
         if isinstance(op, sim.OptimizerStepOp):
             for p in op.params:
                 trainable.setdefault(_unsharded(p), op.kind.data)
     elements = sum(sim.numel(p) for p in trainable)
-    grads = elements * grad_bytes
-    optimizer = sum(sim.numel(p) * OPTIMIZER_STATE_BYTES.get(k, 12) for p, k in trainable.items())
-    dp, zero = data_parallel.dp, data_parallel.zero
-    if zero >= 1:
-        optimizer = -(-optimizer // dp)
-    if zero >= 2:
-        grads = -(-grads // dp)
-    if zero >= 3:
-        params = -(-params // dp)
+    grads = sum(shard(sim.numel(p) * grad_bytes, p, 2) for p in trainable)
+    optimizer = sum(
+        shard(sim.numel(p) * OPTIMIZER_STATE_BYTES.get(k, 12), p, 1) for p, k in trainable.items()
+    )
     return ModelStates(params, grads, optimizer, elements)

@@ -29,6 +29,13 @@ def grid_axes(module: ModuleOp) -> dict[str, int]:
     return grid.axis_sizes() if grid else {}
 
 
+def data_parallel_replicas(module: ModuleOp) -> int:
+    """Ranks that hold a replica of the dense weights and reduce their gradients:
+    dp x ep (expert parallelism is carved out of data parallelism)."""
+    axes = grid_axes(module)
+    return axes.get("dp", 1) * axes.get("ep", 1)
+
+
 def ensure_axis(module: ModuleOp, axis: str, size: int, pass_name: str) -> GridOp:
     """Add `axis` of `size` to @mesh (creating the grid), keeping AXIS_ORDER.
     Re-adding an axis with another size is an error naming the pass."""

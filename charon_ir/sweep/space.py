@@ -320,8 +320,8 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return f"gpus {gpus} != tp x pp x cp x dp = {tp} x {pp} x {cp} x {dp or '?'}"
     if vpp > 1 and pp == 1:
         return f"vpp {vpp} needs pp > 1 (an interleaved schedule of one stage)"
-    if ep > 1 and (dp * cp) % ep:
-        return f"ep {ep} does not divide dp x cp = {dp * cp}"
+    if ep > 1 and dp % ep:
+        return f"ep {ep} does not divide dp {dp} (experts are spread over data-parallel ranks)"
     global_batch = config["global_batch"] or dp * mb
     if global_batch % (dp * mb):
         return f"global batch {global_batch} not divisible by dp x micro-batch = {dp * mb}"

@@ -14,7 +14,9 @@ from charon_ir.frontend import forward_flops, op_count, param_count, parse_ir, p
 
 SEQ = 128  # a multiple of every model's experts / top-k, so expert buffers are exact
 
-MODELS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "gpt3-175b"]
+MODELS = [
+    "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "deepseek-v2-lite", "gpt3-175b",
+]
 
 
 def raw_config(name: str) -> dict:
@@ -134,3 +136,12 @@ def test_summary_lists_what_maps_to_nothing(imported):
     attrs = result.module.attributes
     assert "aten.view" in attrs["sim.free_ops"].data
     assert "aten.nll_loss_forward" in attrs["sim.generic_ops"].data
+
+
+@pytest.mark.parametrize("mode", ["prefill", "decode"])
+def test_complex_rotary_tables_trace_in_serving_modes(imported, mode):
+    """DeepSeek-V2 keeps its rotary table as complex numbers (freqs_cis): one
+    complex<f32> table the layers read instead of cos and sin."""
+    module = imported("deepseek-v2-lite", seq_len=SEQ, mode=mode).module
+    assert any(isinstance(op, sim.RepeatOp) for op in module.walk())
+    assert any("complex<f32>" in str(r.type) for op in module.walk() for r in op.results)

@@ -91,3 +91,52 @@ def test_bad_options_are_one_line(options, message):
     with pytest.raises(CharonError) as err:
         DataParallelPass(**options).apply(ctx, module)
     assert str(err.value) == message
+
+
+def moe_with_router_grad(tokens: int, hidden: int, experts: int) -> str:
+    """The MoE layer of `parallel.examples` with the router's weight trained too:
+    a dense parameter beside the routed experts."""
+    from charon_ir.parallel.examples import moe_layer
+
+    text = moe_layer(tokens, hidden, experts, 2, 48)
+    T, H, E = tokens, hidden, experts
+    router_grad = (
+        f'    %dwr = sim.generic "router_weight_grad"(%dw, %x) {{flop_count = 0.0 : f64, byte_count = 0.0 : f64}}'
+        f" : (tensor<{T}x2xbf16>, tensor<{T}x{H}xbf16>) -> tensor<{E}x{H}xbf16>\n"
+    )
+    text = text.replace("    %dwd = sim.matmul", router_grad + "    %dwd = sim.matmul", 1)
+    text = text.replace("%b:3 = sim.phase \"backward\" -> ", f"%b:4 = sim.phase \"backward\" -> tensor<{E}x{H}xbf16>, ")
+    text = text.replace("    sim.yield %dwgu, %dwd, %dx : ", f"    sim.yield %dwr, %dwgu, %dwd, %dx : tensor<{E}x{H}xbf16>, ")
+    text = text.replace('sim.optimizer_step "adamw" (%wgu, %wd : ', f'sim.optimizer_step "adamw" (%wr, %wgu, %wd : tensor<{E}x{H}xbf16>, ')
+    return text.replace("grads (%b#0, %b#1 : ", f"grads (%b#0, %b#1, %b#2 : tensor<{E}x{H}xbf16>, ")
+
+
+@pytest.mark.parametrize("dp, ep", [(2, 4), (1, 4), (3, 2)])
+def test_expert_parallelism_is_carved_out_of_data_parallelism(dp, ep):
+    """ep ranks are data-parallel replicas of the dense weights (the router here):
+    its gradient is reduced over dp x ep ranks; the routed experts', which each
+    ep rank holds a different slice of, over dp alone. ZeRO shards the optimizer
+    states over the same groups."""
+    from charon_ir.memory import analyze_memory
+    from charon_ir.parallel.examples import apply_pipeline, parse
+
+    tokens, hidden, experts = 64, 32, 8
+    module = apply_pipeline(
+        parse(moe_with_router_grad(tokens, hidden, experts)),
+        f"shard-expert{{ep={ep}}},data-parallel{{dp={dp} zero=1}}",
+    )
+    module.verify()
+    reduced = {}
+    for op in module.walk():
+        if op.name == "coll.reduce_scatter":
+            axes = tuple(op.axis_names())
+            reduced[axes] = reduced.get(axes, 0) + op.operands[0].type.element_count()
+    expert_elements = (experts // ep) * (96 * 32 + 32 * 48)
+    assert reduced.get(("dp", "ep")) == padded(experts * hidden, dp * ep)
+    assert reduced.get(("dp",), 0) == (padded(expert_elements, dp) if dp > 1 else 0)
+    (mem,) = analyze_memory(module)
+    adam = 12
+    expected = -(-experts * hidden * adam * 1 // (dp * ep)) + (
+        -(-expert_elements * adam // dp) if dp > 1 else expert_elements * adam
+    )
+    assert mem.optimizer == expected

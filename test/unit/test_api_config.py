@@ -1,0 +1,39 @@
+"""api.TrainingConfig and api.pass_plan: how the command-line degrees map onto the
+mesh and the passes, and the one-line errors of impossible ones."""
+
+import pytest
+
+from charon_ir.api import TrainingConfig, pass_plan
+from charon_ir.errors import CharonError
+
+
+def options(plan, name):
+    return next(opts for pass_name, opts in plan if pass_name == name)
+
+
+def test_expert_parallelism_is_carved_out_of_data_parallelism():
+    """16 GPUs, ep 8: 16 data-parallel replicas of the dense weights, in 2 groups
+    of 8 expert-parallel ranks (Megatron-LM's convention): the mesh's dp axis is 2
+    and the global batch is shared by all 16."""
+    config = TrainingConfig(model="deepseek-v2-lite", gpus=16, ep=8, global_batch=64)
+    assert config.data_parallel() == 16
+    plan = pass_plan(config)
+    assert options(plan, "shard-expert")["ep"] == 8
+    assert options(plan, "data-parallel")["dp"] == 2
+    assert options(plan, "pipeline")["microbatches"] == 4
+
+
+@pytest.mark.parametrize(
+    "degrees, message",
+    [
+        (dict(gpus=16, ep=3), "--ep 3 does not divide the data-parallel replicas 16"),
+        (dict(gpus=16, tp=4, ep=8), "--ep 8 does not divide the data-parallel replicas 4"),
+        (dict(gpus=16, tp=3), "--gpus 16 is not divisible by tp x pp x cp = 3"),
+        (dict(gpus=16, tp=2, dp=4), "--gpus 16 is not tp x pp x cp x dp = 2 x 1 x 1 x 4 = 8"),
+        (dict(gpus=16, global_batch=24), "--global-batch 24 is not divisible by dp x micro-batch"),
+    ],
+)
+def test_impossible_degrees_are_one_line(degrees, message):
+    with pytest.raises(CharonError, match=message.replace("(", r"\(")) as err:
+        pass_plan(TrainingConfig(model="deepseek-v2-lite", **degrees))
+    assert "\n" not in str(err.value)
