@@ -1,9 +1,14 @@
-"""The report as a terminal table (rich)."""
+"""The report as terminal tables (rich): the step's summary, then one row per
+pipeline stage (compute, the exposed communication of each axis, the bubble, how
+busy the compute stream is, the peak memory), so a 16-stage run stays one screen
+tall. Every stream's busy time is in the JSON report (`streams`)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+
+GIB = 2**30
 
 
 def _seconds(x: float) -> str:
@@ -14,8 +19,7 @@ def _seconds(x: float) -> str:
     return f"{x * 1e6:.1f} us"
 
 
-def print_report(report: dict, console: Console | None = None) -> None:
-    console = console or Console()
+def _summary(report: dict) -> Table:
     table = Table(title=f"Charon-IR: one step on {report['gpus']} x {report['hardware']}")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -25,12 +29,49 @@ def print_report(report: dict, console: Console | None = None) -> None:
     table.add_row("TFLOP/s per GPU", f"{report['tflops_per_gpu']:.1f}")
     table.add_row("MFU", f"{100 * report['mfu']:.1f} %")
     b = report["breakdown"]
-    table.add_row("compute", _seconds(b["compute_s"]))
+    stage = f" (stage {b['stage']})" if "stage" in b and len(report.get("stages", [])) > 1 else ""
+    table.add_row(f"compute{stage}", _seconds(b["compute_s"]))
     for axis, value in b["exposed_comm_s"].items():
         table.add_row(f"exposed {axis} comm", _seconds(value))
     table.add_row("pipeline bubble / wait", _seconds(b["bubble_s"]))
-    for name, stream in report["streams"].items():
-        table.add_row(f"stream {name} busy", f"{_seconds(stream['busy_s'])} ({100 * stream['utilization']:.0f} %)")
+    peaks = report.get("peak_memory_bytes") or []
+    if peaks:
+        table.add_row("peak memory per GPU", f"{max(peaks) / GIB:.1f} GiB")
     engines = ", ".join(f"{k}: {v}" for k, v in report["engines"].items())
     table.add_row("ops priced by", engines)
-    console.print(table)
+    return table
+
+
+def _per_stage(report: dict) -> Table | None:
+    stages = report.get("stages") or []
+    if len(stages) < 2:
+        return None
+    axes = sorted({axis for s in stages for axis in s["exposed_comm_s"]})
+    compute_use = {
+        name.rpartition("/")[0]: stream["utilization"]
+        for name, stream in report.get("streams", {}).items()
+        if name.endswith("/compute")
+    }
+    peaks = report.get("peak_memory_bytes") or []
+    table = Table(title="per pipeline stage, seconds (comm: exposed)")
+    for column in ["stage", "compute", *[f"{axis} comm" for axis in axes], "bubble", "busy %"]:
+        table.add_column(column, justify="right")
+    if peaks:
+        table.add_column("GiB", justify="right")
+    for i, s in enumerate(stages):
+        row = [str(i), f"{s['compute_s']:.3f}"]
+        row += [f"{s['exposed_comm_s'].get(axis, 0.0):.3f}" for axis in axes]
+        row.append(f"{s['bubble_s']:.3f}")
+        row.append(f"{100 * compute_use.get(f'stage{i}', 0.0):.0f}")
+        if peaks:
+            row.append(f"{peaks[i] / GIB:.1f}" if i < len(peaks) else "")
+        table.add_row(*row)
+    return table
+
+
+def print_report(report: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(_summary(report))
+    stages = _per_stage(report)
+    if stages is not None:
+        console.print(stages)

@@ -1,0 +1,46 @@
+"""The terminal tables: a summary, and one row per pipeline stage whatever the
+number of streams (a 16-stage run stays one screen tall)."""
+
+from io import StringIO
+
+from rich.console import Console
+
+from charon_ir.report.table import print_report
+
+
+def report(stages: int) -> dict:
+    per_stage = [
+        {"compute_s": 1.0 + i, "exposed_comm_s": {"tp": 0.25, "pp": 0.001 * i}, "bubble_s": 0.5}
+        for i in range(stages)
+    ]
+    streams = {}
+    for i in range(stages):
+        for lane in ("compute", "comm_tp", "comm_pp_send", "comm_pp_recv", "comm_dp"):
+            streams[f"stage{i}/{lane}"] = {"busy_s": 1.0, "utilization": 0.5}
+    return {
+        "iteration_time_s": 4.0, "tokens_per_s": 1e6, "tflops_per_gpu": 300.0, "mfu": 0.3,
+        "breakdown": {**per_stage[-1], "stage": stages - 1}, "stages": per_stage, "streams": streams,
+        "engines": {"analytic": 10}, "gpus": 64, "hardware": "H100-SXM5-80GB",
+        "peak_memory_bytes": [2**30 * (70 - i) for i in range(stages)],
+    }
+
+
+def render(r: dict) -> str:
+    out = StringIO()
+    print_report(r, Console(file=out, width=100))
+    return out.getvalue()
+
+
+def test_one_row_per_stage_not_per_stream():
+    text = render(report(16))
+    assert "stream stage" not in text
+    rows = [line for line in text.splitlines() if line.startswith("│") and line.split("│")[1].strip().isdigit()]
+    assert [int(r.split("│")[1]) for r in rows] == list(range(16))
+    assert "peak memory per GPU" in text and "70.0 GiB" in text
+    assert "compute (stage 15)" in text
+
+
+def test_no_stage_table_without_a_pipeline():
+    text = render(report(1))
+    assert "per pipeline stage" not in text
+    assert "iteration time" in text
