@@ -24,6 +24,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from charon_ir.dialects import sim
 from charon_ir.frontend.convert import VIEW_OPS, GraphConverter, ImportSummary, Lazy, tensor_type, type_of
+from charon_ir.frontend.dedupe import merge_duplicate_saved
 from charon_ir.frontend.tracing import Primal, TracedModel, TracedPart
 
 INVARIANT_INPUTS = frozenset({"positions", "rope_cos", "rope_sin", "tokens", "labels"})
@@ -181,6 +182,7 @@ class ModuleBuilder:
         else:
             self.build_serving(run_slices)
         module = ModuleOp(Region(self.top))
+        merge_duplicate_saved(module)
         return module
 
     def common_values(self) -> dict[str, SSAValue | Lazy | None]:

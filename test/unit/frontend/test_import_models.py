@@ -145,3 +145,18 @@ def test_complex_rotary_tables_trace_in_serving_modes(imported, mode):
     module = imported("deepseek-v2-lite", seq_len=SEQ, mode=mode).module
     assert any(isinstance(op, sim.RepeatOp) for op in module.walk())
     assert any("complex<f32>" in str(r.type) for op in module.walk() for r in op.results)
+
+
+def test_saved_tensors_are_kept_once(imported):
+    """aot_autograd saves one view per consumer (q, k and v each get the normed
+    input): the frontend merges them, so every phase and repeat yields a value
+    once and every repeat slices a stack once."""
+    module = imported("llama-3.1-8b", seq_len=SEQ).module
+    for op in module.walk():
+        if isinstance(op, (sim.PhaseOp, sim.RepeatOp)):
+            values = list(op.body.block.last_op.operands)
+            assert len(values) == len(set(values)), op.name
+        if isinstance(op, sim.RepeatOp):
+            assert len(op.slices) == len(set(op.slices))
+    views = [(op.input, op.result.type, op.parent_block()) for op in module.walk() if isinstance(op, sim.ViewOp)]
+    assert len(views) == len(set(views))

@@ -91,6 +91,14 @@ def test_tensor_and_sequence_parallel(import_config, tp, heads, kv_div, seq):
                    if op.payload_bytes() == 2 * seq * hidden)
     rs_bytes = sum(op.ring_bytes_per_rank() * m for op, m in collective_calls(sp_mod, "reduce_scatter", "tp"))
     assert 2 * rs_bytes == pytest.approx(ar_bytes)
+    # Megatron's backward per layer gathers the incoming gradient before each
+    # block's column-parallel GEMMs and the saved normed input once per block for
+    # its weight gradients: 4 all_gathers of b*s*h (not one per projection)
+    gathers = [
+        (op, m) for op, m in collective_calls(sp_mod, "all_gather", "tp")
+        if m == 2 and phase_of(op) == "backward" and op.payload_bytes() == 2 * seq * hidden
+    ]
+    assert sum(m for _, m in gathers) == 2 * 4
     rep = sum(replicated_flops(sp_mod).values())
     assert tp * total_flops(sp_mod) == pytest.approx(total_flops(before) + rep, rel=1e-12)
     assert rep < replicated_flops(tp_mod)["shard-tensor"]
