@@ -822,18 +822,38 @@ class InputOp(IRDLOperation):
 @irdl_op_definition
 class ViewOp(IRDLOperation):
     """A reshape, transpose or slice view that moves no data (a layout change).
-    Free: it is never priced; the element count is kept."""
+    Free: it is never priced; the element count is kept.
+
+    `dims` (optional) says which input dims each result dim is made of, when the
+    view permutes dims (a transpose folded with reshapes): sizes alone cannot tell
+    [b, s, h, d] -> [b, h, s, d] from a reshape when s == h. Without it the view
+    is a plain reshape (row-major order kept)."""
 
     name = "sim.view"
 
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
+    dims = opt_prop_def(ArrayAttr[ArrayAttr[IntegerAttr[I64]]])
 
     traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
-    def __init__(self, input: SSAValue, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
+    def __init__(
+        self, input: SSAValue, result_type: Attribute, dims: Sequence[Sequence[int]] | None = None
+    ):
+        props = {}
+        if dims is not None:
+            props["dims"] = ArrayAttr(
+                [ArrayAttr([IntegerAttr(d, 64) for d in sorted(group)]) for group in dims]
+            )
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+    def dim_sources(self) -> list[list[int]] | None:
+        """Input dims of each result dim, or None for a plain reshape."""
+        if self.dims is None:
+            return None
+        return [[d.value.data for d in group.data] for group in self.dims.data]
 
     def verify_(self) -> None:
         if numel(self.input) != numel(self.result):
@@ -843,6 +863,13 @@ class ViewOp(IRDLOperation):
             )
         if self.input.type.element_type != self.result.type.element_type:  # pyright: ignore[reportAttributeAccessIssue]
             raise VerifyException("a view keeps the element type")
+        sources = self.dim_sources()
+        if sources is not None:
+            rank_in, rank_out = len(shape_of(self.input)), len(shape_of(self.result))
+            if len(sources) != rank_out:
+                raise VerifyException(f"dims has {len(sources)} entries for a rank-{rank_out} result")
+            if any(d < 0 or d >= rank_in for group in sources for d in group):
+                raise VerifyException(f"dims names an input dim outside 0..{rank_in - 1}")
 
 
 # ---------------------------------------------------------------------------

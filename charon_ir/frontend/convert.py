@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    ArrayAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -162,6 +163,78 @@ class Lazy:
     """Only reshapes (no transpose, slice, broadcast) between base and this value."""
     transpose_of: Lazy | None = None
     """When this value is the last-two-dims transpose of another fx value."""
+    dims: tuple[frozenset[int], ...] | None = None
+    """Which dims of `base` each dim is made of (None: not known, or not needed
+    because only reshapes lie between); kept through reshapes and permutations
+    so a `sim.view` that permutes can say so."""
+
+    def dim_sources(self) -> tuple[frozenset[int], ...] | None:
+        """`dims`, or what a plain reshape of `base` gives (None: not a reshape)."""
+        if self.dims is not None:
+            return self.dims
+        return _reshape_dims(_shape(self.base), self.shape, _identity_dims(len(_shape(self.base))))
+
+
+RESHAPES = frozenset({
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "detach", "alias", "clone",
+    "contiguous", "lift_fresh_copy", "lift_fresh", "unsqueeze", "squeeze", "flatten",
+    "unflatten", "view_as",
+})
+"""View ops that keep the row-major order of the elements."""
+
+
+VIEW_DIMS_ATTR = "view_dims"
+"""Which base dims each result dim of a generic view (a slice) is made of; read by
+the sharding passes (`charon_ir.parallel.sharding.view_dims`)."""
+
+
+def _identity_dims(rank: int) -> tuple[frozenset[int], ...]:
+    return tuple(frozenset([i]) for i in range(rank))
+
+
+def _reshape_dims(
+    src: tuple[int, ...], dst: tuple[int, ...], before: tuple[frozenset[int], ...]
+) -> tuple[frozenset[int], ...] | None:
+    """Dim sources after reshaping `src` (whose dims come from `before`) to `dst`."""
+    from charon_ir.parallel.sharding import reshape_groups
+
+    if src == dst:
+        return before
+    groups = reshape_groups(src, dst) if prod(src) == prod(dst) else None
+    if groups is None:
+        return None
+    out: list[frozenset[int]] = [frozenset()] * len(dst)
+    for gi, gj in groups:
+        merged = frozenset().union(*(before[i] for i in gi))
+        for j in gj:
+            out[j] = merged
+    return tuple(out)
+
+
+def _view_dims(node: fx.Node, name: str, src: Lazy, shape: tuple[int, ...]) -> tuple[frozenset[int], ...] | None:
+    """The base dims each dim of `node`'s result is made of, or None when `name`
+    does more than reshape or permute (a slice, a broadcast)."""
+    before = src.dim_sources()
+    rank = len(shape)
+    if before is None:
+        return None
+    if name in RESHAPES:
+        return _reshape_dims(src.shape, shape, before)
+    if name == "t":
+        return tuple(reversed(before)) if rank == 2 else before
+    if name == "transpose":
+        a, b = (d % rank for d in node.args[1:3])
+        out = list(before)
+        out[a], out[b] = out[b], out[a]
+        return tuple(out)
+    if name == "permute":
+        return tuple(before[d % rank] for d in node.args[1])
+    if name in ("slice", "narrow", "expand", "expand_as") and len(before) == rank:
+        return before  # the same dims, some shorter (or broadcast)
+    if name == "select" and len(before) == rank + 1:
+        d = node.args[1] % (rank + 1)
+        return before[:d] + before[d + 1:]
+    return None
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -207,16 +280,23 @@ class GraphConverter:
         return self.materialize(self.lazy(arg))
 
     def materialize(self, entry: Lazy) -> SSAValue:
-        if entry.kind == "same" or entry.shape == _shape(entry.base) and entry.kind != "t":
+        if entry.kind == "same" or entry.shape == _shape(entry.base) and entry.kind != "t" and (
+            entry.dims is None or entry.dims == _identity_dims(len(entry.shape))
+        ):
             return entry.base
         if entry.materialized is None:
             base_type = entry.base.type
             assert isinstance(base_type, TensorType)
             result_type = TensorType(base_type.element_type, list(entry.shape))
             if prod(entry.shape) == prod(_shape(entry.base)):
-                op = sim.ViewOp(entry.base, result_type)
+                permutes = not entry.reshape_only and entry.dims is not None
+                op = sim.ViewOp(entry.base, result_type, entry.dims if permutes else None)
             else:  # a slice or broadcast view: free, but the element count changes
                 op = sim.GenericOp(f"aten.{entry.label}", [entry.base], [result_type], 0.0, 0.0)
+                if entry.dims is not None and entry.dims != _identity_dims(len(entry.shape)):
+                    op.attributes[VIEW_DIMS_ATTR] = ArrayAttr([
+                        ArrayAttr([IntegerAttr(d, 64) for d in sorted(group)]) for group in entry.dims
+                    ])
             self.add(op)
             entry.materialized = op.results[0]
         return entry.materialized
@@ -301,13 +381,10 @@ class GraphConverter:
         if kind == "same" and shape != _shape(src.base):
             kind = "view"
         swaps = name in ("t", "transpose", "permute") and self._swaps_last_two(node, name, len(shape))
-        reshape_only = src.reshape_only and name in (
-            "view", "_unsafe_view", "reshape", "_reshape_alias", "detach", "alias", "clone",
-            "contiguous", "lift_fresh_copy", "lift_fresh", "unsqueeze", "squeeze", "flatten",
-            "unflatten", "view_as",
-        )
+        reshape_only = src.reshape_only and name in RESHAPES
         self.env[node] = Lazy(src.base, shape, kind, name, reshape_only=reshape_only,
-                              transpose_of=src if swaps else None)
+                              transpose_of=src if swaps else None,
+                              dims=None if reshape_only else _view_dims(node, name, src, shape))
 
     @staticmethod
     def _swaps_last_two(node: fx.Node, name: str, rank: int) -> bool:

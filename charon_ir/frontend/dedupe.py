@@ -10,7 +10,7 @@ parallelism would all-gather the normed input three times in each backward layer
 where Megatron-LM gathers it once.
 
 `merge_duplicate_saved(module)` rewrites to a fixpoint:
-- identical `sim.view`s (same input, same type) in one block become one;
+- identical `sim.view`s (same input, type and dims) in one block become one;
 - a `sim.repeat` that stacks the same per-iteration value twice stacks it once;
 - a `sim.phase` that yields the same value twice yields it once;
 - a `sim.repeat` that slices the same stacked value twice slices it once.
@@ -33,7 +33,7 @@ def _merge_views(block: Block) -> bool:
                 changed |= _merge_views(inner)
         if not isinstance(op, sim.ViewOp):
             continue
-        key = (op.input, op.result.type)
+        key = (op.input, op.result.type, op.dims)
         kept = first.setdefault(key, op)
         if kept is not op:
             op.result.replace_all_uses_with(kept.result)

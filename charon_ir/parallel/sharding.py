@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, Float32Type, IntegerAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -88,6 +88,18 @@ def set_type(value: SSAValue, t: Attribute) -> None:
     # Retype in place: the value keeps its identity (and its uses), which is what a
     # propagation keyed by SSA values needs; every user is visited afterwards.
     value._type = t  # pyright: ignore[reportAttributeAccessIssue]
+
+
+VIEW_DIMS_ATTR = "view_dims"
+"""On a `sim.generic` the frontend made of a view that changes the element count
+(a slice of a transposed tensor): which operand dims each result dim is made of."""
+
+
+def view_dims(op: Operation) -> list[list[int]] | None:
+    attr = op.attributes.get(VIEW_DIMS_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return None
+    return [[d.value.data for d in group.data] for group in attr.data]  # pyright: ignore
 
 
 def reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
@@ -338,6 +350,22 @@ class ShardingState:
 
     # -- reshape mapping -----------------------------------------------------
 
+    def map_dim_through(self, dst: Sequence[int], sources: Sequence[Sequence[int]], s: Shard) -> int | None:
+        """The result dim a split moves to through a view that says which input
+        dims each result dim is made of (`sim.view` dims, a generic view's
+        `view_dims`): the one made of the split dim, the outermost that divides
+        (a known unit first: heads of heads x head_dim) when a reshape splits it."""
+        assert s.dim is not None
+        made_of = [j for j, group in enumerate(sources) if s.dim in group]
+        hinted = self.hints.get(s.tag, set())
+        for j in made_of:
+            if dst[j] in hinted and dst[j] % s.factor == 0:
+                return j
+        for j in made_of:
+            if dst[j] % s.factor == 0 and dst[j] > 1:
+                return j
+        return None
+
     def map_dim(self, src_full: Sequence[int], dst_full: Sequence[int], s: Shard) -> int | None:
         """The dim of `dst_full` that carries split dim `s.dim` of `src_full` through
         a view (or a view-like generic), or None."""
@@ -551,13 +579,13 @@ class ShardView(ShardPattern):
             return
         src = st.full_shape(op.input)
         dst = list(shape(op.result))
-        d = st.map_dim(src, dst, s)
+        sources = op.dim_sources()
+        d = st.map_dim(src, dst, s) if sources is None else st.map_dim_through(dst, sources, s)
         if d is None:
             st.use(op, 0, Shard(partial=s.partial))
             st.fallbacks.append(f"sim.view {src} -> {dst}: split dim {s.dim} has no image")
             return
         st.assign(op.result, Shard(d, s.factor, s.partial, s.tag))
-
 
 @dataclass
 class ShardNorm(ShardPattern):
@@ -665,6 +693,11 @@ class ShardAttention(ShardPattern):
         st.resolve_partials(op)
         if self.handler is not None and self.handler(op, rewriter):
             return
+        operands = (op.q, op.k, op.v)
+        if isinstance(op, sim.AttentionGradOp):
+            operands += (op.out, op.grad_out)
+        for value in operands:
+            self.relabel_heads(op, value)
         qs, ks = st.shard(op.q), st.shard(op.k)
         vs = st.shard(op.v)
         if qs.dim is None and ks.dim is None and vs.dim is None:
@@ -701,6 +734,24 @@ class ShardAttention(ShardPattern):
         shared = (ks.dim == 2 and ks.factor < qs.factor) or (ks.replicated and qs.dim == 2)
         for g, s in ((op.grad_k, ks), (op.grad_v, st.shard(op.v))):
             st.shards[g] = replace(s, partial=shared) if not s.replicated else s
+
+    def relabel_heads(self, op: Operation, value: SSAValue) -> None:
+        """A head split that reaches attention on another dim is the head split:
+        a view whose sizes coincide (seq == heads) cannot tell a transpose from a
+        reshape and may have carried it to the wrong dim. A free view puts it on
+        the heads dim (dim 2); the bytes are the same."""
+        st = self.state
+        s = st.shard(value)
+        full = st.full_shape(value)
+        if s.dim in (None, 0, 2) or s.tag != "heads" or len(full) != 4 or full[2] % s.factor:
+            return
+        relabeled = replace(s, dim=2)
+        view = sim.ViewOp(value, with_shape(value.type, st.local_shape(full, relabeled)))
+        Rewriter.insert_op(view, InsertPoint.before(op))
+        st.shards[view.result] = relabeled
+        for i, v in enumerate(op.operands):
+            if v is value:
+                op.operands[i] = view.result
 
 
 @dataclass
@@ -746,7 +797,10 @@ class ShardGeneric(ShardPattern):
                 continue
             dst = list(shape(r))
             d = None
-            if len(dst) == len(src_full) and dst[s0.dim] == src_full[s0.dim]:
+            sources = view_dims(op) if len(op.results) == 1 and len(split_ops) == 1 else None
+            if sources is not None:
+                d = st.map_dim_through(dst, sources, s0)
+            elif len(dst) == len(src_full) and dst[s0.dim] == src_full[s0.dim]:
                 d = s0.dim
             elif len(dst) == len(src_full) and dst[s0.dim] % s0.factor == 0 and dst[s0.dim] > 1 and s0.tag != "seq":
                 d = s0.dim

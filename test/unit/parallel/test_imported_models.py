@@ -104,6 +104,32 @@ def test_tensor_and_sequence_parallel(import_config, tp, heads, kv_div, seq):
     assert rep < replicated_flops(tp_mod)["shard-tensor"]
 
 
+@pytest.mark.parametrize("tp", [2, 4])
+def test_sequence_as_long_as_the_heads_shards_the_same(import_config, tp):
+    """seq == heads (405B's 128 heads on a 128-token prefill): a view that
+    transposes [b, s, h, d] -> [b, h, s, d] keeps its shape, so only the dims the
+    frontend records tell it from a reshape. Tensor parallelism must move the same
+    collectives as with any other length, and nothing else."""
+    heads = 8
+
+    def kinds(seq):
+        module = apply_pipeline(import_config("llama-3.1-8b", seq, **llama(heads, 2)), f"shard-tensor{{tp={tp}}}")
+        count = {}
+        for op, mult in walk_collectives(module):
+            count[op.name] = count.get(op.name, 0) + mult
+        return count
+
+    assert kinds(heads) == kinds(3 * heads)
+    assert set(kinds(heads)) == {"coll.all_reduce"}
+
+
+def walk_collectives(module):
+    from charon_ir.dialects import coll
+    from charon_ir.parallel.accounting import walk_with_multiplicity
+
+    return [(op, m) for op, m in walk_with_multiplicity(module) if isinstance(op, coll.CollectiveOp)]
+
+
 @SETTINGS
 @given(cp=st.sampled_from([2, 4]), mode=st.sampled_from(["ring", "ulysses"]), kv_heads=st.sampled_from([2, 4]))
 def test_context_parallel(import_config, cp, mode, kv_heads):

@@ -87,6 +87,18 @@
 
 // -----
 
+%x = sim.input "x" : tensor<4x64xbf16>
+%v = sim.view %x {dims = [[1], [0], [2]]} : tensor<4x64xbf16> -> tensor<64x2x2xbf16>
+// CHECK: error: 'sim.view' op dims names an input dim outside 0..1
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%v = sim.view %x {dims = [[1], [0]]} : tensor<4x64xbf16> -> tensor<64x2x2xbf16>
+// CHECK: error: 'sim.view' op dims has 2 entries for a rank-3 result
+
+// -----
+
 %x = sim.input "x" : tensor<4xbf16>
 %g = sim.generic "aten.foo"(%x) {flop_count = -1.0 : f64, byte_count = 0.0 : f64} : (tensor<4xbf16>) -> tensor<4xbf16>
 // CHECK: error: 'sim.generic' op flop_count and byte_count must be >= 0

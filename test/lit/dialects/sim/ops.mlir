@@ -77,4 +77,12 @@ builtin.module {
   // CHECK-NEXT:   sim.optimizer_step "adamw"(%[[WS]], %[[WN]] : tensor<3x64x64xbf16>, tensor<64xbf16>) grads(%{{.*}}, %{{.*}} : tensor<3x64x64xbf16>, tensor<64xbf16>)
   // CHECK-NEXT:   sim.yield
   // CHECK-NEXT: }
+
+  // A view that permutes says which input dims each result dim is made of
+  // (seq == heads here: sizes alone cannot tell the transpose from a reshape).
+  %hs = sim.input "heads_first" : tensor<2x16x16x4xbf16>
+  %sh = sim.view %hs {dims = [[0], [2], [1], [3]]} : tensor<2x16x16x4xbf16> -> tensor<2x16x16x4xbf16>
+  // CHECK:      %[[HS:.*]] = sim.input "heads_first"
+  // CHECK-NEXT: sim.view %[[HS]] {dims = {{\[}}[0 : i64], [2 : i64], [1 : i64], [3 : i64]]} : tensor<2x16x16x4xbf16> -> tensor<2x16x16x4xbf16>
+  // GENERIC:    "sim.view"(%{{.*}}) <{dims = {{\[}}[0 : i64], [2 : i64], [1 : i64], [3 : i64]]}>
 }
