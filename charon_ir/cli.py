@@ -8,6 +8,7 @@ body, so `charon --help` stays fast.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
@@ -24,7 +25,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
 
 
 @app.callback()
@@ -47,6 +47,12 @@ def main() -> None:
         app()
     except CharonError as e:
         fail(str(e))
+    except Exception as e:  # a bug, not bad input: one line unless asked for more
+        if os.environ.get("CHARON_DEBUG"):
+            raise
+        first = str(e).splitlines()[0] if str(e) else ""
+        fail(f"internal error, please report it (CHARON_DEBUG=1 shows the traceback): "
+             f"{type(e).__name__}: {first}")
 
 
 if __name__ == "__main__":
