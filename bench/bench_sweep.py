@@ -2,7 +2,7 @@
 (examples/sweeps/training.yaml, 1,260 distinct configurations), evaluated from
 an empty results file, in-process unless --jobs says otherwise.
 
-    .venv/bin/python bench/bench_sweep.py [--space FILE] [--jobs N] [--limit N] [--json]
+    .venv/bin/python bench/bench_sweep.py [--space FILE] [--jobs N] [--limit N | --sample N] [--json]
 
 Target (issue 9, on a 2-core machine): 1,000 configurations in <= 60 s
 in-process. The report splits the time by what happened to each point (pruned
@@ -31,6 +31,9 @@ def main() -> None:
     parser.add_argument("--space", default=str(ROOT / "examples" / "sweeps" / "training.yaml"))
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--limit", type=int, default=0, help="evaluate at most N legal points")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="evaluate N legal points drawn at random (a cross-section of the space)")
+    parser.add_argument("--seed", type=int, default=0, help="of --sample")
     parser.add_argument("--db", default="", help="results file (default: a fresh temporary one)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -40,7 +43,8 @@ def main() -> None:
 
     db = args.db or os.path.join(tempfile.mkdtemp(prefix="charon-bench-sweep-"), "bench.sqlite")
     start, cpu_start = time.perf_counter(), _cpu_seconds()
-    result = run_sweep(args.space, db=db, jobs=args.jobs, limit=args.limit, progress=sys.stderr.isatty())
+    result = run_sweep(args.space, db=db, jobs=args.jobs, limit=args.limit, sample=args.sample,
+                       seed=args.seed, progress=sys.stderr.isatty())
     wall, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
     summary = summarise(result)
     by_status: dict[str, list[float]] = {}

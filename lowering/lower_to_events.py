@@ -100,6 +100,10 @@ class _Emitter:
     """Tells which link a collective crosses (NVLink or the NICs): collectives on
     the same link share its bandwidth in the interpreter."""
     """Accumulating micro-batch: gradients are reduced over dp only on the last."""
+    groups: dict[int, tuple[IntegerAttr, StringAttr | None]] = field(default_factory=dict)
+    """A collective's group size and link attributes by id(op), shared by the
+    emitters of one lowering: a phase is lowered once per schedule run holding
+    it, and the grid lookup behind both is most of a collective's lowering."""
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -184,10 +188,15 @@ class _Emitter:
             axes = op.axis_names()
             stream = comm_stream_name(axes)
             attrs["bytes"] = _int_attr(round(cost.bytes.data))
-            attrs["group"] = _int_attr(op.group_size())
-            if self.target is not None:
-                link = self.target.link_for_group(op.lookup_grid().axis_sizes(), axes)
-                attrs["link"] = _string_attr(link.kind)
+            group = self.groups.get(id(op))
+            if group is None:
+                link = None
+                if self.target is not None:
+                    link = _string_attr(self.target.link_for_group(op.lookup_grid().axis_sizes(), axes).kind)
+                group = self.groups[id(op)] = (_int_attr(op.group_size()), link)
+            attrs["group"] = group[0]
+            if group[1] is not None:
+                attrs["link"] = group[1]
             if isinstance(op, (SendOp, RecvOp)):
                 # a lane per direction, as Megatron's batched isend/irecv; the
                 # interpreter pairs the k-th send and receive of each channel
@@ -306,6 +315,7 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
         for v, st in by_virtual.items()
     }
     programs = []
+    groups: dict[int, tuple[IntegerAttr, StringAttr | None]] = {}
     for s in range(pp):
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
@@ -315,6 +325,7 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
         order = stage_order(schedule.data, pp, vpp, m, s)
         if dp > 1:
             order = mark_gradient_sync(order)
+        items: dict[tuple[int, str], tuple[list[Operation], SSAValue | None]] = {}
         for pattern, count in run_lengths(order):
             loop_body = Block(arg_types=[event.TokenType()])
             emitter: _Emitter | None = None
@@ -323,21 +334,39 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
                 phase = _phase(by_virtual[v], "forward" if kind == "F" else "backward")
                 if phase is None:
                     continue
-                emitter = _Emitter(
-                    loop_body,
-                    streams,
-                    target=target,
-                    virtual_stage=v,
-                    channel="act" if kind == "F" else "grad",
-                    skip_gradient_sync=dp > 1 and kind in ("B", "W"),
-                    part=kind[0] if split and kind != "F" else "",
-                    w_ops=w_ops[v],
-                )
-                emitter.lower_block(phase.body.block)
+                # An item's events depend only on the item (what it reads from
+                # outside is ready from the start), so an item lowered in an
+                # earlier run of this stage is cloned instead of lowered again.
+                lowered = items.get((v, kind))
+                if lowered is None:
+                    before = loop_body.last_op
+                    emitter = _Emitter(
+                        loop_body,
+                        streams,
+                        target=target,
+                        virtual_stage=v,
+                        channel="act" if kind == "F" else "grad",
+                        skip_gradient_sync=dp > 1 and kind in ("B", "W"),
+                        part=kind[0] if split and kind != "F" else "",
+                        w_ops=w_ops[v],
+                        groups=groups,
+                    )
+                    emitter.lower_block(phase.body.block)
+                    emitted, op = [], before.next_op if before is not None else loop_body.first_op
+                    while op is not None:
+                        emitted.append(op)
+                        op = op.next_op
+                    items[(v, kind)] = (emitted, emitter.last_compute)
+                    last_compute = emitter.last_compute
+                else:
+                    mapper: dict[SSAValue, SSAValue] = {}
+                    for op in lowered[0]:
+                        loop_body.add_op(op.clone(mapper))
+                    last_compute = None if lowered[1] is None else mapper[lowered[1]]
                 # a marker at the item's end: memory over time counts forwards
                 # done and backwards done per stage
-                if emitter.last_compute is not None:
-                    marker = event.WaitOp([emitter.last_compute])
+                if last_compute is not None:
+                    marker = event.WaitOp([last_compute])
                     marker.attributes["item"] = StringAttr(kind[0])
                     loop_body.add_op(marker)
             done = loop_body.last_op.results[0] if loop_body.last_op else loop_body.args[0]
@@ -349,7 +378,7 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
         for chunk in range(vpp):
             opt = _phase(by_virtual[chunk * pp + s], "optimizer")
             if opt is not None:
-                emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target)
+                emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target, groups=groups)
                 emitter.lower_op(opt)
         attrs = {"stage": IntegerAttr(s, 64)}
         if s == 0 and tokens:

@@ -16,15 +16,34 @@ changes make a sweep cheap without changing any answer:
 
 memory-analysis runs before cost-annotate (it reads shapes and the target, not
 costs), so a point that cannot fit is pruned before it is priced or timed.
+
+What is kept between points is keyed by every option it depends on and bounded:
+the imported modules by (model, seq_len, micro-batch) in an LRU of
+`IMPORT_CACHE_SIZE`; snapshots by the exact pass steps before them (a point's
+whole plan, options included, is its key path), at most one per depth of the
+current path; prefixes known to fail likewise, in an LRU of `FAILED_CACHE_SIZE`.
+A snapshot no later point needs is handed to the point itself instead of cloned,
+and the built module goes to the timing as it is (nothing else refers to it).
+`TrainingEvaluator(cache=False)` keeps nothing: every point is imported and
+built from scratch, as `charon simulate` does (tests compare the two byte for
+byte).
+
+The cyclic garbage collector is off while a point is built and timed (the
+passes allocate hundreds of thousands of IR objects, and each full collection
+would walk every live module again: it was most of a build's time); the
+youngest generation, which holds what the point allocated, is collected after
+it.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import time
-from dataclasses import replace
 import traceback
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from charon_ir.errors import CharonError
@@ -37,6 +56,12 @@ STATUS_OK = "ok"
 STATUS_ILLEGAL = "illegal"
 STATUS_OOM = "oom"
 STATUS_ERROR = "error"
+
+IMPORT_CACHE_SIZE = 4
+"""Imported modules kept per evaluator (LRU): one per (model, seq_len,
+micro-batch); a 70B training import is a few MB of IR."""
+FAILED_CACHE_SIZE = 256
+"""Pass prefixes known to fail, kept per evaluator (LRU)."""
 
 
 def _step(name: str, **options: Any) -> Step:
@@ -161,14 +186,17 @@ class TrainingEvaluator:
     One evaluator lives in one process (the in-process run, or each pool or Ray
     worker); `evaluate` takes points already in `sharing_order`."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: bool = True) -> None:
         from charon_ir.testing import make_context
 
         self.ctx = make_context()
-        self._imports: dict[Step, Any] = {}
+        self.cache = cache
+        """False: nothing is kept between points (no import, snapshot or failure
+        reused), the reference the cached evaluation must equal."""
+        self._imports: OrderedDict[Step, Any] = OrderedDict()
         self._snapshots: list[tuple[int, Any]] = []
         self._path: tuple[Step, ...] = ()
-        self._failed: dict[tuple[Step, ...], str] = {}
+        self._failed: OrderedDict[tuple[Step, ...], str] = OrderedDict()
         self._shapes: dict[str, ModelShape | None] = {}
 
     def _states_overflow(self, point: Point, config) -> str:
@@ -202,15 +230,23 @@ class TrainingEvaluator:
     def _imported(self, model: str, seq_len: int, batch: int):
         """The model's imported module, parsed once per process (never mutated)."""
         step = _step("import", model=model, seq_len=seq_len, batch=batch)
-        if step not in self._imports:
-            from charon_ir.api import load_model_module
+        if step in self._imports:
+            self._imports.move_to_end(step)
+            return self._imports[step]
+        from charon_ir.api import load_model_module
 
-            _, self._imports[step] = load_model_module(model, seq_len=seq_len, batch=batch, ctx=self.ctx)
-        return self._imports[step]
+        _, module = load_model_module(model, seq_len=seq_len, batch=batch, ctx=self.ctx)
+        if self.cache:
+            self._imports[step] = module
+            while len(self._imports) > IMPORT_CACHE_SIZE:
+                self._imports.popitem(last=False)
+        return module
 
     def _import(self, step: Step):
         options = dict(step[1])
-        return self._imported(options["model"], options["seq_len"], options["batch"]).clone()
+        module = self._imported(options["model"], options["seq_len"], options["batch"])
+        # uncached, the import is this point's own; cached, it is shared
+        return module.clone() if self.cache else module
 
     def _apply(self, step: Step, module):
         from charon_ir.api import _pass
@@ -222,25 +258,38 @@ class TrainingEvaluator:
         return module
 
     def _build(self, steps: tuple[Step, ...], keep: int):
-        """The module after `steps`, from the deepest snapshot on its path; keeps a
-        copy after the first `keep` steps for the next point."""
+        """The module after `steps` (this point's own: nothing else refers to it),
+        from the deepest snapshot on its path; keeps a copy after the first `keep`
+        steps for the next point."""
+        if not self.cache:
+            keep = 0
+            self._snapshots.clear()
         common = _common_prefix(steps, self._path)
         while self._snapshots and self._snapshots[-1][0] > common:
             self._snapshots.pop()
         self._path = steps
         for n in range(1, len(steps) + 1):
             if steps[:n] in self._failed:
+                self._failed.move_to_end(steps[:n])
                 raise CharonError(self._failed[steps[:n]])
         level, module = 0, None
         if self._snapshots:
             level, snapshot = self._snapshots[-1]
-            module = snapshot.clone()
+            if keep < level:
+                # the next point shares less than this snapshot: no one else needs it
+                self._snapshots.pop()
+                module = snapshot
+            else:
+                module = snapshot.clone()
         for j in range(level, len(steps)):
             try:
                 module = self._apply(steps[j], module)
             except CharonError as e:
                 # every later point with this prefix fails the same way
-                self._failed[steps[: j + 1]] = str(e)
+                if self.cache:
+                    self._failed[steps[: j + 1]] = str(e)
+                    while len(self._failed) > FAILED_CACHE_SIZE:
+                        self._failed.popitem(last=False)
                 raise
             done = j + 1
             if done == keep and (not self._snapshots or self._snapshots[-1][0] < done):
@@ -250,11 +299,14 @@ class TrainingEvaluator:
     # -- timing ----------------------------------------------------------------
 
     def _time(self, module, config) -> dict[str, Any]:
-        """api.simulate's fast tier on a built module (left untouched: a copy is
-        lowered)."""
+        """api.simulate's fast tier on a built module, which it lowers in place
+        (`_build` gives each point its own). The per-stage peaks are the ones
+        memory-analysis attached while building, not a second analysis."""
         from charon_ir.api import time_module
+        from charon_ir.memory import peak_bytes_per_stage
 
-        return time_module(self.ctx, module.clone(), config, tier="fast")
+        memory = [_Peak(peak) for peak in peak_bytes_per_stage(module)]
+        return time_module(self.ctx, module, config, memory, tier="fast")
 
     # -- points ------------------------------------------------------------------
 
@@ -285,20 +337,43 @@ class TrainingEvaluator:
                 continue
             clock = _Clock()
             following = next((s for _, _, s, _, _ in planned[i + 1 :] if s), ())
+            collecting = gc.isenabled()
+            # Building and timing a point allocate hundreds of thousands of IR
+            # objects, which would trigger full collections that walk every
+            # live module again and again (most of a build's time). Nothing
+            # is collected during a point; afterwards the youngest generation,
+            # which holds everything the point allocated, is, so a point's dead
+            # modules are freed at the cost of one walk over them.
+            gc.disable()
             try:
-                module = self._build(steps, _common_prefix(steps, following))
-                report = self._time(module, config)
-            except CharonError as e:
-                status = STATUS_OOM if str(e).startswith("memory-analysis:") else STATUS_ERROR
-                yield record(point, status, error=str(e), **clock.spent())
-                continue
-            except Exception as e:  # noqa: BLE001 - a simulator bug must not stop a sweep
-                where = traceback.extract_tb(e.__traceback__)[-1]
-                message = f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})"
-                yield record(point, STATUS_ERROR, error=message, **clock.spent())
-                continue
-            metrics = summarise_training(report, config.gpus)
-            yield record(point, STATUS_OK, metrics=metrics, **clock.spent())
+                status, error, metrics = self._run(steps, _common_prefix(steps, following), config)
+            finally:
+                gc.collect(0)
+                if collecting:
+                    gc.enable()
+            yield record(point, status, error=error, metrics=metrics, **clock.spent())
+
+    def _run(self, steps: tuple[Step, ...], keep: int, config) -> tuple[str, str, dict | None]:
+        """Build and time one point: (status, error, metrics). Nothing it built
+        outlives the call but the snapshots kept for the next point."""
+        try:
+            module = self._build(steps, keep)
+            report = self._time(module, config)
+        except CharonError as e:
+            status = STATUS_OOM if str(e).startswith("memory-analysis:") else STATUS_ERROR
+            return status, str(e), None
+        except Exception as e:  # noqa: BLE001 - a simulator bug must not stop a sweep
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            return STATUS_ERROR, f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})", None
+        return STATUS_OK, "", summarise_training(report, config.gpus)
+
+
+@dataclass(frozen=True)
+class _Peak:
+    """A stage's peak bytes as memory-analysis attached them: all of a
+    StageMemory the fast tier reads (no trace, no plot)."""
+
+    peak: int
 
 
 def _hbm_bytes(config) -> float:

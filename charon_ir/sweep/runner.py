@@ -133,11 +133,15 @@ def run_sweep(
     ray_address: str | None = None,
     progress: bool = False,
     limit: int = 0,
+    sample: int = 0,
+    seed: int = 0,
 ) -> SweepResult:
     """Evaluate every point of `space` not yet in `db` and return all records.
 
     `limit` (> 0) stops after that many new evaluations: the rest stay for the
-    next run, as after an interrupt."""
+    next run, as after an interrupt. `sample` (> 0) evaluates that many of the
+    legal points drawn at random (`seed`), a cross-section of the space for
+    benchmarks (the first points of a space share its first axis values)."""
     if not isinstance(space, Space):
         space = load_space(space)
     start = time.perf_counter()
@@ -150,6 +154,11 @@ def run_sweep(
         # illegal points cost nothing: stored at once, never sent to a worker
         store.put([record(p, STATUS_ILLEGAL, error=p.pruned) for p in illegal], space.kind)
         legal = [p for p in todo if not p.pruned]
+        if sample > 0:
+            import random
+
+            chosen = {p.key for p in random.Random(seed).sample(legal, min(sample, len(legal)))}
+            legal = [p for p in legal if p.key in chosen]
         if limit > 0:
             legal = legal[:limit]
         ordered = sharing_order(legal) if space.kind == "training" else legal

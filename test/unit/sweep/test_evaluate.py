@@ -72,3 +72,43 @@ def test_out_of_memory_is_pruned_before_timing(tiny_space, monkeypatch):
     (r,) = evaluator.evaluate([point])
     assert r["status"] == "oom" and r["error"].startswith("memory-analysis: stage 0 needs")
     assert timed == []
+
+
+def _answers(records):
+    """Everything a record says about its point except what it cost."""
+    import json
+
+    return [json.dumps({k: v for k, v in r.items() if k not in ("seconds", "cpu_seconds")}, sort_keys=True)
+            for r in records]
+
+
+def test_cached_evaluation_is_byte_identical_to_uncached(tiny_space):
+    # vpp and micro-batch axes too: points that share imports, pipelines and
+    # data-parallel prefixes, snapshots handed over and cloned; pp x vpp = 4
+    # exceeds the tiny step's 2 layers, so a failing prefix is remembered too
+    space = load_space({**tiny_space, "tp": [1, 2], "pp": [1, 2], "vpp": [1, 2], "micro_batch": [1, 2]})
+    points = sharing_order([p for p in space.points() if not p.pruned])
+    cached = list(TrainingEvaluator().evaluate(points))
+    uncached = list(TrainingEvaluator(cache=False).evaluate(points))
+    statuses = [r["status"] for r in cached]
+    assert statuses.count("ok") >= 16 and set(statuses) == {"ok", "error"}
+    assert _answers(cached) == _answers(uncached)
+    # a second pass over the same points on the warm evaluator answers the same
+    evaluator = TrainingEvaluator()
+    list(evaluator.evaluate(points[: len(points) // 2]))
+    assert _answers(evaluator.evaluate(points)) == _answers(uncached)
+
+
+def test_evaluator_caches_are_bounded(tiny_space, monkeypatch):
+    import charon_ir.sweep.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "IMPORT_CACHE_SIZE", 1)
+    space = load_space({**tiny_space, "tp": 1, "pp": 1, "zero": 0, "recompute": "none", "micro_batch": [1, 2]})
+    evaluator = TrainingEvaluator()
+    records = list(evaluator.evaluate(sharing_order([p for p in space.points() if not p.pruned])))
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert len(evaluator._imports) == 1
+    # uncached keeps nothing between points
+    uncached = TrainingEvaluator(cache=False)
+    list(uncached.evaluate(sharing_order([p for p in space.points() if not p.pruned])))
+    assert not uncached._imports and not uncached._snapshots
