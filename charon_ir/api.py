@@ -12,11 +12,14 @@ is a pass of the registry, run in this order:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import gc
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
+
+GIB = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,18 @@ class TrainingConfig:
     fuse_attention: bool = True
     """With `fuse`: flash attention (False: the score matrix is materialised, as in
     pre-FlashAttention stacks)."""
+    attention_kernel: str = ""
+    """With flash attention: the kernel it is priced as (flash2, flash3, triton;
+    empty: the engine's default, FlashAttention-2)."""
+    dp_bucket_mb: int = 25
+    """data-parallel's bucket: MiB per gradient reduction (and ZeRO parameter
+    gather) collective; 25 is PyTorch DDP's `bucket_cap_mb`."""
+    dp_overlap: bool = True
+    """Reduce each layer's gradients while the backward goes on (False: after the
+    whole backward, as Megatron-LM's local DDP before `--overlap-grad-reduce`)."""
+    tp_comm_overlap: bool = False
+    """Overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs next to
+    them (Megatron-Core `--tp-comm-overlap`, Transformer Engine userbuffers)."""
     memory_limit_gb: float = 0.0
     """memory-analysis' limit per GPU; 0: the GPU's HBM. A huge value reports the
     memory without stopping at an out-of-memory (validation of runs that did fit)."""
@@ -145,18 +160,28 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.tp > 1:
         plan.append(("shard-tensor", {"tp": config.tp}))
         if config.sequence_parallel:
-            plan.append(("sequence-parallel", {}))
+            plan.append(("sequence-parallel", {"tp_comm_overlap": config.tp_comm_overlap}))
+    if config.tp_comm_overlap and not (config.tp > 1 and config.sequence_parallel):
+        raise CharonError("--tp-comm-overlap needs --tp > 1 and --sequence-parallel "
+                          "(as Megatron-Core's)")
     if config.cp > 1:
         plan.append(("shard-context", {"cp": config.cp}))
     if config.ep > 1:
         plan.append(("shard-expert", {"ep": config.ep}))
     if config.fuse:
-        plan.append(("fuse", {"attention": config.fuse_attention}))
+        fuse: dict[str, Any] = {"attention": config.fuse_attention}
+        if config.attention_kernel:
+            if config.attention_kernel not in ("flash2", "flash3", "triton"):
+                raise CharonError(f"--attention-kernel must be flash2, flash3 or triton, "
+                                  f"got '{config.attention_kernel}'")
+            fuse["attention_kernel"] = config.attention_kernel
+        plan.append(("fuse", fuse))
     schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
     plan.append(("pipeline", {"pp": config.pp, "vpp": config.vpp, "schedule": schedule,
                               "microbatches": microbatches}))
     # the mesh's dp axis counts the replicas of the ep groups
-    plan.append(("data-parallel", {"dp": dp // config.ep, "zero": 3 if config.fsdp else config.zero}))
+    plan.append(("data-parallel", {"dp": dp // config.ep, "zero": 3 if config.fsdp else config.zero,
+                                   "bucket_mb": config.dp_bucket_mb, "overlap": config.dp_overlap}))
     if config.recompute != "none":
         plan.append(("recompute", {"policy": config.recompute}))
     target: dict[str, Any] = {"hardware": config.hardware, "gpus": config.gpus,
@@ -256,13 +281,22 @@ def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: 
     return True
 
 
+def _programs(lowered) -> list:
+    from charon_ir.dialects import event
+
+    return [op for op in lowered.body.block.ops if isinstance(op, event.ProgramOp)]
+
+
 def _fold_points(schedule: str, pp: int, microbatches: int) -> tuple[int, int] | None:
     """Two small micro-batch counts whose schedules are already in steady state,
-    or None when the step is too short to be worth folding."""
+    or None when the step is too short to be worth folding: simulating both costs
+    about as much as simulating the whole step once it is no longer than both
+    together (a 16-stage interleaved schedule settles only from 32)."""
     step = pp if schedule == "interleaved" else 1
-    first = max(2 * pp, 2)
+    # one stage: 1F1B's runs settle from 3 micro-batches on (F B F B+ at 2)
+    first = max(2 * pp, 3)
     first += -first % step
-    if microbatches <= first + step:
+    if microbatches <= 2 * first + step:
         return None
     return first, first + step
 
@@ -302,6 +336,7 @@ def simulate(
     trace: str | Path | None = None,
     plot: str | Path | None = None,
     tier: str = "fast",
+    allow_oom: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
     """Simulate one training step; keyword options are TrainingConfig's fields.
@@ -309,10 +344,54 @@ def simulate(
     The fast tier folds identical layers inside the interpreter and identical
     micro-batches here: it simulates the schedule at two small micro-batch counts
     in steady state and extrapolates linearly (exact for 1F1B/interleaved once
-    every stage is in steady state); the fine tier simulates every event."""
+    every stage is in steady state), or, with one pipeline stage, folds the
+    micro-batch loop in the interpreter; the fine tier simulates every event.
+
+    A configuration that does not fit in memory raises the memory-analysis
+    diagnostic (a CharonError); with `allow_oom`, it is timed as if memory were
+    unlimited and the report says `"fits": false` with the diagnostic under
+    `"oom"` (no trace or plot is written for it)."""
     config = TrainingConfig(model=model, **options)
-    ctx, module, memory = build_training_module(config)
-    return time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
+    if not allow_oom:
+        ctx, module, memory = build_training_module(config)
+        report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
+        report["fits"] = True
+        return report
+    ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB))
+    oom = out_of_memory(module, memory, config.memory_limit_gb)
+    if oom is not None:
+        trace = plot = None
+    report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
+    report["fits"] = oom is None
+    if oom is not None:
+        report["oom"] = oom
+    return report
+
+
+UNLIMITED_GB = 1e9
+"""memory-analysis' limit when a configuration is timed whether or not it fits."""
+
+
+def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any] | None:
+    """None when every stage fits in `limit_gb` (0: the GPU's HBM); otherwise the
+    memory-analysis diagnostic of the stage that needs the most, as a dict:
+    stage, peak and capacity bytes, its three largest consumers, and the one-line
+    message `charon simulate` prints."""
+    from charon_ir.target.target import Target
+
+    if not memory:
+        return None
+    capacity = limit_gb * GIB if limit_gb > 0 else Target.from_module(module).gpu.hbm_bytes
+    worst = max(memory, key=lambda r: (r.peak, -r.stage))
+    if worst.peak <= capacity:
+        return None
+    return {
+        "stage": worst.stage,
+        "peak_bytes": int(worst.peak),
+        "capacity_bytes": int(capacity),
+        "largest": [{"what": label, "bytes": int(n)} for label, n in worst.top(3)],
+        "message": worst.oom_message(capacity),
+    }
 
 
 def time_module(
@@ -332,6 +411,7 @@ def time_module(
     from charon_ir.report.plots import write_plots
     from charon_ir.report.summary import summarize
     from charon_ir.report.trace import write_trace
+    from charon_ir.runtime.flatten import folds_microbatches
     from charon_ir.runtime.interpreter import OverlapModel, Timeline
     from charon_ir.runtime.simulate_target import run_module
 
@@ -361,24 +441,57 @@ def time_module(
         timelines, target = run_module(ctx, copy, overlap, "fine" if detailed else tier, loop_cache)
         return summarize(timelines[0], target), timelines[0]
 
-    if points is None:
-        report, timeline = run(lowered(None))
-        if detailed:
-            curves = memory_over_time(timeline, memory, config.vpp)
-            if trace:
-                write_trace(trace, [timeline], curves)
-            if plot:
-                write_plots(plot, timeline, report, curves)
-    else:
+    def timed() -> dict[str, Any]:
+        if points is None:
+            report, timeline = run(lowered(None))
+            if detailed:
+                curves = memory_over_time(timeline, memory, config.vpp)
+                if trace:
+                    write_trace(trace, [timeline], curves)
+                if plot:
+                    write_plots(plot, timeline, report, curves)
+            return report
         m_a, m_b = points
+
+        def whole(steps, base: int) -> dict | None:
+            # when every micro-batch loop of the step folds in the interpreter
+            # like a layer loop (one stage: nothing crosses to another program),
+            # one run of all m micro-batches: the step lowered at `base`
+            # micro-batches, its loop counts changed to those of m
+            if not _recount_schedule(steps, schedule, config.pp, config.vpp, base, m):
+                return None
+            if folds_microbatches(_programs(steps)):
+                report = run(steps)[0]
+                report["microbatches_simulated"] = [m]
+                return report
+            _recount_schedule(steps, schedule, config.pp, config.vpp, m, base)
+            return None
+
         # when the longer schedule is the same loops running longer, lower once
         # (in place: the staged module is not needed after) and change counts
-        same = _same_runs(module, schedule, config.pp, config.vpp, m_a, m_b)
-        steps = lowered(m_a, copy=not same)
-        report_a = run(steps)[0]
-        if not (same and _recount_schedule(steps, schedule, config.pp, config.vpp, m_a, m_b)):
-            steps = lowered(m_b, copy=False)
-        report = _extrapolate(report_a, run(steps)[0], m_a, m_b, m)
+        if _same_runs(module, schedule, config.pp, config.vpp, m_a, m_b):
+            steps = lowered(m_a, copy=False)
+            if (report := whole(steps, m_a)) is not None:
+                return report
+            report_a = run(steps)[0]
+            _recount_schedule(steps, schedule, config.pp, config.vpp, m_a, m_b)
+        else:
+            steps = lowered(m_b, copy=True)
+            if (report := whole(steps, m_b)) is not None:
+                return report
+            report_a = run(lowered(m_a, copy=False))[0]
+        return _extrapolate(report_a, run(steps)[0], m_a, m_b, m)
+
+    # Timing allocates many small, short-lived lists beside the large IR: the
+    # cyclic collector would walk that IR again and again (half of the time),
+    # and nothing here makes cycles worth collecting.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        report = timed()
+    finally:
+        if collecting:
+            gc.enable()
     report["peak_memory_bytes"] = [stage.peak for stage in memory]
     return report
 

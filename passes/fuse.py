@@ -4,7 +4,8 @@ op whose intermediate tensors never reach device memory.
 
 Options (each on by default):
 - attention: flash attention; `sim.attention` / `sim.attention_grad` get `flash`,
-  so the score matrix is never written or read back.
+  so the score matrix is never written or read back (`attention-kernel`, default
+  empty: the flash kernel's name, flash2 / flash3 / triton, for the cost engine).
 - norm: an RMSNorm imported as its pieces (cast, pow, mean, add eps, rsqrt, mul,
   cast, mul by the weight) becomes one `sim.generic "fused.rms_norm"`; a LayerNorm
   and its bias add (and saved statistics) one `"fused.layer_norm"`.
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -98,12 +99,22 @@ def fuse_group(group: Sequence[Operation], callee: str, rewriter: PatternRewrite
     return True
 
 
+ATTENTION_KERNEL_ATTR = "kernel"
+"""Which flash-attention kernel runs an attention op (read by the cost engine)."""
+
+
 class FlashAttention(RewritePattern):
-    """Mark attention flash: scores stay in on-chip memory."""
+    """Mark attention flash: scores stay in on-chip memory; with a `kernel`, name
+    the flash kernel that runs it."""
+
+    def __init__(self, kernel: str = ""):
+        self.kernel = kernel
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)) and op.flash is None:
             op.properties["flash"] = UnitAttr()
+            if self.kernel:
+                op.attributes[ATTENTION_KERNEL_ATTR] = StringAttr(self.kernel)
             rewriter.handle_operation_modification(op)
 
 
@@ -241,11 +252,14 @@ class FusePass(ModulePass):
     norm: bool = True
     bias_act: bool = True
     rope: bool = True
+    attention_kernel: str = ""
+    """The flash kernel the cost engine prices attention with (flash2, flash3,
+    triton); empty: the engine's default."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns: list[RewritePattern] = []
         if self.attention:
-            patterns.append(FlashAttention())
+            patterns.append(FlashAttention(self.attention_kernel))
         if self.norm:
             patterns += [FuseRmsNorm(), FuseNormBias()]
         if self.rope:

@@ -1,7 +1,9 @@
 """
 Megatron sequence parallelism on top of tensor parallelism (run after shard-tensor).
 
-Options: none.
+Options: tp-comm-overlap (default false): mark the module so that the tp
+all_gathers / reduce_scatters are priced pipelined with their GEMMs (Megatron-Core
+`--tp-comm-overlap`).
 
 Every `coll.all_reduce` over `tp` of an activation with a token dim (the partial
 sums of the row-parallel matmuls, the vocab-parallel embedding, and their
@@ -354,9 +356,19 @@ def step_tokens(module: ModuleOp) -> tuple[int, int]:
     return 0, 0
 
 
+TP_COMM_OVERLAP_ATTR = "charon.tp_comm_overlap"
+"""Module attribute: the tp all_gathers / reduce_scatters run pipelined with the
+GEMMs next to them (the analytic engine prices them so)."""
+
+
 @dataclass(frozen=True)
 class SequenceParallelPass(ModulePass):
     name = "sequence-parallel"
+
+    tp_comm_overlap: bool = False
+    """Megatron-Core `--tp-comm-overlap` (Transformer Engine userbuffers): each
+    tp all_gather / reduce_scatter is split into chunks pipelined with the GEMM
+    that consumes / produces it; marks the module, cost-annotate prices it."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tp = grid_axes(op).get("tp", 1)
@@ -393,3 +405,5 @@ class SequenceParallelPass(ModulePass):
             ),
         ).rewrite_module(op)
         record_replicated_flops(op, self.name, tp * (total_flops(op) - before))
+        if self.tp_comm_overlap:
+            op.attributes[TP_COMM_OVERLAP_ATTR] = UnitAttr()

@@ -37,13 +37,19 @@ def simulate_command(
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
     schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved | zb-h1")] = "",
     fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
+    tp_comm_overlap: Annotated[bool, Opt("--tp-comm-overlap", help="pipeline tp all-gathers / reduce-scatters with their GEMMs (Megatron-Core; needs --sequence-parallel)")] = False,
+    attention_kernel: Annotated[str, Opt("--attention-kernel", help="flash2 | flash3 | triton (default: flash2)")] = "",
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace: Annotated[Path | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
     plot: Annotated[Path | None, Opt("--plot", help="write PNG plots into this folder")] = None,
 ) -> None:
-    """Simulate one training step and print the report."""
+    """Simulate one training step and print the report.
+
+    A configuration that does not fit in memory prints the memory diagnostic on
+    one line and exits 1; with --json the whole report comes first on stdout,
+    timed as if memory were unlimited, with "fits": false and "oom"."""
     from charon_ir.api import simulate, simulate_file
 
     if model.endswith(".mlir") and (tp, pp, cp, ep, vpp, dp, zero) == (1, 1, 1, 1, 1, 0, 0) and not global_batch:
@@ -57,14 +63,22 @@ def simulate_command(
             model,
             trace=trace,
             plot=plot,
+            # with --json a configuration that does not fit still prints its
+            # whole report ("fits": false, "oom": ...), then fails below
+            allow_oom=as_json,
             hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
             tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, sequence_parallel=sequence_parallel,
             zero=zero, fsdp=fsdp, seq_len=seq_len, global_batch=global_batch,
             micro_batch=micro_batch, recompute=recompute, precision=precision,
             schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier,
+            tp_comm_overlap=tp_comm_overlap, attention_kernel=attention_kernel,
         )
     if as_json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report, indent=2), flush=True)
+        if report.get("fits") is False:
+            from charon_ir.errors import CharonError
+
+            raise CharonError(report["oom"]["message"])
     else:
         from charon_ir.report.table import print_report
 

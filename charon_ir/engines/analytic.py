@@ -17,7 +17,7 @@ The `time_s` functions below are what the engine and `charon calibrate` share.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation
 
 from charon_ir.dialects.coll import CollectiveOp, RecvOp, SendOp
@@ -94,14 +94,76 @@ def attention_time_s(
     group: int = 1,
 ) -> float:
     """`group`: query heads per kv head (GQA)."""
-    if flash:
-        eff = attention_efficiency(
-            gpu, batch, heads, sq, skv, head_dim, causal, backward, kernel, group
-        )
-    else:
-        # unfused: two batched GEMMs around a softmax that goes through HBM
-        eff = gemm_efficiency(gpu, batch * heads, sq, skv, head_dim)
+    if not flash:
+        return unfused_attention_time_s(gpu, dtype, batch, heads, sq, skv, head_dim, backward)
+    eff = attention_efficiency(
+        gpu, batch, heads, sq, skv, head_dim, causal, backward, kernel, group
+    )
     return roofline_time_s(flops / (gpu.peak(dtype) * eff), memory_time_s(gpu, nbytes))
+
+
+UNFUSED_MASK_BYTES = 1
+"""Bytes per score element of the attention-dropout mask (torch's dropout keeps a
+bool mask). Pre-FlashAttention stacks that materialised the scores (Megatron-LM
+2019-2022: `--attention-dropout` 0.1 by default; GPT-2/GPT-3: `attn_pdrop` 0.1)
+ran dropout on the attention probabilities."""
+
+
+def unfused_attention_kernels(
+    batch: int, heads: int, sq: int, skv: int, head_dim: int, backward: bool, elt: int = 2,
+) -> list[tuple[tuple[int, int, int, int] | None, float]]:
+    """The kernels of Megatron-LM's `CoreAttention` (2019-2022), which writes the
+    score matrix to HBM: (batched GEMM dims or None, bytes of score-matrix traffic
+    the kernel moves). Causal masking is applied in the softmax, so both GEMMs
+    compute the full sq x skv square.
+
+    forward: S = QK^T (writes S); fused scale-mask-softmax (reads S, writes P);
+    dropout (reads P, writes P' and its mask); O = P'V (reads P').
+    backward: dP' = dO V^T (writes dP'); dropout backward (reads dP' and the mask,
+    writes dP); softmax backward (reads dP and P, writes dS); dQ = dS K and
+    dK = dS^T Q (each reads dS); dV = P'^T dO (reads P')."""
+    bh, e, mask = batch * heads, elt, UNFUSED_MASK_BYTES
+    n = float(bh) * sq * skv
+    d = head_dim
+    if not backward:
+        return [
+            ((bh, sq, skv, d), n * e),
+            (None, 2 * n * e),
+            (None, 2 * n * e + n * mask),
+            ((bh, sq, d, skv), n * e),
+        ]
+    return [
+        ((bh, sq, skv, d), n * e),
+        (None, 2 * n * e + n * mask),
+        (None, 3 * n * e),
+        ((bh, sq, d, skv), n * e),
+        ((bh, skv, d, sq), n * e),
+        ((bh, skv, d, sq), n * e),
+    ]
+
+
+def unfused_attention_time_s(
+    gpu: GpuSpec, dtype: str, batch: int, heads: int, sq: int, skv: int, head_dim: int,
+    backward: bool,
+) -> float:
+    """Unfused attention: its kernels run one after another, each a roofline of
+    its own (the score-matrix GEMMs at K = head_dim are often memory-bound)."""
+    elt = 4 if "32" in dtype else 1 if "8" in dtype else 2
+    total = 0.0
+    for dims, nbytes in unfused_attention_kernels(batch, heads, sq, skv, head_dim, backward, elt):
+        if dims is None:
+            total += roofline_time_s(0.0, memory_time_s(gpu, nbytes))
+        else:
+            b, m, n, k = dims
+            total += matmul_time_s(gpu, dtype, b, m, n, k, nbytes)
+    return total
+
+
+def attention_kernel_of(op: Operation) -> str:
+    """The flash kernel `fuse{attention-kernel=...}` named on the op, else the
+    engine's default."""
+    attr = op.attributes.get("kernel")
+    return attr.data if isinstance(attr, StringAttr) else DEFAULT_ATTENTION_KERNEL
 
 
 def vector_time_s(gpu: GpuSpec, flops: float, nbytes: float) -> float:
@@ -133,6 +195,7 @@ class AnalyticEngine(CostEngine):
                 causal=op.causal is not None,
                 backward=isinstance(op, AttentionGradOp),
                 flash=op.flash is not None,
+                kernel=attention_kernel_of(op),
                 group=hq // max(1, hkv),
             )
         elif isinstance(op, GenericOp) and nbytes and flops / nbytes > 50:
@@ -147,7 +210,80 @@ class AnalyticEngine(CostEngine):
 
     def price_collective(self, op: CollectiveOp, target: Target) -> Cost:
         plan = collective_plan_of(op, target)
-        return Cost(plan.time_s, 0.0, op.ring_bytes_per_rank(), self.name)
+        time = plan.time_s
+        if tp_comm_overlap_enabled(op):
+            gemms = overlapped_gemms(op)
+            if gemms:
+                gemm_s = sum(self.price_compute(g, target).time_s for g in gemms)
+                time = overlapped_comm_time_s(time, gemm_s, op.group_size())
+        return Cost(time, 0.0, op.ring_bytes_per_rank(), self.name)
+
+
+# ---------------------------------------------------------------------------
+# Tensor-parallel communication overlapped with GEMMs (--tp-comm-overlap)
+# ---------------------------------------------------------------------------
+
+TP_COMM_OVERLAP_ATTR = "charon.tp_comm_overlap"
+"""Set on the module by `sequence-parallel{tp-comm-overlap=true}`."""
+
+
+def tp_comm_overlap_enabled(op: CollectiveOp) -> bool:
+    if op.op_kind() not in ("all_gather", "reduce_scatter") or op.axis_names() != ["tp"]:
+        return False
+    top = op.get_toplevel_object()
+    return isinstance(top, Operation) and TP_COMM_OVERLAP_ATTR in top.attributes
+
+
+def _through_views(value) -> list:
+    """The ops that produce `value`, looking through free layout ops and the sums
+    of partial results (an `add` of several GEMMs' outputs)."""
+    from charon_ir.dialects.sim import ElementwiseOp, ViewOp
+
+    owner = value.owner
+    if isinstance(owner, ViewOp):
+        return _through_views(owner.input)
+    if isinstance(owner, ElementwiseOp) and owner.kind.data == "add":
+        return [o for v in owner.operands for o in _through_views(v)]
+    return [owner]
+
+
+def _users_through_views(value) -> list:
+    from charon_ir.dialects.sim import ViewOp
+
+    out = []
+    for use in value.uses:
+        user = use.operation
+        if isinstance(user, ViewOp):
+            out += _users_through_views(user.result)
+        else:
+            out.append(user)
+    return out
+
+
+def overlapped_gemms(op: CollectiveOp) -> list[MatmulOp]:
+    """The GEMMs a sequence-parallel collective overlaps with under Megatron-Core's
+    `--tp-comm-overlap` (Transformer Engine userbuffers): an all-gather with the
+    GEMMs that consume what it gathers, a reduce-scatter with the GEMMs whose
+    partial sums it reduces."""
+    if op.op_kind() == "all_gather":
+        ops = [u for r in op.results for u in _users_through_views(r)]
+    else:
+        ops = [o for v in op.operands for o in _through_views(v)]
+    seen: list[MatmulOp] = []
+    for o in ops:
+        if isinstance(o, MatmulOp) and o not in seen:
+            seen.append(o)
+    return seen
+
+
+def overlapped_comm_time_s(comm_s: float, gemm_s: float, chunks: int) -> float:
+    """What a collective pipelined with a GEMM adds to the GEMM's time: both split
+    into `chunks` (userbuffers' ring exchange: one chunk per TP rank), chunk i's
+    transfer runs beside chunk i-1's GEMM. Pipeline of n stages c = comm/n and
+    g = gemm/n: c + g + (n-1) max(c, g) in all, i.e. comm/n beyond the GEMM when
+    the GEMM is longer, else comm - gemm (n-1)/n."""
+    n = max(1, chunks)
+    return max(comm_s / n, comm_s - gemm_s * (n - 1) / n)
 
 
 def collective_plan_of(op: CollectiveOp, target: Target) -> CollectivePlan:

@@ -112,8 +112,23 @@ ATTENTION_DEFAULT = AttentionConstants(0.45, 0.81, 0.39, 1.88, 18.77)
 DEFAULT_ATTENTION_KERNEL = "flash2"
 
 
+TRITON_FLASH2_SPEEDUP = 1.8
+"""How much faster FlashAttention-2 runs forward + backward than the Triton
+FlashAttention of 2022-23 (`flash_attn_triton.py`, triton 2.0.0.dev20221202, the
+kernel llm-foundry's `attn_impl: triton` ran): Dao 2023 (FlashAttention-2, arXiv
+2307.08691, sec. 4.1) measures FlashAttention-2 "1.3-2.5x faster than
+FlashAttention in Triton" on A100; 1.8 is the geometric middle of that range.
+No record measures the Triton kernel: not fitted."""
+
+
 def attention_constants(gpu: GpuSpec, kernel: str = DEFAULT_ATTENTION_KERNEL) -> AttentionConstants:
     name = ATTENTION_ALIASES.get(gpu.name, gpu.name)
+    if kernel == "triton":
+        c = ATTENTION.get((name, "flash2")) or ATTENTION_DEFAULT
+        return AttentionConstants(
+            c.fwd_max / TRITON_FLASH2_SPEEDUP, c.fwd_overhead,
+            c.bwd_max / TRITON_FLASH2_SPEEDUP, c.bwd_overhead, c.head_dim_half,
+        )
     return ATTENTION.get((name, kernel)) or ATTENTION.get((name, "flash2")) or ATTENTION_DEFAULT
 
 

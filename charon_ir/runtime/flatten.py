@@ -10,7 +10,7 @@ between programs (pipeline stages) are matched here: the k-th receive on a chann
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
@@ -84,7 +84,8 @@ class _Builder:
         self.busy: dict[int, float] = {}
         self.link: dict[int, int] = {}
         self.folded_exposed: dict[int, dict[str, float]] = {}
-        self.loop_summaries: dict[int, tuple[Block, _LoopSummary]] = {}
+        self.loop_summaries: dict[tuple, _LoopSummary] = {}
+        self.keys: dict[int, tuple[tuple, tuple]] = {}
         self.streams: list[str] = []
         self.stream_kinds: list[int] = []
         self.duration: list[float] = []
@@ -162,7 +163,7 @@ class _Builder:
                 arg = slot(op.body.block.args[0])
                 body = self.compile_block(op.body.block, slots)
                 label = op.attributes.get("label")
-                foldable = isinstance(label, StringAttr) and label.data == "repeat" and _foldable(body)
+                foldable = isinstance(label, StringAttr) and _foldable(body)
                 code.append((_LOOP, op.count.value.data, slot(op.init), arg, body, slot(term.token),
                              slot(op.token), foldable, len(slots), op.body.block))
             else:
@@ -200,27 +201,35 @@ class _Builder:
                 env[out] = prev
 
     def loop_summary(self, ins: tuple) -> _LoopSummary:
-        """Simulate one, two and three iterations of a loop body on their own
+        """Simulate two and three iterations of a loop body on their own
         (everything outside the body ready at t=0) and keep what extrapolates: the
         span of two iterations and the steady period after them (the third
         iteration: the first two may still be filling the overlap of one layer's
         communication with the next layer's compute), per stream and per axis the
-        busy and exposed times likewise."""
-        # keyed by the IR block: a step lowered once and re-counted reuses them
-        key = id(ins[9])
-        if key in self.loop_summaries and self.loop_summaries[key][0] is ins[9]:
-            return self.loop_summaries[key][1]
+        busy and exposed times likewise. A body with work that does not wait for
+        its input is simulated once more, the input arriving late (heads)."""
+        # keyed by the body's content, its streams counted from the program's
+        # first: identical layers of every stage, and a step lowered once and
+        # re-counted, share one summary
+        base = min(self.stream_index.values())
+        key = self.loop_key(ins, base)
+        if key in self.loop_summaries:
+            return self.loop_summaries[key].moved(base)
         from charon_ir.report.summary import exposed_by_axis
         from charon_ir.runtime.interpreter import run
 
         _, _, _, arg, body, yielded, _, _, n_slots, _ = ins
-        results = []
-        for iterations in (1, 2, 3):
-            sub = _Builder()
+
+        def mini(iterations: int, late: float = 0.0):
+            # everything outside the body ready at t=0; with `late`, the loop's
+            # input (the previous item's result) arrives only at t=late
+            sub = _Builder(fold=self.fold, overlap=self.overlap)
             sub.stream_index = self.stream_index
+            sub.streams, sub.stream_kinds = self.streams, self.stream_kinds
+            sub.loop_summaries, sub.keys = self.loop_summaries, self.keys
             start = sub.add(-1, KIND_JOIN, 0.0, [], "start")
             env = [start] * n_slots
-            prev = start
+            prev = sub.add(-1, KIND_JOIN, late, [start], "late") if late else start
             for _ in range(iterations):
                 env[arg] = prev
                 sub.execute(body, env)
@@ -228,22 +237,54 @@ class _Builder:
             flat = sub.to_flat([ProgramInfo("loop", 1)], self.streams, self.stream_kinds,
                                [0] * len(self.streams))
             tl = run(flat, self.overlap) if self.overlap else run(flat)
+            return sub, flat, tl, env
+
+        results = []
+        for iterations in (2, 3):
+            sub, flat, tl, env = mini(iterations)
             used = {s: float(b) for s, b in enumerate(_stream_busy(tl)) if b or s in set(sub.stream)}
             last_end, first_start = {}, {}
             for i, st in enumerate(sub.stream):
                 if st >= 0:
                     last_end[st] = max(last_end.get(st, 0.0), float(tl.end[i]))
                     first_start[st] = min(first_start.get(st, float("inf")), float(tl.start[i]))
-            if iterations == 1:
+            if iterations == 2:
+                # the first iteration's events come first on every stream
                 offsets = first_start
             ready = float(tl.end[env[yielded]])
             results.append((tl.makespan, used, exposed_by_axis(tl, 0), flat.flops, flat.stream, last_end, ready))
         # base: two iterations; steady: what the third adds
-        (_, _, _, _, _, _, _), (t2, busy2, exp2, _, _, end2, ready2), (t3, busy3, exp3, flops3, streams3, end3, ready3) = results
+        (t2, busy2, exp2, _, _, end2, ready2), (t3, busy3, exp3, flops3, streams3, end3, ready3) = results
         flops = {}
         for f, st in zip(flops3, streams3):
             if st >= 0:
                 flops[int(st)] = flops.get(int(st), 0.0) + f / 3
+        # Work that does not wait for the loop's input: with full recomputation a
+        # backward layer first recomputes its forward from the saved checkpoint,
+        # which runs while the gradient from the next stage is still in flight.
+        # Two iterations again, the input arriving long after everything else:
+        # per stream, what ran before it (the head) and how long after it the
+        # stream ends (the tail).
+        heads: dict[int, tuple[float, float, float, float]] = {}
+        if _independent_work(body, arg):
+            late = 4.0 * t2 + 1.0
+            sub, flat, tl, env = mini(2, late)
+            # per stream: head start, head work, tail start, tail end
+            seen: dict[int, list[float]] = {}
+            for i, st in enumerate(sub.stream):
+                if st < 0:
+                    continue
+                acc = seen.setdefault(st, [float("inf"), 0.0, float("inf"), late])
+                t0, t1 = float(tl.start[i]), float(tl.end[i])
+                if t0 < late / 2:
+                    work = flat.busy[i] if flat.busy[i] != flat.duration[i] else t1 - t0  # pyright: ignore[reportOptionalSubscript]
+                    acc[0], acc[1] = min(acc[0], t0), acc[1] + float(work)
+                else:
+                    acc[2], acc[3] = min(acc[2], t0), max(acc[3], t1)
+            for st, (head_start, head_work, tail_start, tail_end) in seen.items():
+                gain = end2.get(st, 0.0) - (tail_end - late)
+                if head_start < late / 2 and gain > 1e-12:
+                    heads[st] = (head_start, gain, max(tail_start - late, 0.0) if tail_start < float("inf") else 0.0, head_work)
         summary = _LoopSummary(
             first=t2, period=t3 - t2, first_end=end2, first_start=offsets,
             stream_period={st: end3[st] - end2.get(st, 0.0) for st in end3},
@@ -251,11 +292,53 @@ class _Builder:
             busy={s: (busy2.get(s, 0.0), busy3.get(s, 0.0) - busy2.get(s, 0.0)) for s in busy3},
             exposed={a: (exp2.get(a, 0.0), exp3.get(a, 0.0) - exp2.get(a, 0.0)) for a in exp3},
             flops=flops,
-            external=_external_slots(body, arg),
+            heads=heads,
         )
-        # keep the body alive with its summary: a freed list's id can be reused
-        self.loop_summaries[key] = (ins[9], summary)
+        self.loop_summaries[key] = summary.moved(-base)
         return summary
+
+    def loop_key(self, ins: tuple, base: int) -> tuple:
+        """A loop as a value: its count aside, equal for equal bodies wherever
+        they lie (slots renamed, streams counted from `base`)."""
+        found = self.keys.get(id(ins))
+        if found is not None and found[0] is ins:
+            return found[1]
+        names: dict[int, tuple] = {}
+
+        def name(slot: int) -> tuple:
+            if slot not in names:
+                names[slot] = ("x", len(names))
+            return names[slot]
+
+        def define(slot: int) -> None:
+            names[slot] = ("d", len(names))
+
+        def walk(code: list[tuple]) -> tuple:
+            out = []
+            for op in code:
+                if op[0] is _EVENT:
+                    stream, link = (op[1] & 0xFFFFF) - base, op[1] >> 20
+                    out.append((stream, link, *op[2:4], tuple(map(name, op[4])), *op[5:9]))
+                    define(op[9])
+                elif op[0] is _JOIN:
+                    out.append((tuple(map(name, op[1])), op[2]))
+                    define(op[3])
+                elif op[0] is _LOOP:
+                    init = name(op[2])
+                    define(op[3])
+                    body = walk(op[4])
+                    out.append((op[1], init, body, name(op[5]), op[7]))
+                    define(op[6])
+                else:
+                    out.append(("barrier",))
+                    define(op[1])
+            return tuple(out)
+
+        define(ins[3])
+        body = walk(ins[4])
+        key = (body, name(ins[5]), tuple(self.streams[base:]), tuple(self.stream_kinds[base:]))
+        self.keys[id(ins)] = (ins, key)
+        return key
 
     def fold_loop(self, ins: tuple, env: list[int]) -> int:
         """The fast tier: a loop of identical layers becomes one event per stream
@@ -266,31 +349,83 @@ class _Builder:
         # The extrapolation assumes the loop's lanes start free; a communication
         # tail left by the previous loop shifts one layer, an error that shrinks
         # as 1/count (tests: within 1% from 8 layers on).
-        deps = sorted({env[init], *(env[s] for s in summary.external)})
-        macros = []
+        external = sorted({env[s] for s in _external_slots(ins[4], ins[3])})
+        deps = sorted({env[init], *external})
+        marker = -1
+        if summary.heads:
+            # Work that does not wait for the loop's input (a backward layer's
+            # recomputed forward) starts once what the loop reads from outside is
+            # ready and the stream that starts it first is free: a zero-time
+            # marker on that stream is the reference of every stream's head.
+            lead = min(summary.heads, key=lambda st: (summary.heads[st][0], self.stream_kinds[st] != KIND_COMPUTE))
+            marker = self.add(lead, self.stream_kinds[lead], 0.0, list(external), "repeat start")
+        ready = summary.ready[0] + (count - 2) * summary.ready[1]
+        ends = {
+            stream: summary.first_end.get(stream, summary.first)
+            + (count - 2) * summary.stream_period.get(stream, summary.period)
+            for stream in summary.busy
+        }
+        cut = -1
+        early = [e for e in ends.values() if e <= ready * (1 + 1e-9) + 1e-15]
+        late = [st for st, e in ends.items() if e > ready * (1 + 1e-9) + 1e-15]
+        if late and (not early or max(early) < ready * (1 - 1e-9) - 1e-15):
+            # the streams done by then end before the results are ready, the
+            # others after (a compute stream still bucketing the last layer's
+            # gradients while the next stage already reads the loop's output):
+            # the first of those to end is split where the results are ready
+            cut = min(late, key=lambda st: ends[st])
+        macros, on_path = [], []
         for stream, (first, steady) in sorted(summary.busy.items()):
             kind = self.stream_kinds[stream]
             # each stream is held until its own last event: a compute stream frees
             # up while the last layer's communication still drains
-            period = summary.stream_period.get(stream, summary.period)
-            span = summary.first_end.get(stream, summary.first) + (count - 2) * period
-            offset = summary.first_start.get(stream, 0.0)
+            end = ends[stream]
+            work = first + (count - 2) * steady
+            flops = summary.flops.get(stream, 0.0) * count
+            exposed = {a: f + (count - 2) * st for a, (f, st) in summary.exposed.items()}
+            head = summary.heads.get(stream)
+            if head is not None and head[1] + head[2] - head[0] <= 1e-15:
+                head = None  # the input is there before the head could start
+            if head is not None:
+                # a head event, after the marker, and a tail event, after the input:
+                # the stream ends at max(head start + span, input + span - gain)
+                head_start, gain, offset, head_work = head
+                length = gain + offset - head_start
+                after = [self.add(-1, KIND_JOIN, head_start, [marker], "delay")]
+                h = self.add(stream, kind, length, after, f"repeat x{count} (head)")
+                self._folded(h, min(head_work, work), kind, {a: 0.0 for a in exposed})
+                work -= min(head_work, work)
+                begin = gain + offset
+            else:
+                offset = summary.first_start.get(stream, 0.0)
+                begin = offset
             after = list(deps)
             if offset > 0:
                 # the stream's first event starts `offset` into the loop
                 after = [self.add(-1, KIND_JOIN, offset, list(deps), "delay")]
-                span -= offset
-            i = self.add(stream, kind, span, after, f"repeat x{count}",
-                         summary.flops.get(stream, 0.0) * count, 0.0)
-            self.busy[i] = first + (count - 2) * steady
-            if kind == KIND_COMPUTE:
-                self.folded_exposed[i] = {
-                    a: f + (count - 2) * st for a, (f, st) in summary.exposed.items()
-                }
-            macros.append((span, i))
-        ready = summary.ready[0] + (count - 2) * summary.ready[1]
-        on_path = [i for span, i in macros if span <= ready * (1 + 1e-9) + 1e-15]
+            span = max(end - begin, 0.0)
+            if stream == cut and begin < ready < end:
+                share = (ready - begin) / span
+                i = self.add(stream, kind, ready - begin, after, f"repeat x{count}", flops * share, 0.0)
+                self._folded(i, work * share, kind, {a: t * share for a, t in exposed.items()})
+                on_path.append(i)
+                flops, work, span = flops * (1 - share), work * (1 - share), end - ready
+                exposed = {a: t * (1 - share) for a, t in exposed.items()}
+                after = []
+            i = self.add(stream, kind, span, after, f"repeat x{count}", flops, 0.0)
+            self._folded(i, work, kind, exposed)
+            macros.append((end, i))
+        on_path += [i for end, i in macros if end <= ready * (1 + 1e-9) + 1e-15]
         return self.add(-1, KIND_JOIN, 0.0, on_path or [i for _, i in macros] or list(deps), "repeat")
+
+    def _folded(self, i: int, work: float, kind: int, exposed: dict[str, float]) -> None:
+        """Event i is (part of) a folded loop working `work` seconds of its span."""
+        if work == self.duration[i]:
+            # the interpreter tells folded events by busy != duration
+            work = float(np.nextafter(work, 0.0))
+        self.busy[i] = work
+        if kind == KIND_COMPUTE:
+            self.folded_exposed[i] = exposed
 
     def to_flat(self, infos, streams, stream_kinds, stream_program, engines=None) -> FlatProgram:
         busy = np.asarray(self.duration, dtype=np.float64).copy()
@@ -358,26 +493,69 @@ class _LoopSummary:
     busy: dict[int, tuple[float, float]]
     exposed: dict[str, tuple[float, float]]
     flops: dict[int, float]
-    external: tuple[int, ...]
+    heads: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+    """Per stream with work that does not wait for the loop's input: when that
+    work starts (after the loop's external inputs), how much earlier the stream
+    ends than with the input ready at once (its gain), when its first event
+    after the input starts, and the head's busy seconds."""
+
+    def moved(self, by: int) -> _LoopSummary:
+        """The same summary, every stream index moved by `by`."""
+        if by == 0:
+            return self
+
+        def move(d: dict) -> dict:
+            return {k + by: v for k, v in d.items()}
+
+        return replace(self, first_end=move(self.first_end), first_start=move(self.first_start),
+                       stream_period=move(self.stream_period), busy=move(self.busy),
+                       flops=move(self.flops), heads=move(self.heads))
 
 
 def _foldable(code: list[tuple]) -> bool:
-    """Only plain events and joins, none talking to another stage and none on the
-    NICs: scale-out collectives inside a loop (gradient reductions, ZeRO-3
-    gathers) share the NICs with what runs beside the loop (pipeline sends), which
-    a loop simulated on its own cannot see, so those loops run event by event."""
+    """Only plain events, joins and loops of them, none talking to another stage
+    and none on the NICs: scale-out collectives inside a loop (gradient
+    reductions, ZeRO-3 gathers) share the NICs with what runs beside the loop
+    (pipeline sends), which a loop simulated on its own cannot see, so those
+    loops run event by event. A micro-batch loop of a single-stage schedule holds
+    the layer loops and folds like them."""
     return all(
         ins[0] is _JOIN
         or (ins[0] is _EVENT and ins[8] is None and ins[1] >> 20 != _LINKS["scale-out"])
+        or (ins[0] is _LOOP and _foldable(ins[4]))
         for ins in code
     )
 
 
+def _reads_writes(ins: tuple) -> tuple[tuple[int, ...], int]:
+    """The slots an instruction of a foldable body reads, and the one it writes."""
+    if ins[0] is _EVENT:
+        return ins[4], ins[9]
+    if ins[0] is _JOIN:
+        return ins[1], ins[3]
+    return (ins[2], *_external_slots(ins[4], ins[3])), ins[6]
+
+
+def _independent_work(code: list[tuple], arg: int) -> bool:
+    """Whether some event of a loop body does not wait (even indirectly) for the
+    body's input."""
+    waits = {arg}
+    for ins in code:
+        reads, writes = _reads_writes(ins)
+        if any(d in waits for d in reads):
+            waits.add(writes)
+        elif ins[0] is not _JOIN:
+            return True
+    return False
+
+
 def _external_slots(code: list[tuple], arg: int) -> tuple[int, ...]:
-    defined = {arg} | {ins[-1] for ins in code}
+    defined = {arg}
     used = set()
     for ins in code:
-        used.update(ins[4] if ins[0] is _EVENT else ins[1])
+        reads, writes = _reads_writes(ins)
+        used.update(reads)
+        defined.add(writes)
     return tuple(sorted(used - defined))
 
 
@@ -386,7 +564,8 @@ def _stream_busy(tl) -> list[float]:
     out = [0.0] * len(p.streams)
     for i in range(p.num_events):
         if p.stream[i] >= 0:
-            out[p.stream[i]] += float(tl.end[i] - tl.start[i])
+            # a folded loop works only part of its span
+            out[p.stream[i]] += float(p.busy[i]) if p.busy[i] != p.duration[i] else float(tl.end[i] - tl.start[i])
     return out
 
 
@@ -400,10 +579,31 @@ def _program_attributes(program: event.ProgramOp) -> dict[str, int]:
     }
 
 
+def folds_microbatches(programs: list[event.ProgramOp]) -> bool:
+    """Whether the fast tier folds every micro-batch loop of these programs that
+    runs three times or more (no point-to-point or scale-out traffic inside: a
+    single pipeline stage; the last micro-batch, which reduces the gradients, is
+    a loop of its own)."""
+    for program in programs:
+        for loop in program.body.block.ops:
+            if not isinstance(loop, event.LoopOp) or loop.count.value.data < 3:
+                continue
+            for op in loop.body.walk():
+                if isinstance(op, event.BarrierOp):
+                    return False
+                if isinstance(op, event.EventOpBase):
+                    link = op.attributes.get("link")
+                    if "channel" in op.attributes or (isinstance(link, StringAttr) and link.data == "scale-out"):
+                        return False
+    return True
+
+
 def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=None,
                 loop_cache: dict | None = None) -> FlatProgram:
     """The fine tier expands every loop; with `fold`, the fast tier folds loops of
-    identical layers (`label = "repeat"`) into one extrapolated event per stream."""
+    three or more identical iterations whose bodies stay within their program
+    and off the NICs (layers, `label = "repeat"`; the micro-batches of a single
+    stage) into extrapolated events per stream."""
     builder = _Builder(fold=fold, overlap=overlap)
     if loop_cache is not None:
         # summaries of folded loops, shared by flattenings of the same event IR

@@ -76,6 +76,8 @@ class ServingConfig:
     slo_ttft: float = 0.0
     slo_tpot: float = 0.0
     seed: int = 0
+    batch_overhead_s: float = 0.0
+    """API only (no CLI flag): see SchedulerConfig.batch_overhead_s."""
 
     def requests(self) -> list[Request]:
         sources = [bool(self.batch), bool(self.rate or self.num_requests), bool(self.trace)]
@@ -131,6 +133,7 @@ class ServingConfig:
             preemption=self.preemption,
             speculative_k=self.speculative_k,
             acceptance_rate=self.acceptance_rate,
+            batch_overhead_s=self.batch_overhead_s,
         )
 
     def shape(self) -> ReplicaShape:

@@ -55,6 +55,13 @@ class SchedulerConfig:
     acceptance_rate: float = 0.7
     host_bandwidth: float = 25e9
     """Bytes/s of swapping KV blocks to and from host memory (PCIe)."""
+    batch_overhead_s: float = 0.0
+    """Static batching: host time of the runtime call that runs one batch,
+    outside the engine's forward passes (buffer and sampler setup, the sampling
+    step after the last forward, the final synchronisations), charged once on
+    the batch's first iteration. 0 for a continuous-batching server, whose
+    per-request setup overlaps the steps of the others. See
+    validation.TRTLLM_GPTSESSION_CALL_OVERHEAD_S."""
 
     def check(self) -> None:
         if self.policy not in POLICIES:
@@ -67,6 +74,8 @@ class SchedulerConfig:
             raise CharonError("--block-size, --max-batch-tokens and --max-num-seqs must be >= 1")
         if self.speculative_k < 0 or not 0.0 <= self.acceptance_rate <= 1.0:
             raise CharonError("--speculative-k must be >= 0 and --acceptance-rate in [0, 1]")
+        if self.batch_overhead_s < 0:
+            raise CharonError(f"batch_overhead_s must be >= 0, got {self.batch_overhead_s}")
 
     @property
     def tokens_per_decode(self) -> float:
@@ -217,6 +226,8 @@ class Replica:
         if self.config.policy == "static":
             if not self.running:
                 self._form_static_batch()
+                if self.running:
+                    extra_s += self.config.batch_overhead_s
         else:
             extra_s += self._admit_handed_over_and_swapped()
             extra_s += self._grow_decode_blocks()

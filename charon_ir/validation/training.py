@@ -147,6 +147,27 @@ def _distributed_optimizer(strategy: dict[str, Any], source: str, assumptions: l
     return 1 if "overlap-param-gather" in str(overlaps or "") else 0
 
 
+def _tp_comm_overlap(strategy: dict[str, Any], source: str, sequence_parallel: bool,
+                     assumptions: list[str]) -> bool:
+    """Megatron-Core's `--tp-comm-overlap` where the record states it (it needs
+    sequence parallelism); the strong-scaling rows, which state no flags, as the
+    weak-scaling ones."""
+    if not sequence_parallel:
+        return False
+    overlaps = strategy.get("overlaps")
+    if overlaps is None and source == "megatron_readme":
+        assumptions.append("tp-comm-overlap (as the weak-scaling rows)")
+        return True
+    return "tp-comm-overlap" in str(overlaps or "")
+
+
+def megatron_core_bucket_mb(dp: int, element_bytes: int = 2) -> int:
+    """Megatron-Core's gradient bucket when `--ddp-bucket-size` is not given:
+    max(40M, 1M x dp) parameters (megatron/core/distributed/
+    distributed_data_parallel.py, r0.8), in MiB of bf16 gradients."""
+    return -(-max(40_000_000, 1_000_000 * dp) * element_bytes // 2**20)
+
+
 # ---------------------------------------------------------------------------
 # Model configs
 # ---------------------------------------------------------------------------
@@ -181,9 +202,12 @@ def hf_config(model: dict[str, Any], tp: int) -> dict[str, Any]:
             "intermediate_size": ffn, "vocab_size": vocab,
             "max_position_embeddings": seq, "tie_word_embeddings": False,
         }
+    # MPT's MLP is nn.GELU(approximate='none') (llm-foundry MPTMLP); Megatron's
+    # fused bias-GeLU is the tanh form, HF GPT-2's `gelu_new`
+    activation = "gelu" if "mpt" in str(model.get("arch", "")).lower() else "gelu_new"
     return {
         "model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
-        "activation_function": "gelu_new", "n_layer": layers, "n_embd": hidden,
+        "activation_function": activation, "n_layer": layers, "n_embd": hidden,
         "n_head": heads, "n_inner": ffn, "n_positions": seq, "n_ctx": seq,
         "vocab_size": vocab, "tie_word_embeddings": True,
     }
@@ -284,12 +308,14 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
     zero = 0 if fsdp else _distributed_optimizer(strategy, source, assumptions)
     precision = "fp8" if "fp8" in str(strategy.get("precision", "")).lower() else "bf16"
     seq = int(model["seq_len"])
+    sequence_parallel = _sequence_parallel(strategy, source, tp, assumptions)
     options: dict[str, Any] = {
         "hardware": record_gpu(record),
         "gpus": gpus,
         "gpus_per_node": int(hardware.get("gpus_per_node") or 8),
         "tp": tp, "pp": pp, "dp": dp, "vpp": vpp,
-        "sequence_parallel": _sequence_parallel(strategy, source, tp, assumptions),
+        "sequence_parallel": sequence_parallel,
+        "tp_comm_overlap": _tp_comm_overlap(strategy, source, sequence_parallel, assumptions),
         "fsdp": fsdp,
         "zero": zero,
         "seq_len": seq,
@@ -298,6 +324,16 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         "recompute": _recompute(strategy, source, assumptions),
         "precision": precision,
     }
+    if source == "megatron_readme":
+        options["dp_bucket_mb"] = megatron_core_bucket_mb(dp)
+    if source in ("narayanan21", "korthikanti22") and "DeepSpeed" not in str(strategy.get("framework", "")):
+        # Megatron-LM 2021-22, `DDP_impl local`: `allreduce_gradients()` after
+        # `forward_backward_func` in `train_step`, one all-reduce per buffer
+        options["dp_overlap"] = False
+    if "triton" in str(strategy.get("framework", "")).lower():
+        # llm-foundry's benchmark runs: `--attn_impl triton` by default
+        # (scripts/train/benchmarking/submit_benchmarks.py)
+        options["attention_kernel"] = "triton"
     config = hf_config(model, tp)
     dims = {
         "batch": global_batch, "seq": seq, "layers": model["layers"], "hidden": model["hidden"],

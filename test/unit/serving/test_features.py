@@ -95,6 +95,26 @@ def test_static_batching_waits_for_the_batch():
     assert continuous.sequences[1].finish_s < continuous.sequences[0].finish_s
 
 
+def test_static_batch_overhead_is_charged_once_per_batch():
+    requests = [Request(0, 0.0, 128, 1), Request(1, 0.0, 128, 1)]
+    base = run(requests, MODEL, SchedulerConfig(policy="static"), Deployment(), 20_000)
+    charged = run(requests, MODEL, SchedulerConfig(policy="static", batch_overhead_s=3.7e-3),
+                  Deployment(), 20_000)
+    for a, b in zip(base.sequences, charged.sequences):
+        assert b.first_token_s - a.first_token_s == pytest.approx(3.7e-3)
+    # continuous batching ignores it: a server's per-request setup overlaps other steps
+    cont = run(requests, MODEL, SchedulerConfig(batch_overhead_s=3.7e-3), Deployment(), 20_000)
+    plain = run(requests, MODEL, SchedulerConfig(), Deployment(), 20_000)
+    assert [s.first_token_s for s in cont.sequences] == [s.first_token_s for s in plain.sequences]
+
+
+def test_negative_batch_overhead_is_rejected():
+    from charon_ir.errors import CharonError
+
+    with pytest.raises(CharonError, match="batch_overhead_s"):
+        SchedulerConfig(batch_overhead_s=-1.0).check()
+
+
 def test_goodput_counts_slo_misses():
     result = run(workload(n=100, gap=0.001), MODEL, SchedulerConfig(), Deployment(), 20_000)
     m = metrics.latency_metrics(result)
