@@ -123,6 +123,26 @@ def test_sequence_as_long_as_the_heads_shards_the_same(import_config, tp):
     assert set(kinds(heads)) == {"coll.all_reduce"}
 
 
+@pytest.mark.parametrize("seq", [8, 128, 40])
+def test_attention_is_split_over_the_heads_whatever_the_length(import_config, seq):
+    """seq == heads (8), seq == hidden (8 heads x 16 = 128: llama-3.1-8b at 4096),
+    and neither: every rank runs 1/tp of the attention, never all of it."""
+    tp = 4
+    before = import_config("llama-3.1-8b", seq, **llama(8, 2))
+    after = apply_pipeline(before.clone(), f"shard-tensor{{tp={tp}}}")
+
+    def attention(module):
+        return sum(
+            op.flops() * m for op, m in walk_with_multiplicity(module)
+            if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp))
+        )
+
+    assert attention(after) * tp == pytest.approx(attention(before), rel=1e-9)
+
+
+from charon_ir.parallel.accounting import walk_with_multiplicity  # noqa: E402
+
+
 def walk_collectives(module):
     from charon_ir.dialects import coll
     from charon_ir.parallel.accounting import walk_with_multiplicity
