@@ -10,13 +10,22 @@ sums of the row-parallel matmuls, the vocab-parallel embedding, and their
 backward counterparts) becomes a `reduce_scatter` on the token dim followed by an
 `all_gather`: the same bytes in total (each moves (tp-1)/tp of the buffer, the
 all_reduce twice that). The all_gather then sinks below every op that is local
-to a token (elementwise ops, dropout, norms, reductions over other dims, views)
-until something needs the whole sequence (a column-parallel matmul, a weight
-gradient, attention, the loss): between the two, the residual stream, the norms
-and dropout run on 1/tp of the tokens. The hidden state carried from layer to
-layer, and the activations a layer saves for its backward, are kept split (the
-backward gathers what it needs again, as Megatron does). Sums over tokens of a
-split tensor (a norm's weight gradient) are all-reduced over `tp`.
+to a token (elementwise ops, dropout, norms, reductions over other dims, views,
+and the frontend's LayerNorm generics: `layer_norm_stats` and
+`aten.native_layer_norm_backward`) until something needs the whole sequence (a
+column-parallel matmul, a weight gradient, attention, the loss): between the two,
+the residual stream, the norms, their backward and dropout run on 1/tp of the
+tokens. The hidden state carried from layer to layer, and the activations a layer
+saves for its backward, are kept split (the backward gathers what it needs again,
+as Megatron does). Sums over tokens of a split tensor (a norm's weight and bias
+gradients) are all-reduced over `tp`.
+
+Per layer this leaves Megatron's collectives (Korthikanti et al. 2022): forward,
+2 all_gathers + 2 reduce_scatters; backward, 2 all_gathers of the incoming
+gradients, 2 re-gathers of the saved norm outputs for the weight gradients and 2
+reduce_scatters, plus the small all_reduces of the norm weights' gradients. In a
+layer's body the gather of the carried value (what its first GEMM waits for) is
+issued first on the tp stream, before those re-gathers.
 
 The work that shard-tensor left replicated and that is now split is reported
 (negative) as replicated work of this pass.
@@ -27,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import AnyFloat, IntegerAttr, ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -121,6 +130,24 @@ class SplitAllReduce(RewritePattern):
 
 TOKEN_LOCAL = (sim.ElementwiseOp, sim.NormOp, sim.ReduceOp, sim.ViewOp, sim.SoftmaxOp)
 
+TOKEN_LOCAL_GENERICS: dict[str, frozenset[int]] = {
+    # LayerNorm as the frontend emits it: the norm's statistics (mean, 1/std per
+    # token), aten's own kernel when it has no sim.norm form, and its backward
+    # (dx per token; the weight and bias gradients, results 1 and 2, are sums over
+    # the tokens). Megatron-SP runs all of them on the rank's own tokens.
+    "layer_norm_stats": frozenset(),
+    "aten.native_layer_norm": frozenset(),
+    "aten.native_layer_norm_backward": frozenset({1, 2}),
+}
+"""sim.generic callees local to each token -> the results that are sums over the
+tokens (all-reduced over `tp` when the op runs split)."""
+
+
+def _is_token_local(op: Operation) -> bool:
+    return isinstance(op, TOKEN_LOCAL) or (
+        isinstance(op, sim.GenericOp) and op.callee.data in TOKEN_LOCAL_GENERICS
+    )
+
 
 def _token_local_result_dim(op: Operation, operand: SSAValue, dim: int) -> int | None:
     """Where dim `dim` of `operand` lands in the result of token-local op `op`
@@ -162,11 +189,15 @@ class SinkGather(RewritePattern):
     tokens: Tokens
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, sim.GenericOp):
+            if op.callee.data in TOKEN_LOCAL_GENERICS:
+                self.sink_generic(op, rewriter)
+            return
         if not isinstance(op, TOKEN_LOCAL):
             return
         tp = self.tokens.tp
         if isinstance(op, sim.ViewOp) and not all(
-            isinstance(u.operation, (*TOKEN_LOCAL, sim.YieldOp)) for u in op.result.uses
+            _is_token_local(u.operation) or isinstance(u.operation, sim.YieldOp) for u in op.result.uses
         ):
             # a view moves nothing: gathering after it only pays when what reads
             # it runs split too (else a second gather of the same data)
@@ -217,6 +248,66 @@ class SinkGather(RewritePattern):
         ag = _gather(local.results[0], rd, tp)
         rewriter.insert([*pre, local], InsertPoint.before(op))
         rewriter.replace(op, [ag], [ag.result])
+
+    def sink_generic(self, op: sim.GenericOp, rewriter: PatternRewriter) -> None:
+        """A token-local sim.generic (a LayerNorm kernel, its statistics, its
+        backward) on gathered operands runs on the rank's tokens: its token-shaped
+        results are gathered after it, its sums over tokens all-reduced, and its
+        FLOPs and the bytes of its token-shaped tensors divided by tp."""
+        tp = self.tokens.tp
+        lead = next(((i, g) for i, v in enumerate(op.operands) if (g := _gathered(v)) is not None), None)
+        if lead is None:
+            return
+        i0, g0 = lead
+        gdim = g0.axis.value.data
+        full0 = shape(op.operands[i0])
+        n = full0[gdim]
+
+        def token_shaped(v: SSAValue) -> bool:
+            s_ = shape(v)
+            return len(s_) == len(full0) and s_[gdim] == n
+
+        summed = TOKEN_LOCAL_GENERICS[op.callee.data]
+        for k, r in enumerate(op.results):
+            if not isinstance(r.type, TensorType) or not (token_shaped(r) or k in summed):
+                return
+        new_operands: list[SSAValue] = []
+        pre: list[Operation] = []
+        fixed = 0  # bytes of the tensors the split leaves whole (weights, their gradients)
+        for v in op.operands:
+            g = _gathered(v)
+            if not isinstance(v.type, TensorType) or not token_shaped(v):
+                new_operands.append(v)  # a weight, a bias: read whole by every rank
+                fixed += sim.tensor_bytes(v.type) if isinstance(v.type, TensorType) else 0
+            elif g is not None and g.axis.value.data == gdim:
+                new_operands.append(g.input)
+            else:
+                sl = _local_slice(v, gdim, tp)
+                pre.append(sl)
+                new_operands.append(sl.results[0])
+        fixed += sum(sim.tensor_bytes(r.type) for r in op.results if not token_shaped(r))
+        local = op.clone()
+        for k, v in enumerate(new_operands):
+            local.operands[k] = v
+        local.properties["flop_count"] = FloatAttr(op.flop_count.value.data / tp, 64)
+        moved = op.byte_count.value.data
+        kept = min(float(fixed), moved)
+        local.properties["byte_count"] = FloatAttr(kept + (moved - kept) / tp, 64)
+        post: list[Operation] = []
+        new_results: list[SSAValue] = []
+        for r, lr in zip(op.results, local.results):
+            if token_shaped(r):
+                set_type(lr, _split_type(r, gdim, tp))
+                ag = _gather(lr, gdim, tp)
+                post.append(ag)
+                new_results.append(ag.result)
+            else:
+                reduce = coll.AllReduceOp(lr, MESH, ["tp"])
+                reduce.attributes[SP_ATTR] = UnitAttr()  # a sum over tokens: stays whole
+                post.append(reduce)
+                new_results.append(reduce.result)
+        rewriter.insert([*pre, local], InsertPoint.before(op))
+        rewriter.replace(op, post, new_results)
 
 
 @dataclass
@@ -347,6 +438,25 @@ class EraseUnusedGather(RewritePattern):
             rewriter.erase(op)
 
 
+def carried_gathers_first(module: ModuleOp) -> None:
+    """In each repeat body, the gathers of the carried value (the hidden state, or
+    its gradient: what the first GEMM of the layer waits for) go first on the tp
+    stream, ahead of the re-gathers of saved activations for the weight gradients
+    (the tp stream runs its collectives in program order)."""
+    for rep in module.walk():
+        if not isinstance(rep, sim.RepeatOp):
+            continue
+        block = rep.body.block
+        carried = set(block.args[: len(rep.iter_init)])
+        first = [
+            op for op in block.ops
+            if isinstance(op, coll.AllGatherOp) and SP_ATTR in op.attributes and op.input in carried
+        ]
+        for op in reversed(first):
+            op.detach()
+            block.insert_op_before(op, block.first_op) if block.first_op else block.add_op(op)
+
+
 def step_tokens(module: ModuleOp) -> tuple[int, int]:
     """(sequence, batch) from the first attention op's queries."""
     for op in module.walk():
@@ -404,6 +514,7 @@ class SequenceParallelPass(ModulePass):
                 dce_enabled=False,
             ),
         ).rewrite_module(op)
+        carried_gathers_first(op)
         record_replicated_flops(op, self.name, tp * (total_flops(op) - before))
         if self.tp_comm_overlap:
             op.attributes[TP_COMM_OVERLAP_ATTR] = UnitAttr()

@@ -81,3 +81,118 @@ def test_saved_activations_stay_split():
     shapes = [sim.shape_of(r) for r in fwd.results]
     # the residual stream (x + attention) and the layer output are kept as 16 of 32 tokens
     assert shapes[6] == (16, 64) and shapes[11] == (16, 64)
+
+
+# ---------------------------------------------------------------------------
+# Imported models: the exact tp collectives of one layer (Korthikanti et al. 2022,
+# Megatron-LM's sequence parallelism)
+
+
+@pytest.fixture
+def import_config(tmp_path, monkeypatch):
+    """import_config(base model, seq, **overrides) -> the imported module (not cached)."""
+    pytest.importorskip("torch")
+    import json
+
+    from charon_ir.frontend import import_model
+    from charon_ir.frontend.configs import load_config
+
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "cache"))
+
+    def load(base: str, seq_len: int, **overrides):
+        _, config = load_config(base)
+        config.update(overrides)
+        path = tmp_path / f"{base}-{abs(hash(json.dumps(overrides, sort_keys=True)))}.json"
+        path.write_text(json.dumps(config))
+        return import_model(path, seq_len=seq_len, batch=1, mode="train", use_cache=False)
+
+    return load
+
+
+HEADS, HEAD_DIM, LAYERS, SEQ = 8, 16, 2, 32
+SMALL = {
+    # RMSNorm as elementwise ops + a mean (the frontend's decomposition)
+    "llama-3.1-8b": dict(
+        num_hidden_layers=LAYERS, hidden_size=HEADS * HEAD_DIM, num_attention_heads=HEADS,
+        num_key_value_heads=4, head_dim=HEAD_DIM, intermediate_size=96, vocab_size=256,
+    ),
+    # LayerNorm: sim.norm + "layer_norm_stats" forward, aten.native_layer_norm_backward
+    "gpt3-6.7b": dict(
+        n_layer=LAYERS, num_hidden_layers=LAYERS, n_embd=HEADS * HEAD_DIM, hidden_size=HEADS * HEAD_DIM,
+        n_head=HEADS, num_attention_heads=HEADS, num_key_value_heads=HEADS, head_dim=HEAD_DIM,
+        n_inner=4 * HEADS * HEAD_DIM, intermediate_size=4 * HEADS * HEAD_DIM, vocab_size=256,
+        n_positions=SEQ, n_ctx=SEQ, max_position_embeddings=SEQ,
+    ),
+}
+NORM_GRAD_REDUCES = {"llama-3.1-8b": 2, "gpt3-6.7b": 4}
+"""Per layer, the all_reduces of the norms' weight (and LayerNorm's bias) gradients,
+sums over the split tokens (Megatron all-reduces these sequence-parallel grads)."""
+
+
+def layer_collectives(module, kind):
+    """Counter of (collective, payload bytes) -> calls per layer, inside the layers'
+    sim.repeat of phase `kind` (forward / backward)."""
+    from collections import Counter
+
+    body = next(op for op in phase(module, kind).walk() if isinstance(op, sim.RepeatOp))
+    count = Counter()
+    for op, mult in collective_calls(module, axis="tp"):
+        if body.is_ancestor(op):
+            count[(op.op_kind(), int(op.payload_bytes()))] += mult // LAYERS
+    return count
+
+
+def readers_of(value):
+    """The ops reading `value`, through views."""
+    out = []
+    for use in value.uses:
+        if isinstance(use.operation, sim.ViewOp):
+            out += readers_of(use.operation.results[0])
+        else:
+            out.append(use.operation)
+    return out
+
+
+@pytest.mark.parametrize("model", sorted(SMALL))
+@pytest.mark.parametrize("tp", [2, 4])
+def test_imported_layer_collectives_are_megatrons(import_config, model, tp):
+    """Per layer, forward: 2 all_gathers (the norms' outputs, before the column-
+    parallel GEMMs) + 2 reduce_scatters (the row-parallel outputs); backward: 2
+    all_gathers of the incoming gradients of the row-parallel GEMMs, 2 re-gathers of
+    the saved norm outputs for the weight gradients, 2 reduce_scatters, and the
+    all_reduces of the norm weights' gradients. Nothing else: the norms, their
+    backward and the residual path run on s/tp tokens."""
+    from charon_ir.dialects import coll
+
+    module = apply_pipeline(import_config(model, SEQ, **SMALL[model]), f"shard-tensor{{tp={tp}}},sequence-parallel")
+    h = HEADS * HEAD_DIM
+    act, vec = 2 * SEQ * h, 2 * h  # bf16 b*s*h activation, h-vector
+    assert layer_collectives(module, "forward") == {("all_gather", act): 2, ("reduce_scatter", act): 2}
+    assert layer_collectives(module, "backward") == {
+        ("all_gather", act): 4, ("reduce_scatter", act): 2, ("all_reduce", vec): NORM_GRAD_REDUCES[model],
+    }
+    # ring bytes per layer: Korthikanti's 4 + 4 collectives of (tp-1)/tp * 2bsh, plus
+    # the backward's 2 re-gathers
+    ring = {
+        kind: sum(op.ring_bytes_per_rank() * m / LAYERS for op, m in collective_calls(module, axis="tp")
+                  if op.payload_bytes() == act and next(
+                      r for r in phase(module, kind).walk() if isinstance(r, sim.RepeatOp)).is_ancestor(op))
+        for kind in ("forward", "backward")
+    }
+    assert ring["forward"] == pytest.approx(4 * (tp - 1) / tp * act)
+    assert ring["backward"] == pytest.approx(6 * (tp - 1) / tp * act)
+    # every layer all_gather feeds GEMMs (and, in GPT, the sum over tokens that is
+    # the row-parallel bias gradient), never a norm, its backward or the residual
+    # path; every norm (and its backward) runs on s/tp tokens
+    for kind in ("forward", "backward"):
+        body = next(op for op in phase(module, kind).walk() if isinstance(op, sim.RepeatOp))
+        for op in body.walk():
+            if isinstance(op, coll.AllGatherOp):
+                readers = readers_of(op.result)
+                assert any(isinstance(r, sim.MatmulOp) for r in readers), (kind, readers)
+                assert all(isinstance(r, (sim.MatmulOp, sim.ReduceOp)) for r in readers), (kind, readers)
+    for op in module.walk():
+        if isinstance(op, sim.NormOp) or (
+            isinstance(op, sim.GenericOp) and "layer_norm" in op.callee.data
+        ):
+            assert sim.shape_of(op.operands[0])[1] == SEQ // tp, op
