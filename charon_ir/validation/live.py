@@ -150,7 +150,7 @@ def _step_ir(setup: LiveSetup, directory: Path, dtype_name: str) -> Path:
     if not mlir.exists():
         module = import_model(str(config), seq_len=setup.seq_len, batch=setup.batch,
                               mode="train", dtype=dtype_name)
-        tmp = mlir.with_suffix(".tmp")
+        tmp = mlir.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(str(module))
         tmp.replace(mlir)
     return mlir

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -220,7 +221,9 @@ def config_path(config: dict[str, Any], directory: Path) -> Path:
     path = directory / f"record-{name}" / "config.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        # a unique temporary name: parallel validation workers may write the
+        # same record's config at once (the content is the same)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text)
         tmp.replace(path)
     return path
