@@ -693,11 +693,6 @@ class ShardAttention(ShardPattern):
         st.resolve_partials(op)
         if self.handler is not None and self.handler(op, rewriter):
             return
-        operands = (op.q, op.k, op.v)
-        if isinstance(op, sim.AttentionGradOp):
-            operands += (op.out, op.grad_out)
-        for value in operands:
-            self.relabel_heads(op, value)
         qs, ks = st.shard(op.q), st.shard(op.k)
         vs = st.shard(op.v)
         if qs.dim is None and ks.dim is None and vs.dim is None:
@@ -734,24 +729,6 @@ class ShardAttention(ShardPattern):
         shared = (ks.dim == 2 and ks.factor < qs.factor) or (ks.replicated and qs.dim == 2)
         for g, s in ((op.grad_k, ks), (op.grad_v, st.shard(op.v))):
             st.shards[g] = replace(s, partial=shared) if not s.replicated else s
-
-    def relabel_heads(self, op: Operation, value: SSAValue) -> None:
-        """A head split that reaches attention on another dim is the head split:
-        a view whose sizes coincide (seq == heads) cannot tell a transpose from a
-        reshape and may have carried it to the wrong dim. A free view puts it on
-        the heads dim (dim 2); the bytes are the same."""
-        st = self.state
-        s = st.shard(value)
-        full = st.full_shape(value)
-        if s.dim in (None, 0, 2) or s.tag != "heads" or len(full) != 4 or full[2] % s.factor:
-            return
-        relabeled = replace(s, dim=2)
-        view = sim.ViewOp(value, with_shape(value.type, st.local_shape(full, relabeled)))
-        Rewriter.insert_op(view, InsertPoint.before(op))
-        st.shards[view.result] = relabeled
-        for i, v in enumerate(op.operands):
-            if v is value:
-                op.operands[i] = view.result
 
 
 @dataclass
