@@ -42,6 +42,7 @@ from xdsl.passes import ModulePass
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
+from charon_ir.parallel.rebuild import optimizer_step_over
 from charon_ir.passes.shard_expert import expert_weight_dims
 
 DATA_PARALLEL_ATTR = "sim.data_parallel"
@@ -155,22 +156,6 @@ class _Sync:
         step.detach()
         step.erase()
 
-    def split_step(self, step: sim.OptimizerStepOp, keep: list[int]) -> sim.OptimizerStepOp:
-        """A step over the pairs `keep` of `step`, inserted before it; its updated
-        params replace `step`'s (the caller erases `step` when all are moved)."""
-        new = sim.OptimizerStepOp.build(
-            operands=[[step.params[i] for i in keep], [step.grads[i] for i in keep]],
-            result_types=[[step.updated[i].type for i in keep] if step.updated else []],
-            properties={"kind": step.kind},
-        )
-        if step.updated:
-            for new_i, old_i in enumerate(keep):
-                step.updated[old_i].replace_all_uses_with(new.updated[new_i])
-        block = step.parent_block()
-        assert block is not None
-        block.insert_op_before(new, step)
-        return new
-
     def reduce_layer_gradients(self, rep: sim.RepeatOp, stacked: SSAValue) -> None:
         """The gradient `stacked` out of a backward repeat: with overlap, each
         layer's slice is reduced inside the body as soon as it exists."""
@@ -245,7 +230,7 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
             if len(groups_of) == 1:
                 next(iter(groups_of)).shard_optimizer(step)
                 continue
-            parts = [(sync, sync.split_step(step, keep)) for sync, keep in groups_of.items()]
+            parts = [(sync, optimizer_step_over(step, keep)) for sync, keep in groups_of.items()]
             step.detach()
             step.erase()
             for sync, part in parts:

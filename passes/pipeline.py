@@ -38,6 +38,7 @@ from xdsl.passes import ModulePass
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import MESH, ensure_axis
+from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
 
 PIPELINE_ATTR = "sim.pipeline"
@@ -254,9 +255,11 @@ class _StageBuilder:
                 work.append(op)
                 cascade()
         for phase, idx in dropped_outputs.items():
-            _drop_phase_outputs(phase, idx)
+            keep_phase_outputs(phase, [i for i in range(len(phase.outputs)) if i not in idx])
         for step, idx in dropped_pairs.items():
-            _drop_optimizer_pairs(step, idx)
+            optimizer_step_over(step, [i for i in range(len(step.params)) if i not in idx])
+            step.detach()
+            step.erase()
         for op in sorted(self.removed, key=_program_position, reverse=True):
             for r in op.results:
                 if r.uses:
@@ -283,42 +286,6 @@ def _program_position(op: Operation) -> tuple[int, ...]:
         if isinstance(cur, sim.StageOp):
             break
     return tuple(reversed(path))
-
-
-def _drop_phase_outputs(phase: sim.PhaseOp, drop: set[int]) -> None:
-    term = phase.body.block.last_op
-    assert isinstance(term, sim.YieldOp)
-    keep = [i for i in range(len(phase.outputs)) if i not in drop]
-    new_yield = sim.YieldOp(*[term.values[i] for i in keep])
-    phase.body.block.insert_op_before(new_yield, term)
-    term.detach()
-    term.erase()
-    region = phase.detach_region(phase.body)
-    new = sim.PhaseOp(phase.kind.data, region, [phase.outputs[i].type for i in keep])
-    block = phase.parent_block()
-    assert block is not None
-    block.insert_op_before(new, phase)
-    for new_i, old_i in enumerate(keep):
-        phase.outputs[old_i].replace_all_uses_with(new.outputs[new_i])
-    phase.detach()
-    phase.erase(safe_erase=False)
-
-
-def _drop_optimizer_pairs(step: sim.OptimizerStepOp, drop: set[int]) -> None:
-    keep = [i for i in range(len(step.params)) if i not in drop]
-    new = sim.OptimizerStepOp.build(
-        operands=[[step.params[i] for i in keep], [step.grads[i] for i in keep]],
-        result_types=[[step.updated[i].type for i in keep] if step.updated else []],
-        properties={"kind": step.kind},
-    )
-    if step.updated:
-        for new_i, old_i in enumerate(keep):
-            step.updated[old_i].replace_all_uses_with(new.updated[new_i])
-    block = step.parent_block()
-    assert block is not None
-    block.insert_op_before(new, step)
-    step.detach()
-    step.erase()
 
 
 def _p2p_props(shift: int) -> dict:

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import sim
+from charon_ir.parallel.rebuild import keep_phase_outputs
 
 
 def _merge_views(block: Block) -> bool:
@@ -106,21 +107,7 @@ def _merge_phase(phase: sim.PhaseOp) -> bool:
         return False
     for i, j in dup.items():
         phase.outputs[i].replace_all_uses_with(phase.outputs[j])
-    keep = [i for i in range(len(phase.outputs)) if i not in dup]
-    new_term = sim.YieldOp(*[term.values[i] for i in keep])
-    phase.body.block.insert_op_before(new_term, term)
-    term.detach()
-    term.erase()
-    region = phase.detach_region(phase.body)
-    new = sim.PhaseOp(phase.kind.data, region, [phase.outputs[i].type for i in keep])
-    new.attributes.update(phase.attributes)
-    block = phase.parent_block()
-    assert block is not None
-    block.insert_op_before(new, phase)
-    for new_i, old_i in enumerate(keep):
-        phase.outputs[old_i].replace_all_uses_with(new.outputs[new_i])
-    phase.detach()
-    phase.erase(safe_erase=False)
+    keep_phase_outputs(phase, [i for i in range(len(phase.outputs)) if i not in dup])
     return True
 
 
