@@ -20,7 +20,7 @@ Structure:
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from math import prod
 from typing import ClassVar
 
@@ -677,10 +677,27 @@ class SoftmaxOp(ComputeOp):
         return self._io_bytes()
 
 
+DimSources = ArrayAttr[ArrayAttr[IntegerAttr[I64]]]
+"""Per result dim, the input dims it is made of (a view that permutes)."""
+
+
+def dim_sources_attr(groups: Sequence[Iterable[int]]) -> ArrayAttr:
+    return ArrayAttr([ArrayAttr([IntegerAttr(d, 64) for d in sorted(g)]) for g in groups])
+
+
+def dim_sources_of(attr: ArrayAttr | None) -> list[list[int]] | None:
+    if attr is None:
+        return None
+    return [[d.value.data for d in group.data] for group in attr.data]
+
+
 @irdl_op_definition
 class GenericOp(ComputeOp):
     """Anything without a named op (an unknown aten op, a custom kernel): carries
-    its own FLOPs and bytes so it is priced, never dropped."""
+    its own FLOPs and bytes so it is priced, never dropped. A free view that
+    changes the element count (a slice of a transposed tensor) says in
+    `view_dims` which input dims each result dim is made of, as `sim.view`'s
+    `dims` does."""
 
     name = "sim.generic"
 
@@ -689,6 +706,7 @@ class GenericOp(ComputeOp):
     callee = prop_def(StringAttr)
     flop_count = prop_def(FloatAttr)
     byte_count = prop_def(FloatAttr)
+    view_dims = opt_prop_def(DimSources)
 
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
@@ -703,16 +721,20 @@ class GenericOp(ComputeOp):
         result_types: Sequence[Attribute],
         flops: float,
         bytes: float,
+        view_dims: Sequence[Iterable[int]] | None = None,
     ):
-        super().__init__(
-            operands=[inputs],
-            result_types=[result_types],
-            properties={
-                "callee": StringAttr(callee),
-                "flop_count": FloatAttr(float(flops), 64),
-                "byte_count": FloatAttr(float(bytes), 64),
-            },
-        )
+        props: dict[str, Attribute] = {
+            "callee": StringAttr(callee),
+            "flop_count": FloatAttr(float(flops), 64),
+            "byte_count": FloatAttr(float(bytes), 64),
+        }
+        if view_dims is not None:
+            props["view_dims"] = dim_sources_attr(view_dims)
+        super().__init__(operands=[inputs], result_types=[result_types], properties=props)
+
+    def dim_sources(self) -> list[list[int]] | None:
+        """Input dims of each result dim of a view-like generic, or None."""
+        return dim_sources_of(self.view_dims)
 
     def verify_(self) -> None:
         if self.flop_count.value.data < 0 or self.byte_count.value.data < 0:
@@ -833,27 +855,21 @@ class ViewOp(IRDLOperation):
 
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    dims = opt_prop_def(ArrayAttr[ArrayAttr[IntegerAttr[I64]]])
+    dims = opt_prop_def(DimSources)
 
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(
-        self, input: SSAValue, result_type: Attribute, dims: Sequence[Sequence[int]] | None = None
+        self, input: SSAValue, result_type: Attribute, dims: Sequence[Iterable[int]] | None = None
     ):
-        props = {}
-        if dims is not None:
-            props["dims"] = ArrayAttr(
-                [ArrayAttr([IntegerAttr(d, 64) for d in sorted(group)]) for group in dims]
-            )
+        props = {} if dims is None else {"dims": dim_sources_attr(dims)}
         super().__init__(operands=[input], result_types=[result_type], properties=props)
 
     def dim_sources(self) -> list[list[int]] | None:
         """Input dims of each result dim, or None for a plain reshape."""
-        if self.dims is None:
-            return None
-        return [[d.value.data for d in group.data] for group in self.dims.data]
+        return dim_sources_of(self.dims)
 
     def verify_(self) -> None:
         if numel(self.input) != numel(self.result):

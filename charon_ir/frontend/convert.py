@@ -29,7 +29,6 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
-    ArrayAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -183,11 +182,6 @@ RESHAPES = frozenset({
 """View ops that keep the row-major order of the elements."""
 
 
-VIEW_DIMS_ATTR = "view_dims"
-"""Which base dims each result dim of a generic view (a slice) is made of; read by
-the sharding passes (`charon_ir.parallel.sharding.view_dims`)."""
-
-
 def _identity_dims(rank: int) -> tuple[frozenset[int], ...]:
     return tuple(frozenset([i]) for i in range(rank))
 
@@ -292,11 +286,9 @@ class GraphConverter:
                 permutes = not entry.reshape_only and entry.dims is not None
                 op = sim.ViewOp(entry.base, result_type, entry.dims if permutes else None)
             else:  # a slice or broadcast view: free, but the element count changes
-                op = sim.GenericOp(f"aten.{entry.label}", [entry.base], [result_type], 0.0, 0.0)
-                if entry.dims is not None and entry.dims != _identity_dims(len(entry.shape)):
-                    op.attributes[VIEW_DIMS_ATTR] = ArrayAttr([
-                        ArrayAttr([IntegerAttr(d, 64) for d in sorted(group)]) for group in entry.dims
-                    ])
+                permutes = entry.dims is not None and entry.dims != _identity_dims(len(entry.shape))
+                op = sim.GenericOp(f"aten.{entry.label}", [entry.base], [result_type], 0.0, 0.0,
+                                   view_dims=entry.dims if permutes else None)
             self.add(op)
             entry.materialized = op.results[0]
         return entry.materialized

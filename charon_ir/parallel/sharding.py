@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.dialects.builtin import ArrayAttr, Float32Type, IntegerAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -88,18 +88,6 @@ def set_type(value: SSAValue, t: Attribute) -> None:
     # Retype in place: the value keeps its identity (and its uses), which is what a
     # propagation keyed by SSA values needs; every user is visited afterwards.
     value._type = t  # pyright: ignore[reportAttributeAccessIssue]
-
-
-VIEW_DIMS_ATTR = "view_dims"
-"""On a `sim.generic` the frontend made of a view that changes the element count
-(a slice of a transposed tensor): which operand dims each result dim is made of."""
-
-
-def view_dims(op: Operation) -> list[list[int]] | None:
-    attr = op.attributes.get(VIEW_DIMS_ATTR)
-    if not isinstance(attr, ArrayAttr):
-        return None
-    return [[d.value.data for d in group.data] for group in attr.data]  # pyright: ignore
 
 
 def reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
@@ -774,7 +762,11 @@ class ShardGeneric(ShardPattern):
                 continue
             dst = list(shape(r))
             d = None
-            sources = view_dims(op) if len(op.results) == 1 and len(split_ops) == 1 else None
+            sources = (
+                op.dim_sources()
+                if isinstance(op, sim.GenericOp) and len(op.results) == 1 and len(split_ops) == 1
+                else None
+            )
             if sources is not None:
                 d = st.map_dim_through(dst, sources, s0)
             elif len(dst) == len(src_full) and dst[s0.dim] == src_full[s0.dim]:
