@@ -39,6 +39,7 @@ from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, phase_memory
 from charon_ir.memory.schedule import scheduled_activations
+from charon_ir.parallel.schedules import SPLIT_BACKWARD
 from charon_ir.memory.states import GRAD_BYTES, DataParallel, model_states
 from charon_ir.memory.tensors import value_bytes
 
@@ -147,12 +148,14 @@ class _StageClass:
     comm_buffers: int
 
 
-def _stage_class(block: Block, data_parallel: DataParallel, grad_bytes: int) -> _StageClass:
+def _stage_class(
+    block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False
+) -> _StageClass:
     states = model_states(block, data_parallel, grad_bytes)
     roots = Roots()
     return _StageClass(
         block,
-        phase_memory(block, roots),
+        phase_memory(block, roots, split_backward=split_backward),
         states.params,
         states.grads,
         states.optimizer,
@@ -196,7 +199,7 @@ def analyze_memory(
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, _StageClass] = {}
     for op in stages:
-        cls = _stage_class(op.body.block, data_parallel, grad_bytes)
+        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD)
         for v in op.stage_ids():
             by_virtual[v] = cls
     results = []

@@ -262,9 +262,10 @@ def _describe(key: Root) -> str:
     return f"{label} {value.type}{suffix}"
 
 
-def phase_memory(block: Block, roots: Roots | None = None) -> PhaseMemory:
+def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bool = False) -> PhaseMemory:
     """Saved bytes and peaks of one micro-batch of the step in `block` (a module
-    body or a `sim.stage` body). No forward phase: nothing is saved."""
+    body or a `sim.stage` body). No forward phase: nothing is saved. With
+    `split_backward` (zb-h1), also what the weight-gradient half reads."""
     roots = roots or Roots()
     phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
     fwd = phases.get("forward") or phases.get("prefill") or phases.get("decode")
@@ -292,7 +293,7 @@ def phase_memory(block: Block, roots: Roots | None = None) -> PhaseMemory:
         )
         backward_peak = sum(entry.values()) + b_live.peak
     described = [(_describe(k), s) for k, s in saved_keys.items() if s]
-    residual = weight_grad_residual(bwd, roots) if bwd is not None else 0
+    residual = weight_grad_residual(bwd, roots) if split_backward and bwd is not None else 0
     return PhaseMemory(saved, f_live.peak, backward_peak, described, residual)
 
 
