@@ -2,6 +2,7 @@
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 overlap=false}' | filecheck %s --check-prefix=NO-OVERLAP
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1}' | filecheck %s --check-prefix=ZERO1
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=3}' | filecheck %s --check-prefix=ZERO3
+// RUN: charon-opt %S/Inputs/moe_router_trained.mlir -p 'shard-expert{ep=4},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=EP
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=7}' 2>&1 | filecheck %s --check-prefix=ERR
 
 // Plain DDP reduces each layer's gradient is reduced inside the backward body, as soon as it exists.
@@ -36,3 +37,14 @@
 // ZERO3:        coll.all_gather
 
 // ERR: charon-opt: error: data-parallel: option 'zero' must be 0, 1, 2 or 3, got 7
+
+// Expert parallelism is carved out of data parallelism: the ep ranks of a dp rank
+// are replicas of the dense router, reduced and sharded over dp x ep; the routed
+// experts, which each ep rank holds a slice of, over dp alone.
+// EP:      coll.grid @mesh(axes = ["dp", "ep"], shape = 2x4)
+// EP:      coll.reduce_scatter %{{.*}} on @mesh ["dp", "ep"] axis 0 : tensor<256xbf16> -> tensor<32xbf16>
+// EP:      coll.reduce_scatter %{{.*}} on @mesh ["dp"] axis 0 : tensor<9216xbf16> -> tensor<4608xbf16>
+// EP:      sim.optimizer_step "adamw"(%{{.*}} : tensor<32xbf16>)
+// EP:      coll.all_gather %{{.*}} on @mesh ["dp", "ep"] axis 0 : tensor<32xbf16> -> tensor<256xbf16>
+// EP:      sim.optimizer_step "adamw"(%{{.*}}, %{{.*}} : tensor<3072xbf16>, tensor<1536xbf16>)
+// EP:      coll.all_gather %{{.*}} on @mesh ["dp"] axis 0 : tensor<4608xbf16> -> tensor<9216xbf16>

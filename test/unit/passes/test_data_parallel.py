@@ -93,22 +93,9 @@ def test_bad_options_are_one_line(options, message):
     assert str(err.value) == message
 
 
-def moe_with_router_grad(tokens: int, hidden: int, experts: int) -> str:
-    """The MoE layer of `parallel.examples` with the router's weight trained too:
-    a dense parameter beside the routed experts."""
-    from charon_ir.parallel.examples import moe_layer
-
-    text = moe_layer(tokens, hidden, experts, 2, 48)
-    T, H, E = tokens, hidden, experts
-    router_grad = (
-        f'    %dwr = sim.generic "router_weight_grad"(%dw, %x) {{flop_count = 0.0 : f64, byte_count = 0.0 : f64}}'
-        f" : (tensor<{T}x2xbf16>, tensor<{T}x{H}xbf16>) -> tensor<{E}x{H}xbf16>\n"
-    )
-    text = text.replace("    %dwd = sim.matmul", router_grad + "    %dwd = sim.matmul", 1)
-    text = text.replace("%b:3 = sim.phase \"backward\" -> ", f"%b:4 = sim.phase \"backward\" -> tensor<{E}x{H}xbf16>, ")
-    text = text.replace("    sim.yield %dwgu, %dwd, %dx : ", f"    sim.yield %dwr, %dwgu, %dwd, %dx : tensor<{E}x{H}xbf16>, ")
-    text = text.replace('sim.optimizer_step "adamw" (%wgu, %wd : ', f'sim.optimizer_step "adamw" (%wr, %wgu, %wd : tensor<{E}x{H}xbf16>, ')
-    return text.replace("grads (%b#0, %b#1 : ", f"grads (%b#0, %b#1, %b#2 : tensor<{E}x{H}xbf16>, ")
+MOE_ROUTER_TRAINED = (Path(__file__).resolve().parents[2] / "lit/passes/Inputs/moe_router_trained.mlir").read_text()
+"""The MoE layer of parallel/examples.py (64 tokens, hidden 32, 8 experts) with the
+router weight trained too: a dense parameter beside the routed experts."""
 
 
 @pytest.mark.parametrize("dp, ep", [(2, 4), (1, 4), (3, 2)])
@@ -122,7 +109,7 @@ def test_expert_parallelism_is_carved_out_of_data_parallelism(dp, ep):
 
     tokens, hidden, experts = 64, 32, 8
     module = apply_pipeline(
-        parse(moe_with_router_grad(tokens, hidden, experts)),
+        parse(MOE_ROUTER_TRAINED),
         f"shard-expert{{ep={ep}}},data-parallel{{dp={dp} zero=1}}",
     )
     module.verify()
