@@ -35,6 +35,11 @@ def main() -> None:
                         help="evaluate N legal points drawn at random (a cross-section of the space)")
     parser.add_argument("--seed", type=int, default=0, help="of --sample")
     parser.add_argument("--db", default="", help="results file (default: a fresh temporary one)")
+    parser.add_argument("--tier", default="screen", choices=("screen", "fast"),
+                        help="screen (default): composed points, the best re-timed; fast: every point timed")
+    parser.add_argument("--compare", default="",
+                        help="a results file of the same space run with --tier fast: screen every point "
+                             "(nothing re-timed) and print the screening tier's error against it")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -42,9 +47,14 @@ def main() -> None:
     from charon_ir.sweep.runner import run_sweep
 
     db = args.db or os.path.join(tempfile.mkdtemp(prefix="charon-bench-sweep-"), "bench.sqlite")
+    if args.compare:
+        result = run_sweep(args.space, db=db, progress=sys.stderr.isatty(), tier="screen", retime=-1,
+                           sample=args.sample, seed=args.seed)
+        _compare(result.records, args.compare)
+        return
     start, cpu_start = time.perf_counter(), _cpu_seconds()
     result = run_sweep(args.space, db=db, jobs=args.jobs, limit=args.limit, sample=args.sample,
-                       seed=args.seed, progress=sys.stderr.isatty())
+                       seed=args.seed, progress=sys.stderr.isatty(), tier=args.tier)
     wall, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
     summary = summarise(result)
     by_status: dict[str, list[float]] = {}
@@ -72,6 +82,45 @@ def main() -> None:
         print(f"  {status:8s} {n:5d}  {out['cpu_s_by_status'][status]:8.1f} s CPU"
               f"  (median {out['median_cpu_s_by_status'][status] * 1e3:.1f} ms)")
     print(f"best: {out['best']}")
+
+
+def _compare(screened: list[dict], fast_db: str) -> None:
+    """The screening tier's error against the fast tier, point by point."""
+    from charon_ir.sweep.store import ResultStore
+
+    store = ResultStore(fast_db)
+    fast = {r["key"]: r for r in store.get()}
+    store.close()
+    errors, memory, decisions = [], [], {"agree": 0, "screen fits, fast OOM": 0, "screen OOM, fast fits": 0}
+    times = []
+    for r in screened:
+        f = fast.get(r["key"])
+        if f is None or r["status"] not in ("ok", "oom") or f["status"] not in ("ok", "oom"):
+            continue
+        if r["status"] != f["status"]:
+            decisions["screen fits, fast OOM" if r["status"] == "ok" else "screen OOM, fast fits"] += 1
+            continue
+        decisions["agree"] += 1
+        if r["status"] == "ok":
+            rm, fm = r["metrics"], f["metrics"]
+            if rm.get("tier") != "screen":
+                continue
+            errors.append(rm["iteration_time_s"] / fm["iteration_time_s"] - 1)
+            memory.append(rm["max_peak_memory_bytes"] / fm["max_peak_memory_bytes"] - 1)
+            times.append((fm["iteration_time_s"], rm["iteration_time_s"], r["key"]))
+    if not errors:
+        print("no screened point to compare")
+        return
+    absolute = sorted(abs(e) for e in errors)
+    print(f"{len(errors)} screened points timed by both tiers: step time error "
+          f"median {statistics.median(absolute) * 100:.2f}%, p90 {absolute[int(0.9 * (len(absolute) - 1))] * 100:.2f}%, "
+          f"range {min(errors) * 100:+.1f}% .. {max(errors) * 100:+.1f}%")
+    print(f"composed peak memory vs memory-analysis: {min(memory) * 100:+.1f}% .. {max(memory) * 100:+.1f}%")
+    print("fit decisions: " + ", ".join(f"{k} {v}" for k, v in decisions.items()))
+    by_fast = sorted(times)
+    by_screen = sorted(times, key=lambda t: (t[1], t[2]))
+    print(f"the fast tier's best is the screen's #{by_screen.index(by_fast[0]) + 1}; "
+          f"its top 10 within the screen's top 10: {len({t[2] for t in by_fast[:10]} & {t[2] for t in by_screen[:10]})}")
 
 
 def _cpu_seconds() -> float:

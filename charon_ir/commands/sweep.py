@@ -81,6 +81,10 @@ def sweep_command(
     ray: Annotated[bool, Opt("--ray", help="run on a local Ray cluster")] = False,
     ray_address: Annotated[str, Opt("--ray-address", help="join a Ray cluster (e.g. auto, ray://host:10001)")] = "",
     limit: Annotated[int, Opt("--limit", help="stop after N new evaluations (rerun to continue)")] = 0,
+    tier: Annotated[str, Opt("--tier", help="training: screen (composed from one probe per layer class, "
+                                            "the best re-timed by the fast tier) | fast (every point)")] = "screen",
+    retime: Annotated[int, Opt("--retime", help="screen: re-time the best N with the fast tier "
+                                                "(0: 10; -1: none)")] = 0,
     top: Annotated[int, Opt("--top", help="rows of the ranked table")] = 0,
     pareto: Annotated[str, Opt("--pareto", help="frontier axis: gpus | cost (training), ttft | tpot (serving)")] = "",
     plot: Annotated[Path | None, Opt("--plot", help="write PNG plots into this folder")] = None,
@@ -127,6 +131,7 @@ def sweep_command(
         result = run_sweep(
             space, db=db, jobs=jobs, ray=ray, ray_address=ray_address or None,
             progress=not no_progress and not as_json and sys.stderr.isatty(), limit=limit,
+            tier=tier, retime=retime,
         )
     except KeyboardInterrupt:
         print(f"interrupted: finished points are stored in {db}; rerun the same command to resume",

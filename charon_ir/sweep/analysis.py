@@ -230,7 +230,7 @@ def table_rows(records: Sequence[dict], top: int) -> tuple[list[str], list[list[
     if serving:
         header += ["tok/s", "ttft p90", "tpot p90", "GPUs"]
     else:
-        header += ["step", "tok/s", "MFU", "peak GiB", "GPUs"]
+        header += ["step", "tok/s", "MFU", "peak GiB", "GPUs", "tier"]
     rows = []
     for i, r in enumerate(shown, 1):
         m = r["metrics"]
@@ -240,7 +240,7 @@ def table_rows(records: Sequence[dict], top: int) -> tuple[list[str], list[list[
                       f"{_latency(r, 'tpot_s') * 1e3:.2f} ms", str(gpus(r))]
         else:
             cells += [seconds(m["iteration_time_s"]), f"{throughput(r):,.0f}", f"{m['mfu']:.1%}",
-                      f"{m.get('max_peak_memory_bytes', 0) / GIB:.1f}", str(gpus(r))]
+                      f"{m.get('max_peak_memory_bytes', 0) / GIB:.1f}", str(gpus(r)), m.get("tier", "fast")]
         rows.append(cells)
     return header, rows
 

@@ -168,6 +168,7 @@ def summarise_training(report: dict[str, Any], gpus: int) -> dict[str, Any]:
     """The part of a report a sweep keeps: headline numbers and the breakdown."""
     peaks = [int(p) for p in (report.get("peak_memory_bytes") or [])]
     return {
+        "tier": "fast",
         "iteration_time_s": report["iteration_time_s"],
         "tokens_per_s": report.get("tokens_per_s") or 0.0,
         "tflops_per_gpu": report.get("tflops_per_gpu") or 0.0,
@@ -186,11 +187,16 @@ class TrainingEvaluator:
     One evaluator lives in one process (the in-process run, or each pool or Ray
     worker); `evaluate` takes points already in `sharing_order`."""
 
-    def __init__(self, cache: bool = True) -> None:
+    def __init__(self, cache: bool = True, tier: str = "fast") -> None:
         from charon_ir.testing import make_context
 
         self.ctx = make_context()
         self.cache = cache
+        self.tier = tier
+        """fast: every point built and timed by the fast tier; screen: points the
+        screening tier models are composed from their layer class's probe
+        (`charon_ir.sweep.screen`), the rest as fast."""
+        self._probes: dict[tuple, Any] = {}
         """False: nothing is kept between points (no import, snapshot or failure
         reused), the reference the cached evaluation must equal."""
         self._imports: OrderedDict[Step, Any] = OrderedDict()
@@ -335,6 +341,11 @@ class TrainingEvaluator:
             if status:
                 yield record(point, status, error=error)
                 continue
+            if self.tier == "screen":
+                screened = self._screen(point, config)
+                if screened is not None:
+                    yield screened
+                    continue
             clock = _Clock()
             following = next((s for _, _, s, _, _ in planned[i + 1 :] if s), ())
             collecting = gc.isenabled()
@@ -352,6 +363,48 @@ class TrainingEvaluator:
                 if collecting:
                     gc.enable()
             yield record(point, status, error=error, metrics=metrics, **clock.spent())
+
+    def _screen(self, point: Point, config) -> dict | None:
+        """The point's record from the screening tier, or None when the fast tier
+        must decide it: a configuration the screen does not model, a probe that
+        fails (the fast tier gives the error), or a composed peak within the
+        margin of the GPU's memory."""
+        from charon_ir.sweep import screen
+
+        if not screen.screenable(config):
+            return None
+        clock = _Clock()
+        key = screen.class_key(point.config)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            if key not in self._probes:
+                try:
+                    self._probes[key] = screen.build_probe(self, config)
+                except CharonError:
+                    self._probes[key] = None
+            probe = self._probes[key]
+            if probe is None:
+                return None
+            target = screen.point_target(config)
+            capacity = config.memory_limit_gb * 2**30 if config.memory_limit_gb else target.gpu.hbm_bytes
+            step = screen.compose(probe, config, target.topology, capacity)
+        finally:
+            gc.collect(0)
+            if collecting:
+                gc.enable()
+        peak = max(step.peaks)
+        low, high = step.memory_band
+        if low * capacity <= peak <= high * capacity:
+            return None
+        if peak > capacity:
+            stage = step.peaks.index(peak)
+            gib = 2**30
+            return record(point, STATUS_OOM, error=(
+                f"memory-analysis (screened): stage {stage} needs about {peak / gib:.1f} GiB "
+                f"of {capacity / gib:.1f} GiB"), **clock.spent())
+        metrics = screen.metrics(step, config, target)
+        return record(point, STATUS_OK, metrics=metrics, **clock.spent())
 
     def _run(self, steps: tuple[Step, ...], keep: int, config) -> tuple[str, str, dict | None]:
         """Build and time one point: (status, error, metrics). Nothing it built
@@ -385,23 +438,26 @@ def _hbm_bytes(config) -> float:
     return load_gpu(config.hardware).hbm_bytes
 
 
-def evaluate_points(points: list[Point]) -> list[dict]:
+def evaluate_points(points: list[Point], tier: str = "fast") -> list[dict]:
     """Evaluate a batch of points in this process (what pool and Ray workers run).
-    The evaluator lives as long as the process, so imports are reused across batches."""
+    The evaluator lives as long as the process, so imports and probes are reused
+    across batches."""
     kind = "serving" if points and "gpus" not in points[0].config else "training"
-    evaluator = _evaluator(kind)
+    evaluator = _evaluator(kind, tier)
     return list(evaluator.evaluate(points))
 
 
-_EVALUATORS: dict[str, Any] = {}
+_EVALUATORS: dict[tuple[str, str], Any] = {}
 
 
-def _evaluator(kind: str):
-    if kind not in _EVALUATORS:
+def _evaluator(kind: str, tier: str = "fast"):
+    if kind != "training":
+        tier = "fast"
+    if (kind, tier) not in _EVALUATORS:
         if kind == "training":
-            _EVALUATORS[kind] = TrainingEvaluator()
+            _EVALUATORS[kind, tier] = TrainingEvaluator(tier=tier)
         else:
             from charon_ir.sweep.serving import ServingEvaluator
 
-            _EVALUATORS[kind] = ServingEvaluator()
-    return _EVALUATORS[kind]
+            _EVALUATORS[kind, tier] = ServingEvaluator()
+    return _EVALUATORS[kind, tier]

@@ -30,6 +30,11 @@ from charon_ir.sweep.evaluate import STATUS_ILLEGAL, evaluate_points, record, sh
 from charon_ir.sweep.space import Point, Space, load_space
 from charon_ir.sweep.store import ResultStore
 
+RETIME_FIRST = 10
+"""Screened records re-timed by the fast tier once the sweep has run: the best 10."""
+RETIME_EXACT = 3
+"""... then until the best 3 (the winner, the runner-up it is explained against,
+and one more) are fast-tier records."""
 COMMIT_EVERY_S = 0.5
 """In-process: commit at least this often, so an interrupt loses under a second."""
 
@@ -58,21 +63,21 @@ def _batches(points: list[Point], workers: int, limit: int = 32) -> list[list[Po
     return [points[i : i + size] for i in range(0, len(points), size)]
 
 
-def _in_process(points: list[Point]) -> Iterator[dict]:
+def _in_process(points: list[Point], tier: str = "fast") -> Iterator[dict]:
     from charon_ir.sweep.evaluate import _evaluator
 
     kind = "serving" if points and "gpus" not in points[0].config else "training"
-    yield from _evaluator(kind).evaluate(points)
+    yield from _evaluator(kind, tier).evaluate(points)
 
 
-def _pool(points: list[Point], jobs: int) -> Iterator[dict]:
+def _pool(points: list[Point], jobs: int, tier: str = "fast") -> Iterator[dict]:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     # spawn: a worker starts clean (no copied sqlite handle, no inherited threads)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        pending = {pool.submit(evaluate_points, batch): batch for batch in _batches(points, jobs)}
+        pending = {pool.submit(evaluate_points, batch, tier): batch for batch in _batches(points, jobs)}
         try:
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -93,7 +98,7 @@ def _batch_records(batch: list[Point], result: Callable[[], list[dict]], excepti
     return [record(p, "error", error=message) for p in batch]
 
 
-def _ray(points: list[Point], jobs: int, address: str | None) -> Iterator[dict]:
+def _ray(points: list[Point], jobs: int, address: str | None, tier: str = "fast") -> Iterator[dict]:
     try:
         import ray
     except ImportError:
@@ -109,7 +114,7 @@ def _ray(points: list[Point], jobs: int, address: str | None) -> Iterator[dict]:
     try:
         remote = ray.remote(num_cpus=1, max_retries=1)(evaluate_points)
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pending = {remote.remote(batch): batch for batch in _batches(points, workers)}
+        pending = {remote.remote(batch, tier): batch for batch in _batches(points, workers)}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
@@ -135,13 +140,23 @@ def run_sweep(
     limit: int = 0,
     sample: int = 0,
     seed: int = 0,
+    tier: str = "screen",
+    retime: int = 0,
 ) -> SweepResult:
     """Evaluate every point of `space` not yet in `db` and return all records.
 
     `limit` (> 0) stops after that many new evaluations: the rest stay for the
     next run, as after an interrupt. `sample` (> 0) evaluates that many of the
     legal points drawn at random (`seed`), a cross-section of the space for
-    benchmarks (the first points of a space share its first axis values)."""
+    benchmarks (the first points of a space share its first axis values).
+
+    `tier` (training): screen (default) composes the points it models from one
+    probe per layer class (`charon_ir.sweep.screen`), then re-times the best
+    `retime` of them (0: RETIME_FIRST; < 0: none) with the fast tier, and more
+    until the best RETIME_EXACT are fast-tier records; fast times every point
+    with the fast tier."""
+    if tier not in ("screen", "fast"):
+        raise CharonError(f"--tier must be screen or fast, got '{tier}'")
     if not isinstance(space, Space):
         space = load_space(space)
     start = time.perf_counter()
@@ -163,12 +178,14 @@ def run_sweep(
             legal = legal[:limit]
         ordered = sharing_order(legal) if space.kind == "training" else legal
         if ray or ray_address:
-            executor, stream = "ray", _ray(ordered, jobs if jobs > 1 else 0, ray_address)
+            executor, stream = "ray", _ray(ordered, jobs if jobs > 1 else 0, ray_address, tier)
         elif jobs > 1:
-            executor, stream = f"pool of {jobs}", _pool(ordered, jobs)
+            executor, stream = f"pool of {jobs}", _pool(ordered, jobs, tier)
         else:
-            executor, stream = "in-process", _in_process(ordered)
+            executor, stream = "in-process", _in_process(ordered, tier)
         _drain(stream, store, space.kind, len(ordered), progress, len(points) - len(todo))
+        if space.kind == "training" and tier == "screen" and not limit and retime >= 0:
+            _retime_best(store, points, retime or RETIME_FIRST, RETIME_EXACT)
         records = {r["key"]: r for r in store.get({p.key for p in points})}
     finally:
         store.close()
@@ -186,6 +203,28 @@ def run_sweep(
         executor=executor,
         counts=counts,
     )
+
+
+def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int) -> None:
+    """Re-time the `first` fastest screened records with the fast tier, then
+    keep re-timing until the `exact` fastest records are all fast-tier ones (a
+    re-timed point can fall out of the top and let another in), in this process.
+    Records already re-timed are kept, so a resumed sweep re-times nothing twice."""
+    from charon_ir.sweep.evaluate import _evaluator
+
+    by_key = {p.key: p for p in points}
+    k = first
+    while True:
+        records = [r for r in store.get(set(by_key)) if r["status"] == "ok" and r["metrics"]]
+        records.sort(key=lambda r: (-(r["metrics"].get("tokens_per_s") or 0.0), r["key"]))
+        screened = [by_key[r["key"]] for r in records[:k] if r["metrics"].get("tier") == "screen"]
+        if not screened:
+            if k == exact:
+                return
+            k = exact
+            continue
+        store.put(list(_evaluator("training", "fast").evaluate(sharing_order(screened))), "training")
+        k = exact
 
 
 def _drain(stream: Iterator[dict], store: ResultStore, kind: str, total: int, progress: bool, reused: int) -> None:

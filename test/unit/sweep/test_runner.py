@@ -33,19 +33,24 @@ def test_rerun_recomputes_nothing_stored(tiny_space, tmp_path, monkeypatch):
     assert first.counts.get("ok") == 5
     stored = {r["key"] for r in first.records}
     asked: list[str] = []
+    retimed: list[str] = []
     real = evaluate_module.TrainingEvaluator.evaluate
 
     def spy(self, points):
-        asked.extend(p.key for p in points)
+        # the sweep's own pass; the fast tier's re-timing of the best screened
+        # points refines their records, once
+        (asked if self.tier == "screen" else retimed).extend(p.key for p in points)
         return real(self, points)
 
     monkeypatch.setattr(evaluate_module.TrainingEvaluator, "evaluate", spy)
     second = run_sweep(tiny_space, db=db)
     assert not stored & set(asked)
     assert len(asked) == 11 and second.reused == 13 and second.counts == {"ok": 16, "illegal": 8}
+    assert retimed and all(r["metrics"]["tier"] == "fast" for r in second.records if r["key"] in retimed)
     asked.clear()
+    retimed.clear()
     third = run_sweep(tiny_space, db=db)
-    assert asked == [] and third.evaluated == 0
+    assert asked == [] and retimed == [] and third.evaluated == 0
 
 
 SLOW_SWEEP = """
@@ -56,7 +61,7 @@ def slow(self, module, config):
     time.sleep(0.15)  # so that the kill lands mid-sweep
     return real(self, module, config)
 evaluate.TrainingEvaluator._time = slow
-run_sweep({space!r}, db={db!r})
+run_sweep({space!r}, db={db!r}, tier="fast")
 """
 
 
@@ -81,7 +86,7 @@ def test_killed_sweep_resumes_where_it_stopped(tiny_space, tmp_path, monkeypatch
     real = evaluate_module.TrainingEvaluator.evaluate
     monkeypatch.setattr(evaluate_module.TrainingEvaluator, "evaluate",
                         lambda self, points: asked.extend(p.key for p in points) or real(self, points))
-    result = run_sweep(tiny_space, db=db)
+    result = run_sweep(tiny_space, db=db, tier="fast")
     assert not stored & set(asked)
     assert result.counts == {"ok": 16, "illegal": 8}
 

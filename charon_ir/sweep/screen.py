@@ -1,0 +1,753 @@
+"""The screening tier of `charon sweep`: a training point timed from the
+interpreter's costs of one layer, without building the point's own IR.
+
+A sweep's points share far more than their pass prefixes: every point with the
+same tensor-parallel layer (model, sequence, micro-batch, tp, sequence
+parallelism, recomputation, kernels, hardware) runs the same layer, whatever its
+pipeline, data-parallel or ZeRO settings. The screening tier builds that layer
+once, as a probe, and composes each point from it:
+
+- The probe is the point's own pass pipeline with pp = 1, dp = 1 and one
+  micro-batch, priced, lowered and run by the fast tier with its layer repeats
+  set to two counts (4 and 8 layers): the difference is what one layer's
+  forward, backward (B) and weight-gradient (W, split schedules) items take on
+  the compute stream, tensor-parallel communication included; the rest is what
+  comes before the layers (embedding) and after them (head, loss). A second,
+  unpriced build with dp = 2 gives the gradient buckets' collectives
+  (`data-parallel`'s own buckets), re-priced by the collective engine for each
+  point's dp group.
+- A point is then its pipeline schedule run item by item: each stage runs
+  `charon_ir.parallel.schedules.stage_order`, an item starts when its stage is
+  free and its input has arrived (activations and gradients cross stages on a
+  send stream, priced by the collective engine); the last backward of a chunk
+  reduces its layers' gradients over dp as each layer's backward ends, on the
+  stage's dp stream; the optimizer step (and under ZeRO-1/2 the all-gather of
+  the updated shards) closes each stage. Long steps are simulated at two
+  micro-batch counts and extrapolated, as the fast tier does.
+- Memory is composed from the probe's `memory-analysis` the same way: states
+  per layer, embedding and head where the stage holds them, ZeRO sharding over
+  dp, saved activations times the micro-batches the schedule keeps in flight.
+
+It is an approximation of the fast tier (no bandwidth sharing between
+concurrent collectives, an item starts only once its whole input is there); the
+sweep uses it to rank, and re-times the top points and any point whose memory
+is within `MEMORY_BAND` of the GPU with the fast tier. `bench/bench_sweep.py
+--check-screen` measures its error against the fast tier.
+
+Points it does not model (context or expert parallelism, ZeRO-3/FSDP, models
+with more than one kind of layer) return None: the caller runs the fast tier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from math import ceil
+from typing import Any
+
+from charon_ir.errors import CharonError
+
+PROBE_LAYERS = (4, 8)
+"""Layer counts the probe is timed at: both fold in the fast tier (>= 3), and
+their difference is one layer's cost times 4."""
+MEMORY_BAND = (0.995, 1.005)
+"""A composed peak between these fractions of the GPU's memory is decided by
+the fast tier (memory-analysis on the point's own IR). Composed from
+memory-analysis's own stage classes, the peak equals memory-analysis's to
+rounding (+0.0 % over the 314 screened points of examples/sweeps/training.yaml
+that fit, `bench/bench_sweep.py --compare`); the band covers the rounding."""
+ROUGH_MEMORY_BAND = (0.90, 1.15)
+"""... and for models of fewer than 5 layers, whose memory is composed from one
+stage class (6.2 % under to 10.6 % over memory-analysis's on the same space)."""
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One kind of item (forward F, backward B, weight gradients W) of a chunk:
+    seconds before the layers, per layer and after them, on the compute stream
+    (exposed tensor-parallel communication included, and counted apart)."""
+
+    pre: float = 0.0
+    layer: float = 0.0
+    post: float = 0.0
+    tp_pre: float = 0.0
+    tp_layer: float = 0.0
+    tp_post: float = 0.0
+
+    def time(self, layers: int, first: bool, last: bool, backward: bool) -> float:
+        # the embedding comes first in forward and last in backward
+        head, tail = (last, first) if backward else (first, last)
+        return self.pre * head + self.layer * layers + self.post * tail
+
+    def exposed_tp(self, layers: int, first: bool, last: bool, backward: bool) -> float:
+        head, tail = (last, first) if backward else (first, last)
+        return self.tp_pre * head + self.tp_layer * layers + self.tp_post * tail
+
+
+@dataclass(frozen=True)
+class Collective:
+    kind: str
+    payload_bytes: float
+    axes: tuple[str, ...]
+
+
+@dataclass
+class Probe:
+    """What every point of one layer class is composed from."""
+
+    layers: int
+    forward: Phase
+    backward: Phase
+    weight: Phase | None
+    optimizer_s: float
+    """The optimizer step over every parameter of the model on one rank."""
+    flops_per_microbatch: float
+    activation_bytes: float
+    """What a stage sends its neighbour per micro-batch (activations forward,
+    their gradients backward)."""
+    sizes: dict[str, int]
+    """The mesh's axis sizes, in its order (dp, pp, tp)."""
+    # gradient synchronisation: the data-parallel pass's buckets
+    layer_sync: list[Collective] = field(default_factory=list)
+    pre_sync: list[Collective] = field(default_factory=list)
+    """Collectives of what the backward reduces before its layers (the head)."""
+    post_sync: list[Collective] = field(default_factory=list)
+    """... and after them (the embedding)."""
+    # memory (bytes per rank, dp = 1)
+    params_layer: float = 0.0
+    params_first: float = 0.0
+    params_last: float = 0.0
+    grads_per_param: float = 1.0
+    optimizer_per_param: float = 6.0
+    saved_layer: float = 0.0
+    saved_last: float = 0.0
+    working: float = 0.0
+    stage_memory: dict[str, Any] = field(default_factory=dict)
+    """memory-analysis's own per-stage-class numbers (`_StageClass`): "whole"
+    (the model on one stage) and, for models of >= 5 layers, "first" (1
+    layer), "middle" (1 and 2 layers) and "last" (L - 4 layers) of a 4-stage
+    split, from which any stage's are moved along the per-layer slope."""
+
+
+def class_key(config: dict[str, Any]) -> tuple:
+    """The settings a probe depends on: a point's layer."""
+    skip = {"pp", "vpp", "dp", "zero", "schedule", "global_batch", "gpus"}
+    return tuple(sorted((k, str(v)) for k, v in config.items() if k not in skip))
+
+
+def screenable(config) -> bool:
+    """Whether the screening tier models this TrainingConfig."""
+    return (config.cp == 1 and config.ep == 1 and config.zero < 3 and not config.fsdp
+            and config.dp_overlap)
+
+
+# -- probes ---------------------------------------------------------------------
+
+
+def build_probe(evaluator, config) -> Probe | None:
+    """The probe of `config`'s layer class, built with the evaluator's shared
+    imports; None when the model is not one repeat of identical layers."""
+    from charon_ir.api import _pass, pass_plan, time_module  # noqa: F401
+    from charon_ir.dialects import coll, sim
+    from charon_ir.memory import analyze_memory
+    from charon_ir.parallel.mesh import find_grid
+    from charon_ir.parallel.schedules import SPLIT_BACKWARD
+    from charon_ir.target.target import Target
+
+    split = (config.schedule or "") in SPLIT_BACKWARD
+    base = replace(config, pp=1, vpp=1, dp=1, zero=0, gpus=config.tp, global_batch=config.micro_batch,
+                   schedule="zb-h1" if split else "1f1b", memory_limit_gb=1e6)
+    module = evaluator._imported(config.model, config.seq_len, config.micro_batch).clone()
+    ctx = evaluator.ctx
+    synced = None
+    for name, options in pass_plan(base):
+        if name == "data-parallel":
+            # the gradient buckets: the same step over dp = 2 (ZeRO-0: the
+            # buckets are those of every stage; what reduces them is per point)
+            synced = module.clone()
+            _pass(name, **{**options, "dp": 2, "zero": 0}).apply(ctx, synced)
+        _pass(name, **options).apply(ctx, module)
+    stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
+    if len(stages) != 1:
+        return None
+    phases = {op.kind.data: op for op in stages[0].body.block.ops if isinstance(op, sim.PhaseOp)}
+    fwd_repeats = [op for op in phases["forward"].body.block.ops if isinstance(op, sim.RepeatOp)]
+    if len(fwd_repeats) != 1:
+        return None
+    layers = fwd_repeats[0].trip_count
+    out = fwd_repeats[0].outputs[0]
+    activation_bytes = _bytes(out)
+
+    memory = analyze_memory(module, Target.from_module(module))[0]
+    whole = _stage_classes(module, split)
+    params_layer, params_first, params_last, params_total = _param_split(phases["forward"], fwd_repeats[0])
+    from charon_ir.memory.liveness import layer_saved_values
+
+    saved_layer = float(sum(n for _, n in layer_saved_values(fwd_repeats[0])))
+    probe = Probe(
+        layers=layers,
+        forward=Phase(), backward=Phase(), weight=None,
+        optimizer_s=0.0, flops_per_microbatch=0.0,
+        activation_bytes=activation_bytes,
+        sizes={},
+        params_layer=params_layer,
+        params_first=params_first,
+        params_last=params_last,
+        grads_per_param=memory.grads / params_total if params_total else 1.0,
+        optimizer_per_param=memory.optimizer / params_total if params_total else 6.0,
+        saved_layer=saved_layer,
+        saved_last=max(float(memory.saved_per_microbatch) - layers * saved_layer, 0.0),
+        working=max(float(memory.activations - memory.saved_per_microbatch * memory.in_flight), 0.0),
+    )
+
+    probe.stage_memory = {"whole": whole[0]}
+    if layers >= 5:
+        probe.stage_memory.update(_memory_split(evaluator, base, layers, split))
+
+    # timing: the lowered probe at two layer counts
+    _pass("lower-to-events").apply(ctx, module)
+    runs = [_run_items(ctx, module, config, n) for n in PROBE_LAYERS]
+    (a, b), k = runs, PROBE_LAYERS[1] - PROBE_LAYERS[0]
+    n0 = PROBE_LAYERS[0]
+
+    def phase(kind: str) -> Phase | None:
+        if kind not in a:
+            return None
+        (pre_a, span_a, post_a, tp_a), (pre_b, span_b, post_b, tp_b) = a[kind], b[kind]
+        per_layer = (span_b - span_a) / k
+        tp_layer = (tp_b["layer"] - tp_a["layer"]) / k
+        # what the fold leaves beside the layers (a partial first layer) is the
+        # layers' part: layer x n0 + (span_a - per_layer x n0)
+        extra = span_a - per_layer * n0
+        return Phase(pre=pre_a + extra / 2, layer=per_layer, post=post_a + extra / 2,
+                     tp_pre=tp_a["pre"], tp_layer=tp_layer, tp_post=tp_a["post"])
+
+    probe.forward = phase("F")  # pyright: ignore[reportAttributeAccessIssue]
+    probe.backward = phase("B")  # pyright: ignore[reportAttributeAccessIssue]
+    probe.weight = phase("W")
+    probe.optimizer_s = a["optimizer"]
+    probe.flops_per_microbatch = a["flops"] + (layers - n0) * (b["flops"] - a["flops"]) / k
+
+    # gradient buckets: the data-parallel pass at dp = 2 on an unpriced build
+    assert synced is not None
+    grid = find_grid(synced)
+    probe.sizes = dict(grid.axis_sizes()) if grid is not None else {}
+    stage = next(op for op in synced.body.block.ops if isinstance(op, sim.StageOp))
+    phases = {op.kind.data: op for op in stage.body.block.ops if isinstance(op, sim.PhaseOp)}
+    seen_repeat = False
+    for op in phases["backward"].body.block.ops:
+        if isinstance(op, sim.RepeatOp):
+            seen_repeat = True
+            probe.layer_sync += [_collective(c) for c in op.body.walk() if _is_dp(c, coll)]
+        elif _is_dp(op, coll):
+            (probe.post_sync if seen_repeat else probe.pre_sync).append(_collective(op))
+    return probe
+
+
+MEMORY_SPLIT = (1, 1, 2)
+"""First layer counts of the 4-stage split the memory probe analyses (the last
+stage takes the rest)."""
+
+
+def _stage_classes(module, split: bool) -> dict[int, Any]:
+    """memory-analysis's stage classes of a built module, by virtual stage."""
+    from charon_ir.dialects import sim
+    from charon_ir.memory.analysis import _stage_class
+    from charon_ir.memory.states import GRAD_BYTES, DataParallel
+
+    classes = {}
+    for op in module.body.block.ops:
+        if isinstance(op, sim.StageOp):
+            cls = _stage_class(op.body.block, DataParallel(), GRAD_BYTES, split)
+            for v in op.stage_ids():
+                classes[v] = cls
+    return classes
+
+
+def _memory_split(evaluator, base, layers: int, split: bool) -> dict[str, Any]:
+    """The stage classes of a 4-stage split with 1, 1, 2 and L - 4 layers."""
+    from charon_ir.api import _pass, pass_plan
+
+    config = replace(base, pp=4, gpus=4 * base.tp, global_batch=4 * base.micro_batch)
+    module = evaluator._imported(config.model, config.seq_len, config.micro_batch).clone()
+    counts = (*MEMORY_SPLIT, layers - sum(MEMORY_SPLIT))
+    for name, options in pass_plan(config):
+        if name in ("memory-analysis", "cost-annotate"):
+            break
+        if name == "pipeline":
+            options = {**options, "layers": counts}
+        _pass(name, **options).apply(evaluator.ctx, module)
+    classes = _stage_classes(module, split)
+    return {"first": classes[0], "middle": (classes[1], classes[2]), "last": classes[3]}
+
+
+def _is_dp(op, coll) -> bool:
+    return isinstance(op, coll.CollectiveOp) and "dp" in op.axis_names()
+
+
+def _collective(op) -> Collective:
+    return Collective(op.op_kind(), float(op.payload_bytes()), tuple(op.axis_names()))
+
+
+def _bytes(value) -> float:
+    from charon_ir.memory.tensors import value_bytes
+
+    return float(value_bytes(value))
+
+
+def _param_split(forward, repeat) -> tuple[float, float, float, float]:
+    """Parameter bytes per rank: of one layer, of what comes before the layers
+    (first stage), after them (last stage), and of the whole model."""
+    from charon_ir.dialects import sim
+    from charon_ir.memory.tensors import value_bytes
+
+    block = forward.parent_block()
+    params = [op for op in block.walk() if isinstance(op, sim.ParamOp)] if block else []
+    by_value = {p.results[0]: float(value_bytes(p.results[0])) for p in params}
+    total = sum(by_value.values())
+    stacked = {v for v in repeat.operands if v in by_value}
+    layer = sum(by_value[v] for v in stacked) / max(repeat.trip_count, 1)
+    before, after = 0.0, 0.0
+    position = {op: i for i, op in enumerate(forward.body.block.ops)}
+    rep_at = position[repeat]
+    for v, n in by_value.items():
+        if v in stacked:
+            continue
+        uses = [u.operation for u in v.uses]
+        # the op of the forward phase that holds each use
+        places = []
+        for u in uses:
+            op = u
+            while op is not None and op.parent_op() is not forward:
+                op = op.parent_op()
+            if op is not None:
+                places.append(position.get(op, rep_at))
+        if any(p < rep_at for p in places):
+            before += n
+        if any(p > rep_at for p in places) or not places:
+            after += n
+    return layer, before, after, total
+
+
+def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
+    """Run the lowered probe with its layer repeats at `layers`: per item kind
+    (pre, layers, post, exposed tp) seconds, the optimizer's and the FLOPs."""
+    from charon_ir.dialects import event
+    from charon_ir.report.summary import exposed_by_axis  # noqa: F401
+    from charon_ir.runtime.flatten import KIND_COMPUTE, flatten_all
+    from charon_ir.runtime.interpreter import OverlapModel, run
+    from xdsl.dialects.builtin import IntegerAttr
+
+    module = lowered.clone()
+    for op in module.walk():
+        if isinstance(op, event.LoopOp) and getattr(op.attributes.get("label"), "data", "") == "repeat":
+            if op.count.value.data > 0:
+                op.count = IntegerAttr(layers, 64)
+    programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
+    overlap = OverlapModel(config.compute_slowdown, config.comm_slowdown)
+    flat = flatten_all(programs, fold=True, overlap=overlap)
+    tl = run(flat, overlap)
+    labels, start, end = flat.labels, tl.start, tl.end
+    compute = {i for i, k in enumerate(flat.kind) if k == KIND_COMPUTE}
+    streams = flat.streams
+    tp_streams = {i for i, name in enumerate(streams) if name == "comm_tp"}
+    out: dict[str, Any] = {"flops": float(flat.flops.sum())}
+    t = 0.0
+    item_start = 0.0
+    current: list[int] = []
+    for i, label in enumerate(labels):
+        if label.startswith("end "):
+            kind = label[4:]
+            t_end = float(end[i])
+            loop = [j for j in current if labels[j].startswith("repeat x") and j in compute]
+            if loop:
+                l0 = min(float(start[j]) for j in loop)
+                l1 = max(float(end[j]) for j in loop)
+            else:
+                l0 = l1 = item_start
+            tp = _exposed_tp(flat, tl, current, tp_streams, compute, item_start, l0, l1, t_end)
+            out[kind] = (l0 - item_start, l1 - l0, t_end - l1, tp)
+            item_start, current = t_end, []
+            t = t_end
+        else:
+            current.append(i)
+    out["optimizer"] = float(end.max()) - t if len(end) else 0.0
+    for i, label in enumerate(labels):
+        if label == "optimizer_step":
+            out["optimizer"] = float(end[i] - start[i])
+    return out
+
+
+def _exposed_tp(flat, tl, events, tp_streams, compute, t0, l0, l1, t1) -> dict[str, float]:
+    """Seconds of [t0, t1) the compute stream idles (tp communication it waits
+    for), split at the layers' span [l0, l1)."""
+    busy = sorted((float(tl.start[j]), float(tl.end[j])) for j in events if j in compute)
+    idle = {"pre": 0.0, "layer": 0.0, "post": 0.0}
+    cursor = t0
+    gaps = []
+    for s, e in busy:
+        if s > cursor:
+            gaps.append((cursor, s))
+        cursor = max(cursor, e)
+    if t1 > cursor:
+        gaps.append((cursor, t1))
+    for s, e in gaps:
+        for part, (a, b) in (("pre", (t0, l0)), ("layer", (l0, l1)), ("post", (l1, t1))):
+            idle[part] += max(0.0, min(e, b) - max(s, a))
+    # folded loops report their own exposed time
+    for j in events:
+        if j in compute and j in flat.folded_exposed:
+            idle["layer"] += sum(flat.folded_exposed[j].values())
+    return idle
+
+
+# -- composing a point ------------------------------------------------------------
+
+
+@dataclass
+class Composed:
+    """A point's screened step: the fast tier's headline numbers."""
+
+    iteration_time_s: float
+    stage: int
+    compute_s: float
+    exposed: dict[str, float]
+    bubble_s: float
+    peaks: list[int]
+    flops_per_gpu: float
+    memory_band: tuple[float, float] = MEMORY_BAND
+
+
+def _sync_time(collectives: list[Collective], sizes: dict[str, int], cluster, zero: int = 0) -> list[float]:
+    """Seconds of each collective on the point's mesh; the probe's gradient
+    all-reduces are reduce-scatters under ZeRO >= 1 (the same buckets)."""
+    from charon_ir.engines.collectives import cached_plan
+    from charon_ir.target.topology import group_ranks
+
+    def kind(c: Collective) -> str:
+        return "reduce_scatter" if zero >= 1 and c.kind == "all_reduce" else c.kind
+
+    return [cached_plan(kind(c), c.payload_bytes, group_ranks(sizes, c.axes), cluster).time_s
+            for c in collectives]
+
+
+def compose(probe: Probe, config, cluster, capacity: float) -> Composed:
+    """The step of `config` (a TrainingConfig the probe's class holds)."""
+    from charon_ir.api import _fold_points
+    from charon_ir.engines.collectives import cached_plan
+    from charon_ir.passes.pipeline import even_split
+    from charon_ir.parallel.schedules import SPLIT_BACKWARD
+    from charon_ir.target.topology import group_ranks
+
+    pp, vpp = config.pp, config.vpp
+    dp = config.data_parallel()
+    m = config.microbatches(dp)
+    schedule = config.schedule or ("interleaved" if vpp > 1 else "1f1b")
+    split = schedule in SPLIT_BACKWARD
+    V = pp * vpp
+    counts = even_split(probe.layers, V)
+    sizes = {k: (dp if k == "dp" else pp if k == "pp" else v) for k, v in probe.sizes.items()}
+    if "pp" not in sizes:
+        sizes = {"dp": sizes.pop("dp", dp), "pp": pp, **sizes}
+
+    # per virtual stage: item seconds
+    def item(phase: Phase | None, v: int, backward: bool) -> float:
+        if phase is None:
+            return 0.0
+        return phase.time(counts[v], v == 0, v == V - 1, backward)
+
+    F = [item(probe.forward, v, False) for v in range(V)]
+    B = [item(probe.backward, v, True) for v in range(V)]
+    W = [item(probe.weight, v, True) for v in range(V)] if split else [0.0] * V
+    tp_exposed = [probe.forward.exposed_tp(counts[v], v == 0, v == V - 1, False)
+                  + probe.backward.exposed_tp(counts[v], v == 0, v == V - 1, True)
+                  + (probe.weight.exposed_tp(counts[v], v == 0, v == V - 1, True) if split and probe.weight else 0.0)
+                  for v in range(V)]
+    send = 0.0
+    if pp > 1:
+        ranks = group_ranks(sizes, ("pp",))
+        send = cached_plan("send", probe.activation_bytes, (ranks[0], ranks[1]), cluster).time_s
+    sync_layer = _sync_time(probe.layer_sync, sizes, cluster, config.zero) if dp > 1 else []
+    sync_post = _sync_time(probe.post_sync, sizes, cluster, config.zero) if dp > 1 else []
+    sync_pre = _sync_time(probe.pre_sync, sizes, cluster, config.zero) if dp > 1 else []
+    params_total = probe.params_layer * probe.layers + probe.params_first + probe.params_last
+
+    def stage_params(s: int) -> float:
+        p = 0.0
+        for c in range(vpp):
+            v = c * pp + s
+            p += probe.params_layer * counts[v]
+            p += probe.params_first * (v == 0) + probe.params_last * (v == V - 1)
+        return p
+
+    share = [stage_params(s) / params_total if params_total else 1.0 / pp for s in range(pp)]
+    opt = [probe.optimizer_s * share[s] / (dp if config.zero >= 1 else 1) for s in range(pp)]
+    gathers = [sum(_sync_time(updated_gathers(stage_params(s), dp, config.dp_bucket_mb), sizes, cluster))
+               if dp > 1 and config.zero >= 1 else 0.0 for s in range(pp)]
+
+    def run(microbatches: int) -> tuple[float, int, list[float], list[float]]:
+        return _schedule(schedule, pp, vpp, microbatches, counts, F, B, W, split, send,
+                         probe.backward if not split else probe.weight, sync_layer, sync_pre,
+                         sync_post, dp > 1, opt, gathers)
+
+    points = _fold_points(schedule, pp, m)
+    if points is None:
+        t, stage, busy, dp_exposed = run(m)
+    else:
+        m_a, m_b = points
+        ta, stage, busy_a, dpe_a = run(m_a)
+        tb, _, busy_b, dpe_b = run(m_b)
+        k = (m - m_a) / (m_b - m_a)
+        t = ta + k * (tb - ta)
+        busy = [x + k * (y - x) for x, y in zip(busy_a, busy_b)]
+        dp_exposed = dpe_b
+    # the stage the fast tier would report: the busiest
+    stage = max(range(pp), key=lambda s: busy[s])
+    tp_stage = sum(tp_exposed[c * pp + stage] for c in range(vpp)) * m
+    compute = max(busy[stage] - tp_stage, 0.0)
+    exposed = {"tp": tp_stage}
+    if send:
+        exposed["pp"] = 0.0
+    if dp > 1:
+        exposed["dp"] = dp_exposed[stage]
+    bubble = max(t - busy[stage] - dp_exposed[stage] - opt[stage] * 0, 0.0)
+    peaks = compose_memory(probe, config, counts, dp, m, schedule)
+    flops = probe.flops_per_microbatch * m / pp
+    band = MEMORY_BAND if "middle" in probe.stage_memory or pp * vpp == 1 else ROUGH_MEMORY_BAND
+    return Composed(t, stage, compute, exposed, bubble, peaks, flops, band)
+
+
+def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
+              sync_pre, sync_post, sync, opt, gathers):
+    """Run every stage's item order against the others: (step seconds, slowest
+    stage, compute-busy seconds per stage, dp seconds exposed per stage)."""
+    from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
+
+    V = pp * vpp
+    orders = []
+    for s in range(pp):
+        order = stage_order(schedule, pp, vpp, m, s)
+        orders.append(mark_gradient_sync(order) if sync else order)
+    arrived: dict[tuple[str, int, int], float] = {}
+    finished: dict[tuple[int, int], float] = {}
+    ptr = [0] * pp
+    free = [0.0] * pp
+    send_free = [0.0] * pp
+    dp_free = [0.0] * pp
+    busy = [0.0] * pp
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for s in range(pp):
+            order = orders[s]
+            while ptr[s] < len(order):
+                kind, c, i = order[ptr[s]]
+                v = c * pp + s
+                k = kind[0]
+                if k == "F":
+                    ready = 0.0 if v == 0 else arrived.get(("F", v - 1, i))
+                    d = F[v]
+                elif k == "B":
+                    ready = arrived.get(("F", v, i)) if v == V - 1 else arrived.get(("B", v + 1, i))
+                    if v == V - 1 and ready is None:
+                        ready = finished.get((v, i))
+                    d = B[v]
+                else:
+                    ready = arrived.get(("W", v, i))
+                    d = W[v]
+                if ready is None:
+                    break
+                t0 = max(free[s], ready)
+                t1 = t0 + d
+                free[s] = t1
+                busy[s] += d
+                if k == "F":
+                    finished[(v, i)] = t1
+                    if v < V - 1:
+                        st = max(send_free[s], t1)
+                        send_free[s] = st + send
+                        arrived[("F", v, i)] = st + send
+                    else:
+                        arrived[("F", v, i)] = t1
+                elif k == "B":
+                    arrived[("W", v, i)] = t1
+                    if v > 0:
+                        st = max(send_free[s], t1)
+                        send_free[s] = st + send
+                        arrived[("B", v, i)] = st + send
+                if kind.endswith("+") and sync:
+                    # the chunk's gradients, reduced as each layer's are done
+                    first, last = v == 0, v == V - 1
+                    per_layer = sync_phase.layer if sync_phase else 0.0
+                    t = t0 + (sync_phase.pre if sync_phase and last else 0.0)
+                    f = dp_free[s]
+                    if last:
+                        for x in sync_pre:
+                            f = max(f, t) + x
+                    for _ in range(counts[v]):
+                        t += per_layer
+                        for x in sync_layer:
+                            f = max(f, t) + x
+                    share = 0.5 if (first != last or pp > 1) and (first or last) else 1.0
+                    if first or last:
+                        for x in sync_post:
+                            f = max(f, t1) + x * share
+                    dp_free[s] = f
+                ptr[s] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:
+            raise CharonError("screen: the schedule deadlocked (a bug)")
+    ends, exposed = [], []
+    for s in range(pp):
+        compute_end = free[s]
+        sync_end = max(compute_end, dp_free[s])
+        exposed.append(sync_end - compute_end + gathers[s])
+        ends.append(sync_end + opt[s] + gathers[s])
+        busy[s] += opt[s]
+    t = max(ends)
+    return t, ends.index(t), busy, exposed
+
+
+def updated_gathers(param_bytes: float, dp: int, bucket_mb: int, element_bytes: int = 2) -> list[Collective]:
+    """ZeRO-1/2: the all-gathers of a stage's updated shards, as data-parallel
+    buckets them: the 1/dp shard in buckets of `bucket_mb`, each gathered into a
+    buffer dp times its size."""
+    shard = ceil(param_bytes / element_bytes / dp)
+    per_bucket = max(dp, bucket_mb * 2**20 // element_bytes)
+    n = max(1, ceil(shard / per_bucket))
+    sizes = [per_bucket] * (n - 1) + [shard - per_bucket * (n - 1)]
+    return [Collective("all_gather", float(ceil(x / dp) * dp * dp * element_bytes), ("dp",)) for x in sizes]
+
+
+def _shift(base, one, two, steps: float):
+    """(PhaseMemory, params, grads, optimizer, comm buffers) of `base` moved by
+    `steps` layers along the slope from stage class `one` (1 layer) to `two`
+    (2 layers): memory-analysis's numbers are linear in a stage's layers."""
+    from charon_ir.memory.liveness import PhaseMemory
+
+    def move(x: int, a: int, b: int) -> int:
+        return int(round(x + steps * (b - a)))
+
+    pb, p1, p2 = base.phases, one.phases, two.phases
+    phases = PhaseMemory(
+        saved=move(pb.saved, p1.saved, p2.saved),
+        forward_peak=move(pb.forward_peak, p1.forward_peak, p2.forward_peak),
+        backward_peak=move(pb.backward_peak, p1.backward_peak, p2.backward_peak),
+        weight_grad_residual=move(pb.weight_grad_residual, p1.weight_grad_residual, p2.weight_grad_residual),
+    )
+    return (phases, move(base.params, one.params, two.params), move(base.grads, one.grads, two.grads),
+            move(base.optimizer, one.optimizer, two.optimizer), base.comm_buffers)
+
+
+def _virtual_memory(probe: Probe, n: int, first: bool, last: bool):
+    """A virtual stage of n layers, first and/or last, as memory-analysis counts it."""
+    mem = probe.stage_memory
+    if first and last:
+        whole = mem["whole"]
+        return _shift(whole, whole, whole, 0.0)
+    one, two = mem["middle"]
+    if first:
+        base, at = mem["first"], MEMORY_SPLIT[0]
+    elif last:
+        base, at = mem["last"], probe.layers - sum(MEMORY_SPLIT)
+    else:
+        base, at = one, MEMORY_SPLIT[1]
+    return _shift(base, one, two, float(n - at))
+
+
+def compose_memory(probe: Probe, config, counts: list[int], dp: int, m: int, schedule: str) -> list[int]:
+    """Peak bytes per stage, composed as memory-analysis counts them."""
+    from charon_ir.parallel.schedules import stage_order
+
+    pp, vpp = config.pp, config.vpp
+    if "middle" in probe.stage_memory or pp * vpp == 1:
+        return _split_memory(probe, config, counts, dp, m, schedule)
+    V = pp * vpp
+    peaks = []
+    for s in range(pp):
+        params = 0.0
+        saved = 0.0
+        for c in range(vpp):
+            v = c * pp + s
+            params += probe.params_layer * counts[v]
+            params += probe.params_first * (v == 0) + probe.params_last * (v == V - 1)
+        grads = params * probe.grads_per_param / (dp if config.zero >= 2 else 1)
+        optimizer = params * probe.optimizer_per_param / (dp if config.zero >= 1 else 1)
+        # most chunk-forwards in flight, each holding its chunk's saved layers
+        order = stage_order(schedule, pp, vpp, min(m, 2 * V + 2), s)
+        live: dict[tuple[int, int], float] = {}
+        worst = 0.0
+        for kind, c, i in order:
+            v = c * pp + s
+            if kind == "F":
+                live[(v, i)] = probe.saved_layer * counts[v] + probe.saved_last * (v == V - 1)
+                worst = max(worst, sum(live.values()))
+            elif kind[0] == "B":
+                live.pop((v, i), None)
+        saved = worst
+        comm = 0.0
+        if dp > 1:
+            comm = max(c.payload_bytes for c in probe.layer_sync + probe.post_sync + probe.pre_sync) \
+                if probe.layer_sync or probe.post_sync or probe.pre_sync else 0.0
+            if config.zero >= 1:
+                comm = max([comm, *(c.payload_bytes for c in updated_gathers(params, dp, config.dp_bucket_mb))])
+        peaks.append(int(params + grads + optimizer + saved + probe.working + comm))
+    return peaks
+
+
+def point_target(config):
+    """The Target set-target would attach to the point's module."""
+    from charon_ir.passes.set_target import SetTargetPass
+    from charon_ir.target.cluster import load_cluster
+
+    cluster = load_cluster(config.cluster) if config.cluster else None
+    return SetTargetPass(hardware=config.hardware, gpus=config.gpus, gpus_per_node=config.gpus_per_node,
+                         cluster=config.cluster).target(cluster)
+
+
+def metrics(step: Composed, config, target) -> dict[str, Any]:
+    """A screened point's record metrics, in the fast tier's form
+    (`evaluate.summarise_training`)."""
+    t = step.iteration_time_s
+    dp = config.data_parallel()
+    tokens = (config.global_batch or dp * config.micro_batch) * config.seq_len
+    tflops = step.flops_per_gpu / t / 1e12 if t else 0.0
+    peak = target.gpu.peak("bf16") / 1e12
+    return {
+        "tier": "screen",
+        "iteration_time_s": t,
+        "tokens_per_s": tokens / t if t and tokens else 0.0,
+        "tflops_per_gpu": tflops,
+        "mfu": tflops / peak if peak else 0.0,
+        "peak_memory_bytes": step.peaks,
+        "max_peak_memory_bytes": max(step.peaks),
+        "breakdown": {"compute_s": step.compute_s, "exposed_comm_s": step.exposed,
+                      "bubble_s": step.bubble_s, "stage": step.stage},
+        "gpus": config.gpus,
+        "engines": {},
+    }
+
+
+def _split_memory(probe: Probe, config, counts: list[int], dp: int, m: int, schedule: str) -> list[int]:
+    """Peak bytes per stage from memory-analysis's own stage-class numbers and
+    its schedule walk (`scheduled_activations`), ZeRO-sharded over dp."""
+    from charon_ir.memory.schedule import scheduled_activations
+
+    pp, vpp = config.pp, config.vpp
+    V = pp * vpp
+    peaks = []
+    for s in range(pp):
+        chunks = [_virtual_memory(probe, counts[c * pp + s], c * pp + s == 0, c * pp + s == V - 1)
+                  for c in range(vpp)]
+        acts = scheduled_activations([c[0] for c in chunks], schedule, pp, m, s)
+        params = sum(c[1] for c in chunks)
+        grads = sum(c[2] for c in chunks) / (dp if config.zero >= 2 else 1)
+        optimizer = sum(c[3] for c in chunks) / (dp if config.zero >= 1 else 1)
+        comm = 0.0
+        if dp > 1:
+            syncs = probe.layer_sync + probe.post_sync + probe.pre_sync
+            comm = max((c.payload_bytes for c in syncs), default=0.0)
+            if config.zero >= 1:
+                comm = max([comm, *(c.payload_bytes for c in updated_gathers(params, dp, config.dp_bucket_mb))])
+        peaks.append(int(params + grads + optimizer + acts.peak + comm))
+    return peaks
