@@ -45,6 +45,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_serve.py
+	$(BIN)/python bench/bench_sweep.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/lit/**/Output

@@ -381,7 +381,7 @@ class TrainingEvaluator:
             if key not in self._probes:
                 try:
                     self._probes[key] = screen.build_probe(self, config)
-                except CharonError:
+                except Exception:  # noqa: BLE001 - the fast tier reports what fails
                     self._probes[key] = None
             probe = self._probes[key]
             if probe is None:
@@ -389,6 +389,8 @@ class TrainingEvaluator:
             target = screen.point_target(config)
             capacity = config.memory_limit_gb * 2**30 if config.memory_limit_gb else target.gpu.hbm_bytes
             step = screen.compose(probe, config, target.topology, capacity)
+        except Exception:  # noqa: BLE001 - a point the screen cannot compose goes to the fast tier
+            return None
         finally:
             gc.collect(0)
             if collecting:

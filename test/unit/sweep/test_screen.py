@@ -15,6 +15,8 @@ def by_key(result):
 
 
 def test_screen_is_close_to_the_fast_tier(tiny_space):
+    # every schedule: a split backward (zb-h1) has its own probes
+    tiny_space = {**tiny_space, "schedule": ["", "gpipe", "zb-h1"]}
     screened = run_sweep(tiny_space, tier="screen", retime=-1)
     fast = by_key(run_sweep(tiny_space, tier="fast"))
     errors = []
@@ -29,7 +31,7 @@ def test_screen_is_close_to_the_fast_tier(tiny_space):
         assert abs(memory) < 0.10, (r["config"], memory)
     # the hand-written step has 2 layers: what lies beside them weighs most here
     # (on llama-3.1-70b the median is under 1 %: bench/bench_sweep.py --compare)
-    assert len(errors) == 16
+    assert len(errors) == 48
     assert max(abs(e) for e in errors) < 0.10, errors
 
 
