@@ -500,12 +500,12 @@ def compose(probe: Probe, config, cluster, capacity: float) -> Composed:
     stage = max(range(pp), key=lambda s: busy[s])
     tp_stage = sum(tp_exposed[c * pp + stage] for c in range(vpp)) * m
     compute = max(busy[stage] - tp_stage, 0.0)
+    # waiting for a neighbour's send counts as bubble here (the fast tier
+    # tells exposed pp communication apart)
     exposed = {"tp": tp_stage}
-    if send:
-        exposed["pp"] = 0.0
     if dp > 1:
         exposed["dp"] = dp_exposed[stage]
-    bubble = max(t - busy[stage] - dp_exposed[stage] - opt[stage] * 0, 0.0)
+    bubble = max(t - busy[stage] - dp_exposed[stage], 0.0)
     peaks = compose_memory(probe, config, counts, dp, m, schedule)
     flops = probe.flops_per_microbatch * m / pp
     band = MEMORY_BAND if "middle" in probe.stage_memory or pp * vpp == 1 else ROUGH_MEMORY_BAND
@@ -585,7 +585,10 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
                         t += per_layer
                         for x in sync_layer:
                             f = max(f, t) + x
-                    share = 0.5 if (first != last or pp > 1) and (first or last) else 1.0
+                    # what the probe reduces after its layers is the embedding's
+                    # and the head's gradients together: half on each end of a
+                    # pipeline (equal for untied embeddings)
+                    share = 1.0 if first and last else 0.5
                     if first or last:
                         for x in sync_post:
                             f = max(f, t1) + x * share
