@@ -64,6 +64,15 @@ class TrainingConfig:
     tp_comm_overlap: bool = False
     """Overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs next to
     them (Megatron-Core `--tp-comm-overlap`, Transformer Engine userbuffers)."""
+    pipeline_scatter_gather: bool = False
+    """Activations and gradients that every tp rank holds whole cross pipeline
+    stages as 1/tp slices, all-gathered over tp on arrival (`pipeline{
+    scatter-gather=true}`, Megatron-LM's `scatter_gather_tensors_in_pipeline`)."""
+    blocking_comm: tuple[str, ...] = ()
+    """Grid axes whose collectives block the compute stream (`lower-to-events{
+    blocking=...}`): Megatron-LM 2021 waited on every tensor-parallel all-reduce,
+    so nothing overlapped it; `pp`: the compute stream waits for every pipeline
+    send (empty: communication runs beside independent compute)."""
     memory_limit_gb: float = 0.0
     """memory-analysis' limit per GPU; 0: the GPU's HBM. A huge value reports the
     memory without stopping at an out-of-memory (validation of runs that did fit)."""
@@ -177,8 +186,11 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
             fuse["attention_kernel"] = config.attention_kernel
         plan.append(("fuse", fuse))
     schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
-    plan.append(("pipeline", {"pp": config.pp, "vpp": config.vpp, "schedule": schedule,
-                              "microbatches": microbatches}))
+    pipeline: dict[str, Any] = {"pp": config.pp, "vpp": config.vpp, "schedule": schedule,
+                                "microbatches": microbatches}
+    if config.pipeline_scatter_gather:
+        pipeline["scatter_gather"] = True
+    plan.append(("pipeline", pipeline))
     # the mesh's dp axis counts the replicas of the ep groups
     plan.append(("data-parallel", {"dp": dp // config.ep, "zero": 3 if config.fsdp else config.zero,
                                    "bucket_mb": config.dp_bucket_mb, "overlap": config.dp_overlap}))
@@ -431,7 +443,7 @@ def time_module(
             target = _with_microbatches(module, microbatches, copy=copy)
         else:
             target = module
-        _pass("lower-to-events").apply(ctx, target)
+        _pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, target)
         return target
 
     loop_cache: dict = {}

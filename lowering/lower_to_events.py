@@ -8,8 +8,14 @@ collective an `event.comm` on the lane of its grid axes (`@comm_tp`, `@comm_dp`,
 `event.program` for the module's rank class; the `sim` ops are consumed, the
 grids and the target stay.
 
-Options: none. Every compute op and collective must carry a `cost` attribute
-(run `cost-annotate` first).
+Options: `blocking` (grid axes, default none): collectives on these axes are
+issued synchronously: each starts after the compute issued before it and all
+later compute waits for it (zero-length `comm_issue` / `comm_wait` events on the
+compute stream around it), as a framework that waits on every NCCL call
+(Megatron-LM 2021's tensor-parallel all-reduces); with `pp`, the compute stream
+waits for each point-to-point send to complete (a `comm_wait` after it), as
+Megatron-LM 2021-22's pipeline did. Every compute op and collective must carry a
+`cost` attribute (run `cost-annotate` first).
 """
 
 from __future__ import annotations
@@ -104,6 +110,12 @@ class _Emitter:
     """A collective's group size and link attributes by id(op), shared by the
     emitters of one lowering: a phase is lowered once per schedule run holding
     it, and the grid lookup behind both is most of a collective's lowering."""
+    blocking: frozenset[str] = frozenset()
+    """Grid axes whose collectives are issued synchronously (`lower-to-events{
+    blocking=tp}`): such a collective starts after every compute event issued
+    before it and all later compute waits for it, as a framework that calls NCCL
+    without `async_op` and waits (Megatron-LM 2021's tensor-parallel all-reduces):
+    nothing overlaps it. With `pp`, the compute stream waits for each send."""
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -180,6 +192,20 @@ class _Emitter:
                 f"lower-to-events: '{op.name}' has no cost; run cost-annotate first"
             )
         deps = self.deps_of(op.operands)
+        # a collective the framework waits for (`blocking`): issued in the compute
+        # stream's order (a zero-length `comm_issue` kernel there, after all
+        # compute issued before it) and waited for by it (a zero-length
+        # `comm_wait` after it, which holds back all later compute of the stage,
+        # across schedule items); a blocking `pp` send is waited for the same way
+        blocking = (
+            bool(self.blocking)
+            and isinstance(op, CollectiveOp)
+            and not isinstance(op, RecvOp)
+            and not self.blocking.isdisjoint(op.axis_names())
+        )
+        if blocking and not isinstance(op, SendOp):
+            issue = self.emit(event.ComputeOp(COMPUTE_STREAM, "comm_issue", 0.0, deps))
+            deps = [issue]
         attrs: dict = {"engine": cost.engine}
         if isinstance(op, ComputeOp):
             attrs["flops"] = _int_attr(round(cost.flops.data))
@@ -219,6 +245,8 @@ class _Emitter:
         token = self.emit(ev)
         if isinstance(op, ComputeOp):
             self.last_compute = token
+        if blocking:
+            self.last_compute = self.emit(event.ComputeOp(COMPUTE_STREAM, "comm_wait", 0.0, [token]))
         for r in op.results:
             self.tokens[r] = token
 
@@ -295,7 +323,8 @@ def _phase(stage: StageOp, kind: str) -> PhaseOp | None:
     return None
 
 
-def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
+def lower_pipeline(module: ModuleOp, target: Target,
+                   blocking: frozenset[str] = frozenset()) -> list[event.ProgramOp]:
     """One program per physical stage: its schedule's runs of forward (F) and
     backward (B) micro-batches as loops over the lowered phases of its chunks."""
     attr = module.attributes[PIPELINE_ATTR]
@@ -350,6 +379,7 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
                         part=kind[0] if split and kind != "F" else "",
                         w_ops=w_ops[v],
                         groups=groups,
+                        blocking=blocking,
                     )
                     emitter.lower_block(phase.body.block)
                     emitted, op = [], before.next_op if before is not None else loop_body.first_op
@@ -378,7 +408,8 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
         for chunk in range(vpp):
             opt = _phase(by_virtual[chunk * pp + s], "optimizer")
             if opt is not None:
-                emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target, groups=groups)
+                emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target,
+                                   groups=groups, blocking=blocking)
                 emitter.lower_op(opt)
         attrs = {"stage": IntegerAttr(s, 64)}
         if s == 0 and tokens:
@@ -391,12 +422,29 @@ def lower_pipeline(module: ModuleOp, target: Target) -> list[event.ProgramOp]:
 class LowerToEventsPass(ModulePass):
     name = "lower-to-events"
 
+    blocking: tuple[str, ...] | str = ()
+    """Grid axes (tp, dp, cp, ep) whose collectives block the compute stream: each
+    waits for the compute issued before it, and all later compute waits for it;
+    `pp`: the compute stream waits for every point-to-point send to complete."""
+
+    def blocking_axes(self) -> frozenset[str]:
+        names = (self.blocking,) if isinstance(self.blocking, str) else self.blocking
+        axes = frozenset(n for n in names if n)
+        unknown = axes - {"dp", "pp", "cp", "ep", "tp"}
+        if unknown:
+            raise CharonError(
+                f"lower-to-events: option 'blocking': unknown axis '{sorted(unknown)[0]}' "
+                f"(known: dp, pp, cp, ep, tp)"
+            )
+        return axes
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = Target.from_module(op)
+        blocking = self.blocking_axes()
         if any(isinstance(o, event.ProgramOp) for o in op.body.block.ops):
             raise CharonError("lower-to-events: the module is already lowered")
         if PIPELINE_ATTR in op.attributes:
-            programs = lower_pipeline(op, target)
+            programs = lower_pipeline(op, target, blocking)
             for top in reversed([o for o in op.body.block.ops if isinstance(o, StageOp)]):
                 top.detach()
                 top.erase(safe_erase=False)
@@ -405,7 +453,7 @@ class LowerToEventsPass(ModulePass):
             return
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
-        emitter = _Emitter(body, streams, target=target)
+        emitter = _Emitter(body, streams, target=target, blocking=blocking)
         tokens = count_tokens(op) * data_parallel_replicas(op)
         to_erase: list[Operation] = []
         for top in list(op.body.block.ops):

@@ -8,6 +8,11 @@ Options:
 - microbatches: micro-batches per step (default: pp).
 - layers: layers of each virtual stage, e.g. `layers=18,20,20,22`; empty splits
   evenly, the remainder going to the middle stages (default: empty).
+- scatter-gather: send an activation or gradient that every tensor-parallel rank
+  holds whole as 1/tp per rank (each over its own NIC), and all-gather it over tp
+  (NVLink) on the receiving stage: Megatron-LM's `scatter_gather_tensors_in_pipeline`
+  (Narayanan et al. 2021, sec. 4.1). A tensor already split over tp (sequence
+  parallelism) is sent as it is (default false).
 
 The layer repeats of the forward phase (and their reverse twins in backward) are
 cut at stage boundaries: each virtual stage keeps its share of every repeat (a
@@ -37,7 +42,7 @@ from xdsl.passes import ModulePass
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import MESH, ensure_axis
+from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
 
@@ -100,12 +105,23 @@ def stage_shapes(repeat_counts: list[int], layers_per_stage: list[int]) -> list[
     return shapes
 
 
+def _flat(t: TensorType, parts: int) -> TensorType:
+    n = 1
+    for d in t.get_shape():
+        n *= d
+    return TensorType(t.element_type, [n // parts])
+
+
 class _StageBuilder:
     """Specialises a clone of the module's step to one stage shape."""
 
-    def __init__(self, block: Block, shape: StageShape):
+    def __init__(self, block: Block, shape: StageShape, scatter: int = 1, full_elements: int = 0):
         self.block = block
         self.shape = shape
+        self.scatter = scatter
+        """tp size when activations replicated over tp cross stages as 1/tp slices."""
+        self.full_elements = full_elements
+        """Elements of a whole (not sequence-split) activation: tokens x hidden."""
         self.removed: set[Operation] = set()
         self.optional: list[Operation] = []
         """Ops before the layers on a later stage: removed unless something this
@@ -173,37 +189,68 @@ class _StageBuilder:
         block.insert_op_after(new, op)
         return new
 
+    def _scattered(self, value: SSAValue) -> bool:
+        """Whether `value` crosses stages as 1/tp slices (scatter-gather)."""
+        t = value.type
+        return (
+            self.scatter > 1
+            and isinstance(t, TensorType)
+            and sim.numel(value) == self.full_elements
+            and self.full_elements % self.scatter == 0
+        )
+
+    def _receive(self, rep: sim.RepeatOp, shift: int) -> None:
+        """The repeat's carried input arrives from stage `shift` away; scattered,
+        as this rank's slice, all-gathered over tp and viewed back."""
+        value = rep.iter_init[0]
+        t = value.type
+        assert isinstance(t, TensorType)
+        if not self._scattered(value):
+            recv = coll.RecvOp.build(result_types=[t], properties=_p2p_props(shift))
+            self._insert_before(rep, recv)
+            rep.operands = [recv.results[0], *rep.operands[1:]]
+            return
+        recv = coll.RecvOp.build(result_types=[_flat(t, self.scatter)], properties=_p2p_props(shift))
+        gather = coll.AllGatherOp(
+            recv.results[0], MESH, ["tp"], _flat(t, 1), axis=IntegerAttr(0, 64)
+        )
+        view = sim.ViewOp(gather.result, t)
+        for new in (recv, gather, view):
+            self._insert_before(rep, new)
+        rep.operands = [view.result, *rep.operands[1:]]
+
+    def _send(self, rep: sim.RepeatOp, shift: int) -> None:
+        out = rep.outputs[0]
+        if self._scattered(out):
+            t = out.type
+            assert isinstance(t, TensorType)
+            # this rank's 1/tp of the flattened tensor: a free slice
+            part = sim.GenericOp("p2p_scatter", [out], [_flat(t, self.scatter)], flops=0.0, bytes=0.0)
+            send = coll.SendOp.build(operands=[part.results[0]], properties=_p2p_props(shift))
+            self._insert_after(rep, part)
+            self._insert_after(part, send)
+            return
+        send = coll.SendOp.build(operands=[out], properties=_p2p_props(shift))
+        self._insert_after(rep, send)
+
     def cut_forward(self, fwd: sim.PhaseOp, reps: list[sim.RepeatOp]) -> None:
         body = list(fwd.body.block.ops)
         first, last = body.index(reps[0]), body.index(reps[-1])
         if not self.shape.first:
-            hidden = reps[0].iter_init[0]
-            recv = coll.RecvOp.build(
-                result_types=[hidden.type],
-                properties=_p2p_props(-1),
-            )
-            self._insert_before(reps[0], recv)
-            reps[0].operands = [recv.results[0], *reps[0].operands[1:]]
+            self._receive(reps[0], -1)
             self.optional = [op for op in body[:first] if not isinstance(op, sim.YieldOp)]
         if not self.shape.last:
-            out = reps[-1].outputs[0]
-            send = coll.SendOp.build(operands=[out], properties=_p2p_props(1))
-            self._insert_after(reps[-1], send)
+            self._send(reps[-1], 1)
             self.removed.update(op for op in body[last + 1 :] if not isinstance(op, sim.YieldOp))
 
     def cut_backward(self, bwd: sim.PhaseOp, reps: list[sim.RepeatOp]) -> None:
         body = list(bwd.body.block.ops)
         first, last = body.index(reps[0]), body.index(reps[-1])
         if not self.shape.last:
-            grad = reps[0].iter_init[0]
-            recv = coll.RecvOp.build(result_types=[grad.type], properties=_p2p_props(1))
-            self._insert_before(reps[0], recv)
-            reps[0].operands = [recv.results[0], *reps[0].operands[1:]]
+            self._receive(reps[0], 1)
             self.removed.update(op for op in body[:first] if not isinstance(op, sim.YieldOp))
         if not self.shape.first:
-            out = reps[-1].outputs[0]
-            send = coll.SendOp.build(operands=[out], properties=_p2p_props(-1))
-            self._insert_after(reps[-1], send)
+            self._send(reps[-1], -1)
             self.removed.update(op for op in body[last + 1 :] if not isinstance(op, sim.YieldOp))
 
     # -- removal of what another stage owns -----------------------------------
@@ -307,6 +354,7 @@ class PipelinePass(ModulePass):
     schedule: str = "1f1b"
     microbatches: int = 0
     layers: tuple[int, ...] | int = ()
+    scatter_gather: bool = False
 
     def layer_split(self, total: int) -> list[int]:
         stages = self.pp * self.vpp
@@ -343,6 +391,15 @@ class PipelinePass(ModulePass):
         shapes = stage_shapes(counts, split)
         ensure_axis(op, "pp", self.pp, self.name)
 
+        tp = grid_axes(op).get("tp", 1)
+        full = 0
+        if self.scatter_gather and tp > 1:
+            from charon_ir.passes.sequence_parallel import step_tokens
+
+            seq, batch = step_tokens(op)
+            hidden = reps[0].iter_init[0].type
+            assert isinstance(hidden, TensorType)
+            full = seq * batch * hidden.get_shape()[-1]
         classes: dict[StageShape, list[int]] = {}
         for v, shape in enumerate(shapes):
             classes.setdefault(shape, []).append(v)
@@ -352,7 +409,7 @@ class PipelinePass(ModulePass):
             mapper: dict[SSAValue, SSAValue] = {}
             for o in step_ops:
                 block.add_op(o.clone(mapper))
-            _StageBuilder(block, shape).build()
+            _StageBuilder(block, shape, tp if full else 1, full).build()
             op.body.block.add_op(sim.StageOp(virtual_stages, Region(block)))
         for o in reversed(step_ops):
             o.detach()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import cache
-from math import exp, log
+from math import log
 from typing import Any, Callable
 
 from charon_ir.engines import collectives, compute_efficiency
@@ -301,23 +301,20 @@ def refit() -> dict[str, Any]:
     modules as they were)."""
     fitted: dict[str, Any] = {}
 
-    # GEMM: the ceiling is a pure scale, so its log-space fit is a mean
+    # GEMM: a mamf record is the best shape of a sweep, so the ceiling is the
+    # highest record's fraction of peak over the best shape factor of the sweep
     gemm_max = dict(compute_efficiency.GEMM_MAX)
     by_gpu: dict[str, list[float]] = {}
-    saved = dict(compute_efficiency.GEMM_MAX)
-    try:
-        for r in kernel_records():
-            if r["metric"] == "attention_tflops":
-                continue
-            name = record_gpu(r)
-            compute_efficiency.GEMM_MAX[name] = 1.0
-            pred, _ = predict_gemm(r, load_gpu(name))
-            by_gpu.setdefault(name, []).append(log(float(r["value"]) / pred))
-    finally:
-        compute_efficiency.GEMM_MAX.clear()
-        compute_efficiency.GEMM_MAX.update(saved)
-    for name, logs in by_gpu.items():
-        gemm_max[name] = round(exp(sum(logs) / len(logs)), 4)
+    k = compute_efficiency.GEMM_SWEEP_K_MAX
+    best_shape = k / (k + compute_efficiency.GEMM_K_OVERHEAD)
+    for r in kernel_records():
+        if r["metric"] == "attention_tflops":
+            continue
+        name = record_gpu(r)
+        peak = load_gpu(name).peak("bf16") / 1e12
+        by_gpu.setdefault(name, []).append(float(r["value"]) / peak / best_shape)
+    for name, ratios in by_gpu.items():
+        gemm_max[name] = round(max(ratios), 4)
     fitted["GEMM_MAX"] = gemm_max
 
     # attention: per (GPU type, kernel)

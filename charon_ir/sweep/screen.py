@@ -35,7 +35,9 @@ is within `MEMORY_BAND` of the GPU with the fast tier. `bench/bench_sweep.py
 --check-screen` measures its error against the fast tier.
 
 Points it does not model (context or expert parallelism, ZeRO-3/FSDP, models
-with more than one kind of layer) return None: the caller runs the fast tier.
+with more than one kind of layer, the blocking collectives and scatter/gather
+sends of the Megatron-LM 2021 validation runs) return None: the caller runs the
+fast tier.
 """
 
 from __future__ import annotations
@@ -139,7 +141,8 @@ def class_key(config: dict[str, Any]) -> tuple:
 def screenable(config) -> bool:
     """Whether the screening tier models this TrainingConfig."""
     return (config.cp == 1 and config.ep == 1 and config.zero < 3 and not config.fsdp
-            and config.dp_overlap)
+            and config.dp_overlap and not getattr(config, "blocking_comm", ())
+            and not getattr(config, "pipeline_scatter_gather", False))
 
 
 # -- probes ---------------------------------------------------------------------

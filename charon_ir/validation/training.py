@@ -333,6 +333,21 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         # Megatron-LM 2021-22, `DDP_impl local`: `allreduce_gradients()` after
         # `forward_backward_func` in `train_step`, one all-reduce per buffer
         options["dp_overlap"] = False
+        # its pipeline (megatron/p2p_communication.py `_communicate`): a TP-
+        # replicated tensor crosses stages as 1/tp slices all-gathered on arrival
+        # (`scatter_gather_tensors_in_pipeline`, on by default; Narayanan et al.
+        # 2021, sec. 4.1), and every batched isend/irecv is waited for
+        # (`req.wait()`, then `torch.cuda.synchronize()`)
+        options["pipeline_scatter_gather"] = True
+        blocking = ["pp"]
+        if source == "narayanan21":
+            # Megatron-LM 2021 (v2.x, megatron/mpu/layers.py): the column-parallel
+            # backward all-reduce is `copy_to_tensor_model_parallel_region`'s plain
+            # `torch.distributed.all_reduce`; the async one that overlaps it with
+            # the weight-gradient GEMM (`--no-async-tensor-model-parallel-allreduce`)
+            # came with the 2022 code Korthikanti et al. ran
+            blocking.insert(0, "tp")
+        options["blocking_comm"] = tuple(blocking)
     if "triton" in str(strategy.get("framework", "")).lower():
         # llm-foundry's benchmark runs: `--attn_impl triton` by default
         # (scripts/train/benchmarking/submit_benchmarks.py)

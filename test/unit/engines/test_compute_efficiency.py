@@ -93,3 +93,27 @@ def test_decode_attention_is_memory_bound():
     cost = AnalyticEngine().price(attn, Target(H100, 1, 8))
     memory = attn.bytes_moved() / (H100.hbm_bandwidth * memory_efficiency(attn.bytes_moved()))
     assert cost.time_s == max(memory, KERNEL_FLOOR_S)
+
+
+def test_no_gemm_shape_beats_the_best_measured_one():
+    """A mamf record is the best shape of a sweep over M, N, K up to 16384: no
+    shape of that sweep may be priced above the best record of its GPU type, and
+    the best of them reaches it (GEMM_MAX is that ceiling)."""
+    from charon_ir.engines import calibration
+    from charon_ir.target.hardware import load_gpu
+
+    measured: dict[str, float] = {}
+    for r in calibration.kernel_records():
+        if r["metric"] != "attention_tflops":
+            name = calibration.record_gpu(r)
+            measured[name] = max(measured.get(name, 0.0), float(r["value"]))
+    for name, value in measured.items():
+        gpu = load_gpu(name)
+        best = max(
+            gemm_efficiency(gpu, 1, m, n, k)
+            for m in range(1024, 16385, 1024)
+            for n in (4096, 8192, 16384)
+            for k in (2048, 8192, 16384)
+        )
+        assert best * gpu.peak("bf16") / 1e12 <= value * 1.001, name
+        assert best * gpu.peak("bf16") / 1e12 >= value * 0.99, name

@@ -95,3 +95,19 @@ def test_stated_overlap_param_gather_means_the_distributed_optimizer():
     assert training_case(record("narayanan21_t2_PTD_174B_384gpu")).options["zero"] == 0
     zero3 = training_case(record("narayanan21_t2_ZeRO-3_174B_384gpu")).options
     assert zero3["fsdp"] and zero3["zero"] == 0
+
+
+def test_megatron_2021_waits_on_its_tensor_parallel_all_reduces():
+    """Megatron-LM 2021 (Narayanan et al.) all-reduced synchronously; the 2022 code
+    (Korthikanti et al.) overlaps the backward all-reduce with the weight-gradient
+    GEMM; DeepSpeed's ZeRO-3 rows have no tensor parallelism."""
+    ptd = training_case(record("narayanan21_t2_PTD_174B_384gpu"))
+    assert ptd.options["blocking_comm"] == ("tp", "pp") and not ptd.options["dp_overlap"]
+    assert ptd.options["pipeline_scatter_gather"]
+    # both waited for every pipeline send and scattered replicated activations
+    korthikanti = training_case(record("korthikanti22_t5_175B_full_recompute")).options
+    assert korthikanti["blocking_comm"] == ("pp",) and korthikanti["pipeline_scatter_gather"]
+    zero3 = training_case(record("narayanan21_t2_ZeRO-3_174B_384gpu")).options
+    assert "blocking_comm" not in zero3 and "pipeline_scatter_gather" not in zero3
+    core = training_case(record("megatron_readme_h100_weak_70B")).options
+    assert "blocking_comm" not in core and "pipeline_scatter_gather" not in core
