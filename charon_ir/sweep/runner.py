@@ -177,6 +177,11 @@ def run_sweep(
         if limit > 0:
             legal = legal[:limit]
         ordered = sharing_order(legal) if space.kind == "training" else legal
+        if space.kind == "training" and tier == "screen":
+            # a layer class's points together: a worker's batch builds its probe once
+            from charon_ir.sweep.screen import class_key
+
+            ordered.sort(key=lambda p: class_key(p.config))
         if ray or ray_address:
             executor, stream = "ray", _ray(ordered, jobs if jobs > 1 else 0, ray_address, tier)
         elif jobs > 1:
