@@ -2,10 +2,14 @@
 (examples/sweeps/training.yaml, 1,260 distinct configurations), evaluated from
 an empty results file, in-process unless --jobs says otherwise.
 
-    .venv/bin/python bench/bench_sweep.py [--space FILE] [--jobs N] [--limit N | --sample N] [--json]
+    .venv/bin/python bench/bench_sweep.py [--space FILE] [--jobs N] [--limit N | --sample N]
+        [--tier screen|fast] [--db FILE] [--json]
+    .venv/bin/python bench/bench_sweep.py --compare FAST.sqlite   # FAST: a --tier fast --db run
 
 Target (issue 9, on a 2-core machine): 1,000 configurations in <= 60 s
-in-process. The report splits the time by what happened to each point (pruned
+in-process. `--compare` screens every point (nothing re-timed) and prints the
+screening tier's error against a results file of the fast tier: step time,
+peak memory, fit decisions and ranking. The report splits the time by what happened to each point (pruned
 by rule, pruned by the memory model, timed, failed), because a timed point costs
 orders of magnitude more than a pruned one, and gives CPU seconds beside wall
 seconds: on a shared machine the wall clock also counts the neighbours.

@@ -24,15 +24,17 @@ once, as a probe, and composes each point from it:
   stage's dp stream; the optimizer step (and under ZeRO-1/2 the all-gather of
   the updated shards) closes each stage. Long steps are simulated at two
   micro-batch counts and extrapolated, as the fast tier does.
-- Memory is composed from the probe's `memory-analysis` the same way: states
-  per layer, embedding and head where the stage holds them, ZeRO sharding over
-  dp, saved activations times the micro-batches the schedule keeps in flight.
+- Memory is memory-analysis's own: its stage classes (saved bytes, forward and
+  backward peaks, parameter and optimizer states) of a 4-stage split of the
+  probe's step with 1, 1, 2 and L - 4 layers, moved along the per-layer slope
+  to each virtual stage's layer count, walked through the point's schedule by
+  `scheduled_activations`, ZeRO-sharded over dp.
 
 It is an approximation of the fast tier (no bandwidth sharing between
 concurrent collectives, an item starts only once its whole input is there); the
 sweep uses it to rank, and re-times the top points and any point whose memory
 is within `MEMORY_BAND` of the GPU with the fast tier. `bench/bench_sweep.py
---check-screen` measures its error against the fast tier.
+--compare FILE` measures its error against the fast tier.
 
 Points it does not model (context or expert parallelism, ZeRO-3/FSDP, models
 with more than one kind of layer, the blocking collectives and scatter/gather
@@ -55,7 +57,7 @@ MEMORY_BAND = (0.995, 1.005)
 """A composed peak between these fractions of the GPU's memory is decided by
 the fast tier (memory-analysis on the point's own IR). Composed from
 memory-analysis's own stage classes, the peak equals memory-analysis's to
-rounding (+0.0 % over the 314 screened points of examples/sweeps/training.yaml
+rounding (+0.0 % over the 341 screened points of examples/sweeps/training.yaml
 that fit, `bench/bench_sweep.py --compare`); the band covers the rounding."""
 ROUGH_MEMORY_BAND = (0.90, 1.15)
 """... and for models of fewer than 5 layers, whose memory is cut by layers out
