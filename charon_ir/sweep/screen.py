@@ -161,10 +161,17 @@ def build_probe(evaluator, config) -> Probe | None:
     split = (config.schedule or "") in SPLIT_BACKWARD
     base = replace(config, pp=1, vpp=1, dp=1, zero=0, gpus=config.tp, global_batch=config.micro_batch,
                    schedule="zb-h1" if split else "1f1b", memory_limit_gb=1e6)
-    module = evaluator._imported(config.model, config.seq_len, config.micro_batch).clone()
     ctx = evaluator.ctx
+    plan = pass_plan(base)
+    # the passes before the pipeline (tp, sequence parallelism, fusion) are the
+    # same for every probe of one (model, sequence, micro-batch, tp, SP,
+    # kernels): done once, cloned by the probes of each recomputation and
+    # schedule, and by the memory split
+    at = next(i for i, (name, _) in enumerate(plan) if name == "pipeline")
+    prefix = _prefix(evaluator, config, plan[:at])
+    module = prefix.clone()
     synced = None
-    for name, options in pass_plan(base):
+    for name, options in plan[at:]:
         if name == "memory-analysis":
             continue  # the probe's memory is read off its stage classes below
         if name == "data-parallel":
@@ -204,7 +211,7 @@ def build_probe(evaluator, config) -> Probe | None:
 
     probe.stage_memory = {"whole": whole[0]}
     if layers >= 5:
-        probe.stage_memory.update(_memory_split(evaluator, base, layers, split))
+        probe.stage_memory.update(_memory_split(evaluator, prefix, base, layers, split))
 
     # timing: the lowered probe at two layer counts
     _pass("lower-to-events").apply(ctx, module)
@@ -266,14 +273,39 @@ def _stage_classes(module, split: bool) -> dict[int, Any]:
     return classes
 
 
-def _memory_split(evaluator, base, layers: int, split: bool) -> dict[str, Any]:
+PREFIX_CACHE_SIZE = 4
+"""Modules after the passes before the pipeline kept per evaluator (LRU)."""
+
+
+def _prefix(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
+    """The imported module after `steps` (the passes before the pipeline), built
+    once per evaluator and kept: callers clone it."""
+    from charon_ir.api import _pass
+
+    cache = evaluator.__dict__.setdefault("_probe_prefixes", {})
+    key = (config.model, config.seq_len, config.micro_batch, repr(steps))
+    if key in cache:
+        cache[key] = cache.pop(key)  # most recent last
+        return cache[key]
+    module = evaluator._imported(config.model, config.seq_len, config.micro_batch).clone()
+    for name, options in steps:
+        _pass(name, **options).apply(evaluator.ctx, module)
+    cache[key] = module
+    while len(cache) > PREFIX_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    return module
+
+
+def _memory_split(evaluator, prefix, base, layers: int, split: bool) -> dict[str, Any]:
     """The stage classes of a 4-stage split with 1, 1, 2 and L - 4 layers."""
     from charon_ir.api import _pass, pass_plan
 
     config = replace(base, pp=4, gpus=4 * base.tp, global_batch=4 * base.micro_batch)
-    module = evaluator._imported(config.model, config.seq_len, config.micro_batch).clone()
+    module = prefix.clone()
     counts = (*MEMORY_SPLIT, layers - sum(MEMORY_SPLIT))
-    for name, options in pass_plan(config):
+    plan = pass_plan(config)
+    at = next(i for i, (name, _) in enumerate(plan) if name == "pipeline")
+    for name, options in plan[at:]:
         if name in ("memory-analysis", "cost-annotate"):
             break
         if name == "pipeline":
