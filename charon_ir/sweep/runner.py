@@ -190,7 +190,7 @@ def run_sweep(
             executor, stream = "in-process", _in_process(ordered, tier)
         _drain(stream, store, space.kind, len(ordered), progress, len(points) - len(todo))
         if space.kind == "training" and tier == "screen" and not limit and retime >= 0:
-            _retime_best(store, points, retime or RETIME_FIRST, RETIME_EXACT)
+            _retime_best(store, points, retime or RETIME_FIRST, RETIME_EXACT, progress)
         records = {r["key"]: r for r in store.get({p.key for p in points})}
     finally:
         store.close()
@@ -210,7 +210,8 @@ def run_sweep(
     )
 
 
-def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int) -> None:
+def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int,
+                 progress: bool = False) -> None:
     """Re-time the `first` fastest screened records with the fast tier, then
     keep re-timing until the `exact` fastest records are all fast-tier ones (a
     re-timed point can fall out of the top and let another in), in this process.
@@ -228,6 +229,9 @@ def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int
                 return
             k = exact
             continue
+        if progress:
+            print(f"re-timing {len(screened)} of the best screened points with the fast tier",
+                  file=sys.stderr)
         store.put(list(_evaluator("training", "fast").evaluate(sharing_order(screened))), "training")
         k = exact
 
