@@ -64,3 +64,27 @@ def test_uniform_pipeline_takes_its_closed_form(pp, m, f, b, schedule):
     assert abs(t - (m + pp - 1) * (f + b)) <= 1e-9 * t
     assert all(abs(x - m * (f + b)) <= 1e-9 * t for x in busy)
     assert exposed == [0.0] * pp
+
+
+@settings(max_examples=40, deadline=None)
+@given(pp=st.integers(2, 8), vpp=st.integers(2, 3), k=st.integers(1, 3), f=st.floats(0.1, 5.0),
+       b=st.floats(0.1, 5.0))
+def test_uniform_interleaved_pipeline_takes_its_closed_form(pp, vpp, k, f, b):
+    """Megatron-LM's interleaved 1F1B over vpp chunks of equal cost: the bubble
+    shrinks vpp-fold, (m vpp + pp - 1)(T_F + T_B) with chunk times T_F, T_B
+    (Narayanan et al. 2021, sec. 2.2.2); m a multiple of pp."""
+    m, chunks = pp * k, pp * vpp
+    t, *_ = _schedule("interleaved", pp, vpp, m, [1] * chunks, [f] * chunks, [b] * chunks,
+                      [0.0] * chunks, False, 0.0, None, [], [], [], False, [0.0] * pp, [0.0] * pp)
+    assert abs(t - (m * vpp + pp - 1) * (f + b)) <= 1e-9 * t
+
+
+@settings(max_examples=40, deadline=None)
+@given(pp=st.integers(2, 8), extra=st.integers(0, 16), t_item=st.floats(0.1, 5.0))
+def test_uniform_zero_bubble_pipeline_takes_its_closed_form(pp, extra, t_item):
+    """ZB-H1 with T_F = T_B = T_W: (3m + pp - 1) T, the bubble (pp - 1)(T_F + T_B
+    - T_W) of Qi et al. 2023 (m >= pp)."""
+    m = pp + extra
+    t, *_ = _schedule("zb-h1", pp, 1, m, [1] * pp, [t_item] * pp, [t_item] * pp, [t_item] * pp, True,
+                      0.0, None, [], [], [], False, [0.0] * pp, [0.0] * pp)
+    assert abs(t - (3 * m + pp - 1) * t_item) <= 1e-9 * t
