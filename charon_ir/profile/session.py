@@ -63,9 +63,11 @@ def profile_ops(
     cpu_threads: int = 1,
     on_start: Callable[[ProfileRun, int], None] | None = None,
     on_op: Callable[[OpKey], None] | None = None,
+    refresh: bool = False,
 ) -> ProfileRun:
     """Measure every op of `items` the database lacks on `device` (`cpu`, `cuda`
-    or `cuda:N`). `on_start(run, steps)` is called once the missing ops are known
+    or `cuda:N`); with `refresh`, every op, replacing the timings already there
+    (a comparison with a step measured now needs the machine as it is now). `on_start(run, steps)` is called once the missing ops are known
     and `on_op(key)` after each of the `steps` (an op in a round). A
     KeyboardInterrupt leaves what was committed and propagates; `run` holds the
     counts so far."""
@@ -91,7 +93,7 @@ def profile_ops(
     per_round = max(1, -(-repeats // rounds))
     todo: list[tuple[OpKey, ComputeOp]] = []
     for key, op in items:
-        if store.has(key, run.device, run.torch_version):
+        if not refresh and store.has(key, run.device, run.torch_version):
             run.already += 1
         else:
             todo.append((key, op))
@@ -128,6 +130,9 @@ def profile_ops(
                 )
                 if r == 0:
                     if store.put(m):
+                        run.measured += 1
+                    elif refresh:
+                        store.update(m)
                         run.measured += 1
                     else:
                         del samples[key]  # another run committed it first: theirs stays

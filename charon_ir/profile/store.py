@@ -200,7 +200,8 @@ class ProfileStore:
         return cur.rowcount == 1
 
     def update(self, m: Measurement) -> None:
-        """Replace the timing of a row this run inserted (a later round's refinement)."""
+        """Replace the timing of a row: one this run inserted (a later round's
+        refinement), or, refreshing, one an earlier run did."""
         with self._guard("write"):
             self.conn.execute(
                 "UPDATE measurement SET time_s = ?, repeats = ?, spread = ?, measured_at = ? "

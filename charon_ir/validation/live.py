@@ -7,8 +7,10 @@
    (the rule the profile database times ops by: `charon_ir.profile.runner.summarize`).
 2. Import the same model and step shape into `sim` IR, measure each of its
    distinct ops on the same device into the profile database (`charon profile`'s
-   machinery: ops already there are skipped), and simulate the step with the
-   `db` engine first (`CHARON_PROFILE_DEVICE` set to this device).
+   machinery; ops already there are measured again and their rows replaced: a
+   shared machine's speed drifts over a day, and the comparison is with a step
+   measured now), and simulate the step with the `db` engine first
+   (`CHARON_PROFILE_DEVICE` set to this device).
 3. Print both times and the error.
 
 On a CPU both sides use float32 and one torch thread, timed by the thread's CPU
@@ -158,7 +160,8 @@ def _step_ir(setup: LiveSetup, directory: Path, dtype_name: str) -> Path:
 
 
 def profile_step(mlir: Path, device: str, repeats: int, warmup: int = 2) -> tuple[str, int]:
-    """Measure the step's distinct ops the database lacks; (stored device name, ops)."""
+    """Measure the step's distinct ops into the database, again where it has
+    them; (stored device name, ops)."""
     from charon_ir.profile.collect import OpSet, parse_module_file
     from charon_ir.profile.session import plan, profile_ops
     from charon_ir.profile.store import ProfileStore
@@ -166,7 +169,7 @@ def profile_step(mlir: Path, device: str, repeats: int, warmup: int = 2) -> tupl
     opset = OpSet()
     opset.add_module(parse_module_file(mlir))
     with ProfileStore.open(None) as store:
-        run = profile_ops(store, plan(opset, ()), device, warmup=warmup, repeats=repeats)
+        run = profile_ops(store, plan(opset, ()), device, warmup=warmup, repeats=repeats, refresh=True)
     return run.device, len(opset.ops)
 
 

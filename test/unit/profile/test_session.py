@@ -117,3 +117,16 @@ def test_rerun_measures_nothing_and_interrupt_keeps_measurements(tmp_path: Path)
         run = profile_ops(store, items, "cpu", warmup=1, repeats=2)
         assert (run.already, run.measured) == (len(items), 0)
         assert len(list(store.measurements("cpu"))) == len(items)
+
+
+def test_refresh_measures_again_and_replaces_the_rows(tmp_path: Path):
+    opset = OpSet()
+    opset.add_module(parse_module_text(SMALL, "small"))
+    items = plan(opset, ())
+    with ProfileStore.open(tmp_path / "p.db") as store:
+        profile_ops(store, items, "cpu", warmup=1, repeats=2)
+        before = {m.key: m.measured_at for m in store.measurements("cpu")}
+        run = profile_ops(store, items, "cpu", warmup=1, repeats=2, refresh=True)
+        after = {m.key: m.measured_at for m in store.measurements("cpu")}
+    assert (run.already, run.measured) == (0, len(items))
+    assert set(after) == set(before) and all(after[k] > before[k] for k in before)
