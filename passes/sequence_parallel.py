@@ -84,6 +84,19 @@ def _gathered(value: SSAValue) -> coll.AllGatherOp | None:
     return None
 
 
+def _first_gathered(op: Operation) -> tuple[int, coll.AllGatherOp] | None:
+    """The first operand of `op` an SP all_gather produces: (index, the gather)."""
+    return next(((i, g) for i, v in enumerate(op.operands) if (g := _gathered(v)) is not None), None)
+
+
+def _clone_on(op: Operation, operands: list[SSAValue]) -> Operation:
+    """A copy of `op` reading `operands` (the rank's shares) instead of its own."""
+    local = op.clone()
+    for k, v in enumerate(operands):
+        local.operands[k] = v
+    return local
+
+
 def _gather(value: SSAValue, dim: int, tp: int) -> coll.AllGatherOp:
     full = list(shape(value))
     full[dim] *= tp
@@ -202,7 +215,7 @@ class SinkGather(RewritePattern):
             # a view moves nothing: gathering after it only pays when what reads
             # it runs split too (else a second gather of the same data)
             return
-        lead = next(((i, g) for i, v in enumerate(op.operands) if (g := _gathered(v)) is not None), None)
+        lead = _first_gathered(op)
         if lead is None:
             return
         i0, g0 = lead
@@ -231,9 +244,7 @@ class SinkGather(RewritePattern):
             else:
                 return
         if rd == -1:
-            local = op.clone()
-            for k, v in enumerate(new_operands):
-                local.operands[k] = v
+            local = _clone_on(op, new_operands)
             reduce = coll.AllReduceOp(local.results[0], MESH, ["tp"])
             reduce.attributes[SP_ATTR] = UnitAttr()  # a sum over tokens: stays whole
             rewriter.insert([*pre, local, reduce], InsertPoint.before(op))
@@ -241,9 +252,7 @@ class SinkGather(RewritePattern):
             return
         if rd >= res_rank or shape(res)[rd] % tp:
             return
-        local = op.clone()
-        for k, v in enumerate(new_operands):
-            local.operands[k] = v
+        local = _clone_on(op, new_operands)
         set_type(local.results[0], _split_type(res, rd, tp))
         ag = _gather(local.results[0], rd, tp)
         rewriter.insert([*pre, local], InsertPoint.before(op))
@@ -255,7 +264,7 @@ class SinkGather(RewritePattern):
         results are gathered after it, its sums over tokens all-reduced, and its
         FLOPs and the bytes of its token-shaped tensors divided by tp."""
         tp = self.tokens.tp
-        lead = next(((i, g) for i, v in enumerate(op.operands) if (g := _gathered(v)) is not None), None)
+        lead = _first_gathered(op)
         if lead is None:
             return
         i0, g0 = lead
@@ -286,9 +295,7 @@ class SinkGather(RewritePattern):
                 pre.append(sl)
                 new_operands.append(sl.results[0])
         fixed += sum(sim.tensor_bytes(r.type) for r in op.results if not token_shaped(r))
-        local = op.clone()
-        for k, v in enumerate(new_operands):
-            local.operands[k] = v
+        local = _clone_on(op, new_operands)
         local.properties["flop_count"] = FloatAttr(op.flop_count.value.data / tp, 64)
         moved = op.byte_count.value.data
         kept = min(float(fixed), moved)

@@ -4,8 +4,6 @@ cross-entropy), forward, backward and optimizer."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,24 +21,6 @@ from charon_ir.parallel.accounting import (  # noqa: E402
 from charon_ir.parallel.examples import apply_pipeline  # noqa: E402
 
 SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@pytest.fixture
-def import_config(tmp_path, monkeypatch):
-    """import_config(base model, **overrides) -> the imported module (not cached)."""
-    from charon_ir.frontend import import_model
-    from charon_ir.frontend.configs import load_config
-
-    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "cache"))
-
-    def load(base: str, seq_len: int, **overrides):
-        _, config = load_config(base)
-        config.update(overrides)
-        path = tmp_path / f"{base}-{abs(hash(json.dumps(overrides, sort_keys=True)))}.json"
-        path.write_text(json.dumps(config))
-        return import_model(path, seq_len=seq_len, batch=1, mode="train", use_cache=False)
-
-    return load
 
 
 def llama(heads, kv_heads, head_dim=16, layers=2):

@@ -87,28 +87,6 @@ def test_saved_activations_stay_split():
 # Imported models: the exact tp collectives of one layer (Korthikanti et al. 2022,
 # Megatron-LM's sequence parallelism)
 
-
-@pytest.fixture
-def import_config(tmp_path, monkeypatch):
-    """import_config(base model, seq, **overrides) -> the imported module (not cached)."""
-    pytest.importorskip("torch")
-    import json
-
-    from charon_ir.frontend import import_model
-    from charon_ir.frontend.configs import load_config
-
-    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "cache"))
-
-    def load(base: str, seq_len: int, **overrides):
-        _, config = load_config(base)
-        config.update(overrides)
-        path = tmp_path / f"{base}-{abs(hash(json.dumps(overrides, sort_keys=True)))}.json"
-        path.write_text(json.dumps(config))
-        return import_model(path, seq_len=seq_len, batch=1, mode="train", use_cache=False)
-
-    return load
-
-
 HEADS, HEAD_DIM, LAYERS, SEQ = 8, 16, 2, 32
 SMALL = {
     # RMSNorm as elementwise ops + a mean (the frontend's decomposition)
