@@ -129,6 +129,10 @@ class Probe:
     layer), "middle" (1 and 2 layers) and "last" (L - 4 layers) of a 4-stage
     split, from which any stage's are moved along the per-layer slope."""
 
+    @property
+    def params_total(self) -> float:
+        return self.params_layer * self.layers + self.params_first + self.params_last
+
 
 def class_key(config: dict[str, Any]) -> tuple:
     """The settings a probe depends on: a point's layer, and whether its
@@ -155,6 +159,7 @@ def build_probe(evaluator, config) -> Probe | None:
     imports; None when the model is not one repeat of identical layers."""
     from charon_ir.api import _pass, pass_plan
     from charon_ir.dialects import coll, sim
+    from charon_ir.memory.tensors import value_bytes
     from charon_ir.parallel.mesh import find_grid
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
@@ -189,10 +194,10 @@ def build_probe(evaluator, config) -> Probe | None:
         return None
     layers = fwd_repeats[0].trip_count
     out = fwd_repeats[0].outputs[0]
-    activation_bytes = _bytes(out)
+    activation_bytes = float(value_bytes(out))
 
     whole = _stage_classes(module, split)
-    params_layer, params_first, params_last, _ = _param_split(phases["forward"], fwd_repeats[0])
+    params_layer, params_first, params_last = _param_split(phases["forward"], fwd_repeats[0])
     from charon_ir.memory.liveness import layer_saved_values
 
     saved_layer = float(sum(n for _, n in layer_saved_values(fwd_repeats[0])))
@@ -323,22 +328,15 @@ def _collective(op) -> Collective:
     return Collective(op.op_kind(), float(op.payload_bytes()), tuple(op.axis_names()))
 
 
-def _bytes(value) -> float:
-    from charon_ir.memory.tensors import value_bytes
-
-    return float(value_bytes(value))
-
-
-def _param_split(forward, repeat) -> tuple[float, float, float, float]:
+def _param_split(forward, repeat) -> tuple[float, float, float]:
     """Parameter bytes per rank: of one layer, of what comes before the layers
-    (first stage), after them (last stage), and of the whole model."""
+    (first stage) and of what comes after them (last stage)."""
     from charon_ir.dialects import sim
     from charon_ir.memory.tensors import value_bytes
 
     block = forward.parent_block()
     params = [op for op in block.walk() if isinstance(op, sim.ParamOp)] if block else []
     by_value = {p.results[0]: float(value_bytes(p.results[0])) for p in params}
-    total = sum(by_value.values())
     stacked = {v for v in repeat.operands if v in by_value}
     layer = sum(by_value[v] for v in stacked) / max(repeat.trip_count, 1)
     before, after = 0.0, 0.0
@@ -360,7 +358,7 @@ def _param_split(forward, repeat) -> tuple[float, float, float, float]:
             before += n
         if any(p > rep_at for p in places) or not places:
             after += n
-    return layer, before, after, total
+    return layer, before, after
 
 
 def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
@@ -502,7 +500,6 @@ def compose(probe: Probe, config, cluster, capacity: float) -> Composed:
     sync_layer = _sync_time(probe.layer_sync, sizes, cluster, config.zero) if dp > 1 else []
     sync_post = _sync_time(probe.post_sync, sizes, cluster, config.zero) if dp > 1 else []
     sync_pre = _sync_time(probe.pre_sync, sizes, cluster, config.zero) if dp > 1 else []
-    params_total = probe.params_layer * probe.layers + probe.params_first + probe.params_last
 
     def stage_params(s: int) -> float:
         p = 0.0
@@ -512,7 +509,7 @@ def compose(probe: Probe, config, cluster, capacity: float) -> Composed:
             p += probe.params_first * (v == 0) + probe.params_last * (v == V - 1)
         return p
 
-    share = [stage_params(s) / params_total if params_total else 1.0 / pp for s in range(pp)]
+    share = [stage_params(s) / probe.params_total if probe.params_total else 1.0 / pp for s in range(pp)]
     opt = [probe.optimizer_s * share[s] / (dp if config.zero >= 1 else 1) for s in range(pp)]
     gathers = [sum(_sync_time(updated_gathers(stage_params(s), dp, config.dp_bucket_mb), sizes, cluster))
                if dp > 1 and config.zero >= 1 else 0.0 for s in range(pp)]
@@ -730,8 +727,7 @@ def _rough_virtual_memory(probe: Probe, whole, n: int, first: bool, last: bool):
     w = whole.phases
     saved = int(probe.saved_layer * n + probe.saved_last * last)
     params = probe.params_layer * n + probe.params_first * first + probe.params_last * last
-    total = probe.params_layer * probe.layers + probe.params_first + probe.params_last
-    share = params / total if total else 1.0
+    share = params / probe.params_total if probe.params_total else 1.0
     phases = PhaseMemory(
         saved=saved,
         forward_peak=saved + max(w.forward_peak - w.saved, 0),
