@@ -41,3 +41,11 @@ def test_bad_space_is_one_line(tmp_path):
     assert run.stderr.startswith("error: ") and "unknown setting 'tensor_parallel'" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_unknown_tier_is_one_line(tmp_path):
+    run = charon("sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "1,2",
+                 "--tier", "exact", "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.strip() == "error: --tier must be screen or fast, got 'exact'"
+    assert not (tmp_path / "r.sqlite").exists()
