@@ -7,8 +7,11 @@ Options:
   reduce_scatter, the step updates a 1/dp shard, updated shards all_gather), 2 (as 1,
   gradients kept sharded too), 3 (as 2, parameters sharded: each layer's
   parameters all_gather before the layer runs, in forward and again in backward,
-  as FSDP does) (default 0).
-- bucket-mb: gradient bucket size in MiB; each bucket is one collective (default 25).
+  as FSDP does, and stay sharded after the step; parameters outside the layers are
+  gathered after the step, as under 1) (default 0).
+- bucket-mb: bucket size in MiB; each bucket is one collective: a gradient
+  reduction, or the all_gather of updated parameters back into a bucket of the
+  same layout (default 25).
 - overlap: reduce a layer's gradients as soon as its backward produced them,
   overlapping the rest of backward; false waits for the whole backward (default true).
 
@@ -24,7 +27,7 @@ nothing (Megatron's contiguous gradient buffer), so the packing ops are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from math import ceil
 
@@ -122,8 +125,14 @@ class _Sync:
         for p, full in zip(params, unpack.outputs):
             p.replace_uses_with_if(full, lambda use: use.operation is not pack)
 
-    def shard_optimizer(self, step: sim.OptimizerStepOp) -> None:
-        """ZeRO >= 1: each replica updates a 1/dp shard, then gathers the result."""
+    def shard_optimizer(self, step: sim.OptimizerStepOp, gathered_per_layer: Set[SSAValue] = frozenset()) -> None:
+        """ZeRO >= 1: each replica updates a 1/dp shard, then gathers the result
+        in the gradients' buckets: a bucket of `bucket_bytes` of parameters is
+        gathered from its dp shards (Megatron-Core's buffers share one bucket
+        layout for the gradient reduce-scatter and the parameter all-gather;
+        DeepSpeed's `allgather_bucket_size` counts gathered elements too).
+        Parameters in `gathered_per_layer` (ZeRO-3: gathered before each use)
+        stay sharded after the step."""
         if not step.params or self.dp == 1:
             return
         block = step.parent_block()
@@ -140,19 +149,19 @@ class _Sync:
             result_types=[[shard(p) for p in step.params]],
             properties={"kind": step.kind},
         )
-        updated = list(new.updated)
-        pack = _free("param_bucket", updated, self.bucket_types(updated))
-        for op in (p_shards, g_shards, new, pack):
+        for op in (p_shards, g_shards, new):
             block.insert_op_before(op, step)
-        for bucket in pack.outputs:
-            t = _tensor(bucket)
-            block.insert_op_before(
-                coll.AllGatherOp(
-                    bucket, MESH, list(self.axes), TensorType(t.element_type, [t.get_shape()[0] * self.dp]),
-                    axis=IntegerAttr(0, 64),
-                ),
-                step,
-            )
+        resident = [i for i, p in enumerate(step.params) if p not in gathered_per_layer]
+        if resident:
+            buckets = self.bucket_types([step.params[i] for i in resident])
+            shards = [TensorType(b.element_type, [b.get_shape()[0] // self.dp]) for b in buckets]
+            pack = _free("param_bucket", [new.updated[i] for i in resident], shards)
+            block.insert_op_before(pack, step)
+            for shard_bucket, bucket in zip(pack.outputs, buckets):
+                block.insert_op_before(
+                    coll.AllGatherOp(shard_bucket, MESH, list(self.axes), bucket, axis=IntegerAttr(0, 64)),
+                    step,
+                )
         step.detach()
         step.erase()
 
@@ -209,6 +218,7 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
         assert after is not None
         sync.reduce_gradients(bwd.body.block, after, grads)
     zero = max(sync_of(p).zero for p in param_of.values()) if param_of else 0
+    gathered_per_layer: set[SSAValue] = set()
     if zero >= 3:
         for phase in (fwd, bwd):
             if phase is None:
@@ -220,6 +230,7 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
                     for arg, sl in zip(rep.body.block.args[n_iter:], rep.slices):
                         if isinstance(sl.owner, sim.ParamOp):
                             groups.setdefault(sync_of(sl), []).append(arg)
+                            gathered_per_layer.add(sl)
                     for sync, params in groups.items():
                         sync.gather_parameters(rep.body.block, params)
     if zero >= 1:
@@ -228,13 +239,13 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
             for i, p in enumerate(step.params):
                 groups_of.setdefault(sync_of(p), []).append(i)
             if len(groups_of) == 1:
-                next(iter(groups_of)).shard_optimizer(step)
+                next(iter(groups_of)).shard_optimizer(step, gathered_per_layer)
                 continue
             parts = [(sync, optimizer_step_over(step, keep)) for sync, keep in groups_of.items()]
             step.detach()
             step.erase()
             for sync, part in parts:
-                sync.shard_optimizer(part)
+                sync.shard_optimizer(part, gathered_per_layer)
 
 
 @dataclass(frozen=True)

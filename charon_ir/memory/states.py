@@ -7,7 +7,8 @@ per parameter; Megatron's fp32 gradient accumulation is `grad_bytes=4`), and for
 Adam an fp32 master copy, m and v (12 B per parameter).
 
 ZeRO stage 1 divides the optimizer states by dp, stage 2 also the gradients,
-stage 3 also the parameters. The data-parallel pass records dp and the stage on
+stage 3 also the parameters of the layers (those outside the layers, such as
+the embedding, are gathered after the step and stay whole). The data-parallel pass records dp and the stage on
 the module (`sim.data_parallel = {dp = 4, zero = 1, ...}`) and leaves the
 parameter types whole (the optimizer step reads `zero_shard` slices of them,
 traced back here to the whole parameter); without that attribute dp = 1, zero = 0.
@@ -86,8 +87,16 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
     def shard(nbytes: int, value: SSAValue, stage: int) -> int:
         return -(-nbytes // replicas(value)) if zero >= stage else nbytes
 
+    def layer_weight(value: SSAValue) -> bool:
+        return any(isinstance(use.operation, sim.RepeatOp) for use in value.uses)
+
+    # ZeRO-3 keeps the layers' weights sharded (each layer gathers its own before
+    # it runs); the weights outside the layers are gathered after the step and
+    # stay whole (data-parallel)
     params = sum(
-        shard(value_bytes(op.result), op.result, 3) for op in block.ops if isinstance(op, sim.ParamOp)
+        shard(value_bytes(op.result), op.result, 3 if layer_weight(op.result) else 4)
+        for op in block.ops
+        if isinstance(op, sim.ParamOp)
     )
     trainable: dict[SSAValue, str] = {}
     for op in block.walk():

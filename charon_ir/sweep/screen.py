@@ -645,13 +645,13 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
 
 def updated_gathers(param_bytes: float, dp: int, bucket_mb: int, element_bytes: int = 2) -> list[Collective]:
     """ZeRO-1/2: the all-gathers of a stage's updated shards, as data-parallel
-    buckets them: the 1/dp shard in buckets of `bucket_mb`, each gathered into a
-    buffer dp times its size."""
-    shard = ceil(param_bytes / element_bytes / dp)
+    buckets them: the parameters in buckets of `bucket_mb`, each gathered from
+    its dp shards."""
+    total = ceil(param_bytes / element_bytes)
     per_bucket = max(dp, bucket_mb * 2**20 // element_bytes)
-    n = max(1, ceil(shard / per_bucket))
-    sizes = [per_bucket] * (n - 1) + [shard - per_bucket * (n - 1)]
-    return [Collective("all_gather", float(ceil(x / dp) * dp * dp * element_bytes), ("dp",)) for x in sizes]
+    n = max(1, ceil(total / per_bucket))
+    sizes = [per_bucket] * (n - 1) + [total - per_bucket * (n - 1)]
+    return [Collective("all_gather", float(ceil(x / dp) * dp * element_bytes), ("dp",)) for x in sizes]
 
 
 def _shift(base, one, two, steps: float):

@@ -2,6 +2,7 @@
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 overlap=false}' | filecheck %s --check-prefix=NO-OVERLAP
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1}' | filecheck %s --check-prefix=ZERO1
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=3}' | filecheck %s --check-prefix=ZERO3
+// RUN: charon-opt %S/Inputs/large_vocab.mlir -p 'data-parallel{dp=4 zero=1 bucket-mb=1}' | filecheck %s --check-prefix=BUCKET
 // RUN: charon-opt %S/Inputs/moe_router_trained.mlir -p 'shard-expert{ep=4},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=EP
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=7}' 2>&1 | filecheck %s --check-prefix=ERR
 
@@ -35,6 +36,26 @@
 // ZERO3-NEXT:   sim.matmul %{{.*}}, %[[FULL]]
 // ZERO3:      sim.repeat 8 {{.*}} {reverse}
 // ZERO3:        coll.all_gather
+// After the step, the layers' parameters stay sharded; only the embedding and
+// the head, which no layer gathers, are all-gathered.
+// ZERO3:      sim.phase "optimizer" {
+// ZERO3:        %[[U:.*]], %{{.*}}, %[[UH:.*]] = sim.optimizer_step "adamw"
+// ZERO3-NEXT:   %[[PB:.*]] = sim.generic "param_bucket"(%[[U]], %[[UH]]) {{.*}} -> tensor<32000xbf16>
+// ZERO3-NEXT:   coll.all_gather %[[PB]] on @mesh ["dp"] axis 0 : tensor<32000xbf16> -> tensor<128000xbf16>
+// ZERO3-NEXT:   sim.yield
+
+// A bucket holds bucket-mb MiB of gradients, reduce-scattered into its dp
+// shards; the updated parameters are all-gathered in the same layout: a
+// collective's gathered output is one bucket (1 MiB: 524288 bf16 elements).
+// BUCKET:      sim.data_parallel = {dp = 4 : i64, zero = 1 : i64, bucket_mb = 1 : i64, overlap = true}
+// BUCKET:      %[[G:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = sim.generic "grad_bucket"
+// BUCKET-NEXT: coll.reduce_scatter %[[G]] on @mesh ["dp"] axis 0 : tensor<524288xbf16> -> tensor<131072xbf16>
+// BUCKET:      sim.phase "optimizer" {
+// BUCKET:      %[[P:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LAST:.*]] = sim.generic "param_bucket"
+// BUCKET-NEXT: coll.all_gather %[[P]] on @mesh ["dp"] axis 0 : tensor<131072xbf16> -> tensor<524288xbf16>
+// BUCKET-COUNT-7: coll.all_gather %{{.*}} : tensor<131072xbf16> -> tensor<524288xbf16>
+// BUCKET-NEXT: coll.all_gather %[[LAST]] on @mesh ["dp"] axis 0 : tensor<8192xbf16> -> tensor<32768xbf16>
+// BUCKET-NEXT: sim.yield
 
 // ERR: charon-opt: error: data-parallel: option 'zero' must be 0, 1, 2 or 3, got 7
 
