@@ -73,6 +73,12 @@ class TrainingConfig:
     blocking=...}`): Megatron-LM 2021 waited on every tensor-parallel all-reduce,
     so nothing overlapped it; `pp`: the compute stream waits for every pipeline
     send (empty: communication runs beside independent compute)."""
+    optimizer: str = "fused"
+    """How the AdamW step runs: `fused` (one fused kernel over bf16 parameters and
+    gradients, fp32 master weights and states), or `unfused-fp16` / `unfused-bf16`
+    (`unfuse-optimizer`: Megatron-LM's mixed-precision optimizer, separate kernels
+    for the gradient copy and unscale (fp16 only), the gradient norm and the
+    parameter copy around a multi-tensor Adam)."""
     memory_limit_gb: float = 0.0
     """memory-analysis' limit per GPU; 0: the GPU's HBM. A huge value reports the
     memory without stopping at an out-of-memory (validation of runs that did fit)."""
@@ -154,6 +160,9 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
     return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode)
 
 
+OPTIMIZERS = ("fused", "unfused-fp16", "unfused-bf16")
+
+
 def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     """The passes of one training run, in order, with their options: the one
     definition `build_training_module` and `charon sweep` both follow.
@@ -196,6 +205,10 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
                                    "bucket_mb": config.dp_bucket_mb, "overlap": config.dp_overlap}))
     if config.recompute != "none":
         plan.append(("recompute", {"policy": config.recompute}))
+    if config.optimizer != "fused":
+        if config.optimizer not in OPTIMIZERS:
+            raise CharonError(f"--optimizer must be {', '.join(OPTIMIZERS)}, got '{config.optimizer}'")
+        plan.append(("unfuse-optimizer", {"loss_scale": config.optimizer == "unfused-fp16"}))
     target: dict[str, Any] = {"hardware": config.hardware, "gpus": config.gpus,
                               "gpus_per_node": config.gpus_per_node}
     if config.cluster:

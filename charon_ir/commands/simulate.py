@@ -39,6 +39,7 @@ def simulate_command(
     fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
     tp_comm_overlap: Annotated[bool, Opt("--tp-comm-overlap", help="pipeline tp all-gathers / reduce-scatters with their GEMMs (Megatron-Core; needs --sequence-parallel)")] = False,
     attention_kernel: Annotated[str, Opt("--attention-kernel", help="flash2 | flash3 | triton (default: flash2)")] = "",
+    optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16 (Megatron-LM's mixed-precision optimizer)")] = "fused",
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
@@ -72,6 +73,7 @@ def simulate_command(
             micro_batch=micro_batch, recompute=recompute, precision=precision,
             schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier,
             tp_comm_overlap=tp_comm_overlap, attention_kernel=attention_kernel,
+            optimizer=optimizer,
         )
     if as_json:
         print(json.dumps(report, indent=2), flush=True)

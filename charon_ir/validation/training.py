@@ -348,6 +348,11 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
             # came with the 2022 code Korthikanti et al. ran
             blocking.insert(0, "tp")
         options["blocking_comm"] = tuple(blocking)
+        # Megatron-LM's Float16OptimizerWithFloat16Params (megatron/optimizer/
+        # optimizer.py) around apex FusedAdam: fp16 gradients copied to fp32 main
+        # gradients and unscaled, the gradient norm, then the fp32 -> fp16 copy,
+        # each its own kernel; fp16 as the era's example scripts (`--fp16`)
+        options["optimizer"] = "unfused-fp16"
     if "triton" in str(strategy.get("framework", "")).lower():
         # llm-foundry's benchmark runs: `--attn_impl triton` by default
         # (scripts/train/benchmarking/submit_benchmarks.py)

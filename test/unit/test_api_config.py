@@ -31,6 +31,7 @@ def test_expert_parallelism_is_carved_out_of_data_parallelism():
         (dict(gpus=16, tp=3), "--gpus 16 is not divisible by tp x pp x cp = 3"),
         (dict(gpus=16, tp=2, dp=4), "--gpus 16 is not tp x pp x cp x dp = 2 x 1 x 1 x 4 = 8"),
         (dict(gpus=16, global_batch=24), "--global-batch 24 is not divisible by dp x micro-batch"),
+        (dict(optimizer="apex"), "--optimizer must be fused, unfused-fp16, unfused-bf16, got 'apex'"),
     ],
 )
 def test_impossible_degrees_are_one_line(degrees, message):
