@@ -3,6 +3,7 @@ runs, and the re-timing that makes a sweep's best records exact."""
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,3 +89,16 @@ def test_uniform_zero_bubble_pipeline_takes_its_closed_form(pp, extra, t_item):
     t, *_ = _schedule("zb-h1", pp, 1, m, [1] * pp, [t_item] * pp, [t_item] * pp, [t_item] * pp, True,
                       0.0, None, [], [], [], False, [0.0] * pp, [0.0] * pp)
     assert abs(t - (3 * m + pp - 1) * t_item) <= 1e-9 * t
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(zero=3), dict(fsdp=True), dict(cp=2), dict(dp_overlap=False), dict(blocking_comm=("tp",)),
+     dict(pipeline_scatter_gather=True), dict(optimizer="unfused-fp16")],
+)
+def test_what_the_screen_does_not_model_goes_to_the_fast_tier(options):
+    from charon_ir.api import TrainingConfig
+    from charon_ir.sweep.screen import screenable
+
+    assert screenable(TrainingConfig(model="llama-3-8b"))
+    assert not screenable(TrainingConfig(model="llama-3-8b", **options))
