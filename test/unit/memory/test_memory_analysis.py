@@ -37,6 +37,26 @@ def test_zero_shards_states_over_dp(zero: int):
     assert mem.saved_per_microbatch == plain.saved_per_microbatch
 
 
+def test_zero3_keeps_the_weights_outside_the_layers_whole():
+    """ZeRO-3 gathers a layer's weights before the layer runs and keeps them sharded
+    otherwise; the embedding and the head, which no layer gathers, are all-gathered
+    after the step and stay whole. The largest buffer is then a bucket of them, not
+    a whole-model gather."""
+    from pathlib import Path
+
+    from charon_ir.frontend import parse_ir
+
+    path = Path(__file__).resolve().parents[2] / "lit/lowering/Inputs/eight_layers.mlir"
+    module = parse_ir(path.read_text())
+    DataParallelPass(dp=4, zero=3).apply(Context(), module)
+    (mem,) = analyze_memory(module)
+    layers, outside = 8 * 64 * 64, 2 * 1000 * 64
+    assert mem.params == 2 * layers // 4 + 2 * outside
+    assert mem.optimizer == 12 * (layers + outside) // 4
+    one_layer = 2 * 64 * 64
+    assert mem.comm_buffers == 2 * outside + 2 * one_layer
+
+
 def test_fp32_gradients():
     (mem,) = analyze_memory(gpt_module(SHAPE), grad_bytes=4)
     assert mem.grads == 4 * SHAPE.layers * PARAMS_PER_LAYER
