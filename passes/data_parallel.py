@@ -47,6 +47,7 @@ from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
 from charon_ir.passes.shard_expert import expert_weight_dims
+from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
 
 DATA_PARALLEL_ATTR = "sim.data_parallel"
 
@@ -82,6 +83,10 @@ class _Sync:
         sizes = [per_bucket] * (n - 1) + [total - per_bucket * (n - 1)]
         return [TensorType(elt, [ceil(s / self.dp) * self.dp]) for s in sizes]
 
+    def shard_of(self, bucket: TensorType) -> TensorType:
+        """The 1/dp slice of a bucket each replica holds."""
+        return TensorType(bucket.element_type, [bucket.get_shape()[0] // self.dp])
+
     def reduce_gradients(self, block: Block, after: Operation, grads: Sequence[SSAValue]) -> None:
         """Insert after `after`: pack `grads` into buckets and reduce each over dp."""
         if not grads or self.dp == 1:
@@ -92,8 +97,7 @@ class _Sync:
             if self.zero == 0:
                 ops.append(coll.AllReduceOp(bucket, MESH, list(self.axes)))
             else:
-                t = _tensor(bucket)
-                shard = TensorType(t.element_type, [t.get_shape()[0] // self.dp])
+                shard = self.shard_of(_tensor(bucket))
                 ops.append(
                     coll.ReduceScatterOp(bucket, MESH, list(self.axes), shard, axis=IntegerAttr(0, 64))
                 )
@@ -105,10 +109,7 @@ class _Sync:
         their uses in the block read the gathered copies."""
         if not params or self.dp == 1:
             return
-        shards = [
-            TensorType(t.element_type, [t.get_shape()[0] // self.dp])
-            for t in self.bucket_types(params)
-        ]
+        shards = [self.shard_of(t) for t in self.bucket_types(params)]
         pack = _free("param_shard_bucket", params, shards)
         gathers = [
             coll.AllGatherOp(
@@ -125,7 +126,9 @@ class _Sync:
         for p, full in zip(params, unpack.outputs):
             p.replace_uses_with_if(full, lambda use: use.operation is not pack)
 
-    def shard_optimizer(self, step: sim.OptimizerStepOp, gathered_per_layer: Set[SSAValue] = frozenset()) -> None:
+    def shard_optimizer(
+        self, step: sim.OptimizerStepOp, gathered_per_layer: Set[SSAValue] = frozenset()
+    ) -> None:
         """ZeRO >= 1: each replica updates a 1/dp shard, then gathers the result
         in the gradients' buckets: a bucket of `bucket_bytes` of parameters is
         gathered from its dp shards (Megatron-Core's buffers share one bucket
@@ -154,7 +157,7 @@ class _Sync:
         resident = [i for i, p in enumerate(step.params) if p not in gathered_per_layer]
         if resident:
             buckets = self.bucket_types([step.params[i] for i in resident])
-            shards = [TensorType(b.element_type, [b.get_shape()[0] // self.dp]) for b in buckets]
+            shards = [self.shard_of(b) for b in buckets]
             pack = _free("param_bucket", [new.updated[i] for i in resident], shards)
             block.insert_op_before(pack, step)
             for shard_bucket, bucket in zip(pack.outputs, buckets):
@@ -266,6 +269,9 @@ class DataParallelPass(ModulePass):
             raise CharonError(f"data-parallel: option 'bucket-mb' must be >= 1, got {self.bucket_mb}")
         if DATA_PARALLEL_ATTR in op.attributes:
             raise CharonError("data-parallel: the module is already data-parallel")
+        if OPTIMIZER_KERNELS_ATTR in op.attributes:
+            raise CharonError("data-parallel: run it before unfuse-optimizer, which prices the "
+                              "optimizer's kernels on the shards data-parallel makes")
         ensure_axis(op, "dp", self.dp, self.name)
         op.attributes[DATA_PARALLEL_ATTR] = DictionaryAttr(
             {

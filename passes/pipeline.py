@@ -45,6 +45,7 @@ from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
+from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
 
 PIPELINE_ATTR = "sim.pipeline"
 
@@ -380,6 +381,9 @@ class PipelinePass(ModulePass):
         check_schedule(self.schedule, self.pp, self.vpp, microbatches)
         if any(isinstance(o, sim.StageOp) for o in op.body.block.ops):
             raise CharonError("pipeline: the module is already split into stages")
+        if OPTIMIZER_KERNELS_ATTR in op.attributes:
+            raise CharonError("pipeline: run it before unfuse-optimizer, which prices the "
+                              "optimizer's kernels on each stage's parameters")
         fwd = _phases(op.body.block).get("forward")
         if fwd is None:
             raise CharonError("pipeline: the module has no forward phase to split")

@@ -22,13 +22,16 @@ and after it
     zero_grad_buffer       2, or 4 without loss-scale (`zero_grad`)
 
 The step itself keeps its 30 B per element, which stand for FusedAdam over the
-fp32 master weights, main gradients, m and v (28 B) plus 2. Per element the step
+fp32 master weights, main gradients, m and v (28 B) plus 2 (the fused step's own
+bf16 parameter write, which `params_to_half` counts again). Per element the step
 then moves 56 B (fp16) or 44 B (bf16) instead of 30; the element-wise passes are
 `sim.generic` ops with no FLOPs, priced by their bytes. A step under ZeRO runs on
 its shard, and so do the passes. The gradient-norm all-reduce over the model- and
 data-parallel groups (a few bytes) is not modelled.
 
-The pass marks the module (`sim.optimizer_kernels`) and rejects a second run.
+The pass marks the module (`sim.optimizer_kernels`) and rejects a second run;
+`pipeline` and `data-parallel`, which change what the step updates, refuse to run
+after it.
 """
 
 from __future__ import annotations

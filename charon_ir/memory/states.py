@@ -87,17 +87,15 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
     def shard(nbytes: int, value: SSAValue, stage: int) -> int:
         return -(-nbytes // replicas(value)) if zero >= stage else nbytes
 
-    def layer_weight(value: SSAValue) -> bool:
-        return any(isinstance(use.operation, sim.RepeatOp) for use in value.uses)
+    def param_bytes(value: SSAValue) -> int:
+        # ZeRO-3 keeps the layers' weights sharded (each layer gathers its own
+        # before it runs); the weights outside the layers are gathered after the
+        # step and stay whole (data-parallel)
+        if any(isinstance(use.operation, sim.RepeatOp) for use in value.uses):
+            return shard(value_bytes(value), value, 3)
+        return value_bytes(value)
 
-    # ZeRO-3 keeps the layers' weights sharded (each layer gathers its own before
-    # it runs); the weights outside the layers are gathered after the step and
-    # stay whole (data-parallel)
-    params = sum(
-        shard(value_bytes(op.result), op.result, 3 if layer_weight(op.result) else 4)
-        for op in block.ops
-        if isinstance(op, sim.ParamOp)
-    )
+    params = sum(param_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
     trainable: dict[SSAValue, str] = {}
     for op in block.walk():
         if isinstance(op, sim.OptimizerStepOp):

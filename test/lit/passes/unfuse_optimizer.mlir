@@ -2,6 +2,8 @@
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'unfuse-optimizer{loss-scale=false}' | filecheck %s --check-prefix=BF16
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1},unfuse-optimizer' | filecheck %s --check-prefix=ZERO1
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'unfuse-optimizer,unfuse-optimizer' 2>&1 | filecheck %s --check-prefix=TWICE
+// RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'unfuse-optimizer,data-parallel{dp=4 zero=1}' 2>&1 | filecheck %s --check-prefix=BEFORE-DP
+// RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'unfuse-optimizer,pipeline{pp=2}' 2>&1 | filecheck %s --check-prefix=BEFORE-PP
 
 // The step updates 64000 + 32768 + 64000 = 160768 elements. With loss scaling
 // (fp16), the gradients are copied to fp32 (6 B each), unscaled (8) and their
@@ -38,3 +40,8 @@
 // ZERO1-NEXT:   coll.all_gather %[[B]]
 
 // TWICE: charon-opt: error: unfuse-optimizer: the optimizer step is already unfused
+
+// The kernels are priced on the elements the step updates: data-parallel and
+// pipeline, which change them, must run first.
+// BEFORE-DP: charon-opt: error: data-parallel: run it before unfuse-optimizer, which prices the optimizer's kernels on the shards data-parallel makes
+// BEFORE-PP: charon-opt: error: pipeline: run it before unfuse-optimizer, which prices the optimizer's kernels on each stage's parameters

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.context import Context
@@ -46,12 +47,22 @@ def test_adds_the_same_bytes_per_updated_element_under_any_sharding(dp, zero, lo
 
 
 def test_megatron_optimizer_lengthens_the_step_by_its_kernels():
-    from charon_ir.api import simulate
+    """One replica, two tp ranks: the kernels run one after another on the compute
+    stream at the step's end, so the step grows by exactly their priced time."""
+    from charon_ir.api import TrainingConfig, build_training_module, simulate
+    from charon_ir.dialects.sim import CostAttr
 
-    options = dict(model=TINY, gpus=8, tp=2, seq_len=128, global_batch=8, hardware="A100-SXM4-80GB")
+    options = dict(model=TINY, gpus=2, tp=2, seq_len=128, global_batch=2, hardware="A100-SXM4-80GB")
     fused = simulate(**options)
     unfused = simulate(**options, optimizer="unfused-fp16")
-    assert unfused["iteration_time_s"] > fused["iteration_time_s"]
+    _, module, _ = build_training_module(TrainingConfig(**options, optimizer="unfused-fp16"))
+    kernels = sum(
+        op.attributes["cost"].time_s.data
+        for op in module.walk()
+        if isinstance(op, sim.GenericOp) and op.callee.data in KERNELS and isinstance(op.attributes["cost"], CostAttr)
+    )
+    assert kernels > 0
+    assert unfused["iteration_time_s"] - fused["iteration_time_s"] == pytest.approx(kernels, rel=1e-9)
     assert unfused["flops_per_gpu"] == fused["flops_per_gpu"]
 
 

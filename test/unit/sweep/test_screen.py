@@ -102,3 +102,26 @@ def test_what_the_screen_does_not_model_goes_to_the_fast_tier(options):
 
     assert screenable(TrainingConfig(model="llama-3-8b"))
     assert not screenable(TrainingConfig(model="llama-3-8b", **options))
+
+
+def test_updated_gathers_are_the_ones_data_parallel_emits():
+    """The screen prices ZeRO-1's all-gathers of updated parameters as the pass
+    buckets them: bucket-mb of parameters per gather, gathered from dp shards."""
+    from pathlib import Path
+
+    from xdsl.context import Context
+
+    from charon_ir.dialects import coll, sim
+    from charon_ir.frontend import parse_ir
+    from charon_ir.memory.tensors import value_bytes
+    from charon_ir.passes.data_parallel import DataParallelPass
+    from charon_ir.sweep.screen import updated_gathers
+
+    path = Path(__file__).resolve().parents[2] / "lit/passes/Inputs/large_vocab.mlir"
+    module = parse_ir(path.read_text())
+    params = sum(value_bytes(op.result) for op in module.walk() if isinstance(op, sim.ParamOp))
+    DataParallelPass(dp=4, zero=1, bucket_mb=1).apply(Context(), module)
+    phase = next(op for op in module.walk() if isinstance(op, sim.PhaseOp) and op.kind.data == "optimizer")
+    emitted = [value_bytes(op.results[0]) for op in phase.walk() if isinstance(op, coll.AllGatherOp)]
+    priced = [c.payload_bytes for c in updated_gathers(params, 4, 1)]
+    assert len(emitted) > 1 and priced == emitted

@@ -111,3 +111,14 @@ def test_megatron_2021_waits_on_its_tensor_parallel_all_reduces():
     assert "blocking_comm" not in zero3 and "pipeline_scatter_gather" not in zero3
     core = training_case(record("megatron_readme_h100_weak_70B")).options
     assert "blocking_comm" not in core and "pipeline_scatter_gather" not in core
+
+
+def test_megatron_2021_22_runs_its_optimizer_as_separate_kernels():
+    """Megatron-LM's Float16OptimizerWithFloat16Params (Narayanan 2021, Korthikanti
+    2022); DeepSpeed's ZeRO-3, Megatron-Core's distributed optimizer and MosaicML's
+    FSDP rows keep the fused step."""
+    for name in ("narayanan21_t2_PTD_174B_384gpu", "narayanan21_t1_1.7B", "korthikanti22_t5_22B_full_recompute"):
+        assert training_case(record(name)).options["optimizer"] == "unfused-fp16"
+    for name in ("narayanan21_t2_ZeRO-3_174B_384gpu", "megatron_readme_h100_weak_70B",
+                 "mpt_7b_a100_80gb_8gpu_seq2048_amp_bf16"):
+        assert "optimizer" not in training_case(record(name)).options
