@@ -36,10 +36,12 @@ after it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -64,7 +66,9 @@ KERNELS = frozenset(name for name, _ in (*LOSS_SCALED_BEFORE, *BEFORE, *AFTER)) 
 """The callees of the passes this inserts."""
 
 
-def _pass_op(callee: str, step: sim.OptimizerStepOp, reads, bytes_per_element: int) -> sim.GenericOp:
+def _pass_op(
+    callee: str, step: sim.OptimizerStepOp, reads: Sequence[SSAValue], bytes_per_element: int
+) -> sim.GenericOp:
     return sim.GenericOp(
         callee, list(reads), [], flops=0.0, bytes=float(bytes_per_element * step.num_elements())
     )
