@@ -27,6 +27,7 @@ axis in forward, gradients in backward. Stages with identical contents share one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -107,10 +108,7 @@ def stage_shapes(repeat_counts: list[int], layers_per_stage: list[int]) -> list[
 
 
 def _flat(t: TensorType, parts: int) -> TensorType:
-    n = 1
-    for d in t.get_shape():
-        n *= d
-    return TensorType(t.element_type, [n // parts])
+    return TensorType(t.element_type, [prod(t.get_shape()) // parts])
 
 
 class _StageBuilder:

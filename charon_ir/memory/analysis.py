@@ -39,9 +39,9 @@ from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, phase_memory
 from charon_ir.memory.schedule import scheduled_activations
-from charon_ir.parallel.schedules import SPLIT_BACKWARD
 from charon_ir.memory.states import GRAD_BYTES, DataParallel, model_states
 from charon_ir.memory.tensors import value_bytes
+from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
 if TYPE_CHECKING:
     from charon_ir.memory.schedule import ScheduledActivations

@@ -8,9 +8,9 @@ Adam an fp32 master copy, m and v (12 B per parameter).
 
 ZeRO stage 1 divides the optimizer states by dp, stage 2 also the gradients,
 stage 3 also the parameters of the layers (those outside the layers, such as
-the embedding, are gathered after the step and stay whole). The data-parallel pass records dp and the stage on
-the module (`sim.data_parallel = {dp = 4, zero = 1, ...}`) and leaves the
-parameter types whole (the optimizer step reads `zero_shard` slices of them,
+the embedding, are gathered after the step and stay whole). The data-parallel
+pass records dp and the stage on the module (`sim.data_parallel = {dp = 4,
+zero = 1, ...}`) and leaves the parameter types whole (the optimizer step reads `zero_shard` slices of them,
 traced back here to the whole parameter); without that attribute dp = 1, zero = 0.
 With expert parallelism the ep ranks are data-parallel replicas of everything but
 the routed experts: dense states shard over dp x ep, expert states over dp.

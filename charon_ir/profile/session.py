@@ -67,8 +67,9 @@ def profile_ops(
 ) -> ProfileRun:
     """Measure every op of `items` the database lacks on `device` (`cpu`, `cuda`
     or `cuda:N`); with `refresh`, every op, replacing the timings already there
-    (a comparison with a step measured now needs the machine as it is now). `on_start(run, steps)` is called once the missing ops are known
-    and `on_op(key)` after each of the `steps` (an op in a round). A
+    (a comparison with a step measured now needs the machine as it is now).
+    `on_start(run, steps)` is called once the ops to measure are known and
+    `on_op(key)` after each of the `steps` (an op in a round). A
     KeyboardInterrupt leaves what was committed and propagates; `run` holds the
     counts so far."""
     import torch
