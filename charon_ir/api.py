@@ -61,6 +61,10 @@ class TrainingConfig:
     dp_overlap: bool = True
     """Reduce each layer's gradients while the backward goes on (False: after the
     whole backward, as Megatron-LM's local DDP before `--overlap-grad-reduce`)."""
+    dp_overlap_param_gather: bool = False
+    """ZeRO 1/2: gather each layer's updated parameters in the next step's first
+    forward, overlapping it, instead of after the step (Megatron-Core
+    `--overlap-param-gather`)."""
     tp_comm_overlap: bool = False
     """Overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs next to
     them (Megatron-Core `--tp-comm-overlap`, Transformer Engine userbuffers)."""
@@ -87,9 +91,22 @@ class TrainingConfig:
     comm_slowdown: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def check_counts(self) -> None:
+        """Every degree, size and batch is a count: zero or a negative one would
+        divide by zero below, or surface in a later pass under another name."""
+        for flag, value, minimum in (
+            ("--gpus", self.gpus, 1), ("--gpus-per-node", self.gpus_per_node, 0),
+            ("--tp", self.tp, 1), ("--pp", self.pp, 1), ("--dp", self.dp, 0), ("--cp", self.cp, 1),
+            ("--ep", self.ep, 1), ("--vpp", self.vpp, 1), ("--seq-len", self.seq_len, 1),
+            ("--micro-batch", self.micro_batch, 1), ("--global-batch", self.global_batch, 0),
+        ):
+            if value < minimum:
+                raise CharonError(f"{flag} must be >= {minimum}, got {value}")
+
     def data_parallel(self) -> int:
         """Data-parallel replicas of the dense model: gpus / (tp x pp x cp). Expert
         parallelism is carved out of them (Megatron-LM): ep must divide dp."""
+        self.check_counts()
         model_parallel = self.tp * self.pp * self.cp
         if self.dp:
             if self.dp * model_parallel != self.gpus:
@@ -139,22 +156,16 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
 
     ctx = ctx or make_context()
     if model.endswith(".mlir"):
-        from xdsl.utils.exceptions import ParseError, VerifyException
-
-        from charon_ir.testing import parse_module
+        from charon_ir.tools.charon_opt import parse_located
 
         path = Path(model)
         try:
             text = path.read_text()
         except OSError as e:
             raise CharonError(f"cannot read {path}: {e.strerror}") from None
-        try:
-            return ctx, parse_module(text, ctx)
-        except ParseError as e:
-            loc = e.span.get_location()
-            raise CharonError(f"{path}:{loc.line}:{loc.col}: {e.msg}") from None
-        except VerifyException as e:
-            raise CharonError(f"{path}: {str(e).splitlines()[0]}") from None
+        except UnicodeDecodeError as e:
+            raise CharonError(f"cannot read {path}: not UTF-8 text (byte {e.start})") from None
+        return ctx, parse_located(ctx, text, str(path))
     from charon_ir.frontend import import_model
 
     return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode)
@@ -182,6 +193,10 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.tp_comm_overlap and not (config.tp > 1 and config.sequence_parallel):
         raise CharonError("--tp-comm-overlap needs --tp > 1 and --sequence-parallel "
                           "(as Megatron-Core's)")
+    zero = 3 if config.fsdp else config.zero
+    if config.dp_overlap_param_gather and zero not in (1, 2):
+        raise CharonError(f"--overlap-param-gather needs --zero 1 or 2 (only they gather updated "
+                          f"parameters), got {'--fsdp' if config.fsdp else f'--zero {zero}'}")
     if config.cp > 1:
         plan.append(("shard-context", {"cp": config.cp}))
     if config.ep > 1:
@@ -189,8 +204,10 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.fuse:
         fuse: dict[str, Any] = {"attention": config.fuse_attention}
         if config.attention_kernel:
-            if config.attention_kernel not in ("flash2", "flash3", "triton"):
-                raise CharonError(f"--attention-kernel must be flash2, flash3 or triton, "
+            from charon_ir.passes.fuse import ATTENTION_KERNELS
+
+            if config.attention_kernel not in ATTENTION_KERNELS:
+                raise CharonError(f"--attention-kernel must be {', '.join(ATTENTION_KERNELS)}, "
                                   f"got '{config.attention_kernel}'")
             fuse["attention_kernel"] = config.attention_kernel
         plan.append(("fuse", fuse))
@@ -201,8 +218,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         pipeline["scatter_gather"] = True
     plan.append(("pipeline", pipeline))
     # the mesh's dp axis counts the replicas of the ep groups
-    plan.append(("data-parallel", {"dp": dp // config.ep, "zero": 3 if config.fsdp else config.zero,
-                                   "bucket_mb": config.dp_bucket_mb, "overlap": config.dp_overlap}))
+    plan.append(("data-parallel", {"dp": dp // config.ep, "zero": zero,
+                                   "bucket_mb": config.dp_bucket_mb, "overlap": config.dp_overlap,
+                                   "overlap_param_gather": config.dp_overlap_param_gather}))
     if config.recompute != "none":
         plan.append(("recompute", {"policy": config.recompute}))
     if config.optimizer != "fused":
@@ -253,18 +271,28 @@ def _with_microbatches(module, microbatches: int, copy: bool = True):
     return copy
 
 
+def _data_parallel_marks(module) -> tuple[bool, bool]:
+    """(gradients, parameters): whether the schedule's items synchronise
+    gradients and gather parameters over data-parallel replicas, as
+    `lower-to-events` marks them."""
+    from charon_ir.parallel.mesh import data_parallel_replicas
+    from charon_ir.passes.data_parallel import gathers_in_first_forward
+
+    sync = data_parallel_replicas(module) > 1
+    return sync, sync and gathers_in_first_forward(module)
+
+
 def _same_runs(module, schedule: str, pp: int, vpp: int, m_a: int, m_b: int) -> bool:
     """Whether every stage's schedule has the same runs of items for m_a and m_b
     micro-batches (only their counts differ)."""
-    from charon_ir.parallel.mesh import data_parallel_replicas
-    from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
+    from charon_ir.parallel.schedules import mark_data_parallel, run_lengths, stage_order
 
-    sync = data_parallel_replicas(module) > 1
+    marks = _data_parallel_marks(module)
     for stage in range(pp):
         patterns = []
         for m in (m_a, m_b):
             order = stage_order(schedule, pp, vpp, m, stage)
-            patterns.append([r for r, _ in run_lengths(mark_gradient_sync(order) if sync else order)])
+            patterns.append([r for r, _ in run_lengths(mark_data_parallel(order, *marks))])
         if patterns[0] != patterns[1]:
             return False
     return True
@@ -278,18 +306,17 @@ def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: 
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
 
     from charon_ir.dialects import event
-    from charon_ir.parallel.mesh import data_parallel_replicas
-    from charon_ir.parallel.schedules import mark_gradient_sync, run_lengths, stage_order
+    from charon_ir.parallel.schedules import mark_data_parallel, run_lengths, stage_order
     from charon_ir.passes.pipeline import PIPELINE_ATTR
 
-    sync = data_parallel_replicas(lowered) > 1
+    marks = _data_parallel_marks(lowered)
     programs = [op for op in lowered.body.block.ops if isinstance(op, event.ProgramOp)]
     plan = []
     for stage, program in enumerate(programs):
         runs = []
         for m in (m_a, m_b):
             order = stage_order(schedule, pp, vpp, m, stage)
-            runs.append(run_lengths(mark_gradient_sync(order) if sync else order))
+            runs.append(run_lengths(mark_data_parallel(order, *marks)))
         loops = [op for op in program.body.block.ops if isinstance(op, event.LoopOp)]
         if [r for r, _ in runs[0]] != [r for r, _ in runs[1]] or len(loops) != len(runs[1]):
             return False
@@ -377,6 +404,7 @@ def simulate(
     unlimited and the report says `"fits": false` with the diagnostic under
     `"oom"` (no trace or plot is written for it)."""
     config = TrainingConfig(model=model, **options)
+    _check_outputs(trace, plot)
     if not allow_oom:
         ctx, module, memory = build_training_module(config)
         report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
@@ -391,6 +419,17 @@ def simulate(
     if oom is not None:
         report["oom"] = oom
     return report
+
+
+def _check_outputs(trace: str | Path | None, plot: str | Path | None) -> None:
+    """A trace or plot path that cannot be written fails before the run, not
+    after it (and a trace is never written beside plots that then fail)."""
+    from charon_ir.report.output import check_output_dir, check_output_file
+
+    if trace:
+        check_output_file(trace, "--trace")
+    if plot:
+        check_output_dir(plot, "--plot")
 
 
 UNLIMITED_GB = 1e9
@@ -534,6 +573,9 @@ def simulate_file(
     price it, lower it and interpret it."""
     from charon_ir.runtime.simulate_target import simulate_module
 
+    if gpus < 1:  # set-target would read 0 as "every GPU of the cluster"
+        raise CharonError(f"--gpus must be >= 1, got {gpus}")
+    _check_outputs(trace, None)
     ctx, module = load_model_module(str(path), seq_len=0, batch=0)
     _pass("set-target", hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node).apply(ctx, module)
     _pass("cost-annotate", engines=engines).apply(ctx, module)

@@ -18,6 +18,9 @@ from charon_ir.errors import CharonError
 COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep")
 """Modules under charon_ir.commands, each adding its subcommands to the app."""
 
+click_errors = importlib.import_module(typer.BadParameter.__module__)
+"""The exceptions of the click typer runs on (its own copy in recent typer)."""
+
 app = typer.Typer(
     name="charon",
     help="Predict LLM training and serving time and memory on GPU clusters.",
@@ -36,15 +39,27 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"charon_ir.commands.{_name}").register(app)
 
 
-def fail(message: str) -> None:
+def fail(message: str, code: int = 1) -> None:
     """Print one diagnostic line and exit non-zero."""
     print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(1)
+    raise SystemExit(code)
 
 
 def main() -> None:
     try:
-        app()
+        # not standalone: click's usage errors come here instead of being printed
+        # as a multi-line box, so they too are one line
+        code = app(prog_name="charon", standalone_mode=False)
+    except getattr(click_errors, "NoArgsIsHelpError", ()) as e:
+        e.show()  # `charon` alone: the help, as click prints it
+        raise SystemExit(e.exit_code) from None
+    except click_errors.UsageError as e:  # a mistyped flag, a missing option, a bad value
+        where = e.ctx.command_path if e.ctx else "charon"
+        fail(f"{where}: {' '.join(e.format_message().split())}", e.exit_code)
+    except click_errors.ClickException as e:
+        fail(" ".join(e.format_message().split()), e.exit_code)
+    except typer.Abort:
+        fail("aborted")
     except CharonError as e:
         fail(str(e))
     except Exception as e:  # a bug, not bad input: one line unless asked for more
@@ -53,6 +68,10 @@ def main() -> None:
         first = str(e).splitlines()[0] if str(e) else ""
         fail(f"internal error, please report it (CHARON_DEBUG=1 shows the traceback): "
              f"{type(e).__name__}: {first}")
+    else:
+        # `raise typer.Exit(n)` in a command: click returns n when not standalone
+        if isinstance(code, int) and code:
+            raise SystemExit(code)
 
 
 if __name__ == "__main__":

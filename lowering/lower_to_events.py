@@ -50,6 +50,7 @@ from charon_ir.dialects.coll import (
 from charon_ir.dialects.sim import (
     ComputeOp,
     CostAttr,
+    GenericOp,
     InputOp,
     ParamOp,
     PhaseOp,
@@ -62,9 +63,10 @@ from charon_ir.dialects.sim import (
 from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import data_parallel_replicas
 from charon_ir.parallel.backward_split import weight_gradient_ops
-from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_gradient_sync, run_lengths, stage_order
+from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
 from charon_ir.passes.pipeline import PIPELINE_ATTR
 from charon_ir.passes.cost_annotate import COST_ATTR
+from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR, gathers_in_first_forward
 from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"
@@ -98,6 +100,10 @@ class _Emitter:
     """What point-to-point ops carry in the phase being lowered: act or grad."""
     last_compute: SSAValue | None = None
     skip_gradient_sync: bool = False
+    first_forward: bool = True
+    """Whether this is a chunk's first forward of the step: the only one that runs
+    the parameter gathers marked `charon.first_forward` (a step without a schedule
+    has one forward)."""
     part: str = ""
     """Under a split backward: "B" lowers all but the weight-gradient ops, "W" only
     them (`backward_split`); empty lowers everything."""
@@ -177,12 +183,20 @@ class _Emitter:
             return
         raise CharonError(f"lower-to-events: cannot lower '{op.name}'")
 
+    def runs_first_forward_op(self, op: Operation) -> bool:
+        """Whether an op of an overlapped parameter gather (`charon.first_forward`)
+        runs here: its all_gathers run in the first forward only. Its packing ops
+        never run: they are views into Megatron-Core's contiguous parameter
+        buffer, whose gathers the forward hooks dispatch ahead of the compute that
+        reads them, so a gather waits only for its own stream."""
+        return self.first_forward and not isinstance(op, GenericOp)
+
     def lower_priced(self, op: ComputeOp | CollectiveOp) -> None:
         if (
             self.skip_gradient_sync
             and isinstance(op, (AllReduceOp, ReduceScatterOp))
             and "dp" in op.axis_names()
-        ):
+        ) or (FIRST_FORWARD_ATTR in op.attributes and not self.runs_first_forward_op(op)):
             for r in op.results:
                 self.tokens[r] = self.join(op.operands)
             return
@@ -337,6 +351,7 @@ def lower_pipeline(module: ModuleOp, target: Target,
     by_virtual = {v: st for st in stages for v in st.stage_ids()}
     # ep ranks are data-parallel replicas that bring their own tokens
     dp = data_parallel_replicas(module)
+    param_gather = dp > 1 and gathers_in_first_forward(module)
     tokens = count_tokens(by_virtual[0]) * m * dp
     split = schedule.data in SPLIT_BACKWARD
     w_ops = {
@@ -352,15 +367,14 @@ def lower_pipeline(module: ModuleOp, target: Target,
         body.add_op(start)
         prev = start.token
         order = stage_order(schedule.data, pp, vpp, m, s)
-        if dp > 1:
-            order = mark_gradient_sync(order)
+        order = mark_data_parallel(order, gradients=dp > 1, parameters=param_gather)
         items: dict[tuple[int, str], tuple[list[Operation], SSAValue | None]] = {}
         for pattern, count in run_lengths(order):
             loop_body = Block(arg_types=[event.TokenType()])
             emitter: _Emitter | None = None
             for kind, chunk in pattern:
                 v = chunk * pp + s
-                phase = _phase(by_virtual[v], "forward" if kind == "F" else "backward")
+                phase = _phase(by_virtual[v], "forward" if kind[0] == "F" else "backward")
                 if phase is None:
                     continue
                 # An item's events depend only on the item (what it reads from
@@ -374,9 +388,10 @@ def lower_pipeline(module: ModuleOp, target: Target,
                         streams,
                         target=target,
                         virtual_stage=v,
-                        channel="act" if kind == "F" else "grad",
+                        channel="act" if kind[0] == "F" else "grad",
                         skip_gradient_sync=dp > 1 and kind in ("B", "W"),
-                        part=kind[0] if split and kind != "F" else "",
+                        first_forward=kind == "F+",
+                        part=kind[0] if split and kind[0] != "F" else "",
                         w_ops=w_ops[v],
                         groups=groups,
                         blocking=blocking,

@@ -14,11 +14,18 @@ Options:
   same layout (default 25).
 - overlap: reduce a layer's gradients as soon as its backward produced them,
   overlapping the rest of backward; false waits for the whole backward (default true).
+- overlap-param-gather: under zero 1 or 2, the layers' updated parameters are not
+  gathered after the step but in the next step's first forward, each layer's just
+  before it runs, so the gathers overlap that forward (Megatron-Core's
+  `--overlap-param-gather`); parameters outside the layers are still gathered
+  after the step (default false).
 
 Gradient accumulation over micro-batches is not unrolled in IR: one micro-batch's
 step is described once and the schedule repeats it; gradients are reduced once per
-step, on the last micro-batch (`sim.data_parallel` records the settings for
-`lower-to-events` and `memory-analysis`).
+step, on the last micro-batch, and parameters gathered in the forward under
+overlap-param-gather once, on the first (those gathers are marked
+`charon.first_forward`); `sim.data_parallel` records the settings for
+`lower-to-events` and `memory-analysis`.
 
 Buckets are flat buffers a collective runs on; packing gradients into them costs
 nothing (Megatron's contiguous gradient buffer), so the packing ops are
@@ -38,6 +45,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     TensorType,
+    UnitAttr,
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -50,6 +58,18 @@ from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
 
 DATA_PARALLEL_ATTR = "sim.data_parallel"
+FIRST_FORWARD_ATTR = "charon.first_forward"
+"""On the ops of a parameter gather (packing, all_gathers, unpacking) that run only
+in a chunk's first forward of the step."""
+
+
+def gathers_in_first_forward(module: ModuleOp) -> bool:
+    """Whether the data-parallel pass put parameter gathers in the first forward."""
+    attr = module.attributes.get(DATA_PARALLEL_ATTR)
+    if not isinstance(attr, DictionaryAttr):
+        return False
+    flag = attr.data.get("overlap_param_gather")
+    return isinstance(flag, IntegerAttr) and bool(flag.value.data)
 
 
 def _tensor(v: SSAValue) -> TensorType:
@@ -104,9 +124,11 @@ class _Sync:
         for op in reversed(ops):
             block.insert_op_after(op, after)
 
-    def gather_parameters(self, block: Block, params: Sequence[SSAValue]) -> None:
-        """ZeRO-3: at the start of `block`, all_gather `params` from their shards;
-        their uses in the block read the gathered copies."""
+    def gather_parameters(self, block: Block, params: Sequence[SSAValue], once: bool = False) -> None:
+        """At the start of `block`, all_gather `params` from their shards; their
+        uses in the block read the gathered copies. ZeRO-3 gathers every time the
+        block runs; `once` marks the gathers to run in the step's first forward only
+        (overlap-param-gather: the parameters stay gathered until the next step)."""
         if not params or self.dp == 1:
             return
         shards = [self.shard_of(t) for t in self.bucket_types(params)]
@@ -122,6 +144,8 @@ class _Sync:
         first = block.first_op
         assert first is not None
         for op in (pack, *gathers, unpack):
+            if once:
+                op.attributes[FIRST_FORWARD_ATTR] = UnitAttr()
             block.insert_op_before(op, first)
         for p, full in zip(params, unpack.outputs):
             p.replace_uses_with_if(full, lambda use: use.operation is not pack)
@@ -190,9 +214,10 @@ class _Sync:
         self.reduce_gradients(body, after, [per_layer])
 
 
-def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
+def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync], gather_in_forward: bool) -> None:
     """Reduce the gradients of one scope (the module, or a pipeline stage), each
-    over the group `sync_of(param)` says, and shard what ZeRO shards over it."""
+    over the group `sync_of(param)` says, and shard what ZeRO shards over it;
+    `gather_in_forward`: ZeRO-1/2's layer parameters are gathered in the forward."""
     phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
     fwd, bwd, opt = phases.get("forward"), phases.get("backward"), phases.get("optimizer")
     if bwd is None or opt is None:
@@ -222,8 +247,8 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
         sync.reduce_gradients(bwd.body.block, after, grads)
     zero = max(sync_of(p).zero for p in param_of.values()) if param_of else 0
     gathered_per_layer: set[SSAValue] = set()
-    if zero >= 3:
-        for phase in (fwd, bwd):
+    if zero >= 3 or (zero >= 1 and gather_in_forward):
+        for phase in (fwd, bwd) if zero >= 3 else (fwd,):
             if phase is None:
                 continue
             for rep in phase.body.block.ops:
@@ -235,7 +260,7 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync]) -> None:
                             groups.setdefault(sync_of(sl), []).append(arg)
                             gathered_per_layer.add(sl)
                     for sync, params in groups.items():
-                        sync.gather_parameters(rep.body.block, params)
+                        sync.gather_parameters(rep.body.block, params, once=zero < 3)
     if zero >= 1:
         for step in steps:
             groups_of: dict[_Sync, list[int]] = {}
@@ -259,6 +284,7 @@ class DataParallelPass(ModulePass):
     zero: int = 0
     bucket_mb: int = 25
     overlap: bool = True
+    overlap_param_gather: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.dp < 1:
@@ -267,6 +293,11 @@ class DataParallelPass(ModulePass):
             raise CharonError(f"data-parallel: option 'zero' must be 0, 1, 2 or 3, got {self.zero}")
         if self.bucket_mb < 1:
             raise CharonError(f"data-parallel: option 'bucket-mb' must be >= 1, got {self.bucket_mb}")
+        if self.overlap_param_gather and self.zero not in (1, 2):
+            raise CharonError(
+                "data-parallel: option 'overlap-param-gather' needs zero 1 or 2 (only they "
+                f"gather updated parameters), got zero {self.zero}"
+            )
         if DATA_PARALLEL_ATTR in op.attributes:
             raise CharonError("data-parallel: the module is already data-parallel")
         if OPTIMIZER_KERNELS_ATTR in op.attributes:
@@ -279,6 +310,7 @@ class DataParallelPass(ModulePass):
                 "zero": IntegerAttr(self.zero, 64),
                 "bucket_mb": IntegerAttr(self.bucket_mb, 64),
                 "overlap": BoolAttr.from_bool(self.overlap),
+                "overlap_param_gather": BoolAttr.from_bool(self.overlap_param_gather),
             }
         )
         # expert parallelism is carved out of data parallelism (as in Megatron-LM):
@@ -300,4 +332,4 @@ class DataParallelPass(ModulePass):
             return
         scopes = [s.body.block for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         for block in scopes or [op.body.block]:
-            _apply_to_scope(block, sync_of)
+            _apply_to_scope(block, sync_of, self.overlap_param_gather)

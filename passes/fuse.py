@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
 
 ACTIVATIONS = frozenset({"gelu", "silu", "relu", "tanh", "sigmoid"})
 
@@ -99,6 +100,8 @@ def fuse_group(group: Sequence[Operation], callee: str, rewriter: PatternRewrite
     return True
 
 
+ATTENTION_KERNELS = ("flash2", "flash3", "triton")
+"""The flash kernels the cost engine knows how to price."""
 ATTENTION_KERNEL_ATTR = "kernel"
 """Which flash-attention kernel runs an attention op (read by the cost engine)."""
 
@@ -257,6 +260,12 @@ class FusePass(ModulePass):
     triton); empty: the engine's default."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.attention_kernel and self.attention_kernel not in ATTENTION_KERNELS:
+            # the engine would silently price an unknown name as its default kernel
+            raise CharonError(
+                f"fuse: option 'attention-kernel': unknown kernel '{self.attention_kernel}' "
+                f"(known: {', '.join(ATTENTION_KERNELS)})"
+            )
         patterns: list[RewritePattern] = []
         if self.attention:
             patterns.append(FlashAttention(self.attention_kernel))

@@ -27,7 +27,8 @@ exactly one forward of each layer. The forward repeat and the cloned ops are
 marked `sim.recompute = "full"` (a clone runs under autograd: what it saves lives
 until its layer's backward is done, which memory analysis counts there). Under
 ZeRO-3 the clone reads the parameters the backward body gathers, rather than
-gathering them a second time. A step with a backward but no layer repeat is an
+gathering them a second time; under data-parallel's overlap-param-gather, which
+gathers them once per step in the forward, it reads the parameters. A step with a backward but no layer repeat is an
 error.
 
 The pass runs on the module's step or on each `sim.stage` of a pipelined one,
@@ -57,6 +58,7 @@ from xdsl.rewriter import InsertPoint
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.memory.tensors import RECOMPUTE_ATTR, alias_source, is_model_state_buffer
+from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR
 
 POLICIES = ("none", "selective", "full")
 POLICY_ATTR = "sim.recompute_policy"
@@ -353,6 +355,11 @@ class LayerRecompute:
         two bodies do not both gather the same parameters)."""
         f_lead, b_lead = _leading_gathers(f_block), _leading_gathers(b_block)
         f_pairs, b_pairs = _gathered(f_lead), _gathered(b_lead)
+        if f_pairs and all(FIRST_FORWARD_ATTR in op.attributes for op in f_lead):
+            # overlap-param-gather: the forward gathered them once for the step;
+            # the recomputed forward reads the parameters themselves
+            clone_map.update({full: clone_map.get(param, param) for param, full in f_pairs})
+            return set(f_lead)
         if not f_pairs or not b_pairs:
             return set()
         by_param = {mapper.get(param, param): full for param, full in b_pairs}

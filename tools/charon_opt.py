@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import IO
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -71,6 +73,23 @@ def verify_located(module: ModuleOp, spans: dict[int, Span]) -> None:
             span = spans.get(id(op))
             where = span_location(span) if span else "<unknown>"
             raise LocatedVerifyError(f"{where}: error: '{op.name}' op {first_line(e)}") from None
+
+
+def parse_located(ctx: Context, text: str, name: str) -> ModuleOp:
+    """Parse and verify `text` as charon-opt does, for the other tools that read
+    IR files: a parse or verifier error is one CharonError naming `name:line:col`
+    (and the op a verifier rejected)."""
+    if not text.strip():  # xDSL's own word for it is "Could not parse entire input!"
+        raise CharonError(f"{name}: the file is empty (expected a builtin.module)")
+    parser = LocatingParser(ctx, text, name)
+    try:
+        module = parser.parse_module()
+        verify_located(module, parser.op_spans)
+    except ParseError as e:
+        raise CharonError(f"{span_location(e.span)}: {e.msg}") from None
+    except LocatedVerifyError as e:
+        raise CharonError(str(e).replace(": error: ", ": ", 1)) from None
+    return module
 
 
 class DeferredOutputFile(io.StringIO):
@@ -127,7 +146,11 @@ class CharonOptMain(xDSLOptMain):
         super().register_all_frontends()
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
-            parser = LocatingParser(self.ctx, io.read().decode(), self.get_input_name())
+            try:
+                text = io.read().decode()
+            except UnicodeDecodeError as e:
+                raise CharonError(f"{self.get_input_name()}: not UTF-8 text (byte {e.start})") from None
+            parser = LocatingParser(self.ctx, text, self.get_input_name())
             module = parser.parse_module()
             if not self.args.disable_verify:
                 spans = {
@@ -148,6 +171,14 @@ class CharonOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
+
+        def one_line_error(message: str):
+            # argparse prints the whole usage first; a mistyped flag is bad input
+            # like any other, so it gets the same one line (and argparse's exit 2)
+            print(f"charon-opt: error: {message}", file=sys.stderr)
+            sys.exit(2)
+
+        arg_parser.error = one_line_error  # pyright: ignore[reportAttributeAccessIssue]
         arg_parser.add_argument(
             "--pass-pipeline",
             type=str,
@@ -189,11 +220,21 @@ def main(args: Sequence[str] | None = None) -> None:
             message = f"charon-opt: error: {message}"
         print(message, file=sys.stderr)
         sys.exit(1)
-    except (DiagnosticException, ValueError, KeyError, OSError) as e:
+    except OSError as e:  # the input or -o file: name it, not the errno
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"charon-opt: error: {where}{e.strerror or first_line(e)}", file=sys.stderr)
+        sys.exit(1)
+    except (DiagnosticException, ValueError, KeyError) as e:
         message = first_line(e)
         if ": error: " not in message:
             message = f"charon-opt: error: {message}"
         print(message, file=sys.stderr)
+        sys.exit(1)
+    except Exception as e:  # a bug, not bad input: one line unless asked for more (as `charon`)
+        if os.environ.get("CHARON_DEBUG"):
+            raise
+        print(f"charon-opt: error: internal error, please report it (CHARON_DEBUG=1 shows the "
+              f"traceback): {type(e).__name__}: {first_line(e)}", file=sys.stderr)
         sys.exit(1)
 
 

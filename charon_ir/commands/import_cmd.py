@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from charon_ir.errors import CharonError
-
 
 def register(app: typer.Typer) -> None:
     app.command("import")(import_command)
@@ -36,6 +34,10 @@ def import_command(
     if list_models:
         print("\n".join(bundled_models()))
         return
+    if output != "-":
+        from charon_ir.report.output import check_output_file
+
+        check_output_file(output, "-o")  # before tracing, which can take minutes
     result = import_model_with_summary(
         model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=not no_cache, parse=False
     )
@@ -43,12 +45,16 @@ def import_command(
     if output == "-":
         sys.stdout.write(text)
     else:
+        from charon_ir.report.output import cannot_write
+
         path = Path(output)
-        if path.parent and not path.parent.is_dir():
-            raise CharonError(f"-o {output}: directory {path.parent} does not exist")
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)  # never leave a partial file behind
+        try:
+            tmp.write_text(text)
+            tmp.replace(path)  # never leave a partial file behind
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise cannot_write(path, e) from None
     if result.module is None:
         print(f"{result.name}: from the cache ({result.cache_file}) in {result.seconds:.2f} s", file=sys.stderr)
     else:

@@ -16,6 +16,7 @@ measured. To price with CPU measurements, run the passes with
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
@@ -74,9 +75,13 @@ def profile_command(
         raise CharonError("charon profile: --ops-from and --model need --device cpu|cuda")
     measured_on: str | None = None
     if device is not None:
+        from charon_ir.profile.session import torch_device
+
         factors = _factors(sweep)
-        # read the ops first: bad input leaves no database file behind
+        # read the ops and find the device first: bad input leaves no database
+        # file behind
         opset, source = _ops(ops_from, model, seq_len, batch)
+        torch_device(device)
         with ProfileStore.open(path) as store:
             measured_on = _measure(
                 store, device, opset, source, factors, repeats, warmup, threads, device_name
@@ -94,8 +99,8 @@ def _factors(text: str) -> tuple[float, ...]:
         factors = tuple(float(f) for f in text.split(",") if f.strip())
     except ValueError:
         raise CharonError(f"--sweep {text!r}: expected comma-separated numbers, e.g. 0.5,2") from None
-    if any(f <= 0 for f in factors):
-        raise CharonError(f"--sweep {text!r}: factors must be > 0")
+    if not all(0 < f < math.inf for f in factors):  # NaN fails too
+        raise CharonError(f"--sweep {text!r}: factors must be finite numbers > 0")
     return factors
 
 

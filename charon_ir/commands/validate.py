@@ -35,6 +35,10 @@ def validate_command(
     jobs: Annotated[int, typer.Option("--jobs", help="processes for training records (default: CPUs)")] = 0,
 ) -> None:
     """Compare predictions with published (or, with --live, local) measurements."""
+    if jobs < 0:
+        from charon_ir.errors import CharonError
+
+        raise CharonError(f"--jobs must be >= 0 (0: one per CPU), got {jobs}")
     if live:
         from charon_ir.validation.live import format_live, run_live
 

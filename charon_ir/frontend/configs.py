@@ -57,7 +57,13 @@ def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
     if isinstance(model, Path) or str(model).endswith(".json") or path.is_file():
         if not path.is_file():
             raise CharonError(f"{model}: no such config file")
-        data = _read_json(path.read_text(), str(model))
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise CharonError(f"{model}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise CharonError(f"{model}: malformed config.json: not UTF-8 text (byte {e.start})") from None
+        data = _read_json(text, str(model))
         name = path.stem if path.name != "config.json" else path.parent.name or "config"
     else:
         names = bundled_models()

@@ -26,10 +26,12 @@ from typing import Literal
 
 from charon_ir.errors import CharonError
 
-Kind = Literal["F", "B", "B+", "W", "W+"]
+Kind = Literal["F", "F+", "B", "B+", "W", "W+"]
 """F: a forward; B: a backward (under zb-h1 only its input gradients); W: the
 weight gradients of a backward (zb-h1 only); B+ and W+: the last B or W of a chunk
-in the step, the one that also reduces the gradients over data-parallel replicas."""
+in the step, the one that also reduces the gradients over data-parallel replicas;
+F+: the first F of a chunk in the step, the one that also gathers the parameters
+the last step updated (`data-parallel{overlap-param-gather}`)."""
 Item = tuple[Kind, int, int]
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 SPLIT_BACKWARD = ("zb-h1",)
@@ -120,6 +122,30 @@ def mark_gradient_sync(order: list[Item]) -> list[Item]:
     for (kind, chunk), i in last.items():
         marked[i] = (f"{kind}+", chunk, order[i][2])  # type: ignore[assignment]
     return marked
+
+
+def mark_param_gather(order: list[Item]) -> list[Item]:
+    """Mark each chunk's first F of the step as F+: parameters updated in shards
+    by the last step are gathered once, overlapping the first forward that reads
+    them (Megatron-Core's `--overlap-param-gather`)."""
+    first: dict[int, int] = {}
+    for i, (kind, chunk, _) in enumerate(order):
+        if kind == "F":
+            first.setdefault(chunk, i)
+    marked = list(order)
+    for chunk, i in first.items():
+        marked[i] = ("F+", chunk, order[i][2])
+    return marked
+
+
+def mark_data_parallel(order: list[Item], gradients: bool, parameters: bool) -> list[Item]:
+    """An order with the items that synchronise over data-parallel replicas
+    marked: the gradients' reduction (B+/W+) and the parameters' gather (F+)."""
+    if gradients:
+        order = mark_gradient_sync(order)
+    if parameters:
+        order = mark_param_gather(order)
+    return order
 
 
 def run_lengths(order: list[Item]) -> list[tuple[tuple[tuple[Kind, int], ...], int]]:

@@ -8,8 +8,6 @@ from pathlib import Path
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from charon_ir.dialects.sim import ComputeOp
 from charon_ir.errors import CharonError
@@ -30,21 +28,16 @@ def parse_module_file(path: Path) -> ModuleOp:
         text = path.read_text()
     except OSError as e:
         raise CharonError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise CharonError(f"{path}: cannot read: not UTF-8 text (byte {e.start})") from None
     return parse_module_text(text, str(path))
 
 
 def parse_module_text(text: str, name: str) -> ModuleOp:
     """Parse and verify `text`; errors become one line naming `name`:line:col."""
-    try:
-        module = Parser(charon_context(), text, name).parse_module()
-        module.verify()
-    except ParseError as e:
-        # the message's first line is `file:line:col`, then the source excerpt
-        lines = str(e).strip().splitlines()
-        raise CharonError(f"{lines[0]}: {lines[-1].strip()}") from None
-    except (VerifyException, DiagnosticException) as e:
-        raise CharonError(f"{name}: {str(e).strip().splitlines()[0]}") from None
-    return module
+    from charon_ir.tools.charon_opt import parse_located
+
+    return parse_located(charon_context(), text, name)
 
 
 @dataclass

@@ -53,6 +53,22 @@ class ProfileRun:
     """Why ops could not run, with counts."""
 
 
+def torch_device(device: str):
+    """The torch device `--device` names (cpu, cuda or cuda:N), when this machine
+    has it; a one-line CharonError otherwise."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError as e:
+        raise CharonError(f"--device {device}: {e}") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise CharonError(f"--device {device}: expected cpu or cuda")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise CharonError("--device cuda: torch sees no CUDA device on this machine")
+    return dev
+
+
 def profile_ops(
     store: ProfileStore,
     items: Sequence[tuple[OpKey, ComputeOp]],
@@ -76,14 +92,7 @@ def profile_ops(
 
     from charon_ir.profile import runner
 
-    try:
-        dev = torch.device(device)
-    except RuntimeError as e:
-        raise CharonError(f"--device {device}: {e}") from None
-    if dev.type not in ("cpu", "cuda"):
-        raise CharonError(f"--device {device}: expected cpu or cuda")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CharonError("--device cuda: torch sees no CUDA device on this machine")
+    dev = torch_device(device)
     if dev.type == "cpu":
         runner.keep_freed_memory()
         # one thread by default: timings a shared machine's other processes barely

@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from charon_ir.report.output import cannot_write
 from charon_ir.runtime.flatten import KIND_JOIN
 from charon_ir.runtime.interpreter import Timeline
 
@@ -15,14 +16,19 @@ GIB = 2**30
 
 def _save(fig, path: Path) -> None:
     """Atomically: a failed run leaves no half-written PNG."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    except OSError as e:
+        raise cannot_write(path, e) from None
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120, bbox_inches="tight")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise cannot_write(path, e) from None
         raise
 
 
@@ -34,7 +40,10 @@ def write_plots(directory: str | Path, timeline: Timeline, report: dict,
     import matplotlib.pyplot as plt
 
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise cannot_write(out, e) from None
     program = timeline.program
     written = []
 

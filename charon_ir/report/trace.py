@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from charon_ir.report.output import cannot_write
 from charon_ir.runtime.flatten import KIND_JOIN
 from charon_ir.runtime.interpreter import Timeline
 
@@ -73,12 +74,17 @@ def write_trace(path: str | Path, timelines: list[Timeline],
     path = Path(path)
     events = trace_events(timelines) + (memory_counters(memory) if memory else [])
     payload = {"traceEvents": events, "displayTimeUnit": "ms"}
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    except OSError as e:
+        raise cannot_write(path, e) from None
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(payload, f)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise cannot_write(path, e) from None
         raise

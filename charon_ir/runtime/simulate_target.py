@@ -14,6 +14,7 @@ with the default pipeline (`cost-annotate`, `lower-to-events`) first.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import IO
 
@@ -76,6 +77,9 @@ class SimulateTarget(XdslTarget):
     tier: str = "fast"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        for option, value in (("compute_slowdown", self.compute_slowdown), ("comm_slowdown", self.comm_slowdown)):
+            if not 0 <= value < math.inf:  # -1 divided by zero in the interpreter; NaN fails too
+                raise CharonError(f"simulate: option '{option}' must be a finite number >= 0, got {value}")
         report = simulate_module(
             ctx,
             module,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 import json
+import math
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -217,6 +218,9 @@ def serve(
     if unknown:
         raise CharonError(f"serve: unknown option(s) {', '.join(unknown)}")
     config = ServingConfig(model=model, **options)
+    for flag, slo in (("--slo-ttft", config.slo_ttft), ("--slo-tpot", config.slo_tpot)):
+        if not 0 <= slo < math.inf:  # NaN fails too; 0 means no SLO
+            raise CharonError(f"{flag} must be a finite number of seconds >= 0, got {slo}")
     requests = config.requests()
     _check_context(config.model, requests)
     scheduler = config.scheduler()
@@ -311,8 +315,12 @@ def _write_json(path: Path, data: Any) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    except OSError as e:
+        raise CharonError(f"cannot write {path}: {e.strerror}") from None
+    try:
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)
         os.replace(tmp, path)
     except OSError as e:
+        os.unlink(tmp)  # no partial output: not even the temporary file
         raise CharonError(f"cannot write {path}: {e.strerror}") from None

@@ -39,6 +39,11 @@ class Deployment:
     def check(self) -> None:
         if self.router not in ROUTERS:
             raise CharonError(f"--router must be one of {', '.join(ROUTERS)}, got '{self.router}'")
+        if self.prefill_replicas < 0 or self.decode_replicas < 0:
+            raise CharonError(
+                f"--prefill-replicas and --decode-replicas must be >= 0, got "
+                f"{self.prefill_replicas} and {self.decode_replicas}"
+            )
         if self.disaggregated and (self.prefill_replicas < 1 or self.decode_replicas < 1):
             raise CharonError(
                 "disaggregation needs --prefill-replicas and --decode-replicas both >= 1"

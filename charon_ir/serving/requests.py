@@ -17,6 +17,7 @@ required; the rest is optional (see stages.py for the stage kinds).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ def sample_lengths(
             f"unknown length distribution '{distribution}'; expected one of "
             f"{', '.join(LENGTH_DISTRIBUTIONS)}"
         )
+    if not 0 <= spread < math.inf:  # NaN fails too; numpy would fail deep inside
+        raise CharonError(f"--length-spread must be a finite number >= 0, got {spread}")
     if distribution == "fixed":
         x = np.full(n, float(mean))
     elif distribution == "uniform":
@@ -96,8 +99,8 @@ def poisson(
     _check_lengths(input_len, output_len)
     if num_requests < 1:
         raise CharonError(f"--num-requests must be >= 1, got {num_requests}")
-    if rate < 0:
-        raise CharonError(f"--rate must be >= 0, got {rate}")
+    if not 0 <= rate < math.inf:  # NaN fails too
+        raise CharonError(f"--rate must be a finite number >= 0, got {rate}")
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(1.0 / rate, num_requests) if rate > 0 else np.zeros(num_requests)
     arrivals = np.cumsum(gaps) - (gaps[0] if rate > 0 else 0.0)
@@ -121,7 +124,9 @@ def _check_lengths(input_len: int, output_len: int) -> None:
 
 def _positive_int(obj: dict[str, Any], key: str, where: str, minimum: int = 1) -> int:
     v = obj.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < minimum:
+    # JSON's NaN and Infinity are floats that int() cannot take
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            or v != int(v) or v < minimum):
         raise CharonError(f"{where}: '{key}' must be an integer >= {minimum}, got {v!r}")
     return int(v)
 
@@ -160,8 +165,9 @@ def read_trace(path: str | Path) -> list[Request]:
         if not isinstance(obj, dict):
             raise CharonError(f"{where}: a trace line must be a JSON object")
         arrival = obj.get("arrival_s", obj.get("arrival_time"))
-        if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or arrival < 0:
-            raise CharonError(f"{where}: 'arrival_s' must be a number >= 0, got {arrival!r}")
+        if (isinstance(arrival, bool) or not isinstance(arrival, (int, float))
+                or not 0 <= arrival < math.inf):
+            raise CharonError(f"{where}: 'arrival_s' must be a finite number >= 0, got {arrival!r}")
         stages = obj.get("stages", [])
         if not isinstance(stages, list):
             raise CharonError(f"{where}: 'stages' must be a list")

@@ -25,6 +25,14 @@ STRATEGY_KEYS = (
     "batch", "max_num_seqs", "replicas", "prefill_decode_split",
 )
 HARDWARE_KEYS = ("hardware", "cluster", "gpus", "nic_speed", "scale_up_domain", "topology", "oversubscription")
+TUNING_KEYS = (
+    "fuse_attention", "attention_kernel", "tp_comm_overlap", "pipeline_scatter_gather", "dp_bucket_mb",
+    "dp_overlap", "dp_overlap_param_gather", "optimizer", "memory_limit_gb",
+)
+"""Kernel, overlap, optimizer and memory settings of training points. Like the
+others they are columns and differences only where records differ in them, but
+they are kept out of STRATEGY_KEYS, whose every non-default value the best
+point's one-line summary lists: these are nearly always at their defaults."""
 
 
 def seconds(x: float) -> str:
@@ -127,7 +135,7 @@ def _components(metrics: dict) -> dict[str, float]:
 
 
 def config_differences(a: dict, b: dict) -> list[tuple[str, Any, Any]]:
-    keys = [k for k in (*STRATEGY_KEYS, *HARDWARE_KEYS) if k in a or k in b]
+    keys = [k for k in (*STRATEGY_KEYS, *TUNING_KEYS, *HARDWARE_KEYS) if k in a or k in b]
     return [(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
 
 
@@ -209,7 +217,7 @@ def explain(best: dict, runner_up: dict | None) -> dict[str, Any]:
 
 def _varying(records: Sequence[dict]) -> list[str]:
     """Settings that differ between the records shown (the others say nothing)."""
-    keys = [k for k in (*STRATEGY_KEYS, *HARDWARE_KEYS) if any(k in r["config"] for r in records)]
+    keys = [k for k in (*STRATEGY_KEYS, *TUNING_KEYS, *HARDWARE_KEYS) if any(k in r["config"] for r in records)]
     return [k for k in keys if len({str(r["config"].get(k)) for r in records}) > 1] or [
         k for k in ("tp", "pp", "dp") if records and k in records[0]["config"]
     ]
@@ -218,7 +226,10 @@ def _varying(records: Sequence[dict]) -> list[str]:
 SHORT = {
     "micro_batch": "mb", "sequence_parallel": "sp", "max_num_seqs": "max seqs", "recompute": "recomp", "prefill_decode_split": "P:D",
     "scale_up_domain": "su", "nic_speed": "nic", "topology": "topo", "oversubscription": "oversub",
-    "hardware": "gpu",
+    "hardware": "gpu", "fuse_attention": "flash", "attention_kernel": "attn", "tp_comm_overlap": "tp overlap",
+    "pipeline_scatter_gather": "pp s/g", "dp_bucket_mb": "bucket MB", "dp_overlap": "dp overlap",
+    "dp_overlap_param_gather": "param gather",
+    "optimizer": "optim", "memory_limit_gb": "mem GB",
 }
 
 

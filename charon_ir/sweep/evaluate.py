@@ -100,6 +100,15 @@ def training_config(config: dict[str, Any]):
         precision=config["precision"],
         schedule=config["schedule"],
         fuse=config["fuse"],
+        fuse_attention=config["fuse_attention"],
+        attention_kernel=config["attention_kernel"],
+        tp_comm_overlap=config["tp_comm_overlap"],
+        pipeline_scatter_gather=config["pipeline_scatter_gather"],
+        dp_bucket_mb=config["dp_bucket_mb"],
+        dp_overlap=config["dp_overlap"],
+        dp_overlap_param_gather=config["dp_overlap_param_gather"],
+        optimizer=config["optimizer"],
+        memory_limit_gb=config["memory_limit_gb"],
         engines=engines,
     )
 
@@ -221,13 +230,14 @@ class TrainingEvaluator:
         need = states_lower_bound(point.config, self._shapes[model])
         if not need:
             return ""
-        hbm = _hbm_bytes(config)
-        if need <= hbm:
-            return ""
         gib = 2**30
+        # memory-analysis' limit: the point's own, else the GPU's HBM
+        capacity = config.memory_limit_gb * gib if config.memory_limit_gb > 0 else _hbm_bytes(config)
+        if need <= capacity:
+            return ""
         return (
             f"memory-analysis: model states alone need at least {need / gib:.1f} GiB per GPU "
-            f"of {hbm / gib:.1f} GiB (tp x pp x ep = {config.tp * config.pp * config.ep}, "
+            f"of {capacity / gib:.1f} GiB (tp x pp x ep = {config.tp * config.pp * config.ep}, "
             f"zero {config.zero}, dp {point.config['dp']}); pruned before building the IR"
         )
 

@@ -194,7 +194,9 @@ def run_sweep(
         records = {r["key"]: r for r in store.get({p.key for p in points})}
     finally:
         store.close()
-    ordered_records = [records[p.key] for p in points if p.key in records]
+    # a record stored before one of space.LATER_SETTINGS existed lacks it: the point of the
+    # same key is the same configuration, with every setting spelled out
+    ordered_records = [{**records[p.key], "config": p.config} for p in points if p.key in records]
     counts: dict[str, int] = {}
     for r in ordered_records:
         counts[r["status"]] = counts.get(r["status"], 0) + 1

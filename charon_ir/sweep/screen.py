@@ -37,9 +37,13 @@ is within `MEMORY_BAND` of the GPU with the fast tier. `bench/bench_sweep.py
 --compare FILE` measures its error against the fast tier.
 
 Points it does not model (context or expert parallelism, ZeRO-3/FSDP, models
-with more than one kind of layer, the blocking collectives, scatter/gather
-sends and unfused optimizer of the Megatron-LM 2021 validation runs) return None: the caller runs the
-fast tier.
+with more than one kind of layer, gradients reduced after the whole backward
+(`dp_overlap` false), parameters gathered in the next forward
+(`dp_overlap_param_gather`), the blocking collectives, scatter/gather sends and
+unfused optimizer of the Megatron-LM 2021 validation runs) return None: the
+caller runs the fast tier. The kernel and tensor-parallel overlap settings
+(`fuse_attention`, `attention_kernel`, `tp_comm_overlap`) are the probe's own
+passes, and `dp_bucket_mb` its gradient buckets and the composed ZeRO gathers.
 """
 
 from __future__ import annotations
@@ -136,10 +140,11 @@ class Probe:
 
 def class_key(config: dict[str, Any]) -> tuple:
     """The settings a probe depends on: a point's layer, and whether its
-    schedule splits the backward into B and W items."""
+    schedule splits the backward into B and W items. The memory limit is not
+    one: the probe is analysed without a limit, each point against its own."""
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
-    skip = {"pp", "vpp", "dp", "zero", "schedule", "global_batch", "gpus"}
+    skip = {"pp", "vpp", "dp", "zero", "schedule", "global_batch", "gpus", "memory_limit_gb"}
     split = (config.get("schedule") or "") in SPLIT_BACKWARD
     return (("split", split), *sorted((k, str(v)) for k, v in config.items() if k not in skip))
 
@@ -147,7 +152,8 @@ def class_key(config: dict[str, Any]) -> tuple:
 def screenable(config) -> bool:
     """Whether the screening tier models this TrainingConfig."""
     return (config.cp == 1 and config.ep == 1 and config.zero < 3 and not config.fsdp
-            and config.dp_overlap and not getattr(config, "blocking_comm", ())
+            and config.dp_overlap and not config.dp_overlap_param_gather
+            and not getattr(config, "blocking_comm", ())
             and not getattr(config, "pipeline_scatter_gather", False)
             and getattr(config, "optimizer", "fused") == "fused")
 

@@ -15,13 +15,23 @@ axes as lists; every combination of the axes is one point:
     scale_up_domain: [8, 72]
     topology: [fat_tree, fullflat]
 
-Keys may use `-` or `_`. A point is a plain dict of JSON scalars; its key is a
-hash of its canonical JSON, so the same configuration has the same key in every
+Keys may use `-` or `_`. A point is a plain dict of JSON scalars, every setting
+of its kind; its key is a hash of its canonical JSON (less the `LATER_SETTINGS`
+left at their defaults), so the same configuration has the same key in every
 sweep and a results file can be resumed or shared between spaces.
+
+Training points also carry the kernel, overlap and optimizer settings of
+`charon simulate` (`fuse_attention`, `attention_kernel`, `tp_comm_overlap`,
+`pipeline_scatter_gather`, `dp_bucket_mb`, `dp_overlap`,
+`dp_overlap_param_gather`, `optimizer`) and
+memory-analysis' `memory_limit_gb`, so e.g. `tp_comm_overlap: [false, true]` or
+`dp_bucket_mb: [25, 100]` is an axis.
 
 Illegal combinations are found here, before anything is imported or run: a
 point whose parallel degrees cannot tile the GPUs, divide the model, or
-schedule the batch is returned as pruned with the rule it breaks.
+schedule the batch, or that names a value `charon simulate` rejects (an unknown
+optimizer or attention kernel, tp_comm_overlap without sequence parallelism),
+is returned as pruned with the rule it breaks.
 """
 
 from __future__ import annotations
@@ -58,8 +68,38 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "schedule": "",
     "fuse": True,
     "engines": "analytic",
+    "fuse_attention": True,
+    "attention_kernel": "",
+    "tp_comm_overlap": False,
+    "pipeline_scatter_gather": False,
+    "dp_bucket_mb": 25,
+    "dp_overlap": True,
+    "dp_overlap_param_gather": False,
+    "optimizer": "fused",
+    "memory_limit_gb": 0.0,
 }
-"""Every training setting a point carries, with `charon simulate`'s defaults."""
+"""Every training setting a point carries, with `charon simulate`'s defaults
+(`charon_ir.api.TrainingConfig`'s; `engines` is its comma-separated string)."""
+
+LATER_SETTINGS = (
+    "fuse_attention",
+    "attention_kernel",
+    "tp_comm_overlap",
+    "pipeline_scatter_gather",
+    "dp_bucket_mb",
+    "dp_overlap",
+    "dp_overlap_param_gather",
+    "optimizer",
+    "memory_limit_gb",
+)
+"""Training settings a point gained after results files were first written:
+`config_key` hashes one only when it differs from its default, so a point that
+leaves them alone keeps the key it had before they existed and those files
+still resume. A setting added from now on belongs here too."""
+
+ATTENTION_KERNELS = ("flash2", "flash3", "triton")
+"""The flash kernels `charon_ir.api.pass_plan` accepts as `attention_kernel`
+(empty: the cost engine's default, FlashAttention-2)."""
 
 SERVING_DEFAULTS: dict[str, Any] = {
     "model": "",
@@ -226,38 +266,66 @@ def _scalar(where: str, key: str, value: Any) -> Any:
     return value
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _typed(key: str, value: Any, default: Any) -> Any:
+    """`value` as the type of its setting's default; a value of another kind is a
+    one-line error naming the setting."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise CharonError(f"'{key}' must be true or false, got {value!r}")
+    if isinstance(default, (int, float)):
+        number, what = (int, "an integer") if isinstance(default, int) else (float, "a number")
+        try:
+            return number(value)
+        except (TypeError, ValueError):
+            raise CharonError(f"'{key}' must be {what}, got {value!r}") from None
+    return str(value) if value is not None else ""
+
+
 def normalise(kind: str, config: dict[str, Any]) -> dict[str, Any]:
     """The canonical form of a point: typed values, derived dp, and settings that
     cannot matter reset to their default so equivalent points share one key."""
     out = dict(config)
     defaults = _defaults(kind)
     for key, default in defaults.items():
-        value = out.get(key, default)
-        if isinstance(default, bool):
-            value = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
-        elif isinstance(default, int):
-            value = int(value)
-        elif isinstance(default, float):
-            value = float(value)
-        else:
-            value = str(value) if value is not None else ""
-        out[key] = value
+        out[key] = _typed(key, out.get(key, default), default)
     if kind == "training":
         if out["tp"] == 1:
             out["sequence_parallel"] = False  # SP shards along TP: nothing to shard
+        if out["tp"] == 1 or out["pp"] == 1:
+            # nothing crosses stages, or no tp ranks hold it whole to send slices of
+            out["pipeline_scatter_gather"] = False
+        if not out["fuse"]:
+            out["fuse_attention"] = defaults["fuse_attention"]  # the fuse pass does not run
+        if not (out["fuse"] and out["fuse_attention"]):
+            out["attention_kernel"] = ""  # no flash attention to price as a kernel
         if out["fsdp"]:
             out["zero"], out["fsdp"] = 3, False  # FSDP is ZeRO-3, one spelling
         model_parallel = out["tp"] * out["pp"] * out["cp"]
         if not out["dp"] and model_parallel and out["gpus"] % model_parallel == 0:
             out["dp"] = out["gpus"] // model_parallel
+        if out["dp"] == 1:
+            # one replica has no gradients to bucket or overlap, no parameters to gather
+            for key in ("dp_bucket_mb", "dp_overlap", "dp_overlap_param_gather"):
+                out[key] = defaults[key]
     elif out["prefill_decode_split"]:
         out["replicas"] = 1  # disaggregated: the split says how many of each
     return {key: out[key] for key in sorted(out)}
 
 
 def config_key(config: dict[str, Any]) -> str:
-    """A stable identity of a normalised point: the hash of its canonical JSON."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    """A stable identity of a normalised point: the hash of its canonical JSON,
+    without the `LATER_SETTINGS` that are at their defaults."""
+    keyed = {k: v for k, v in config.items()
+             if k not in LATER_SETTINGS or v != TRAINING_DEFAULTS[k]}
+    text = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -304,6 +372,7 @@ class ModelShape:
 
 def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
     """The first rule a training point breaks, or "" when it may run."""
+    from charon_ir.api import OPTIMIZERS
     from charon_ir.parallel.schedules import check_schedule
 
     tp, pp, cp, ep, vpp = (config[k] for k in ("tp", "pp", "cp", "ep", "vpp"))
@@ -314,6 +383,19 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return f"zero must be 0..3, got {config['zero']}"
     if config["recompute"] not in ("none", "selective", "full"):
         return f"recompute must be none, selective or full, got '{config['recompute']}'"
+    if config["optimizer"] not in OPTIMIZERS:
+        return f"optimizer must be {', '.join(OPTIMIZERS)}, got '{config['optimizer']}'"
+    if config["attention_kernel"] and config["attention_kernel"] not in ATTENTION_KERNELS:
+        return (f"attention_kernel must be {', '.join(ATTENTION_KERNELS)} or empty, "
+                f"got '{config['attention_kernel']}'")
+    if config["dp_bucket_mb"] < 1:
+        return f"dp_bucket_mb must be >= 1, got {config['dp_bucket_mb']}"
+    if config["memory_limit_gb"] < 0:
+        return f"memory_limit_gb must be >= 0 (0: the GPU's memory), got {config['memory_limit_gb']}"
+    if config["dp_overlap_param_gather"] and config["zero"] not in (1, 2):
+        return "dp_overlap_param_gather needs zero 1 or 2 (only they gather updated parameters)"
+    if config["tp_comm_overlap"] and not config["sequence_parallel"]:
+        return "tp_comm_overlap needs tp > 1 and sequence_parallel (as Megatron-Core's)"
     model_parallel = tp * pp * cp
     dp = config["dp"]
     if not dp or dp * model_parallel != gpus:

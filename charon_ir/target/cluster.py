@@ -643,6 +643,8 @@ def load_cluster(spec: str) -> Cluster:
             text = path.read_text()
         except OSError as e:
             raise ClusterError(f"cannot read cluster file '{spec}': {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise ClusterError(f"cannot read cluster file '{spec}': not UTF-8 text (byte {e.start})") from None
         return parse_cluster(text, spec)
     if spec in preset_names():
         res = resources.files("charon_ir.target").joinpath("clusters", f"{spec}.cluster")

@@ -30,13 +30,52 @@ def load_record_set(path: Path | None = None) -> tuple[dict[str, Any], ...]:
         data = json.loads(path.read_text())
     except OSError as e:
         raise CharonError(f"{path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise CharonError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise CharonError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise CharonError(f"{path}: expected a JSON list of records")
+    if not data:
+        raise CharonError(f"{path}: the list holds no records")
+    first_of: dict[str, int] = {}
     for i, record in enumerate(data):
-        missing = [k for k in ("id", "category", "model", "hardware", "strategy", "metric", "value")
-                   if k not in record]
+        missing = [k for k in RECORD_FIELDS if k not in record]
         if missing:
             raise CharonError(f"{path}: record {i} lacks {', '.join(missing)}")
+        _check_record(record, f"{path}: record {i}")
+        if record["id"] in first_of:
+            # the runner matches results to records by id
+            raise CharonError(f"{path}: record {i} repeats the id '{record['id']}' of record "
+                              f"{first_of[record['id']]}")
+        first_of[record["id"]] = i
     return tuple(data)
+
+
+RECORD_FIELDS = {"id": str, "category": str, "model": dict, "hardware": dict, "strategy": dict,
+                 "metric": str, "value": (int, float)}
+"""Every record's fields and their JSON types (a string, an object, a number)."""
+
+TRAINING_FIELDS = (("hardware", "num_gpus"), ("model", "seq_len"), ("model", "layers"),
+                   ("model", "hidden"), ("model", "heads"), ("model", "vocab"))
+"""The numbers a training record cannot be reproduced without (positive integers)."""
+
+JSON_TYPE = {str: "a string", dict: "a JSON object", (int, float): "a number"}
+
+
+def _check_record(record: dict[str, Any], where: str) -> None:
+    """One line naming the record and the field whose type is wrong: the runner
+    reads them without asking again."""
+    for key, kind in RECORD_FIELDS.items():
+        value = record[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CharonError(f"{where}: '{key}' must be {JSON_TYPE[kind]}, got {json.dumps(value)}")
+    if record["category"] != "training":
+        return
+    for part, key in TRAINING_FIELDS:
+        value = record[part].get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise CharonError(f"{where} ('{record['id']}'): training record needs '{part}.{key}' "
+                              f"as an integer >= 1, got {json.dumps(value)}")
+    if not isinstance(record.get("unit"), str):
+        raise CharonError(f"{where} ('{record['id']}'): training record needs 'unit' as a string")

@@ -148,6 +148,16 @@ def _distributed_optimizer(strategy: dict[str, Any], source: str, assumptions: l
     return 1 if "overlap-param-gather" in str(overlaps or "") else 0
 
 
+def _overlap_param_gather(strategy: dict[str, Any], source: str, assumptions: list[str]) -> bool:
+    """Megatron-Core's `--overlap-param-gather` where the record states it; the
+    strong-scaling rows, which state no flags, as the weak-scaling ones."""
+    overlaps = strategy.get("overlaps")
+    if overlaps is None and source == "megatron_readme":
+        assumptions.append("overlap-param-gather (as the weak-scaling rows)")
+        return True
+    return "overlap-param-gather" in str(overlaps or "")
+
+
 def _tp_comm_overlap(strategy: dict[str, Any], source: str, sequence_parallel: bool,
                      assumptions: list[str]) -> bool:
     """Megatron-Core's `--tp-comm-overlap` where the record states it (it needs
@@ -329,6 +339,8 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
     }
     if source == "megatron_readme":
         options["dp_bucket_mb"] = megatron_core_bucket_mb(dp)
+    if zero == 1 and _overlap_param_gather(strategy, source, assumptions):
+        options["dp_overlap_param_gather"] = True
     if source in ("narayanan21", "korthikanti22") and "DeepSpeed" not in str(strategy.get("framework", "")):
         # Megatron-LM 2021-22, `DDP_impl local`: `allreduce_gradients()` after
         # `forward_backward_func` in `train_step`, one all-reduce per buffer

@@ -3,11 +3,13 @@
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1}' | filecheck %s --check-prefix=ZERO1
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=3}' | filecheck %s --check-prefix=ZERO3
 // RUN: charon-opt %S/Inputs/large_vocab.mlir -p 'data-parallel{dp=4 zero=1 bucket-mb=1}' | filecheck %s --check-prefix=BUCKET
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1 overlap-param-gather=true}' | filecheck %s --check-prefix=PARAM-GATHER
+// RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=3 overlap-param-gather=true}' 2>&1 | filecheck %s --check-prefix=PARAM-GATHER-ERR
 // RUN: charon-opt %S/Inputs/moe_router_trained.mlir -p 'shard-expert{ep=4},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=EP
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=7}' 2>&1 | filecheck %s --check-prefix=ERR
 
 // Plain DDP reduces each layer's gradient is reduced inside the backward body, as soon as it exists.
-// DDP:      sim.data_parallel = {dp = 4 : i64, zero = 0 : i64, bucket_mb = 25 : i64, overlap = true}
+// DDP:      sim.data_parallel = {dp = 4 : i64, zero = 0 : i64, bucket_mb = 25 : i64, overlap = true, overlap_param_gather = false}
 // DDP:      coll.grid @mesh(axes = ["dp"], shape = 4)
 // DDP:      sim.repeat 8 {{.*}} {reverse}
 // DDP:        %[[DW:.*]] = sim.view
@@ -47,7 +49,7 @@
 // A bucket holds bucket-mb MiB of gradients, reduce-scattered into its dp
 // shards; the updated parameters are all-gathered in the same layout: a
 // collective's gathered output is one bucket (1 MiB: 524288 bf16 elements).
-// BUCKET:      sim.data_parallel = {dp = 4 : i64, zero = 1 : i64, bucket_mb = 1 : i64, overlap = true}
+// BUCKET:      sim.data_parallel = {dp = 4 : i64, zero = 1 : i64, bucket_mb = 1 : i64, overlap = true, overlap_param_gather = false}
 // BUCKET:      %[[G:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = sim.generic "grad_bucket"
 // BUCKET-NEXT: coll.reduce_scatter %[[G]] on @mesh ["dp"] axis 0 : tensor<524288xbf16> -> tensor<131072xbf16>
 // BUCKET:      sim.phase "optimizer" {
@@ -58,6 +60,26 @@
 // BUCKET-NEXT: sim.yield
 
 // ERR: charon-opt: error: data-parallel: option 'zero' must be 0, 1, 2 or 3, got 7
+
+// overlap-param-gather: each layer gathers its updated parameters before it runs
+// in the forward, marked to run in the step's first forward only; the backward
+// gathers nothing, and after the step only the embedding and the head are gathered.
+// PARAM-GATHER:      sim.data_parallel = {{{.*}}zero = 1 : i64, {{.*}}overlap_param_gather = true}
+// PARAM-GATHER:      sim.repeat 8
+// PARAM-GATHER-NEXT: ^{{.*}}(%{{.*}}: tensor<1x64x64xbf16>, %[[W:.*]]: tensor<64x64xbf16>):
+// PARAM-GATHER-NEXT:   %[[S:.*]] = sim.generic "param_shard_bucket"(%[[W]]) {charon.first_forward,
+// PARAM-GATHER-NEXT:   %[[G:.*]] = coll.all_gather %[[S]] on @mesh ["dp"] axis 0 {charon.first_forward} : tensor<1024xbf16> -> tensor<4096xbf16>
+// PARAM-GATHER-NEXT:   %[[FULL:.*]] = sim.generic "param_unpack"(%[[G]]) {charon.first_forward,
+// PARAM-GATHER-NEXT:   sim.matmul %{{.*}}, %[[FULL]]
+// PARAM-GATHER:      sim.repeat 8 {{.*}} {reverse}
+// PARAM-GATHER-NOT:    coll.all_gather
+// PARAM-GATHER:      sim.phase "optimizer" {
+// PARAM-GATHER:        %[[U:.*]], %{{.*}}, %[[UH:.*]] = sim.optimizer_step "adamw"
+// PARAM-GATHER-NEXT:   %[[PB:.*]] = sim.generic "param_bucket"(%[[U]], %[[UH]]) {{.*}} -> tensor<32000xbf16>
+// PARAM-GATHER-NEXT:   coll.all_gather %[[PB]] on @mesh ["dp"] axis 0 : tensor<32000xbf16> -> tensor<128000xbf16>
+// PARAM-GATHER-NEXT:   sim.yield
+
+// PARAM-GATHER-ERR: charon-opt: error: data-parallel: option 'overlap-param-gather' needs zero 1 or 2 (only they gather updated parameters), got zero 3
 
 // Expert parallelism is carved out of data parallelism: the ep ranks of a dp rank
 // are replicas of the dense router, reduced and sharded over dp x ep; the routed

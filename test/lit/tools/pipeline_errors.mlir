@@ -1,15 +1,18 @@
-// An unknown pass, a mistyped option, a bad option value, an unknown graphics card - each one line.
+// An unknown pass, a mistyped option, a bad option value, an unknown graphics card, an
+// unknown flash kernel (which the engine would price as its default) - each one line.
 // RUN: not charon-opt %s -p 'set-target{hardware=H100},frobnicate' 2>&1 | filecheck %s --check-prefix=PASS
 // RUN: not charon-opt %s -p 'set-target{hardwre=H100}' 2>&1 | filecheck %s --check-prefix=OPTION
 // RUN: not charon-opt %s -p 'set-target{hardware=H100 gpus=many}' 2>&1 | filecheck %s --check-prefix=VALUE
 // RUN: not charon-opt %s -p 'set-target{hardware=Q9000}' 2>&1 | filecheck %s --check-prefix=GPU
 // RUN: not charon-opt %s --pass-pipeline='builtin.module(set-target{hardware=H100}' 2>&1 | filecheck %s --check-prefix=WRAPPER
 // RUN: not charon-opt %s -p 'set-target{hardware=Q9000}' 2>&1 | wc -l | filecheck %s --check-prefix=ONE-LINE
+// RUN: not charon-opt %s -p 'fuse{attention-kernel=flash9}' 2>&1 | filecheck %s --check-prefix=KERNEL
 
 // PASS: charon-opt: error: invalid pass pipeline 'set-target{hardware=H100},frobnicate': Unrecognized passes: ['frobnicate']
 // OPTION: charon-opt: error: invalid pass pipeline 'set-target{hardwre=H100}': Provided arguments ["hardwre"] not found in expected arguments ["hardware", "gpus", "gpus_per_node"
 // VALUE: charon-opt: error: invalid pass pipeline 'set-target{hardware=H100 gpus=many}': Incompatible types: given ('many',), expected <class 'int'>
 // GPU: charon-opt: error: set-target: option 'hardware': unknown GPU 'Q9000' (known: {{.*}})
+// KERNEL: charon-opt: error: fuse: option 'attention-kernel': unknown kernel 'flash9' (known: flash2, flash3, triton)
 // WRAPPER: charon-opt: error: malformed --pass-pipeline 'builtin.module(set-target{hardware=H100}': expected builtin.module(...)
 // ONE-LINE: {{^ *1$}}
 builtin.module {

@@ -48,6 +48,24 @@ def test_unsupported_architecture(tmp_path):
     assert_one_line_error(run(str(bad)), "unsupported architecture 't5'")
 
 
+def test_binary_config(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_bytes(b"\xff\xfe{}")
+    assert_one_line_error(run(str(bad)), f"{bad}: malformed config.json: not UTF-8 text (byte 0)")
+
+
+def test_output_that_cannot_be_written(tmp_path):
+    """Checked before tracing; it used to fail after it with an internal error
+    and leave the temporary file beside the folder."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert_one_line_error(run(str(TINY), "-o", str(folder)), f"-o {folder}: is a directory")
+    missing = tmp_path / "missing" / "x.mlir"
+    assert_one_line_error(run(str(TINY), "-o", str(missing)),
+                          f"-o {missing}: directory {missing.parent} does not exist")
+    assert list(tmp_path.rglob("*")) == [folder]
+
+
 def test_bad_mode():
     assert_one_line_error(run("llama-3.1-8b", "--mode", "serve"), "unknown mode 'serve'")
 

@@ -22,13 +22,14 @@ EIGHT_LAYERS = (Path(__file__).resolve().parents[2] / "lit/lowering/Inputs/eight
 PARAMS = 1000 * 64 + 8 * 64 * 64 + 1000 * 64
 
 
-def dp_bytes(pp: int, m: int, dp: int, zero: int) -> dict[str, float]:
+def dp_bytes(pp: int, m: int, dp: int, zero: int, vpp: int = 1, **options) -> dict[str, float]:
     """Bytes each rank sends per step on the dp axis, per collective kind, summed
     over every stage (the flat program expands every loop)."""
     ctx = make_context()
     module = parse_module(EIGHT_LAYERS, ctx)
-    PipelinePass(pp=pp, microbatches=m).apply(ctx, module)
-    DataParallelPass(dp=dp, zero=zero, bucket_mb=1).apply(ctx, module)
+    schedule = "interleaved" if vpp > 1 else "1f1b"
+    PipelinePass(pp=pp, vpp=vpp, schedule=schedule, microbatches=m).apply(ctx, module)
+    DataParallelPass(dp=dp, zero=zero, bucket_mb=1, **options).apply(ctx, module)
     module.verify()
     SetTargetPass(hardware="H100", gpus=pp * dp).apply(ctx, module)
     CostAnnotatePass().apply(ctx, module)
@@ -80,10 +81,32 @@ def test_zero3_gathers_layer_parameters_every_micro_batch():
     assert zero3["all_gather"] == pytest.approx(zero1["all_gather"] - after_step + extra, rel=1e-3)
 
 
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 1)]), st.integers(0, 4), st.sampled_from([2, 4, 8]),
+       st.sampled_from([1, 2]))
+def test_overlap_param_gather_moves_the_same_bytes_once_per_step(stages, extra, dp, zero):
+    """The gathers move from after the step into the first forward of each chunk:
+    every micro-batch runs the forward, but only the first gathers, so a step
+    sends what ZeRO-1/2 sends."""
+    pp, vpp = stages
+    m = pp + extra
+    m += -m % pp  # interleaving needs whole rounds of pp micro-batches
+    plain = dp_bytes(pp, m, dp, zero, vpp)
+    overlapped = dp_bytes(pp, m, dp, zero, vpp, overlap_param_gather=True)
+    assert set(overlapped) == {"reduce_scatter", "all_gather"}
+    assert overlapped["reduce_scatter"] == plain["reduce_scatter"]
+    # per-layer buckets pad each layer's parameters to a multiple of dp
+    assert overlapped["all_gather"] == pytest.approx(plain["all_gather"], rel=1e-3)
+    assert overlapped["all_gather"] == pytest.approx((dp - 1) / dp * 2 * PARAMS, rel=1e-3)
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
         (dict(dp=0), "data-parallel: option 'dp' must be >= 1, got 0"),
+        (dict(dp=2, zero=0, overlap_param_gather=True),
+         "data-parallel: option 'overlap-param-gather' needs zero 1 or 2 (only they gather updated "
+         "parameters), got zero 0"),
         (dict(dp=2, zero=4), "data-parallel: option 'zero' must be 0, 1, 2 or 3, got 4"),
         (dict(dp=2, bucket_mb=0), "data-parallel: option 'bucket-mb' must be >= 1, got 0"),
     ],

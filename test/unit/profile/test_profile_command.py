@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
+HAS_CUDA = torch.cuda.is_available()
 
 STEP = """
 builtin.module {
@@ -56,11 +57,27 @@ def test_profile_then_fit(tmp_path: Path):
         (("--fit", "--db", "{bad}"), "error: profile database {bad} is not a valid Charon profile database: file is not a database"),
         (("--device", "cpu", "--ops-from", "{missing}"), "error: {missing}: cannot read: No such file or directory"),
         (("--device", "tpu", "--db", "{new}"), "error: --device tpu: expected cpu, cuda or cuda:N"),
+        # float("nan") parsed, passed `> 0`'s negation, and failed inside the sweep
+        (("--device", "cpu", "--sweep", "2,nan", "--db", "{new}"),
+         "error: --sweep '2,nan': factors must be finite numbers > 0"),
+        (("--device", "cpu", "--ops-from", "{binary}", "--db", "{new}"),
+         "error: {binary}: cannot read: not UTF-8 text (byte 1)"),
+        pytest.param(
+            ("--device", "cuda", "--ops-from", "{step}", "--db", "{new}"),
+            "error: --device cuda: torch sees no CUDA device on this machine",
+            marks=pytest.mark.skipif(HAS_CUDA, reason="this machine has a CUDA device"),
+            id="cuda-absent",
+        ),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str):
-    paths = {"bad": tmp_path / "bad.db", "missing": tmp_path / "missing.mlir", "new": tmp_path / "new.db"}
+    paths = {"bad": tmp_path / "bad.db", "missing": tmp_path / "missing.mlir", "new": tmp_path / "new.db",
+             "binary": tmp_path / "binary.mlir", "step": tmp_path / "step.mlir"}
     paths["bad"].write_bytes(b"random bytes, not sqlite" * 100)
+    paths["binary"].write_bytes(b"\x00\xff garbage")
+    paths["step"].write_text(STEP)
     result = charon("profile", *(a.format(**paths) for a in args))
     assert result.returncode == 1
     assert result.stderr.strip() == message.format(**paths)
+    # checked before the database is opened: no file, no "profiling ..." line
+    assert not paths["new"].exists()

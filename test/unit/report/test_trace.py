@@ -50,3 +50,22 @@ def test_no_trace_file_on_error(tmp_path):
     assert out.returncode == 1
     assert out.stderr.strip().count("\n") == 0 and "unknown GPU 'Z9'" in out.stderr
     assert not trace.exists()
+
+
+def test_a_trace_that_cannot_be_written_is_one_line(tmp_path):
+    """The API's callers (charon-opt -t simulate, sweeps) get a CharonError, not an
+    OSError, and nothing is left in the folder."""
+    import pytest
+
+    from charon_ir.errors import CharonError
+    from charon_ir.report.trace import write_trace
+
+    with pytest.raises(CharonError) as info:
+        write_trace(tmp_path / "missing" / "t.json", [])
+    assert str(info.value) == f"cannot write {tmp_path / 'missing' / 't.json'}: No such file or directory"
+    with pytest.raises(CharonError) as info:
+        write_trace(tmp_path, [])
+    assert str(info.value) == f"cannot write {tmp_path}: Is a directory"
+    # nor its temporary file, written beside it
+    assert list(tmp_path.iterdir()) == []
+    assert not list(tmp_path.parent.glob(f".{tmp_path.name}.*"))

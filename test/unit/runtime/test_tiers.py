@@ -57,11 +57,11 @@ def tp_model(layers: int, tp: int, h: int = 4096, s: int = 4096) -> str:
     """
 
 
-def both_tiers(layers, tp, pp, dp, m, zero, overlap, recompute="none"):
+def both_tiers(layers, tp, pp, dp, m, zero, overlap, recompute="none", param_gather=False):
     ctx = make_context()
     module = parse_module(tp_model(layers, tp), ctx)
     PipelinePass(pp=pp, microbatches=m).apply(ctx, module)
-    DataParallelPass(dp=dp, zero=zero).apply(ctx, module)
+    DataParallelPass(dp=dp, zero=zero, overlap_param_gather=param_gather).apply(ctx, module)
     if recompute != "none":
         RecomputePass(policy=recompute).apply(ctx, module)
     SetTargetPass(hardware="H100", gpus=tp * pp * dp).apply(ctx, module)
@@ -88,12 +88,17 @@ def both_tiers(layers, tp, pp, dp, m, zero, overlap, recompute="none"):
     st.sampled_from([0, 1]),
     st.sampled_from([OverlapModel(), OverlapModel(0.15, 0.1)]),
     st.sampled_from(["none", "full"]),
+    st.booleans(),
 )
-def test_fast_and_fine_tiers_agree_within_one_percent(layers, tp, pp, dp, extra_mb, zero, overlap, recompute):
+def test_fast_and_fine_tiers_agree_within_one_percent(layers, tp, pp, dp, extra_mb, zero, overlap, recompute,
+                                                      param_gather):
     layers = layers * pp  # layers per stage, as in real models: 8 and more
-    res = both_tiers(layers, tp, pp, dp, pp + extra_mb, zero, overlap, recompute)
+    param_gather = param_gather and zero == 1
+    res = both_tiers(layers, tp, pp, dp, pp + extra_mb, zero, overlap, recompute, param_gather)
     (fast, n_fast), (fine, n_fine) = res["fast"], res["fine"]
-    assert n_fast < n_fine
+    # loops with collectives on the NICs run event by event: one micro-batch whose
+    # forward gathers over dp and whose backward reduces over it leaves none to fold
+    assert n_fast < n_fine or (param_gather and dp > 1 and extra_mb == 0 and pp == 1)
     assert fast["iteration_time_s"] == pytest.approx(fine["iteration_time_s"], rel=0.01)
     assert fast["flops_per_gpu"] == pytest.approx(fine["flops_per_gpu"], rel=1e-9)
     step = fine["iteration_time_s"]
@@ -106,9 +111,11 @@ def test_fast_and_fine_tiers_agree_within_one_percent(layers, tp, pp, dp, extra_
     # runs beside it, which a folded loop sees only inside itself
     tolerance = 0.01 if overlap == OverlapModel() else 0.05
     for name, stream in fine["streams"].items():
-        # (a pipeline send of 1% of the step, stretched by the comm slowdown beside
-        # the compute of a folded loop, may miss that 10% stretch: 2e-3 of the step)
-        assert fast["streams"][name]["busy_s"] == pytest.approx(stream["busy_s"], rel=tolerance, abs=2e-3 * step)
+        # a pipeline send stretched by the comm slowdown beside the compute of a
+        # folded loop may miss that whole stretch (5.1 % of a send that is 5 % of
+        # the step: 16 layers, tp 8, pp 2, full recomputation)
+        rel = max(tolerance, overlap.comm_slowdown) if "comm_pp" in name else tolerance
+        assert fast["streams"][name]["busy_s"] == pytest.approx(stream["busy_s"], rel=rel, abs=2e-3 * step)
 
 
 @pytest.mark.parametrize("pp, m", [(2, 2), (4, 8)])
@@ -139,3 +146,16 @@ def test_loop_results_ready_before_the_compute_stream_ends():
     (fast, n_fast), (fine, n_fine) = res["fast"], res["fine"]
     assert n_fast < n_fine
     assert fast["iteration_time_s"] == pytest.approx(fine["iteration_time_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_overlapped_param_gather_hides_behind_the_first_forward(pp):
+    """`data-parallel{overlap-param-gather}`: the gathers that ZeRO-1 runs after
+    the step, on nothing but the dp stream, run beside the first forward instead;
+    the step saves at most what they took."""
+    plain = both_tiers(16, 8, pp, 4, 4, 1, OverlapModel())["fine"][0]
+    overlapped = both_tiers(16, 8, pp, 4, 4, 1, OverlapModel(), param_gather=True)["fine"][0]
+    saved = plain["iteration_time_s"] - overlapped["iteration_time_s"]
+    assert saved > 0
+    dp_busy = max(s["busy_s"] for name, s in plain["streams"].items() if name.endswith("comm_dp"))
+    assert saved <= dp_busy

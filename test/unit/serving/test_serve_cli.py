@@ -95,6 +95,57 @@ def test_malformed_trace_file(tmp_path):
     assert not out.exists()
 
 
+SMALL = ("--model", "llama-3.1-8b", "--input-len", "128", "--output-len", "16")
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        # NaN passed every `< 0` check and ran; infinity too
+        (("--rate", "nan", "--num-requests", "4"), "error: --rate must be a finite number >= 0, got nan"),
+        (("--rate", "inf", "--num-requests", "4"), "error: --rate must be a finite number >= 0, got inf"),
+        # numpy's own error used to surface as an internal error
+        (("--rate", "1", "--num-requests", "4", "--length-dist", "uniform", "--length-spread", "-1"),
+         "error: --length-spread must be a finite number >= 0, got -1.0"),
+        # these were accepted and ignored
+        (("--batch", "4", "--prefill-replicas", "-1"),
+         "error: --prefill-replicas and --decode-replicas must be >= 0, got -1 and 0"),
+        (("--batch", "4", "--slo-ttft", "-1"), "error: --slo-ttft must be a finite number of seconds >= 0, got -1.0"),
+        (("--batch", "4", "--slo-tpot", "nan"), "error: --slo-tpot must be a finite number of seconds >= 0, got nan"),
+    ],
+)
+def test_bad_numbers_are_one_line(charon_fails, args, line):
+    assert charon_fails("serve", *SMALL, *args) == line
+
+
+@pytest.mark.parametrize(
+    "request_line, line",
+    [
+        # NaN arrivals used to stall the scheduler ("1 requests never finished")
+        ('{"arrival_s": NaN, "input_tokens": 10, "output_tokens": 5}',
+         "'arrival_s' must be a finite number >= 0, got nan"),
+        # int() of JSON's Infinity and NaN used to be an internal error
+        ('{"arrival_s": 0, "input_tokens": Infinity, "output_tokens": 5}',
+         "'input_tokens' must be an integer >= 1, got inf"),
+        ('{"arrival_s": 0, "input_tokens": 10, "output_tokens": NaN}',
+         "'output_tokens' must be an integer >= 1, got nan"),
+    ],
+)
+def test_non_finite_trace_numbers(charon_fails, tmp_path, request_line, line):
+    trace = tmp_path / "requests.jsonl"
+    trace.write_text(request_line + "\n")
+    assert charon_fails("serve", "--model", "llama-3.1-8b", "--trace", str(trace)) == f"error: {trace}:1: {line}"
+
+
+def test_trace_out_that_cannot_be_written_leaves_nothing(charon_fails, tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    line = charon_fails("serve", *SMALL, "--batch", "2", "--trace-out", str(folder))
+    assert line == f"error: cannot write {folder}: Is a directory"
+    # not even the temporary file written beside it
+    assert list(tmp_path.rglob("*")) == [folder]
+
+
 def test_trace_file_with_stages(tmp_path):
     trace = tmp_path / "requests.jsonl"
     lines = [

@@ -23,3 +23,14 @@ def tiny_space() -> dict:
         "recompute": ["none", "full"],
         "zero": [0, 1],
     }
+
+
+@pytest.fixture(scope="session")
+def unflashed_step(tmp_path_factory) -> str:
+    """The tiny step with its attention as traced rather than flash, so that the
+    fuse pass's attention settings change it."""
+    text = Path(TINY_STEP).read_text()
+    assert "{causal, flash}" in text
+    path = tmp_path_factory.mktemp("steps") / "llama_tiny_unflashed_step.mlir"
+    path.write_text(text.replace("{causal, flash}", "{causal}"))
+    return str(path)

@@ -1,6 +1,6 @@
 """Ranking, the Pareto frontier and why the winner wins, on hand-made records."""
 
-from charon_ir.sweep.analysis import explain, objectives, pareto_front, rank, runner_up
+from charon_ir.sweep.analysis import explain, objectives, pareto_front, rank, runner_up, table_rows
 
 
 def training(key, tokens, gpus, step, comm=0.0, **config):
@@ -39,3 +39,13 @@ def test_why_names_the_settings_and_the_parts_that_differ():
     assert "tp 2 vs 4" in why["why"] and "exposed tp comm 300.000 ms" in why["why"]
     parts = {p["part"]: p["delta_s"] for p in why["parts"]}
     assert round(parts["exposed tp comm"], 9) == -0.3 and round(parts["compute"], 9) == 0.1
+
+
+def test_a_swept_overlap_setting_is_a_column_and_a_reason():
+    best = training("a", 120, 8, 1.0, comm=0.1, tp=2, tp_comm_overlap=True, dp_bucket_mb=25)
+    other = training("b", 100, 8, 1.2, comm=0.3, tp=2, tp_comm_overlap=False, dp_bucket_mb=25)
+    assert "tp_comm_overlap y vs -" in explain(best, other)["why"]
+    header, rows = table_rows(rank([other, best]), 2)
+    # the setting that varies is a column; the one that does not is not
+    assert "tp overlap" in header and "bucket MB" not in header
+    assert [row[header.index("tp overlap")] for row in rows] == ["y", "-"]

@@ -49,3 +49,23 @@ def test_unknown_tier_is_one_line(tmp_path):
     assert run.returncode == 1
     assert run.stderr.strip() == "error: --tier must be screen or fast, got 'exact'"
     assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_a_bad_value_is_one_line_naming_its_setting(tmp_path):
+    space = tmp_path / "s.yaml"
+    space.write_text(f"model: {TINY_STEP}\ngpus: 8\ntp_comm_overlap: [false, maybe]\n")
+    run = charon("sweep", str(space), cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.strip() == "error: 'tp_comm_overlap' must be true or false, got 'maybe'"
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_an_unknown_optimizer_is_pruned_by_its_rule(tmp_path):
+    space = tmp_path / "s.yaml"
+    space.write_text(f"model: {TINY_STEP}\ngpus: 8\nglobal_batch: 16\noptimizer: [fused, adamw9]\n")
+    run = charon("sweep", str(space), "--tier", "fast", "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    results = {r["config"]["optimizer"]: r for r in json.loads(run.stdout)["results"]}
+    assert results["fused"]["status"] == "ok"
+    assert results["adamw9"]["status"] == "illegal"
+    assert results["adamw9"]["error"] == "optimizer must be fused, unfused-fp16, unfused-bf16, got 'adamw9'"

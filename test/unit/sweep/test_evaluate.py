@@ -5,8 +5,9 @@ answer."""
 import pytest
 
 from charon_ir.api import simulate
+from charon_ir.sweep import run_sweep
 from charon_ir.sweep.evaluate import TrainingEvaluator, sharing_order, training_config, training_steps
-from charon_ir.sweep.space import Point, load_space, normalise
+from charon_ir.sweep.space import ModelShape, Point, load_space, normalise
 
 SIMULATE_KEYS = (
     "gpus", "tp", "pp", "dp", "vpp", "global_batch", "recompute", "zero", "micro_batch", "seq_len", "fuse",
@@ -112,3 +113,53 @@ def test_evaluator_caches_are_bounded(tiny_space, monkeypatch):
     uncached = TrainingEvaluator(cache=False)
     list(uncached.evaluate(sharing_order([p for p in space.points() if not p.pruned])))
     assert not uncached._imports and not uncached._snapshots
+
+
+LATER_AXES = [
+    ({"tp": 2, "sequence_parallel": True}, "tp_comm_overlap", [False, True]),
+    ({}, "fuse_attention", [True, False]),
+    ({}, "attention_kernel", ["", "triton"]),
+    ({"zero": 1}, "dp_bucket_mb", [25, 1]),
+    ({}, "dp_overlap", [True, False]),
+    ({"zero": 1}, "dp_overlap_param_gather", [False, True]),
+    ({"tp": 2, "pp": 2}, "pipeline_scatter_gather", [False, True]),
+    ({}, "optimizer", ["fused", "unfused-fp16"]),
+]
+
+
+@pytest.mark.parametrize("fixed, axis, values", LATER_AXES, ids=[axis for _, axis, _ in LATER_AXES])
+def test_later_settings_are_axes_simulate_answers(unflashed_step, fixed, axis, values):
+    space = load_space({"model": unflashed_step, "gpus": 8, "global_batch": 16, **fixed, axis: values})
+    points = space.points()
+    assert [p.config[axis] for p in points] == values and not any(p.pruned for p in points)
+    records = list(TrainingEvaluator().evaluate(sharing_order(points)))
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    times = [r["metrics"]["iteration_time_s"] for r in records]
+    assert times[0] != times[1]
+    for r in records:
+        config = r["config"]
+        reference = simulate(config["model"], **{k: config[k] for k in (*SIMULATE_KEYS, "sequence_parallel", axis)})
+        assert r["metrics"]["iteration_time_s"] == pytest.approx(reference["iteration_time_s"], rel=1e-12)
+        assert r["metrics"]["peak_memory_bytes"] == reference["peak_memory_bytes"]
+
+
+@pytest.mark.parametrize("tier", ["fast", "screen"])
+def test_memory_limit_is_an_axis(tiny_space, tier):
+    # the tiny step needs ~25 MB per GPU: 0.01 GiB cannot hold it, the HBM can
+    space = {**tiny_space, "tp": 1, "pp": 1, "zero": 0, "recompute": "none", "memory_limit_gb": [0, 0.01]}
+    records = run_sweep(space, tier=tier, retime=-1).records
+    assert [(r["config"]["memory_limit_gb"], r["status"]) for r in records] == [(0.0, "ok"), (0.01, "oom")]
+
+
+def test_states_bound_prunes_against_the_memory_limit():
+    """The closed-form bound compares with the point's memory limit when it has
+    one: a limit above the HBM (memory reported, never stopped at) prunes nothing
+    the HBM alone would."""
+    evaluator = TrainingEvaluator()
+    evaluator._shapes["m"] = ModelShape(layers=8, heads=8, kv_heads=8, experts=0, params=10**10)
+    # 16 B per parameter: 160 GB on one GPU
+    overflow = {}
+    for limit in (0, 100, 1e6):
+        point = Point(normalise("training", {"model": "m", "gpus": 1, "memory_limit_gb": limit}), "p")
+        overflow[limit] = evaluator._states_overflow(point, training_config(point.config))
+    assert "of 80.0 GiB" in overflow[0] and "of 100.0 GiB" in overflow[100] and overflow[1e6] == ""

@@ -1,5 +1,6 @@
 """Running sweeps: the results file, resuming, interrupts and executors."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -11,7 +12,7 @@ import pytest
 
 from charon_ir.sweep import run_sweep, sweep
 from charon_ir.sweep import evaluate as evaluate_module
-from charon_ir.sweep.space import load_space
+from charon_ir.sweep.space import LATER_SETTINGS, load_space
 
 
 def metrics_by_key(records):
@@ -89,6 +90,22 @@ def test_killed_sweep_resumes_where_it_stopped(tiny_space, tmp_path, monkeypatch
     result = run_sweep(tiny_space, db=db, tier="fast")
     assert not stored & set(asked)
     assert result.counts == {"ok": 16, "illegal": 8}
+
+
+def test_a_results_file_from_before_the_later_settings_resumes(tiny_space, tmp_path):
+    db = tmp_path / "r.sqlite"
+    run_sweep(tiny_space, db=db, tier="fast")
+    # the file as it was written before the later settings existed
+    with sqlite3.connect(db) as con:
+        for key, config in con.execute("SELECT key, config FROM results").fetchall():
+            old = {k: v for k, v in json.loads(config).items() if k not in LATER_SETTINGS}
+            con.execute("UPDATE results SET config = ? WHERE key = ?", (json.dumps(old, sort_keys=True), key))
+    # a new axis over one of them: its default's points are the stored ones
+    result = run_sweep({**tiny_space, "dp_overlap": [True, False]}, db=db, tier="fast")
+    assert result.reused == 24 and result.evaluated == 24
+    assert result.counts == {"ok": 32, "illegal": 16}
+    # every record, stored then or now, spells the new setting out (the table's column)
+    assert sorted(r["config"]["dp_overlap"] for r in result.records) == [False] * 24 + [True] * 24
 
 
 def test_process_pool_gives_in_process_results(tiny_space, tmp_path):

@@ -104,6 +104,53 @@ def test_what_the_screen_does_not_model_goes_to_the_fast_tier(options):
     assert not screenable(TrainingConfig(model="llama-3-8b", **options))
 
 
+SCREENED_AXES = [
+    ({"tp": 2, "sequence_parallel": True}, "tp_comm_overlap", [False, True]),
+    ({}, "fuse_attention", [True, False]),
+    ({}, "attention_kernel", ["", "triton"]),
+    ({"zero": 1}, "dp_bucket_mb", [25, 1]),
+]
+
+
+@pytest.mark.parametrize("fixed, axis, values", SCREENED_AXES, ids=[axis for _, axis, _ in SCREENED_AXES])
+def test_screen_follows_the_settings_it_models(unflashed_step, fixed, axis, values):
+    """A setting the probe's passes or the composed gathers take in changes a
+    screened step the way it changes the fast tier's, by as much to within a
+    factor of 2 (how close the steps themselves are is the first test's)."""
+    space = {"model": unflashed_step, "gpus": 8, "global_batch": 16, **fixed, axis: values}
+    screened = run_sweep(space, tier="screen", retime=-1).records
+    fast = run_sweep(space, tier="fast").records
+    assert [r["metrics"]["tier"] for r in screened] == ["screen", "screen"]
+    s, f = ([r["metrics"]["iteration_time_s"] for r in records] for records in (screened, fast))
+    assert 0.5 <= (s[1] - s[0]) / (f[1] - f[0]) <= 2.0, (s, f)
+
+
+@pytest.mark.parametrize(
+    "fixed, axis, values",
+    [({}, "dp_overlap", [True, False]), ({"zero": 1}, "dp_overlap_param_gather", [False, True]),
+     ({"tp": 2, "pp": 2}, "pipeline_scatter_gather", [False, True]),
+     ({}, "optimizer", ["fused", "unfused-bf16"])],
+)
+def test_points_of_a_setting_the_screen_does_not_model_are_timed_by_the_fast_tier(tiny_space, fixed, axis, values):
+    space = {**tiny_space, "tp": 1, "pp": 1, "zero": 0, "recompute": "none", **fixed, axis: values}
+    screened = run_sweep(space, tier="screen", retime=-1).records
+    fast = run_sweep(space, tier="fast").records
+    assert [r["metrics"]["tier"] for r in screened] == ["screen", "fast"]
+    assert screened[1]["metrics"] == fast[1]["metrics"]
+
+
+def test_probe_classes_split_on_what_the_probe_builds_not_on_the_memory_limit():
+    from charon_ir.sweep.screen import class_key
+    from charon_ir.sweep.space import normalise
+
+    base = normalise("training", {"model": "m", "gpus": 8, "tp": 2, "sequence_parallel": True})
+    # the probe is analysed without a limit; each point is held to its own
+    assert class_key({**base, "memory_limit_gb": 40.0}) == class_key(base)
+    for setting, value in (("tp_comm_overlap", True), ("fuse_attention", False),
+                           ("attention_kernel", "flash3"), ("dp_bucket_mb", 100)):
+        assert class_key({**base, setting: value}) != class_key(base), setting
+
+
 def test_updated_gathers_are_the_ones_data_parallel_emits():
     """The screen prices ZeRO-1's all-gathers of updated parameters as the pass
     buckets them: bucket-mb of parameters per gather, gathered from dp shards."""

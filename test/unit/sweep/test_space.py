@@ -6,6 +6,8 @@ import pytest
 
 from charon_ir.errors import CharonError
 from charon_ir.sweep.space import (
+    LATER_SETTINGS,
+    TRAINING_DEFAULTS,
     ModelShape,
     config_key,
     illegal_training,
@@ -38,6 +40,59 @@ def test_key_ignores_spelling_and_order():
     assert config_key(a) == config_key(point(tp=2, pp=2, gpus=8, dp=2, sequence_parallel=True))
 
 
+def test_settings_default_as_simulate_does():
+    from charon_ir.api import TrainingConfig
+
+    simulate = TrainingConfig(model="")
+    for key, default in TRAINING_DEFAULTS.items():
+        expected = ",".join(simulate.engines) if key == "engines" else getattr(simulate, key)
+        assert default == expected and type(default) is type(expected), key
+
+
+PINNED = {"model": "llama-3.1-8b", "gpus": 16, "tp": 2, "pp": 2, "sequence_parallel": True, "zero": 1,
+          "global_batch": 64, "recompute": "selective", "nic_speed": "400Gb/s"}
+
+
+def test_keys_from_before_the_later_settings_still_hold():
+    """The key this point had before LATER_SETTINGS existed: results files
+    written then resume, whether the later settings are left out or spelled at
+    their defaults."""
+    assert config_key(point(**PINNED)) == "68fa19f5cabd0d05cf78"
+    at_defaults = {k: TRAINING_DEFAULTS[k] for k in LATER_SETTINGS}
+    assert config_key(point(**PINNED, **at_defaults)) == "68fa19f5cabd0d05cf78"
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [("fuse_attention", False), ("attention_kernel", "flash3"), ("tp_comm_overlap", True),
+     ("pipeline_scatter_gather", True), ("dp_bucket_mb", 100), ("dp_overlap", False),
+     ("dp_overlap_param_gather", True),
+     ("optimizer", "unfused-bf16"), ("memory_limit_gb", 40)],
+)
+def test_a_later_setting_away_from_its_default_is_another_point(setting, value):
+    config = point(**PINNED, **{setting: value})
+    assert config[setting] == value
+    assert config_key(config) != config_key(point(**PINNED))
+
+
+@pytest.mark.parametrize(
+    "settings, ignored",
+    [
+        # pipeline: no activation crosses stages whole on several tp ranks
+        ({"gpus": 8, "tp": 1, "pp": 2}, {"pipeline_scatter_gather": True}),
+        ({"gpus": 8, "tp": 2, "pp": 1}, {"pipeline_scatter_gather": True}),
+        # fuse does not run: neither flash attention nor its kernel
+        ({"gpus": 8, "fuse": False}, {"fuse_attention": False, "attention_kernel": "flash3"}),
+        ({"gpus": 8, "fuse_attention": False}, {"attention_kernel": "triton"}),
+        # data-parallel does nothing for one replica
+        ({"gpus": 2, "tp": 2, "zero": 1},
+         {"dp_bucket_mb": 100, "dp_overlap": False, "dp_overlap_param_gather": True}),
+    ],
+)
+def test_settings_that_cannot_matter_share_a_key(settings, ignored):
+    assert config_key(point(**settings, **ignored)) == config_key(point(**settings))
+
+
 LLAMA = ModelShape(layers=8, heads=8, kv_heads=2, experts=0, params=10**9)
 
 
@@ -52,6 +107,13 @@ LLAMA = ModelShape(layers=8, heads=8, kv_heads=2, experts=0, params=10**9)
         ({"gpus": 8, "ep": 2}, "ep 2 does not divide 0 experts"),
         ({"gpus": 8, "pp": 4, "global_batch": 4}, "1f1b' needs at least as many micro-batches"),
         ({"gpus": 8, "recompute": "some"}, "recompute must be"),
+        ({"gpus": 8, "optimizer": "adamw9"}, "optimizer must be fused, unfused-fp16, unfused-bf16, got 'adamw9'"),
+        ({"gpus": 8, "attention_kernel": "flash9"}, "attention_kernel must be flash2, flash3, triton or empty"),
+        ({"gpus": 8, "dp_bucket_mb": 0}, "dp_bucket_mb must be >= 1, got 0"),
+        ({"gpus": 8, "memory_limit_gb": -1}, "memory_limit_gb must be >= 0"),
+        ({"gpus": 8, "zero": 3, "dp_overlap_param_gather": True}, "dp_overlap_param_gather needs zero 1 or 2"),
+        ({"gpus": 8, "tp": 2, "tp_comm_overlap": True}, "tp_comm_overlap needs tp > 1 and sequence_parallel"),
+        ({"gpus": 8, "tp": 1, "sequence_parallel": True, "tp_comm_overlap": True}, "tp_comm_overlap needs tp > 1"),
     ],
 )
 def test_illegal_points_name_the_rule(settings, rule):
@@ -77,6 +139,10 @@ def test_bad_spaces_are_one_line_errors(tmp_path):
         load_space({"tp": [1, 2]})
     with pytest.raises(CharonError, match="axis 'tp' has no values"):
         load_space({"model": "m", "tp": []})
+    with pytest.raises(CharonError, match=r"^'tp_comm_overlap' must be true or false, got 'maybe'$"):
+        load_space({"model": "step.mlir", "tp_comm_overlap": [False, "maybe"]}).points()
+    with pytest.raises(CharonError, match=r"^'dp_bucket_mb' must be an integer, got 'big'$"):
+        load_space({"model": "step.mlir", "dp_bucket_mb": "big"}).points()
     bad = tmp_path / "bad.yaml"
     bad.write_text("tp: [1, 2\n")
     with pytest.raises(CharonError, match="bad.yaml:.*not valid YAML"):

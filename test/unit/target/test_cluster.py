@@ -126,6 +126,19 @@ def test_missing_file_and_unknown_preset():
         load_cluster("dgx-z9")
 
 
+def test_a_file_that_is_not_text(tmp_path, charon_fails):
+    """It used to escape as a UnicodeDecodeError (an internal error)."""
+    path = tmp_path / "binary.cluster"
+    path.write_bytes(b"\x00\xff garbage")
+    line = f"cannot read cluster file '{path}': not UTF-8 text (byte 1)"
+    with pytest.raises(ClusterError) as info:
+        load_cluster(str(path))
+    assert str(info.value) == line
+    step = Path(__file__).resolve().parents[2] / "lit/lowering/Inputs/eight_layers.mlir"
+    args = ("simulate", "--model", str(step), "--gpus", "2", "--global-batch", "4", "--cluster", str(path))
+    assert charon_fails(*args) == f"error: {line}"
+
+
 def test_clusters_are_hashable_values():
     a, b = load_cluster("dgx-h100"), load_cluster("dgx-h100")
     assert a == b and hash(a) == hash(b)

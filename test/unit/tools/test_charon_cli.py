@@ -1,10 +1,16 @@
 """`charon`'s last line of defence: an exception that is not a CharonError (a bug,
 not bad input) still ends in one line and a non-zero exit, unless CHARON_DEBUG asks
-for the traceback."""
+for the traceback; and bad input the commands share (usage errors, impossible
+counts, unreadable IR, unwritable outputs) is one line."""
 
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+from charon_ir.cli import main as cli_main
 
 SCRIPT = """
 import sys
@@ -39,3 +45,96 @@ def test_charon_debug_shows_the_traceback():
     r = run(debug=True)
     assert r.returncode != 0
     assert "Traceback" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (("simulate", "--model", "llama-3.1-8b", "--tp", "abc"),
+         "error: charon simulate: Invalid value for '--tp': Input should be a valid integer, "
+         "unable to parse string as an integer"),
+        (("simulate",), "error: charon simulate: Missing option '--model'."),
+        (("simulate", "--model", "llama-3.1-8b", "--zeroo", "1"), "error: charon simulate: No such option: --zeroo"),
+        (("simulat",), "error: charon: No such command 'simulat'."),
+        (("profile", "--device", "cpu", "--repeats", "0"),
+         "error: charon profile: Invalid value for '--repeats': Input should be greater than or equal to 1"),
+    ],
+)
+def test_usage_errors_are_one_line(charon_fails, args, line):
+    """click's own errors (a mistyped flag or value, a missing option) are bad
+    input like any other: one line, not the usage and a boxed message."""
+    assert charon_fails(*args).startswith(line)
+
+
+def test_help_still_prints_and_succeeds(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["charon", "simulate", "--help"])
+    cli_main()  # returns: the console script exits 0
+    assert "Usage: charon simulate" in capsys.readouterr().out
+
+
+EIGHT_LAYERS = str(Path(__file__).resolve().parents[2] / "lit/lowering/Inputs/eight_layers.mlir")
+MLP = str(Path(__file__).resolve().parents[3] / "examples/mlp.mlir")
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (("--gpus", "0"), "error: --gpus must be >= 1, got 0"),
+        (("--tp", "0"), "error: --tp must be >= 1, got 0"),
+        (("--tp", "-2"), "error: --tp must be >= 1, got -2"),
+        (("--pp", "0"), "error: --pp must be >= 1, got 0"),
+        (("--cp", "0"), "error: --cp must be >= 1, got 0"),
+        (("--micro-batch", "0"), "error: --micro-batch must be >= 1, got 0"),
+        (("--global-batch", "-8"), "error: --global-batch must be >= 0, got -8"),
+        (("--dp", "-1"), "error: --dp must be >= 0, got -1"),
+    ],
+)
+def test_simulate_counts_below_one_are_one_line(charon_fails, args, line):
+    """Zero or negative degrees used to divide by zero (an internal error) or
+    surface as another pass's option."""
+    assert charon_fails("simulate", "--model", EIGHT_LAYERS, "--global-batch", "8", *args) == line
+
+
+def test_simulate_hand_written_step_with_no_gpus(charon_fails):
+    # set-target reads gpus=0 as "every GPU of the cluster": not what --gpus 0 means
+    assert charon_fails("simulate", "--model", MLP, "--gpus", "0") == "error: --gpus must be >= 1, got 0"
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (b"\x00\xff garbage", "error: cannot read {path}: not UTF-8 text (byte 1)"),
+        (b"", "error: {path}: the file is empty (expected a builtin.module)"),
+        (b'builtin.module {\n  %a = sim.input "a" : tensor<4x8xbf16>\n'
+         b"  %b = sim.matmul %a, %a : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>\n}\n",
+         "error: {path}:3:3: 'sim.matmul' op contracting dims differ: lhs K = 8, rhs K = 4"),
+    ],
+)
+def test_simulate_bad_mlir_names_file_line_and_op(charon_fails, tmp_path, text, line):
+    path = tmp_path / "step.mlir"
+    path.write_bytes(text)
+    assert charon_fails("simulate", "--model", str(path), "--gpus", "1") == line.format(path=path)
+
+
+@pytest.mark.parametrize(
+    "model, flag, make_path, line",
+    [
+        (EIGHT_LAYERS, "--trace", lambda tmp: tmp / "missing" / "t.json",
+         "error: --trace {path}: directory {parent} does not exist"),
+        (EIGHT_LAYERS, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory"),
+        (EIGHT_LAYERS, "--plot", lambda tmp: tmp / "a-file", "error: --plot {path}: exists and is not a directory"),
+        # a hand-written step is simulated as written, on its own path
+        (MLP, "--trace", lambda tmp: tmp / "missing" / "t.json",
+         "error: --trace {path}: directory {parent} does not exist"),
+        (MLP, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory"),
+    ],
+)
+def test_simulate_unwritable_output_fails_before_the_run(charon_fails, tmp_path, model, flag, make_path, line):
+    """Checked before anything is simulated (it used to be an internal error
+    after the whole run), and nothing is left behind."""
+    (tmp_path / "a-file").write_text("not a folder")
+    before = sorted(tmp_path.rglob("*"))
+    path = make_path(tmp_path)
+    args = ("simulate", "--model", model, "--gpus", "2", "--global-batch", "4", flag, str(path))
+    assert charon_fails(*args) == line.format(path=path, parent=path.parent)
+    assert sorted(tmp_path.rglob("*")) == before

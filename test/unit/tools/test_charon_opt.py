@@ -1,5 +1,6 @@
 """charon-opt as a user meets it: start-up without torch, one-line errors."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,66 @@ def test_output_file_is_not_written_on_error(tmp_path):
     out = charon_opt(str(EXAMPLES / "mlp.mlir"), "-p", "set-target{hardware=H100}", "-t", "simulate", "-o", str(dest))
     assert out.returncode == 0, out.stderr
     assert '"iteration_time_s"' in dest.read_text()
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--frob"], "charon-opt: error: unrecognized arguments: --frob"),
+        (["-t", "frob"], "charon-opt: error: argument -t/--target: invalid choice: 'frob'"),
+    ],
+)
+def test_usage_errors_are_one_line(args, line):
+    """argparse would print the whole usage before its error line."""
+    out = charon_opt(str(EXAMPLES / "mlp.mlir"), *args)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line), out.stderr
+
+
+def test_unreadable_input_names_the_file(tmp_path):
+    binary = tmp_path / "binary.mlir"
+    binary.write_bytes(b"\x00\xff garbage")
+    out = charon_opt(str(binary))
+    assert out.returncode == 1
+    assert out.stderr == f"charon-opt: error: {binary}: not UTF-8 text (byte 1)\n"
+    missing = tmp_path / "missing.mlir"
+    out = charon_opt(str(missing))
+    assert out.returncode == 1
+    assert out.stderr == f"charon-opt: error: {missing}: No such file or directory\n"
+
+
+def test_output_file_in_a_missing_folder(tmp_path):
+    dest = tmp_path / "missing" / "out.mlir"
+    out = charon_opt(str(EXAMPLES / "mlp.mlir"), "-o", str(dest))
+    assert out.returncode == 1
+    assert out.stderr == f"charon-opt: error: {dest}: No such file or directory\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+INTERNAL_ERROR = """
+import charon_ir.tools.charon_opt as charon_opt
+
+def boom(*args, **kwargs):
+    raise ZeroDivisionError("an internal bug")
+
+charon_opt.verify_located = boom
+charon_opt.main([{path!r}])
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_internal_error_is_one_line_unless_debugging(debug):
+    """A bug (not bad input) used to escape as a traceback; as in `charon`, it is
+    one line unless CHARON_DEBUG asks for the traceback."""
+    env = {k: v for k, v in os.environ.items() if k != "CHARON_DEBUG"}
+    if debug:
+        env["CHARON_DEBUG"] = "1"
+    code = INTERNAL_ERROR.format(path=str(EXAMPLES / "mlp.mlir"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 1
+    if debug:
+        assert "Traceback" in out.stderr
+    else:
+        assert out.stderr == ("charon-opt: error: internal error, please report it (CHARON_DEBUG=1 shows "
+                              "the traceback): ZeroDivisionError: an internal bug\n")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from charon_ir.cli import app
-from charon_ir.validation import published_records
+from charon_ir.validation import load_record_set, published_records
 from charon_ir.validation.runner import run_training, summarize, validate
 
 
@@ -51,10 +52,49 @@ def test_set_file_and_json(tmp_path):
     assert out["summary"][-1]["compared"] == 1
 
 
-def test_bad_input_is_one_line(tmp_path):
-    path = tmp_path / "bad.json"
-    path.write_text("{")
-    result = CliRunner().invoke(app, ["validate", "--set", str(path)])
-    assert result.exit_code != 0
-    result = CliRunner().invoke(app, ["validate", "--only", "everything"])
-    assert result.exit_code != 0
+TRAINING = {"id": "t", "category": "training", "metric": "step_time", "value": 1.0, "unit": "s",
+            "model": {"layers": 2, "hidden": 64, "heads": 4, "vocab": 128, "seq_len": 256},
+            "hardware": {"num_gpus": 8}, "strategy": {}}
+KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "value": 500,
+          "model": {}, "hardware": {}, "strategy": {}}
+
+
+@pytest.mark.parametrize(
+    "content, line",
+    [
+        ("{", "error: {path}:1:2: malformed JSON: Expecting property name enclosed in double quotes"),
+        (b"\xff\xfe[]", "error: {path}: not UTF-8 text (byte 0)"),
+        ({"records": []}, "error: {path}: expected a JSON list of records"),
+        ([], "error: {path}: the list holds no records"),
+        ([{"id": "x"}], "error: {path}: record 0 lacks category, model, hardware, strategy, metric, value"),
+        # the runner used to crash on these (TypeError, KeyError: an internal error)
+        ([{**KERNEL, "model": None}], "error: {path}: record 0: 'model' must be a JSON object, got null"),
+        ([{**KERNEL, "value": True}], "error: {path}: record 0: 'value' must be a number, got true"),
+        ([{**TRAINING, "hardware": {}}],
+         "error: {path}: record 0 ('t'): training record needs 'hardware.num_gpus' as an integer >= 1, got null"),
+        ([{**TRAINING, "model": {**TRAINING["model"], "seq_len": "long"}}],
+         "error: {path}: record 0 ('t'): training record needs 'model.seq_len' as an integer >= 1, got \"long\""),
+        ([KERNEL, KERNEL], "error: {path}: record 1 repeats the id 'k' of record 0"),
+    ],
+)
+def test_bad_set_file_is_one_line(charon_fails, tmp_path, content, line):
+    path = tmp_path / "set.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
+    assert charon_fails("validate", "--set", str(path)) == line.format(path=path)
+
+
+def test_bad_options_are_one_line(charon_fails, tmp_path):
+    assert charon_fails("validate", "--only", "everything") == (
+        "error: --only everything: expected one of training, inference, kernel, comm")
+    assert charon_fails("validate", "--set", str(tmp_path / "missing.json")) == (
+        f"error: {tmp_path / 'missing.json'}: No such file or directory")
+    assert charon_fails("validate", "--jobs", "-1") == "error: --jobs must be >= 0 (0: one per CPU), got -1"
+
+
+def test_the_shipped_records_pass_the_set_file_checks(tmp_path):
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(list(published_records())))
+    assert load_record_set(path) == published_records()

@@ -1,0 +1,39 @@
+"""Output files and folders the commands write (--trace, --plot, -o): checked
+before a run, so a path that cannot be written fails at once in one line instead
+of after the whole simulation, and never leaves part of the output behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from charon_ir.errors import CharonError
+
+
+def check_output_file(path: str | Path, flag: str) -> None:
+    """Raise unless a file can be written at `path`: its folder exists and is
+    writable, and `path` itself is not a folder."""
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        raise CharonError(f"{flag} {path}: is a directory")
+    if not folder.is_dir():
+        raise CharonError(f"{flag} {path}: directory {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise CharonError(f"{flag} {path}: directory {folder} is not writable")
+
+
+def check_output_dir(path: str | Path, flag: str) -> None:
+    """Raise unless files can be written into the folder `path` (created, with
+    its parents, when the run writes it)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CharonError(f"{flag} {path}: exists and is not a directory")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise CharonError(f"{flag} {path}: {existing} is not a writable directory")
+
+
+def cannot_write(path: str | Path, error: OSError) -> CharonError:
+    """The one-line error of a write that failed anyway (a full disk, a race)."""
+    return CharonError(f"cannot write {path}: {error.strerror or error}")
