@@ -183,6 +183,10 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
     if config.precision not in ("bf16", "fp8"):
         raise CharonError(f"--precision must be bf16 or fp8, got '{config.precision}'")
+    if config.precision == "fp8" and not config.cluster:
+        from charon_ir.target.hardware import check_fp8
+
+        check_fp8(config.hardware)
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)
     plan: list[tuple[str, dict[str, Any]]] = []
@@ -233,7 +237,7 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         target["cluster"] = config.cluster
     plan.append(("set-target", target))
     plan.append(("memory-analysis", {"limit_gb": config.memory_limit_gb}))
-    plan.append(("cost-annotate", {"engines": config.engines}))
+    plan.append(("cost-annotate", {"engines": config.engines, "fp8_gemms": config.precision == "fp8"}))
     return plan
 
 

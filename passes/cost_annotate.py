@@ -5,6 +5,11 @@ time, FLOPs, bytes and the engine that priced it.
 Options:
 - engines: the fallback chain, tried in order (default `analytic`; e.g.
   `engines=db,predict,analytic`). An op no engine knows is an error.
+- fp8-gemms: the GEMMs run on the fp8 tensor cores while the IR, traced in
+  bf16, says bf16 (Transformer Engine's `fp8_autocast` in training, FP8 GEMMs in
+  serving): every `sim.matmul` is priced by the analytic engine on the GPU's fp8
+  rate, its one-byte operands at twice the HBM bandwidth; everything else as
+  the engines say. A GPU without fp8 tensor cores is an error (default false).
 
 Ops inside a `sim.repeat` are priced once: the cost is per iteration.
 """
@@ -23,7 +28,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from charon_ir.dialects.coll import CollectiveOp
-from charon_ir.dialects.sim import ComputeOp, CostAttr
+from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp
+from charon_ir.engines.analytic import AnalyticEngine, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
 from charon_ir.errors import CharonError
 from charon_ir.target.target import Target
@@ -53,11 +59,27 @@ class PriceOp(RewritePattern):
         raise CharonError(f"cost-annotate: no engine of '{names}' can price {op.name}")
 
 
+@dataclass
+class PriceFp8Gemm(RewritePattern):
+    """Annotate one unpriced GEMM with the analytic engine's time on the fp8
+    tensor cores (`fp8_gemm_target`)."""
+
+    target: Target
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, MatmulOp) or COST_ATTR in op.attributes:
+            return
+        cost = AnalyticEngine().price_compute(op, self.target)
+        op.attributes[COST_ATTR] = CostAttr(cost.time_s, cost.flops, cost.bytes, cost.engine)
+        rewriter.handle_operation_modification(op)
+
+
 @dataclass(frozen=True)
 class CostAnnotatePass(ModulePass):
     name = "cost-annotate"
 
     engines: tuple[str, ...] | str = ("analytic",)
+    fp8_gemms: bool = False
 
     def engine_chain(self) -> tuple[CostEngine, ...]:
         names = (self.engines,) if isinstance(self.engines, str) else self.engines
@@ -74,7 +96,10 @@ class CostAnnotatePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         chain = self.engine_chain()
         target = Target.from_module(op)
+        patterns: list[RewritePattern] = [PriceOp(chain, target)]
+        if self.fp8_gemms:
+            patterns.insert(0, PriceFp8Gemm(fp8_gemm_target(target, "cost-annotate: option 'fp8-gemms'")))
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([PriceOp(chain, target)], dce_enabled=False),
+            GreedyRewritePatternApplier(patterns, dce_enabled=False),
             apply_recursively=False,
         ).rewrite_module(op)

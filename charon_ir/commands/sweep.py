@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
+from charon_ir.errors import CharonError
+
 Opt = typer.Option
 
 AXIS_FLAGS = (
@@ -28,8 +30,11 @@ def register(app: typer.Typer) -> None:
     app.command("sweep")(sweep_command)
 
 
-def _axis(text: str) -> Any:
-    values = [_value(v.strip()) for v in text.split(",") if v.strip()]
+def _axis(flag: str, text: str) -> Any:
+    items = [v.strip() for v in text.split(",")]
+    if not all(items):
+        raise CharonError(f"{flag}: empty value in '{text}' (a comma-separated list is an axis, e.g. 1,2,4)")
+    values = [_value(v) for v in items]
     return values if len(values) > 1 else values[0]
 
 
@@ -93,40 +98,42 @@ def sweep_command(
 ) -> None:
     """Sweep strategy and hardware axes; print the ranked table, the Pareto
     frontier and why the best configuration wins."""
-    from charon_ir.errors import CharonError
+    from charon_ir.report.output import check_output_dir
     from charon_ir.sweep import summarise
-    from charon_ir.sweep.runner import run_sweep
-    from charon_ir.sweep.space import load_space
+    from charon_ir.sweep.analysis import check_pareto_axis
+    from charon_ir.sweep.runner import check_options, run_sweep
+    from charon_ir.sweep.space import load_space, read_space_file
 
     raw: dict[str, Any] = {}
     if space_file is not None:
-        import yaml
-
-        try:
-            raw = yaml.safe_load(space_file.read_text()) or {}
-        except OSError as e:
-            raise CharonError(f"cannot read space file '{space_file}': {e.strerror}") from None
-        except yaml.YAMLError as e:
-            raise CharonError(f"{space_file}: not valid YAML ({getattr(e, 'problem', e)})") from None
-        if not isinstance(raw, dict):
-            raise CharonError(f"{space_file}: a space file is a mapping of settings and axes")
-        raw = {str(k).replace("-", "_"): v for k, v in raw.items()}
+        raw = {str(k).replace("-", "_"): v for k, v in read_space_file(space_file).items()}
         raw.setdefault("name", space_file.stem)
     else:
+        if kind not in ("training", "serving"):
+            raise CharonError(f"--kind must be training or serving, got '{kind}'")
+        if not model:
+            raise CharonError("give a space file (e.g. examples/sweeps/training.yaml) or --model")
         raw["kind"] = kind
     if name:
         raw["name"] = name
     flags = locals()
     for name in AXIS_FLAGS:
         if flags[name]:
-            raw[name] = _axis(flags[name])
-    space = load_space(raw)
+            raw[name] = _axis(f"--{name.replace('_', '-')}", flags[name])
+    space = load_space(raw, where=str(space_file) if space_file is not None else "space")
+    # every flag and output path is checked before the sweep runs, not after it
+    if top < 0:
+        raise CharonError(f"--top must be >= 1 (0: the space's, {space.top}), got {top}")
     if top:
         space.top = top
-    if db is None:
-        db = Path(f"{space.name}.sqlite")  # in the working directory: never inside the repo's examples
+    check_pareto_axis(space.kind, pareto)
+    check_options(jobs=jobs, limit=limit, retime=retime)
     if ray and ray_address:
         raise CharonError("--ray starts a local cluster and --ray-address joins one: give one of them")
+    if plot is not None:
+        check_output_dir(plot, "--plot")
+    if db is None:
+        db = Path(f"{space.name}.sqlite")  # in the working directory: never inside the repo's examples
     try:
         result = run_sweep(
             space, db=db, jobs=jobs, ray=ray, ray_address=ray_address or None,
@@ -139,19 +146,35 @@ def sweep_command(
         raise SystemExit(130) from None
     summary = summarise(result, pareto_axis=pareto)
     written = []
-    if plot is not None:
+    if plot is not None and summary["ranking"]:
         from charon_ir.sweep.analysis import write_plots
 
         written = write_plots(result.records, summary["pareto"], plot, kind=space.kind, axis=pareto,
                               table=space.gpu_hour_cost)
         summary["plots"] = written
     if as_json:
-        print(json.dumps(summary, indent=2, default=str))
-        return
-    _print_summary(summary, space.top, written)
+        print(json.dumps(summary, indent=2, default=str), flush=True)
+    else:
+        _print_summary(summary, space.top, written, result.pending)
+    if not summary["ranking"] and not result.pending:
+        # the summary above says why each point fails; the exit status says none runs
+        raise CharonError(_nothing_runs(summary))
 
 
-def _print_summary(summary: dict[str, Any], top: int, plots: list[str]) -> None:
+def _nothing_runs(summary: dict[str, Any]) -> str:
+    """The one-line error of a sweep none of whose points runs: the counts and
+    the first point's rule."""
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(summary["counts"].items()))
+    failed = [r for r in summary["results"] if r["status"] != "ok"]
+    if not failed:
+        return f"no configuration runs ({counts})"
+    first = failed[0]
+    error = (str(first.get("error") or "").strip().splitlines() or ["no reason stored"])[0]
+    what = {"illegal": "is illegal", "oom": "does not fit", "error": "failed"}.get(first["status"], first["status"])
+    return f"no configuration runs ({counts}); the first point {what}: {error}"
+
+
+def _print_summary(summary: dict[str, Any], top: int, plots: list[str], pending: int = 0) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -171,7 +194,9 @@ def _print_summary(summary: dict[str, Any], top: int, plots: list[str]) -> None:
         errors = [r for r in summary["results"] if r["status"] != "ok"][:3]
         for r in errors:
             console.print(f"  {r['status']}: {r['error']}", markup=False)
-        console.print("no configuration runs")
+        if pending:
+            console.print(f"no configuration runs yet: {pending} point{'s' * (pending != 1)} left "
+                          "(rerun to continue)")
         return
     header, rows = table_rows(ranked, top)
     table = Table(title=f"best {len(rows)} of {len(ranked)} runnable")

@@ -170,6 +170,24 @@ def vector_time_s(gpu: GpuSpec, flops: float, nbytes: float) -> float:
     return roofline_time_s(flops / (gpu.vector_peak * VECTOR_MAX), memory_time_s(gpu, nbytes))
 
 
+def fp8_gemm_target(target: Target, flag: str) -> Target:
+    """The target a GEMM run on the fp8 tensor cores is priced on when the IR
+    says bf16 (Transformer Engine's `fp8_autocast`, TensorRT-LLM's FP8 GEMMs):
+    the GPU's fp8 rate and, for its operands of one byte, a doubled HBM
+    bandwidth. `flag` names the option asking for it in the error of a GPU
+    without fp8 tensor cores."""
+    from dataclasses import replace
+
+    from charon_ir.errors import CharonError
+
+    gpu = target.gpu
+    if "f8" not in gpu.peak_flops:
+        raise CharonError(f"{flag}: {gpu.name} has no fp8 tensor cores")
+    f8 = gpu.peak_flops["f8"]
+    return replace(target, gpu=replace(gpu, peak_flops={**gpu.peak_flops, "bf16": f8, "f16": f8},
+                                       hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
+
+
 class AnalyticEngine(CostEngine):
     name = "analytic"
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
+from charon_ir.target.hardware import check_fp8
 
 PREFILL_LENGTHS = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)
 """Single-sequence prefill lengths priced: body(T) and head(S) are read off these
@@ -190,40 +191,31 @@ def _price_module(module, ctx, shape: ReplicaShape):
     if shape.ep > 1:
         _pass("shard-expert", ep=shape.ep).apply(ctx, module)
     _pass("set-target", hardware=shape.hardware, gpus=shape.tp * shape.ep).apply(ctx, module)
-    _pass("cost-annotate", engines=("analytic",)).apply(ctx, module)
     if shape.precision == "fp8":
-        _reprice_fp8(module)
+        check_fp8(shape.hardware)
+    # TensorRT-LLM's FP8 GEMMs: cost-annotate's fp8-gemms
+    _pass("cost-annotate", engines=("analytic",), fp8_gemms=shape.precision == "fp8").apply(ctx, module)
+    if shape.precision == "fp8":
+        _reprice_fp8_cache(module)
 
 
-def _reprice_fp8(module) -> None:
-    """FP8 serving (TensorRT-LLM's FP8 GEMMs and FP8 KV cache) on bf16 IR: each
-    GEMM is priced again on the GPU's fp8 tensor-core rate with its bytes halved
-    (as a doubled bandwidth), and attention that reads the cache (decode) with
-    the KV bytes halved. Norms, activations and collectives stay 16-bit."""
+def _reprice_fp8_cache(module) -> None:
+    """The FP8 KV cache of FP8 serving on bf16 IR: attention that reads the cache
+    (decode) is priced again with the KV bytes halved (as a doubled bandwidth).
+    The GEMMs are cost-annotate's (`fp8-gemms`); norms, activations and
+    collectives stay 16-bit."""
     from charon_ir.dialects import sim
     from charon_ir.engines.analytic import AnalyticEngine
     from charon_ir.passes.cost_annotate import COST_ATTR
     from charon_ir.target.target import Target
 
     target = Target.from_module(module)
-    gpu = target.gpu
-    if "f8" not in gpu.peak_flops:
-        raise CharonError(f"--precision fp8: {gpu.name} has no fp8 tensor cores")
-    f8 = gpu.peak_flops["f8"]
-    gemm_target = replace(target, gpu=replace(
-        gpu, peak_flops={**gpu.peak_flops, "bf16": f8, "f16": f8},
-        hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
-    kv_target = replace(target, gpu=replace(gpu, hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
+    kv_target = replace(target, gpu=replace(target.gpu, hbm_bandwidth=2.0 * target.gpu.hbm_bandwidth))
     engine = AnalyticEngine()
     for op in module.walk():
-        if isinstance(op, sim.MatmulOp):
-            t = gemm_target
-        elif isinstance(op, sim.AttentionOp) and sim.shape_of(op.q)[1] == 1:
-            t = kv_target
-        else:
-            continue
-        cost = engine.price_compute(op, t)
-        op.attributes[COST_ATTR] = sim.CostAttr(cost.time_s, cost.flops, cost.bytes, cost.engine)
+        if isinstance(op, sim.AttentionOp) and sim.shape_of(op.q)[1] == 1:
+            cost = engine.price_compute(op, kv_target)
+            op.attributes[COST_ATTR] = sim.CostAttr(cost.time_s, cost.flops, cost.bytes, cost.engine)
 
 
 def _split_step(module) -> tuple[float, float, float, float]:

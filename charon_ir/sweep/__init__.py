@@ -48,7 +48,12 @@ def summarise(result: SweepResult, *, pareto_axis: str = "") -> dict[str, Any]:
 def sweep(space: str | Path | dict | Space, **options: Any) -> dict[str, Any]:
     """Run a sweep (options: db, jobs, ray, ray_address, progress, limit) and
     return its summary: {"results": [...], "pareto": [...], "best": {...}, ...}."""
+    from charon_ir.sweep.analysis import check_pareto_axis
+
     pareto_axis = options.pop("pareto_axis", "")
+    if not isinstance(space, Space):
+        space = load_space(space)
+    check_pareto_axis(space.kind, pareto_axis)  # before the sweep, not after it
     return summarise(run_sweep(space, **options), pareto_axis=pareto_axis)
 
 

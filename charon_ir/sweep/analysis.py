@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from charon_ir.errors import CharonError
 from charon_ir.sweep.space import gpu_hour_cost, gpus_of
 
 GIB = 2**30
@@ -90,8 +91,20 @@ def rank(records: Sequence[dict]) -> list[dict]:
     return sorted(ok_records(records), key=key)
 
 
+PARETO_AXES = {"training": ("gpus", "cost"), "serving": ("ttft", "tpot")}
+"""The frontier's second axis of each kind of sweep, its default first ("" is
+the default)."""
+
+
+def check_pareto_axis(kind: str, axis: str) -> None:
+    """Raise unless `axis` is a frontier axis of a `kind` sweep."""
+    if axis and axis not in PARETO_AXES[kind]:
+        raise CharonError(f"--pareto must be {' or '.join(PARETO_AXES[kind])} for a {kind} sweep, got '{axis}'")
+
+
 def objectives(kind: str, axis: str = "", table: dict[str, float] | None = None) -> list[Objective]:
     """The frontier's axes: throughput up, and GPUs / cost / latency down."""
+    check_pareto_axis(kind, axis)
     if kind == "serving":
         latency = "tpot_s" if axis == "tpot" else "ttft_s"
         return [(throughput, +1), (lambda r: _latency(r, latency), -1)]

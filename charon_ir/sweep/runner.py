@@ -52,6 +52,8 @@ class SweepResult:
     db: str = ":memory:"
     executor: str = "in-process"
     counts: dict[str, int] = field(default_factory=dict)
+    pending: int = 0
+    """Points of the space with no record yet (left for the next run by `limit`)."""
 
 
 def _batches(points: list[Point], workers: int, limit: int = 32) -> list[list[Point]]:
@@ -110,7 +112,13 @@ def _ray(points: list[Point], jobs: int, address: str | None, tier: str = "fast"
             options["address"] = address  # a running cluster keeps its own settings
         else:
             options.update(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False)
-        ray.init(**options)
+        try:
+            ray.init(**options)
+        except Exception as e:  # noqa: BLE001 - no cluster at the address, a bad address, no resources
+            where = f"--ray-address {address}: cannot join a Ray cluster" if address else \
+                "--ray: cannot start a local Ray cluster"
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CharonError(f"{where} ({first})") from None
     try:
         remote = ray.remote(num_cpus=1, max_retries=1)(evaluate_points)
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -127,6 +135,18 @@ def _ray(points: list[Point], jobs: int, address: str | None, tier: str = "fast"
     finally:
         if started_here:
             ray.shutdown()
+
+
+def check_options(*, jobs: int = 1, limit: int = 0, retime: int = 0, sample: int = 0) -> None:
+    """Raise on a count out of its range (one line naming its flag)."""
+    if jobs < 1:
+        raise CharonError(f"--jobs must be >= 1 (1: in-process), got {jobs}")
+    if limit < 0:
+        raise CharonError(f"--limit must be >= 0 (0: no limit), got {limit}")
+    if retime < -1:
+        raise CharonError(f"--retime must be >= -1 (0: {RETIME_FIRST}; -1: none), got {retime}")
+    if sample < 0:
+        raise CharonError(f"sample must be >= 0 (0: every point), got {sample}")
 
 
 def run_sweep(
@@ -157,6 +177,7 @@ def run_sweep(
     with the fast tier."""
     if tier not in ("screen", "fast"):
         raise CharonError(f"--tier must be screen or fast, got '{tier}'")
+    check_options(jobs=jobs, limit=limit, retime=retime, sample=sample)
     if not isinstance(space, Space):
         space = load_space(space)
     start = time.perf_counter()
@@ -209,6 +230,7 @@ def run_sweep(
         db=str(db),
         executor=executor,
         counts=counts,
+        pending=len(points) - len(ordered_records),
     )
 
 

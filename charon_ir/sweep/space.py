@@ -213,34 +213,36 @@ def _canonical_name(key: str) -> str:
     return key.strip().replace("-", "_")
 
 
-def load_space(source: str | Path | dict[str, Any]) -> Space:
-    """A space from a YAML file, YAML text or a dict; bad keys are one-line errors."""
+def load_space(source: str | Path | dict[str, Any], where: str = "space") -> Space:
+    """A space from a YAML file or a dict; bad keys are one-line errors (naming
+    the file, or `where` for a dict: the file it was read from)."""
     if isinstance(source, dict):
-        raw, where = source, "space"
+        raw = source
     else:
-        import yaml
-
-        path = Path(source)
-        where = str(path)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise CharonError(f"cannot read space file '{source}': {e.strerror}") from None
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-            raise CharonError(f"{where}{at}: not valid YAML ({getattr(e, 'problem', e)})") from None
-        if not isinstance(raw, dict):
-            raise CharonError(f"{where}: a space file is a mapping of settings and axes")
+        where = str(source)
+        raw = read_space_file(source)
     raw = {_canonical_name(str(k)): v for k, v in raw.items()}
     kind = raw.pop("kind", "training")
     if kind not in ("training", "serving"):
         raise CharonError(f"{where}: 'kind' must be training or serving, got '{kind}'")
-    name = str(raw.pop("name", Path(where).stem if where != "space" else "sweep"))
+    name = str(raw.pop("name", Path(where).stem if not isinstance(source, dict) else "sweep"))
     costs = raw.pop("gpu_hour_cost", None) or {}
-    top = int(raw.pop("top", 10))
+    if not isinstance(costs, dict):
+        raise CharonError(f"{where}: 'gpu_hour_cost' must map GPU names to dollars per hour, got {costs!r}")
+    try:
+        costs = {str(k): float(v) for k, v in costs.items()}
+    except (TypeError, ValueError):
+        raise CharonError(f"{where}: 'gpu_hour_cost' must map GPU names to dollars per hour, "
+                          f"got {costs!r}") from None
+    top = raw.pop("top", 10)
+    try:
+        if isinstance(top, (bool, float)):
+            raise ValueError
+        top = int(top)
+        if top < 1:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise CharonError(f"{where}: 'top' must be an integer >= 1 (rows of the ranked table), got {top!r}") from None
     raw.pop("objective", None)
     defaults = _defaults(kind)
     fixed: dict[str, Any] = {}
@@ -257,7 +259,29 @@ def load_space(source: str | Path | dict[str, Any]) -> Space:
             fixed[key] = _scalar(where, key, value)
     if not (fixed.get("model") or axes.get("model")):
         raise CharonError(f"{where}: 'model' is required")
-    return Space(kind, fixed, axes, name, {str(k): float(v) for k, v in costs.items()}, top)
+    return Space(kind, fixed, axes, name, costs, top)
+
+
+def read_space_file(path: str | Path) -> dict[str, Any]:
+    """The mapping of a space file; a file that cannot be read, is not UTF-8
+    text, is not YAML or not a mapping is a one-line error naming it."""
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise CharonError(f"cannot read space file '{path}': {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise CharonError(f"{path}: not UTF-8 text (byte {e.start}); a space file is YAML") from None
+    try:
+        raw = yaml.safe_load(text) or {}  # an empty file: every setting from flags
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise CharonError(f"{path}{at}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(raw, dict):
+        raise CharonError(f"{path}: a space file is a mapping of settings and axes")
+    return raw
 
 
 def _scalar(where: str, key: str, value: Any) -> Any:
@@ -282,6 +306,9 @@ def _typed(key: str, value: Any, default: Any) -> Any:
         raise CharonError(f"'{key}' must be true or false, got {value!r}")
     if isinstance(default, (int, float)):
         number, what = (int, "an integer") if isinstance(default, int) else (float, "a number")
+        if isinstance(value, bool) or number is int and isinstance(value, float) and not value.is_integer():
+            # int(1.5) would be 1: a sweep of other points than the ones asked for
+            raise CharonError(f"'{key}' must be {what}, got {value!r}")
         try:
             return number(value)
         except (TypeError, ValueError):

@@ -8,9 +8,12 @@ writes (workers return records), so there is one writer at a time.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+
+from charon_ir.errors import CharonError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -25,6 +28,10 @@ CREATE TABLE IF NOT EXISTS results (
     stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 )
 """
+COLUMNS = ("key", "kind", "config", "status", "error", "metrics", "seconds", "cpu_seconds")
+"""The columns the store reads and writes: an existing results table needs them all."""
+
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class ResultStore:
@@ -33,14 +40,41 @@ class ResultStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path)
-        if self.path != ":memory:":
-            self.db.execute("PRAGMA journal_mode=WAL")
-            # a commit reaches the WAL; a power cut may lose the last few, never corrupt
-            self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute(SCHEMA)
-        self.db.commit()
+            _check_file(Path(self.path))
+        try:
+            self.db = sqlite3.connect(self.path)
+        except sqlite3.Error as e:
+            raise CharonError(f"--db {self.path}: cannot open it as a sqlite file ({e})") from None
+        try:
+            self._check_schema()
+            if self.path != ":memory:":
+                self.db.execute("PRAGMA journal_mode=WAL")
+                # a commit reaches the WAL; a power cut may lose the last few, never corrupt
+                self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute(SCHEMA)
+            self.db.commit()
+        except sqlite3.Error as e:
+            self.db.close()
+            raise CharonError(f"--db {self.path}: not a usable sqlite results file ({e})") from None
+        except CharonError:
+            self.db.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """Raise unless the file is empty of tables or holds a sweep's results
+        table: never add a results table to another program's database."""
+        tables = {name for (name,) in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+        if not tables:
+            return
+        if "results" not in tables:
+            raise CharonError(f"--db {self.path}: a sqlite file of other tables ({', '.join(sorted(tables))}), "
+                              "not a sweep's results")
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
+        missing = [c for c in COLUMNS if c not in columns]
+        if missing:
+            raise CharonError(f"--db {self.path}: its results table is not a sweep's "
+                              f"(no column {', '.join(missing)})")
 
     def stored_keys(self) -> set[str]:
         return {row[0] for row in self.db.execute("SELECT key FROM results")}
@@ -87,3 +121,26 @@ class ResultStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _check_file(path: Path) -> None:
+    """Raise unless `path` is a results file to open or create: not a folder, and
+    when it exists and is not empty, a sqlite file (whose header sqlite would
+    otherwise only check at the first query, or never for a file under a page)."""
+    if path.is_dir():
+        raise CharonError(f"--db {path}: is a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CharonError(f"--db {path}: cannot create directory {path.parent}: {e.strerror or e}") from None
+    if not path.exists():
+        if not os.access(path.parent, os.W_OK):
+            raise CharonError(f"--db {path}: directory {path.parent} is not writable")
+        return
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+    except OSError as e:
+        raise CharonError(f"--db {path}: cannot read it: {e.strerror or e}") from None
+    if header and header != SQLITE_HEADER:
+        raise CharonError(f"--db {path}: not a sqlite file (a sweep's results file)")

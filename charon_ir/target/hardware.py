@@ -130,3 +130,10 @@ def load_gpu(name: str) -> GpuSpec:
         nic_bandwidth=float(row.get("nic_Gb_s") or 0) * 1e9 / 8,
         raw=row,
     )
+
+
+def check_fp8(name: str) -> None:
+    """`--precision fp8` needs fp8 tensor cores: one line naming the GPU otherwise."""
+    gpu = load_gpu(name)
+    if "f8" not in gpu.peak_flops:
+        raise CharonError(f"--precision fp8: {gpu.name} has no fp8 tensor cores")

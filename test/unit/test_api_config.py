@@ -39,6 +39,7 @@ def test_overlap_param_gather_is_a_data_parallel_option():
         (dict(gpus=16, tp=2, dp=4), "--gpus 16 is not tp x pp x cp x dp = 2 x 1 x 1 x 4 = 8"),
         (dict(gpus=16, global_batch=24), "--global-batch 24 is not divisible by dp x micro-batch"),
         (dict(optimizer="apex"), "--optimizer must be fused, unfused-fp16, unfused-bf16, got 'apex'"),
+        (dict(hardware="A100-SXM4-80GB", precision="fp8"), "--precision fp8: A100-SXM4-80GB has no fp8 tensor cores"),
         (dict(gpus=16, dp_overlap_param_gather=True),
          "--overlap-param-gather needs --zero 1 or 2 (only they gather updated parameters), got --zero 0"),
         (dict(gpus=16, fsdp=True, dp_overlap_param_gather=True),

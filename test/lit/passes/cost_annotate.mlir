@@ -2,6 +2,8 @@
 // RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{engines=analytic}' | filecheck %s
 // RUN: not charon-opt %s -p 'set-target{hardware=H100},cost-annotate{engines=oracle}' 2>&1 | filecheck %s --check-prefix=ENGINE
 // RUN: not charon-opt %s -p 'cost-annotate' 2>&1 | filecheck %s --check-prefix=NOTARGET
+// RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true}' | filecheck %s --check-prefix=FP8
+// RUN: not charon-opt %s -p 'set-target{hardware=A100-SXM4-80GB},cost-annotate{fp8-gemms=true}' 2>&1 | filecheck %s --check-prefix=NO-FP8
 
 // An 8192^3 bf16 GEMM on H100 (989.4 TFLOP/s dense, 3.35 TB/s) is compute bound:
 // 2 * 8192^3 = 1.0995e12 FLOPs, at least 1.111e-3 s (the exact bound is a pytest).
@@ -14,6 +16,11 @@
 // CHECK-SAME: -> tensor<8192x2x4096xbf16>
 // ENGINE: charon-opt: error: cost-annotate: option 'engines': unknown engine 'oracle' (known: {{.*}}analytic{{.*}})
 // NOTARGET: charon-opt: error: the module has no target: run set-target{hardware=...} first
+// With fp8-gemms the GEMM runs on H100's fp8 tensor cores (1978.9 TFLOP/s dense):
+// at least 5.556e-4 s, half the bf16 bound; the all_reduce stays 16-bit.
+// FP8: sim.matmul {{.*}} {cost = #sim.cost<time_s = {{[5-9]\.[0-9]+}}e-04, flops = 1.099512e+12, bytes = 4.026532e+08, engine = "analytic">, transpose_rhs}
+// FP8: coll.all_reduce {{.*}} {cost = #sim.cost<time_s = {{.*}}, flops = 0.000000e+00, bytes = 2.348810e+08, engine = "analytic">}
+// NO-FP8: charon-opt: error: cost-annotate: option 'fp8-gemms': A100-SXM4-80GB has no fp8 tensor cores
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
   %a = sim.input "a" : tensor<8192x8192xbf16>

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TINY_STEP = str(Path(__file__).resolve().parents[3] / "examples" / "llama_tiny_step.mlir")
 
 CHARON = [sys.executable, "-m", "charon_ir.cli"]
@@ -69,3 +71,179 @@ def test_an_unknown_optimizer_is_pruned_by_its_rule(tmp_path):
     assert results["fused"]["status"] == "ok"
     assert results["adamw9"]["status"] == "illegal"
     assert results["adamw9"]["error"] == "optimizer must be fused, unfused-fp16, unfused-bf16, got 'adamw9'"
+
+
+# Bad input is one `error:` line naming what and where, exit 1, before the sweep
+# runs: checked in this process by the `charon_fails` fixture (test/unit/conftest.py).
+
+FLAGS = ("--model", TINY_STEP, "--gpus", "8", "--global-batch", "16")
+
+
+def test_plot_onto_a_file_fails_before_the_sweep(charon_fails, tmp_path):
+    plot = tmp_path / "plots"
+    plot.write_text("not a folder")
+    db = tmp_path / "r.sqlite"
+    line = charon_fails("sweep", *FLAGS, "--db", str(db), "--plot", str(plot))
+    assert line == f"error: --plot {plot}: exists and is not a directory"
+    assert not db.exists() and plot.read_text() == "not a folder"
+
+
+def _other_schema(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE results (a INTEGER)")
+
+
+def _other_tables(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE people (name TEXT)")
+
+
+DB_CASES = {
+    "directory": (lambda p: p.mkdir(), "is a directory"),
+    "text": (lambda p: p.write_text("model,tp\nllama,2\n" * 100), "not a sqlite file"),
+    "one byte": (lambda p: p.write_bytes(b"x"), "not a sqlite file"),
+    "other schema": (_other_schema, "its results table is not a sweep's (no column key"),
+    "other tables": (_other_tables, "a sqlite file of other tables (people)"),
+}
+
+
+@pytest.mark.parametrize("case", DB_CASES)
+def test_a_db_that_is_not_a_results_file_is_one_line_and_left_alone(charon_fails, tmp_path, case):
+    make, reason = DB_CASES[case]
+    db = tmp_path / "r.sqlite"
+    make(db)
+    before = None if db.is_dir() else db.read_bytes()
+    line = charon_fails("sweep", *FLAGS, "--db", str(db))
+    assert line.startswith(f"error: --db {db}: {reason}"), line
+    assert (db.is_dir() if before is None else db.read_bytes() == before)
+    assert not (tmp_path / "r.sqlite-wal").exists()
+
+
+def test_a_binary_space_file_is_one_line(charon_fails, tmp_path):
+    space = tmp_path / "s.yaml"
+    space.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    line = charon_fails("sweep", str(space), "--db", str(tmp_path / "r.sqlite"))
+    assert line == f"error: {space}: not UTF-8 text (byte 0); a space file is YAML"
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_a_space_file_that_is_a_directory_is_one_line(charon_fails, tmp_path):
+    line = charon_fails("sweep", str(tmp_path), "--db", str(tmp_path / "r.sqlite"))
+    assert line == f"error: cannot read space file '{tmp_path}': Is a directory"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("top: many\n", "'top' must be an integer >= 1 (rows of the ranked table), got 'many'"),
+    ("top: 0\n", "'top' must be an integer >= 1 (rows of the ranked table), got 0"),
+    ("gpu_hour_cost: 3\n", "'gpu_hour_cost' must map GPU names to dollars per hour, got 3"),
+    ("gpu_hour_cost: {H100: cheap}\n", "'gpu_hour_cost' must map GPU names to dollars per hour, got {'H100': 'cheap'}"),
+])
+def test_a_bad_space_setting_names_the_file(charon_fails, tmp_path, text, error):
+    space = tmp_path / "s.yaml"
+    space.write_text(f"model: {TINY_STEP}\n{text}")
+    assert charon_fails("sweep", str(space), "--db", str(tmp_path / "r.sqlite")) == f"error: {space}: {error}"
+
+
+@pytest.mark.parametrize("flags, error", [
+    (("--pareto", "foo"), "--pareto must be gpus or cost for a training sweep, got 'foo'"),
+    (("--pareto", "ttft"), "--pareto must be gpus or cost for a training sweep, got 'ttft'"),
+    (("--jobs", "-1"), "--jobs must be >= 1 (1: in-process), got -1"),
+    (("--jobs", "0"), "--jobs must be >= 1 (1: in-process), got 0"),
+    (("--limit", "-1"), "--limit must be >= 0 (0: no limit), got -1"),
+    (("--top", "-1"), "--top must be >= 1 (0: the space's, 10), got -1"),
+    (("--retime", "-2"), "--retime must be >= -1 (0: 10; -1: none), got -2"),
+    (("--tier", "foo"), "--tier must be screen or fast, got 'foo'"),
+    (("--tp", "1,,2"), "--tp: empty value in '1,,2' (a comma-separated list is an axis, e.g. 1,2,4)"),
+    (("--micro-batch", "1,"), "--micro-batch: empty value in '1,' (a comma-separated list is an axis, e.g. 1,2,4)"),
+    (("--tp", " "), "--tp: empty value in ' ' (a comma-separated list is an axis, e.g. 1,2,4)"),
+    (("--kind", "inference"), "--kind must be training or serving, got 'inference'"),
+    (("--ray", "--ray-address", "auto"),
+     "--ray starts a local cluster and --ray-address joins one: give one of them"),
+])
+def test_a_bad_flag_is_one_line_naming_it(charon_fails, tmp_path, flags, error):
+    db = tmp_path / "r.sqlite"
+    assert charon_fails("sweep", *FLAGS, "--db", str(db), *flags) == f"error: {error}"
+    assert not db.exists()
+
+
+def test_a_serving_pareto_axis_is_ttft_or_tpot(charon_fails, tmp_path):
+    line = charon_fails("sweep", "--kind", "serving", "--model", "llama-3.1-8b", "--batch", "8",
+                        "--pareto", "gpus", "--db", str(tmp_path / "r.sqlite"))
+    assert line == "error: --pareto must be ttft or tpot for a serving sweep, got 'gpus'"
+
+
+def test_no_space_file_and_no_model_is_one_line(charon_fails, tmp_path):
+    line = charon_fails("sweep", "--gpus", "8", "--db", str(tmp_path / "r.sqlite"))
+    assert line == "error: give a space file (e.g. examples/sweeps/training.yaml) or --model"
+
+
+def test_a_ray_cluster_that_cannot_be_joined_is_one_line(charon_fails, tmp_path, monkeypatch):
+    import types
+
+    def init(**options):
+        raise ConnectionError("Could not find any running Ray instance.\nPlease specify ...")
+
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=init)
+    monkeypatch.setitem(sys.modules, "ray", fake)  # no cluster, and no Ray needed to test it
+    line = charon_fails("sweep", *FLAGS, "--db", str(tmp_path / "r.sqlite"), "--ray-address", "auto")
+    assert line == "error: --ray-address auto: cannot join a Ray cluster (Could not find any running Ray instance.)"
+
+
+def _run_in_process(monkeypatch, capsys, *args):
+    from charon_ir import cli
+
+    monkeypatch.setattr(sys, "argv", ["charon", *args])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    return exit_info.value.code, capsys.readouterr()
+
+
+NOTHING_RUNS = ("error: no configuration runs (1 illegal); the first point is illegal: "
+                "parallel degrees, gpus and micro-batch must be >= 1")
+
+
+def test_a_sweep_where_nothing_runs_fails_after_its_summary(monkeypatch, capsys, tmp_path):
+    db, plot = tmp_path / "r.sqlite", tmp_path / "plots"
+    code, out = _run_in_process(monkeypatch, capsys, "sweep", *FLAGS, "--tp", "0", "--db", str(db),
+                                "--plot", str(plot))
+    assert code == 1 and "Traceback" not in out.err
+    assert out.err.splitlines() == [NOTHING_RUNS]
+    assert "illegal: parallel degrees" in out.out  # the summary says why, the exit status that none runs
+    assert db.exists() and not plot.exists()  # the results are kept (a rerun reuses them), no empty plots
+
+
+def test_a_sweep_where_nothing_runs_prints_its_json_then_fails(monkeypatch, capsys, tmp_path):
+    code, out = _run_in_process(monkeypatch, capsys, "sweep", *FLAGS, "--tp", "0", "--json",
+                                "--db", str(tmp_path / "r.sqlite"))
+    assert code == 1
+    assert json.loads(out.out)["counts"] == {"illegal": 1}
+    assert out.err.splitlines() == [NOTHING_RUNS]
+
+
+def test_a_limited_sweep_with_points_left_is_not_a_failure_yet(monkeypatch, capsys, tmp_path):
+    space = tmp_path / "s.yaml"
+    space.write_text(f"model: {TINY_STEP}\ngpus: 8\nglobal_batch: 16\nmemory_limit_gb: 0.000001\ntp: [1, 2]\n")
+    db = str(tmp_path / "r.sqlite")
+    from charon_ir import cli
+
+    monkeypatch.setattr(sys, "argv", ["charon", "sweep", str(space), "--db", db, "--limit", "1"])
+    cli.main()  # returns: exit 0
+    out = capsys.readouterr()
+    assert "no configuration runs yet: 1 point left (rerun to continue)" in out.out and out.err == ""
+    code, out = _run_in_process(monkeypatch, capsys, "sweep", str(space), "--db", db)
+    assert code == 1
+    assert out.err.splitlines() == ["error: no configuration runs (2 oom); the first point does not fit: "
+                                    "memory-analysis (screened): stage 0 needs about 0.0 GiB of 0.0 GiB"]
+
+
+@pytest.mark.parametrize("flags, error", [
+    (("--seq-len", "1.5"), "'seq_len' must be an integer, got 1.5"),
+    (("--gpus", "eight"), "'gpus' must be an integer, got 'eight'"),
+    (("--tp", "true"), "'tp' must be an integer, got True"),
+])
+def test_a_value_of_the_wrong_type_is_one_line_not_truncated(charon_fails, tmp_path, flags, error):
+    assert charon_fails("sweep", *FLAGS, "--db", str(tmp_path / "r.sqlite"), *flags) == f"error: {error}"

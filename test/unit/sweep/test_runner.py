@@ -129,3 +129,19 @@ def test_example_space_prunes_before_running():
     points = load_space(os.path.join(os.path.dirname(__file__), "../../../examples/sweeps/training.yaml")).points()
     assert len(points) >= 1000
     assert any("needs pp > 1" in p.pruned for p in points)
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"jobs": 0}, "--jobs must be >= 1"),
+    ({"limit": -1}, "--limit must be >= 0"),
+    ({"retime": -2}, "--retime must be >= -1"),
+    ({"sample": -1}, "sample must be >= 0"),
+    ({"pareto_axis": "tpot"}, "--pareto must be gpus or cost for a training sweep"),
+])
+def test_bad_options_fail_before_the_results_file_is_made(tiny_space, tmp_path, options, error):
+    from charon_ir.errors import CharonError
+
+    db = tmp_path / "r.sqlite"
+    with pytest.raises(CharonError, match=error):
+        sweep(tiny_space, db=db, **options)
+    assert not db.exists()

@@ -1,0 +1,59 @@
+"""cost-annotate{fp8-gemms}: the GEMMs, and only they, are priced on the fp8
+tensor cores."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from charon_ir.api import TrainingConfig, build_training_module
+from charon_ir.dialects import sim
+from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S
+from charon_ir.passes.cost_annotate import COST_ATTR, CostAnnotatePass
+from charon_ir.passes.set_target import SetTargetPass
+from charon_ir.target.hardware import load_gpu
+from charon_ir.testing import make_context, parse_module
+
+
+def gemm_time(m: int, n: int, k: int, fp8: bool) -> float:
+    ctx = make_context()
+    module = parse_module(
+        f"""
+        %a = sim.input "a" : tensor<{m}x{k}xbf16>
+        %w = sim.param "w" : tensor<{n}x{k}xbf16>
+        %y = sim.matmul %a, %w {{transpose_rhs}} : (tensor<{m}x{k}xbf16>, tensor<{n}x{k}xbf16>) -> tensor<{m}x{n}xbf16>
+        """,
+        ctx,
+    )
+    SetTargetPass(hardware="H100-SXM5-80GB").apply(ctx, module)
+    CostAnnotatePass(fp8_gemms=fp8).apply(ctx, module)
+    matmul = next(op for op in module.walk() if isinstance(op, sim.MatmulOp))
+    return matmul.attributes[COST_ATTR].time_s.data
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 16384), st.integers(1, 16384), st.integers(1, 16384))
+def test_an_fp8_gemm_takes_half_the_bf16_time_down_to_the_kernel_floor(m, n, k):
+    """The rate (H100: 1978.9 against 989.4 TFLOP/s) and, for one-byte operands,
+    the bandwidth double: the compute bound scales by the rates' ratio, the memory
+    bound by exactly 1/2, neither below the kernel floor."""
+    gpu = load_gpu("H100-SXM5-80GB")
+    ratio = gpu.peak_flops["bf16"] / gpu.peak_flops["f8"]
+    bf16, fp8 = gemm_time(m, n, k, False), gemm_time(m, n, k, True)
+    bounds = sorted(max(bf16 * r, KERNEL_FLOOR_S) for r in (ratio, 0.5))
+    assert bounds[0] * (1 - 1e-9) <= fp8 <= bounds[1] * (1 + 1e-9)
+
+
+def test_fp8_training_reprices_the_gemms_only():
+    costs = {}
+    for precision in ("bf16", "fp8"):
+        _, module, _ = build_training_module(
+            TrainingConfig(model="llama-3.1-8b", gpus=8, tp=8, sequence_parallel=True, precision=precision)
+        )
+        costs[precision] = [
+            (isinstance(op, sim.MatmulOp), op.attributes[COST_ATTR].time_s.data)
+            for op in module.walk() if COST_ATTR in op.attributes
+        ]
+    pairs = list(zip(costs["bf16"], costs["fp8"], strict=True))
+    gemms = [(b, f) for (is_gemm, b), (_, f) in pairs if is_gemm]
+    assert gemms and all(f < b for b, f in gemms)
+    assert all(b == f for (is_gemm, b), (_, f) in pairs if not is_gemm)
