@@ -570,18 +570,30 @@ def simulate_file(
     hardware: str,
     gpus: int = 8,
     gpus_per_node: int = 0,
+    cluster: str = "",
+    precision: str = "bf16",
     engines: tuple[str, ...] = ("analytic",),
     trace: str | Path | None = None,
 ) -> dict:
-    """A hand-written `sim` module as it is (no parallelism passes): target it,
-    price it, lower it and interpret it."""
+    """A hand-written `sim` module as it is (no parallelism passes): target it
+    (on `cluster` when one is given, as `simulate` does), price it (its GEMMs on
+    the fp8 tensor cores under `precision="fp8"`), lower it and interpret it."""
     from charon_ir.runtime.simulate_target import simulate_module
 
     if gpus < 1:  # set-target would read 0 as "every GPU of the cluster"
         raise CharonError(f"--gpus must be >= 1, got {gpus}")
+    if precision not in ("bf16", "fp8"):
+        raise CharonError(f"--precision must be bf16 or fp8, got '{precision}'")
+    if precision == "fp8" and not cluster:
+        from charon_ir.target.hardware import check_fp8
+
+        check_fp8(hardware)
     _check_outputs(trace, None)
     ctx, module = load_model_module(str(path), seq_len=0, batch=0)
-    _pass("set-target", hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node).apply(ctx, module)
-    _pass("cost-annotate", engines=engines).apply(ctx, module)
+    target: dict[str, Any] = {"hardware": hardware, "gpus": gpus, "gpus_per_node": gpus_per_node}
+    if cluster:
+        target["cluster"] = cluster
+    _pass("set-target", **target).apply(ctx, module)
+    _pass("cost-annotate", engines=engines, fp8_gemms=precision == "fp8").apply(ctx, module)
     _pass("lower-to-events").apply(ctx, module)
     return simulate_module(ctx, module, trace=str(trace) if trace else None)

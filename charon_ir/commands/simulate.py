@@ -54,11 +54,21 @@ def simulate_command(
     timed as if memory were unlimited, with "fits": false and "oom"."""
     from charon_ir.api import simulate, simulate_file
 
-    if model.endswith(".mlir") and (tp, pp, cp, ep, vpp, dp, zero) == (1, 1, 1, 1, 1, 0, 0) and not global_batch:
-        # a hand-written step: simulate it as written
+    transformed = (
+        (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp
+        or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"
+        or optimizer != "fused" or attention_kernel
+    )
+    if model.endswith(".mlir") and not transformed:
+        # a hand-written step, and no flag asks for a pass: simulate it as written
+        if plot is not None:
+            from charon_ir.errors import CharonError
+
+            raise CharonError(f"--plot: {model} is simulated as written (no flag asks for a pass), "
+                              "which draws no plots; --trace writes its timeline")
         report = simulate_file(
-            model, hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node,
-            engines=tuple(engines.split(",")), trace=trace,
+            model, hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
+            precision=precision, engines=tuple(engines.split(",")), trace=trace,
         )
     else:
         report = simulate(

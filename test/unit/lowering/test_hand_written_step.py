@@ -1,0 +1,42 @@
+"""`charon simulate` on a hand-written step with no flag asking for a pass: the
+step as written, on the cluster and at the precision given."""
+
+from pathlib import Path
+
+from charon_ir.api import simulate_file
+
+LAYER = Path(__file__).resolve().parents[3] / "examples" / "transformer_layer.mlir"
+
+SLOW_NVLINK = """
+name = "slow-nvlink"
+nodes = 2
+node { gpu = H100-SXM5-80GB  gpus = 8 }
+scale_up nvswitch { domain = 8  bandwidth = 45GB/s  latency = 0.5us }
+nic { count = 8  speed = 400Gb/s }
+scale_out fat_tree { tier { span = 2  oversubscription = 1:1  latency = 0.3us } }
+"""
+
+
+def test_the_cluster_given_is_the_one_simulated(tmp_path):
+    """A tenth of the NVLink bandwidth slows the layer's tensor-parallel
+    all-reduces (the flag was once dropped on this path)."""
+    cluster = tmp_path / "slow.cluster"
+    cluster.write_text(SLOW_NVLINK)
+    table = simulate_file(LAYER, hardware="H100-SXM5-80GB", gpus=8)
+    slow = simulate_file(LAYER, hardware="H100-SXM5-80GB", gpus=8, cluster=str(cluster))
+    assert slow["streams"]["comm_tp"]["busy_s"] > 5 * table["streams"]["comm_tp"]["busy_s"]
+    assert slow["streams"]["compute"]["busy_s"] == table["streams"]["compute"]["busy_s"]
+
+
+def test_fp8_prices_the_gemms_on_the_fp8_tensor_cores():
+    bf16 = simulate_file(LAYER, hardware="H100-SXM5-80GB", gpus=8)
+    fp8 = simulate_file(LAYER, hardware="H100-SXM5-80GB", gpus=8, precision="fp8")
+    assert fp8["streams"]["compute"]["busy_s"] < bf16["streams"]["compute"]["busy_s"]
+    assert fp8["streams"]["comm_tp"]["busy_s"] == bf16["streams"]["comm_tp"]["busy_s"]
+
+
+def test_a_flag_that_needs_the_passes_is_not_dropped(charon_fails):
+    # no layers to split into micro-batches: the passes say so, rather than the
+    # step being simulated without the recomputation asked for
+    assert "pipeline" in charon_fails("simulate", "--model", str(LAYER), "--recompute", "full")
+    assert charon_fails("simulate", "--model", str(LAYER), "--plot", "plots").startswith("error: --plot: ")
