@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, read_text
 
 GIB = 1 << 30
 
@@ -159,13 +159,7 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
         from charon_ir.tools.charon_opt import parse_located
 
         path = Path(model)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise CharonError(f"cannot read {path}: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise CharonError(f"cannot read {path}: not UTF-8 text (byte {e.start})") from None
-        return ctx, parse_located(ctx, text, str(path))
+        return ctx, parse_located(ctx, read_text(path), str(path))
     from charon_ir.frontend import import_model
 
     return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode)

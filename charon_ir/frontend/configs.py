@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, read_text
 
 def _bundled_dir():
     """The directory of the shipped configs (package data of charon_ir.frontend)."""
@@ -57,13 +57,7 @@ def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
     if isinstance(model, Path) or str(model).endswith(".json") or path.is_file():
         if not path.is_file():
             raise CharonError(f"{model}: no such config file")
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise CharonError(f"{model}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise CharonError(f"{model}: malformed config.json: not UTF-8 text (byte {e.start})") from None
-        data = _read_json(text, str(model))
+        data = _read_json(read_text(path, str(model)), str(model))
         name = path.stem if path.name != "config.json" else path.parent.name or "config"
     else:
         names = bundled_models()

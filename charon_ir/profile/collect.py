@@ -10,7 +10,7 @@ from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 
 from charon_ir.dialects.sim import ComputeOp
-from charon_ir.errors import CharonError
+from charon_ir.errors import read_text
 from charon_ir.profile.key import OpKey, is_free_view
 from charon_ir.registry import ALL_DIALECTS
 
@@ -24,13 +24,7 @@ def charon_context() -> Context:
 
 
 def parse_module_file(path: Path) -> ModuleOp:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise CharonError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise CharonError(f"{path}: cannot read: not UTF-8 text (byte {e.start})") from None
-    return parse_module_text(text, str(path))
+    return parse_module_text(read_text(path), str(path))
 
 
 def parse_module_text(text: str, name: str) -> ModuleOp:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, read_text
 
 TRAINING_DEFAULTS: dict[str, Any] = {
     "model": "",
@@ -267,12 +267,7 @@ def read_space_file(path: str | Path) -> dict[str, Any]:
     text, is not YAML or not a mapping is a one-line error naming it."""
     import yaml
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise CharonError(f"cannot read space file '{path}': {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise CharonError(f"{path}: not UTF-8 text (byte {e.start}); a space file is YAML") from None
+    text = read_text(path, f"space file '{path}'")
     try:
         raw = yaml.safe_load(text) or {}  # an empty file: every setting from flags
     except yaml.YAMLError as e:

@@ -53,7 +53,7 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, read_text
 from charon_ir.target.hardware import GpuSpec, UnknownGpuError, load_gpu
 
 
@@ -639,13 +639,7 @@ def load_cluster(spec: str) -> Cluster:
     """A cluster from a file path or a preset name (`dgx-h100`)."""
     path = Path(spec)
     if path.suffix == ".cluster" or path.exists() or "/" in spec:
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ClusterError(f"cannot read cluster file '{spec}': {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise ClusterError(f"cannot read cluster file '{spec}': not UTF-8 text (byte {e.start})") from None
-        return parse_cluster(text, spec)
+        return parse_cluster(read_text(path, f"cluster file '{spec}'", ClusterError), spec)
     if spec in preset_names():
         res = resources.files("charon_ir.target").joinpath("clusters", f"{spec}.cluster")
         return parse_cluster(res.read_text(), f"{spec}.cluster")

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, read_text
 
 
 @cache
@@ -26,12 +26,9 @@ def load_record_set(path: Path | None = None) -> tuple[dict[str, Any], ...]:
     or the shipped ones."""
     if path is None:
         return published_records()
+    text = read_text(path)
     try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise CharonError(f"{path}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise CharonError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise CharonError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):

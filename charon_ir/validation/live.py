@@ -79,21 +79,14 @@ class LiveResult:
 
 
 def _device(name: str | None):
+    """The device `--device` names, else a GPU when torch sees one."""
     import torch
 
-    from charon_ir.errors import CharonError
+    from charon_ir.profile.session import torch_device
 
     if not name:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError as e:
-        raise CharonError(f"--device {name}: {e}") from None
-    if device.type not in ("cpu", "cuda"):
-        raise CharonError(f"--device {name}: expected cpu or cuda")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise CharonError("--device cuda: torch sees no CUDA device on this machine")
-    return device
+    return torch_device(name)
 
 
 def measure_step(setup: LiveSetup, device, dtype) -> list[float]:

@@ -51,7 +51,7 @@ def test_unsupported_architecture(tmp_path):
 def test_binary_config(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_bytes(b"\xff\xfe{}")
-    assert_one_line_error(run(str(bad)), f"{bad}: malformed config.json: not UTF-8 text (byte 0)")
+    assert_one_line_error(run(str(bad)), f"{bad}: not UTF-8 text (byte 0)")
 
 
 def test_output_that_cannot_be_written(tmp_path):

@@ -61,7 +61,7 @@ def test_profile_then_fit(tmp_path: Path):
         (("--device", "cpu", "--sweep", "2,nan", "--db", "{new}"),
          "error: --sweep '2,nan': factors must be finite numbers > 0"),
         (("--device", "cpu", "--ops-from", "{binary}", "--db", "{new}"),
-         "error: {binary}: cannot read: not UTF-8 text (byte 1)"),
+         "error: {binary}: not UTF-8 text (byte 1)"),
         pytest.param(
             ("--device", "cuda", "--ops-from", "{step}", "--db", "{new}"),
             "error: --device cuda: torch sees no CUDA device on this machine",

@@ -127,13 +127,13 @@ def test_a_binary_space_file_is_one_line(charon_fails, tmp_path):
     space = tmp_path / "s.yaml"
     space.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
     line = charon_fails("sweep", str(space), "--db", str(tmp_path / "r.sqlite"))
-    assert line == f"error: {space}: not UTF-8 text (byte 0); a space file is YAML"
+    assert line == f"error: space file '{space}': not UTF-8 text (byte 0)"
     assert not (tmp_path / "r.sqlite").exists()
 
 
 def test_a_space_file_that_is_a_directory_is_one_line(charon_fails, tmp_path):
     line = charon_fails("sweep", str(tmp_path), "--db", str(tmp_path / "r.sqlite"))
-    assert line == f"error: cannot read space file '{tmp_path}': Is a directory"
+    assert line == f"error: space file '{tmp_path}': cannot read: Is a directory"
 
 
 @pytest.mark.parametrize("text, error", [

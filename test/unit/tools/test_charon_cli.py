@@ -103,7 +103,7 @@ def test_simulate_hand_written_step_with_no_gpus(charon_fails):
 @pytest.mark.parametrize(
     "text, line",
     [
-        (b"\x00\xff garbage", "error: cannot read {path}: not UTF-8 text (byte 1)"),
+        (b"\x00\xff garbage", "error: {path}: not UTF-8 text (byte 1)"),
         (b"", "error: {path}: the file is empty (expected a builtin.module)"),
         (b'builtin.module {\n  %a = sim.input "a" : tensor<4x8xbf16>\n'
          b"  %b = sim.matmul %a, %a : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>\n}\n",
