@@ -23,7 +23,11 @@ AXIS_FLAGS = (
     "model", "hardware", "gpus", "cluster", "tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch",
     "recompute", "zero", "sequence_parallel", "fuse", "seq_len", "global_batch", "batch", "max_num_seqs", "rate", "num_requests", "replicas",
     "prefill_decode_split", "input_len", "output_len", "nic_speed", "scale_up_domain", "topology",
+    "fuse_attention", "attention_kernel", "tp_comm_overlap", "pipeline_scatter_gather", "dp_bucket_mb",
+    "dp_overlap", "dp_overlap_param_gather", "optimizer", "memory_limit_gb",
 )
+FLAG_NAMES = {"dp_overlap_param_gather": "--overlap-param-gather"}
+"""Settings whose flag is not their name with dashes (as `charon simulate` spells it)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -81,6 +85,15 @@ def sweep_command(
     nic_speed: Annotated[str, Opt("--nic-speed", help="e.g. 400Gb/s,800Gb/s")] = "",
     scale_up_domain: Annotated[str, Opt("--scale-up-domain", help="e.g. 8,72")] = "",
     topology: Annotated[str, Opt("--topology", help="fat_tree | rail_fat_tree | fullflat")] = "",
+    fuse_attention: Annotated[str, Opt("--fuse-attention", help="true (default), false or true,false: flash attention")] = "",
+    attention_kernel: Annotated[str, Opt("--attention-kernel", help="flash2 | flash3 | triton")] = "",
+    tp_comm_overlap: Annotated[str, Opt("--tp-comm-overlap", help="true, false or true,false")] = "",
+    pipeline_scatter_gather: Annotated[str, Opt("--pipeline-scatter-gather", help="true, false or true,false")] = "",
+    dp_bucket_mb: Annotated[str, Opt("--dp-bucket-mb", help="e.g. 25,100")] = "",
+    dp_overlap: Annotated[str, Opt("--dp-overlap", help="true (default), false or true,false")] = "",
+    dp_overlap_param_gather: Annotated[str, Opt("--overlap-param-gather", help="true, false or true,false (zero 1/2)")] = "",
+    optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16")] = "",
+    memory_limit_gb: Annotated[str, Opt("--memory-limit-gb", help="memory-analysis' limit per GPU (0: its HBM)")] = "",
     db: Annotated[Path | None, Opt("--db", help="results sqlite (default: ./<space name>.sqlite)")] = None,
     jobs: Annotated[int, Opt("--jobs", "-j", help="local worker processes (1: in-process)")] = 1,
     ray: Annotated[bool, Opt("--ray", help="run on a local Ray cluster")] = False,
@@ -119,7 +132,7 @@ def sweep_command(
     flags = locals()
     for name in AXIS_FLAGS:
         if flags[name]:
-            raw[name] = _axis(f"--{name.replace('_', '-')}", flags[name])
+            raw[name] = _axis(FLAG_NAMES.get(name, f"--{name.replace('_', '-')}"), flags[name])
     space = load_space(raw, where=str(space_file) if space_file is not None else "space")
     # every flag and output path is checked before the sweep runs, not after it
     if top < 0:
@@ -224,11 +237,14 @@ def _print_summary(summary: dict[str, Any], top: int, plots: list[str], pending:
 
 
 def _settings(config: dict[str, Any]) -> str:
-    from charon_ir.sweep.analysis import HARDWARE_KEYS, STRATEGY_KEYS
+    from charon_ir.sweep.analysis import HARDWARE_KEYS, STRATEGY_KEYS, TUNING_KEYS
 
-    from charon_ir.sweep.space import HARDWARE_AXES
+    from charon_ir.sweep.space import HARDWARE_AXES, TRAINING_DEFAULTS
 
-    quiet = {"oversubscription": 1.0, "ep": 1, "cp": 1, "vpp": 1, "replicas": 1, **{k: v for k, v in HARDWARE_AXES.items() if k != "oversubscription"}}
+    quiet = {"oversubscription": 1.0, "ep": 1, "cp": 1, "vpp": 1, "replicas": 1,
+             **{k: v for k, v in HARDWARE_AXES.items() if k != "oversubscription"}}
     keys = [k for k in (*HARDWARE_KEYS, *STRATEGY_KEYS)
             if k in config and config[k] not in ("", 0, None) and config[k] != quiet.get(k, object())]
+    # the kernel, overlap and optimizer settings only where they are not simulate's defaults
+    keys += [k for k in TUNING_KEYS if k in config and config[k] != TRAINING_DEFAULTS[k]]
     return " ".join(f"{k}={config[k]}" for k in keys)

@@ -247,3 +247,20 @@ def test_a_limited_sweep_with_points_left_is_not_a_failure_yet(monkeypatch, caps
 ])
 def test_a_value_of_the_wrong_type_is_one_line_not_truncated(charon_fails, tmp_path, flags, error):
     assert charon_fails("sweep", *FLAGS, "--db", str(tmp_path / "r.sqlite"), *flags) == f"error: {error}"
+
+
+def test_the_later_settings_are_flags_too(tmp_path):
+    run = charon("sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "2",
+                 "--sequence-parallel", "true", "--zero", "1", "--tp-comm-overlap", "false,true",
+                 "--overlap-param-gather", "false,true", "--tier", "fast", "--json",
+                 "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    configs = [r["config"] for r in json.loads(run.stdout)["results"]]
+    assert sorted((c["tp_comm_overlap"], c["dp_overlap_param_gather"]) for c in configs) == [
+        (False, False), (False, True), (True, False), (True, True)]
+
+
+def test_a_flag_named_unlike_its_setting_is_named_in_its_error(charon_fails, tmp_path):
+    line = charon_fails("sweep", "--model", TINY_STEP, "--overlap-param-gather", ",true",
+                        "--db", str(tmp_path / "r.sqlite"))
+    assert line.startswith("error: --overlap-param-gather: empty value in ',true'")
