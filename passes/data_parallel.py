@@ -158,8 +158,9 @@ class _Sync:
         gathered from its dp shards (Megatron-Core's buffers share one bucket
         layout for the gradient reduce-scatter and the parameter all-gather;
         DeepSpeed's `allgather_bucket_size` counts gathered elements too).
-        Parameters in `gathered_per_layer` (ZeRO-3: gathered before each use)
-        stay sharded after the step."""
+        Parameters in `gathered_per_layer` are gathered before their layer runs
+        (ZeRO-3: before each use; overlap-param-gather: in the next step's first
+        forward), not after the step."""
         if not step.params or self.dp == 1:
             return
         block = step.parent_block()

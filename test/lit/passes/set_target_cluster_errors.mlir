@@ -10,7 +10,7 @@
 // SYNTAX: charon-opt: error: {{.*}}Inputs/broken_syntax.cluster:3:12: expected '=' between 'gpu' and 'H100'
 // GPU: charon-opt: error: {{.*}}Inputs/unknown_gpu.cluster:2:14: unknown GPU 'Z100' (known: {{.*}}H100-SXM5-80GB{{.*}})
 // UNIT: charon-opt: error: {{.*}}Inputs/bad_unit.cluster:3:26: 'speed' must be a bandwidth with a unit ({{.*}}Gb/s{{.*}}), got '400'
-// MISSING: charon-opt: error: cannot read cluster file '{{.*}}no_such_file.cluster': No such file or directory
+// MISSING: charon-opt: error: cluster file '{{.*}}no_such_file.cluster': cannot read: No such file or directory
 // PRESET: charon-opt: error: no cluster file or preset 'dgx-h1000' (presets: {{.*}}dgx-h100{{.*}})
 // ONE-LINE: {{^ *1$}}
 builtin.module {
