@@ -183,6 +183,13 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         check_fp8(config.hardware)
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)
+    # flags that would otherwise be dropped without a word
+    if config.sequence_parallel and config.tp == 1:
+        raise CharonError("--sequence-parallel needs --tp > 1 (it shards along tensor parallelism)")
+    if config.fsdp and config.zero not in (0, 3):
+        raise CharonError(f"--fsdp is ZeRO-3: it cannot be combined with --zero {config.zero}")
+    if config.vpp > 1 and config.pp == 1:
+        raise CharonError(f"--vpp {config.vpp} needs --pp > 1 (an interleaved schedule of one stage)")
     plan: list[tuple[str, dict[str, Any]]] = []
     if config.tp > 1:
         plan.append(("shard-tensor", {"tp": config.tp}))

@@ -40,6 +40,10 @@ def test_overlap_param_gather_is_a_data_parallel_option():
         (dict(gpus=16, global_batch=24), "--global-batch 24 is not divisible by dp x micro-batch"),
         (dict(optimizer="apex"), "--optimizer must be fused, unfused-fp16, unfused-bf16, got 'apex'"),
         (dict(hardware="A100-SXM4-80GB", precision="fp8"), "--precision fp8: A100-SXM4-80GB has no fp8 tensor cores"),
+        # flags that used to be dropped without a word
+        (dict(gpus=16, sequence_parallel=True), "--sequence-parallel needs --tp > 1"),
+        (dict(gpus=16, fsdp=True, zero=1), "--fsdp is ZeRO-3: it cannot be combined with --zero 1"),
+        (dict(gpus=16, vpp=2), "--vpp 2 needs --pp > 1 (an interleaved schedule of one stage)"),
         (dict(gpus=16, dp_overlap_param_gather=True),
          "--overlap-param-gather needs --zero 1 or 2 (only they gather updated parameters), got --zero 0"),
         (dict(gpus=16, fsdp=True, dp_overlap_param_gather=True),
