@@ -168,6 +168,17 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
 OPTIMIZERS = ("fused", "unfused-fp16", "unfused-bf16")
 
 
+def check_precision(precision: str, hardware: str, cluster: str) -> None:
+    """`--precision` is bf16 or fp8, and fp8 needs fp8 tensor cores (a cluster's
+    GPU is checked by cost-annotate, which reads it off the target)."""
+    if precision not in ("bf16", "fp8"):
+        raise CharonError(f"--precision must be bf16 or fp8, got '{precision}'")
+    if precision == "fp8" and not cluster:
+        from charon_ir.target.hardware import check_fp8, load_gpu
+
+        check_fp8(load_gpu(hardware))
+
+
 def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     """The passes of one training run, in order, with their options: the one
     definition `build_training_module` and `charon sweep` both follow.
@@ -175,12 +186,7 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     configuration that cannot fit is rejected before anything is priced."""
     if config.recompute not in ("none", "selective", "full"):
         raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
-    if config.precision not in ("bf16", "fp8"):
-        raise CharonError(f"--precision must be bf16 or fp8, got '{config.precision}'")
-    if config.precision == "fp8" and not config.cluster:
-        from charon_ir.target.hardware import check_fp8
-
-        check_fp8(config.hardware)
+    check_precision(config.precision, config.hardware, config.cluster)
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)
     # flags that would otherwise be dropped without a word
@@ -583,12 +589,7 @@ def simulate_file(
 
     if gpus < 1:  # set-target would read 0 as "every GPU of the cluster"
         raise CharonError(f"--gpus must be >= 1, got {gpus}")
-    if precision not in ("bf16", "fp8"):
-        raise CharonError(f"--precision must be bf16 or fp8, got '{precision}'")
-    if precision == "fp8" and not cluster:
-        from charon_ir.target.hardware import check_fp8
-
-        check_fp8(hardware)
+    check_precision(precision, hardware, cluster)
     _check_outputs(trace, None)
     ctx, module = load_model_module(str(path), seq_len=0, batch=0)
     target: dict[str, Any] = {"hardware": hardware, "gpus": gpus, "gpus_per_node": gpus_per_node}

@@ -14,7 +14,7 @@ Options:
 Ops inside a `sim.repeat` are priced once: the cost is per iteration.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -65,11 +65,12 @@ class PriceFp8Gemm(RewritePattern):
     tensor cores (`fp8_gemm_target`)."""
 
     target: Target
+    engine: AnalyticEngine = field(default_factory=AnalyticEngine)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, MatmulOp) or COST_ATTR in op.attributes:
             return
-        cost = AnalyticEngine().price_compute(op, self.target)
+        cost = self.engine.price_compute(op, self.target)
         op.attributes[COST_ATTR] = CostAttr(cost.time_s, cost.flops, cost.bytes, cost.engine)
         rewriter.handle_operation_modification(op)
 

@@ -178,11 +178,10 @@ def fp8_gemm_target(target: Target, flag: str) -> Target:
     without fp8 tensor cores."""
     from dataclasses import replace
 
-    from charon_ir.errors import CharonError
+    from charon_ir.target.hardware import check_fp8
 
     gpu = target.gpu
-    if "f8" not in gpu.peak_flops:
-        raise CharonError(f"{flag}: {gpu.name} has no fp8 tensor cores")
+    check_fp8(gpu, flag)
     f8 = gpu.peak_flops["f8"]
     return replace(target, gpu=replace(gpu, peak_flops={**gpu.peak_flops, "bf16": f8, "f16": f8},
                                        hbm_bandwidth=2.0 * gpu.hbm_bandwidth))

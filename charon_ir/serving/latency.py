@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
-from charon_ir.target.hardware import check_fp8
+from charon_ir.target.hardware import check_fp8, load_gpu
 
 PREFILL_LENGTHS = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)
 """Single-sequence prefill lengths priced: body(T) and head(S) are read off these
@@ -192,7 +192,7 @@ def _price_module(module, ctx, shape: ReplicaShape):
         _pass("shard-expert", ep=shape.ep).apply(ctx, module)
     _pass("set-target", hardware=shape.hardware, gpus=shape.tp * shape.ep).apply(ctx, module)
     if shape.precision == "fp8":
-        check_fp8(shape.hardware)
+        check_fp8(load_gpu(shape.hardware))
     # TensorRT-LLM's FP8 GEMMs: cost-annotate's fp8-gemms
     _pass("cost-annotate", engines=("analytic",), fp8_gemms=shape.precision == "fp8").apply(ctx, module)
     if shape.precision == "fp8":
@@ -327,7 +327,6 @@ def estimated_weight_bytes(config: dict[str, Any], shape: ReplicaShape) -> float
 def build_step_model(shape: ReplicaShape) -> StepTimeModel:
     """Price the sample steps through the pipeline and fit the curves."""
     from charon_ir.frontend import load_config
-    from charon_ir.target.hardware import load_gpu
 
     _, config = load_config(shape.model)
     check_shape(config, shape)
@@ -431,7 +430,6 @@ def step_model(shape: ReplicaShape, use_cache: bool = True) -> StepTimeModel:
     if shape in _MEMO:
         return _with_kernel(_MEMO[shape], kernel)
     from charon_ir.frontend import load_config
-    from charon_ir.target.hardware import load_gpu
 
     _, config = load_config(shape.model)
     check_shape(config, shape)

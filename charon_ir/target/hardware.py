@@ -132,8 +132,7 @@ def load_gpu(name: str) -> GpuSpec:
     )
 
 
-def check_fp8(name: str) -> None:
-    """`--precision fp8` needs fp8 tensor cores: one line naming the GPU otherwise."""
-    gpu = load_gpu(name)
+def check_fp8(gpu: GpuSpec, flag: str = "--precision fp8") -> None:
+    """fp8 GEMMs need fp8 tensor cores: one line naming `flag` and the GPU otherwise."""
     if "f8" not in gpu.peak_flops:
-        raise CharonError(f"--precision fp8: {gpu.name} has no fp8 tensor cores")
+        raise CharonError(f"{flag}: {gpu.name} has no fp8 tensor cores")
