@@ -215,7 +215,7 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.fuse:
         fuse: dict[str, Any] = {"attention": config.fuse_attention}
         if config.attention_kernel:
-            from charon_ir.passes.fuse import ATTENTION_KERNELS
+            from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 
             if config.attention_kernel not in ATTENTION_KERNELS:
                 raise CharonError(f"--attention-kernel must be {', '.join(ATTENTION_KERNELS)}, "
@@ -282,23 +282,13 @@ def _with_microbatches(module, microbatches: int, copy: bool = True):
     return copy
 
 
-def _data_parallel_marks(module) -> tuple[bool, bool]:
-    """(gradients, parameters): whether the schedule's items synchronise
-    gradients and gather parameters over data-parallel replicas, as
-    `lower-to-events` marks them."""
-    from charon_ir.parallel.mesh import data_parallel_replicas
-    from charon_ir.passes.data_parallel import gathers_in_first_forward
-
-    sync = data_parallel_replicas(module) > 1
-    return sync, sync and gathers_in_first_forward(module)
-
-
 def _same_runs(module, schedule: str, pp: int, vpp: int, m_a: int, m_b: int) -> bool:
     """Whether every stage's schedule has the same runs of items for m_a and m_b
     micro-batches (only their counts differ)."""
     from charon_ir.parallel.schedules import mark_data_parallel, run_lengths, stage_order
+    from charon_ir.passes.data_parallel import schedule_marks
 
-    marks = _data_parallel_marks(module)
+    marks = schedule_marks(module)
     for stage in range(pp):
         patterns = []
         for m in (m_a, m_b):
@@ -318,9 +308,10 @@ def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: 
 
     from charon_ir.dialects import event
     from charon_ir.parallel.schedules import mark_data_parallel, run_lengths, stage_order
+    from charon_ir.passes.data_parallel import schedule_marks
     from charon_ir.passes.pipeline import PIPELINE_ATTR
 
-    marks = _data_parallel_marks(lowered)
+    marks = schedule_marks(lowered)
     programs = [op for op in lowered.body.block.ops if isinstance(op, event.ProgramOp)]
     plan = []
     for stage, program in enumerate(programs):

@@ -66,7 +66,7 @@ from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
 from charon_ir.passes.pipeline import PIPELINE_ATTR
 from charon_ir.passes.cost_annotate import COST_ATTR
-from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR, gathers_in_first_forward
+from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR, schedule_marks
 from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"
@@ -351,7 +351,7 @@ def lower_pipeline(module: ModuleOp, target: Target,
     by_virtual = {v: st for st in stages for v in st.stage_ids()}
     # ep ranks are data-parallel replicas that bring their own tokens
     dp = data_parallel_replicas(module)
-    param_gather = dp > 1 and gathers_in_first_forward(module)
+    marks = schedule_marks(module)
     tokens = count_tokens(by_virtual[0]) * m * dp
     split = schedule.data in SPLIT_BACKWARD
     w_ops = {
@@ -367,7 +367,7 @@ def lower_pipeline(module: ModuleOp, target: Target,
         body.add_op(start)
         prev = start.token
         order = stage_order(schedule.data, pp, vpp, m, s)
-        order = mark_data_parallel(order, gradients=dp > 1, parameters=param_gather)
+        order = mark_data_parallel(order, *marks)
         items: dict[tuple[int, str], tuple[list[Operation], SSAValue | None]] = {}
         for pattern, count in run_lengths(order):
             loop_body = Block(arg_types=[event.TokenType()])

@@ -52,7 +52,7 @@ from xdsl.passes import ModulePass
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
+from charon_ir.parallel.mesh import MESH, data_parallel_replicas, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
 from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
@@ -63,13 +63,14 @@ FIRST_FORWARD_ATTR = "charon.first_forward"
 in a chunk's first forward of the step."""
 
 
-def gathers_in_first_forward(module: ModuleOp) -> bool:
-    """Whether the data-parallel pass put parameter gathers in the first forward."""
+def schedule_marks(module: ModuleOp) -> tuple[bool, bool]:
+    """(gradients, parameters): whether a schedule's items synchronise gradients
+    (B+/W+) and gather parameters (F+) over data-parallel replicas, the marks
+    `charon_ir.parallel.schedules.mark_data_parallel` puts on an order."""
+    sync = data_parallel_replicas(module) > 1
     attr = module.attributes.get(DATA_PARALLEL_ATTR)
-    if not isinstance(attr, DictionaryAttr):
-        return False
-    flag = attr.data.get("overlap_param_gather")
-    return isinstance(flag, IntegerAttr) and bool(flag.value.data)
+    flag = attr.data.get("overlap_param_gather") if isinstance(attr, DictionaryAttr) else None
+    return sync, sync and isinstance(flag, IntegerAttr) and bool(flag.value.data)
 
 
 def _tensor(v: SSAValue) -> TensorType:
@@ -248,7 +249,7 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync], gather_i
         sync.reduce_gradients(bwd.body.block, after, grads)
     zero = max(sync_of(p).zero for p in param_of.values()) if param_of else 0
     gathered_per_layer: set[SSAValue] = set()
-    if zero >= 3 or (zero >= 1 and gather_in_forward):
+    if zero >= 3 or gather_in_forward:
         for phase in (fwd, bwd) if zero >= 3 else (fwd,):
             if phase is None:
                 continue

@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import sim
+from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 
 ACTIVATIONS = frozenset({"gelu", "silu", "relu", "tanh", "sigmoid"})
@@ -100,8 +101,6 @@ def fuse_group(group: Sequence[Operation], callee: str, rewriter: PatternRewrite
     return True
 
 
-ATTENTION_KERNELS = ("flash2", "flash3", "triton")
-"""The flash kernels the cost engine knows how to price."""
 ATTENTION_KERNEL_ATTR = "kernel"
 """Which flash-attention kernel runs an attention op (read by the cost engine)."""
 

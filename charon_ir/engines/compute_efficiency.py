@@ -122,6 +122,8 @@ ATTENTION_ALIASES = {
 ATTENTION_DEFAULT = AttentionConstants(0.45, 0.81, 0.39, 1.88, 18.77)
 """GPU types without records: about H100 FlashAttention-2 as a share of peak."""
 DEFAULT_ATTENTION_KERNEL = "flash2"
+ATTENTION_KERNELS = ("flash2", "flash3", "triton")
+"""The flash kernels priced here (`fuse{attention-kernel}`, `--attention-kernel`)."""
 
 
 TRITON_FLASH2_SPEEDUP = 1.8

@@ -97,9 +97,6 @@ LATER_SETTINGS = (
 leaves them alone keeps the key it had before they existed and those files
 still resume. A setting added from now on belongs here too."""
 
-ATTENTION_KERNELS = ("flash2", "flash3", "triton")
-"""The flash kernels `charon_ir.api.pass_plan` accepts as `attention_kernel`
-(empty: the cost engine's default, FlashAttention-2)."""
 
 SERVING_DEFAULTS: dict[str, Any] = {
     "model": "",
@@ -395,6 +392,7 @@ class ModelShape:
 def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
     """The first rule a training point breaks, or "" when it may run."""
     from charon_ir.api import OPTIMIZERS
+    from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
     from charon_ir.parallel.schedules import check_schedule
 
     tp, pp, cp, ep, vpp = (config[k] for k in ("tp", "pp", "cp", "ep", "vpp"))
