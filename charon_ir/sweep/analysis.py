@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
-from charon_ir.sweep.space import gpu_hour_cost, gpus_of
+from charon_ir.sweep.space import LATER_SETTINGS, gpu_hour_cost, gpus_of
 
 GIB = 2**30
 
@@ -26,11 +26,9 @@ STRATEGY_KEYS = (
     "batch", "max_num_seqs", "replicas", "prefill_decode_split",
 )
 HARDWARE_KEYS = ("hardware", "cluster", "gpus", "nic_speed", "scale_up_domain", "topology", "oversubscription")
-TUNING_KEYS = (
-    "fuse_attention", "attention_kernel", "tp_comm_overlap", "pipeline_scatter_gather", "dp_bucket_mb",
-    "dp_overlap", "dp_overlap_param_gather", "optimizer", "memory_limit_gb",
-)
-"""Kernel, overlap, optimizer and memory settings of training points. Like the
+TUNING_KEYS = LATER_SETTINGS
+"""Kernel, overlap, optimizer and memory settings of training points (the
+settings points gained after the first results files). Like the
 others they are columns and differences only where records differ in them, but
 they are kept out of STRATEGY_KEYS, whose every non-default value the best
 point's one-line summary lists: these are nearly always at their defaults."""

@@ -53,12 +53,11 @@ def test_unknown_tier_is_one_line(tmp_path):
     assert not (tmp_path / "r.sqlite").exists()
 
 
-def test_a_bad_value_is_one_line_naming_its_setting(tmp_path):
+def test_a_bad_value_is_one_line_naming_its_setting(charon_fails, tmp_path):
     space = tmp_path / "s.yaml"
     space.write_text(f"model: {TINY_STEP}\ngpus: 8\ntp_comm_overlap: [false, maybe]\n")
-    run = charon("sweep", str(space), cwd=tmp_path)
-    assert run.returncode == 1
-    assert run.stderr.strip() == "error: 'tp_comm_overlap' must be true or false, got 'maybe'"
+    line = charon_fails("sweep", str(space), "--db", str(tmp_path / "s.sqlite"))
+    assert line == "error: 'tp_comm_overlap' must be true or false, got 'maybe'"
     assert not (tmp_path / "s.sqlite").exists()
 
 
