@@ -5,6 +5,9 @@ of after the whole simulation, and never leaves part of the output behind."""
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from charon_ir.errors import CharonError
@@ -37,3 +40,24 @@ def check_output_dir(path: str | Path, flag: str) -> None:
 def cannot_write(path: str | Path, error: OSError) -> CharonError:
     """The one-line error of a write that failed anyway (a full disk, a race)."""
     return CharonError(f"cannot write {path}: {error.strerror or error}")
+
+
+@contextmanager
+def atomic_output(path: Path, suffix: str = "") -> Iterator[str]:
+    """A temporary file beside `path` to write into: it replaces `path` when the
+    block ends, and is removed when the block fails, so a failed run never leaves
+    part of the output behind; a write that fails is one line (`cannot_write`)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    except OSError as e:
+        raise cannot_write(path, e) from None
+    os.close(fd)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as e:
+        os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise cannot_write(path, e) from None
+        raise

@@ -3,11 +3,9 @@ breakdown per stage (matplotlib, Agg: no display needed)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
-from charon_ir.report.output import cannot_write
+from charon_ir.report.output import atomic_output, cannot_write
 from charon_ir.runtime.flatten import KIND_JOIN
 from charon_ir.runtime.interpreter import Timeline
 
@@ -16,20 +14,8 @@ GIB = 2**30
 
 def _save(fig, path: Path) -> None:
     """Atomically: a failed run leaves no half-written PNG."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    except OSError as e:
-        raise cannot_write(path, e) from None
-    os.close(fd)
-    try:
+    with atomic_output(path, ".png") as tmp:
         fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as e:
-        os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise cannot_write(path, e) from None
-        raise
 
 
 def write_plots(directory: str | Path, timeline: Timeline, report: dict,

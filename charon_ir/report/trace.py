@@ -8,12 +8,10 @@ https://ui.perfetto.dev or chrome://tracing.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from charon_ir.report.output import cannot_write
+from charon_ir.report.output import atomic_output
 from charon_ir.runtime.flatten import KIND_JOIN
 from charon_ir.runtime.interpreter import Timeline
 
@@ -74,17 +72,5 @@ def write_trace(path: str | Path, timelines: list[Timeline],
     path = Path(path)
     events = trace_events(timelines) + (memory_counters(memory) if memory else [])
     payload = {"traceEvents": events, "displayTimeUnit": "ms"}
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
-    except OSError as e:
-        raise cannot_write(path, e) from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as e:
-        os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise cannot_write(path, e) from None
-        raise
+    with atomic_output(path) as tmp, open(tmp, "w") as f:
+        json.dump(payload, f)
