@@ -5,6 +5,7 @@
 // RUN: charon-opt %S/Inputs/large_vocab.mlir -p 'data-parallel{dp=4 zero=1 bucket-mb=1}' | filecheck %s --check-prefix=BUCKET
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1 overlap-param-gather=true}' | filecheck %s --check-prefix=PARAM-GATHER
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=3 overlap-param-gather=true}' 2>&1 | filecheck %s --check-prefix=PARAM-GATHER-ERR
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1 overlap-param-gather=true},recompute{policy=full}' | filecheck %s --check-prefix=PARAM-GATHER-FULL
 // RUN: charon-opt %S/Inputs/moe_router_trained.mlir -p 'shard-expert{ep=4},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=EP
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=7}' 2>&1 | filecheck %s --check-prefix=ERR
 
@@ -78,6 +79,14 @@
 // PARAM-GATHER-NEXT:   %[[PB:.*]] = sim.generic "param_bucket"(%[[U]], %[[UH]]) {{.*}} -> tensor<32000xbf16>
 // PARAM-GATHER-NEXT:   coll.all_gather %[[PB]] on @mesh ["dp"] axis 0 : tensor<32000xbf16> -> tensor<128000xbf16>
 // PARAM-GATHER-NEXT:   sim.yield
+
+// Full recomputation re-runs the layer on the parameter itself: the step's one
+// gather happened in the first forward.
+// PARAM-GATHER-FULL:      sim.repeat 8 {{.*}} {reverse}
+// PARAM-GATHER-FULL-NEXT: ^{{.*}}(%{{.*}}: tensor<1x64x64xbf16>, %[[W:.*]]: tensor<64x64xbf16>, %[[A:.*]]: tensor<1x64x64xbf16>):
+// PARAM-GATHER-FULL-NEXT:   sim.matmul %[[A]], %[[W]] {sim.recompute = "full"}
+// PARAM-GATHER-FULL-NOT:    coll.all_gather
+// PARAM-GATHER-FULL:        sim.yield
 
 // PARAM-GATHER-ERR: charon-opt: error: data-parallel: option 'overlap-param-gather' needs zero 1 or 2 (only they gather updated parameters), got zero 3
 
