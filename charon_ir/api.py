@@ -87,8 +87,11 @@ class TrainingConfig:
     """memory-analysis' limit per GPU; 0: the GPU's HBM. A huge value reports the
     memory without stopping at an out-of-memory (validation of runs that did fit)."""
     engines: tuple[str, ...] = ("analytic",)
-    compute_slowdown: float = 0.0
-    comm_slowdown: float = 0.0
+    compute_slowdown: float | None = None
+    """While compute runs beside a collective, it progresses at 1 / (1 + this);
+    None: the GPU type's calibrated value (`compute_efficiency.OVERLAP_SLOWDOWN`)."""
+    comm_slowdown: float | None = None
+    """The same for the collective; None: the GPU type's calibrated value."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check_counts(self) -> None:
@@ -460,6 +463,22 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
     }
 
 
+def overlap_model(config: TrainingConfig, module):
+    """The interpreter's overlap contention: the config's slowdowns where set,
+    else the calibrated one of the module's GPU type."""
+    from charon_ir.engines.compute_efficiency import overlap_slowdown
+    from charon_ir.runtime.interpreter import OverlapModel
+    from charon_ir.target.target import Target
+
+    calibrated = None
+    if config.compute_slowdown is None or config.comm_slowdown is None:
+        calibrated = overlap_slowdown(Target.from_module(module).gpu)
+    return OverlapModel(
+        calibrated if config.compute_slowdown is None else config.compute_slowdown,
+        calibrated if config.comm_slowdown is None else config.comm_slowdown,
+    )
+
+
 def time_module(
     ctx,
     module,
@@ -478,14 +497,14 @@ def time_module(
     from charon_ir.report.summary import summarize
     from charon_ir.report.trace import write_trace
     from charon_ir.runtime.flatten import folds_microbatches
-    from charon_ir.runtime.interpreter import OverlapModel, Timeline
+    from charon_ir.runtime.interpreter import Timeline
     from charon_ir.runtime.simulate_target import run_module
 
     if tier not in ("fast", "fine"):
         raise CharonError(f"--tier must be fast or fine, got '{tier}'")
     if memory is None:
         memory = _memory(module)
-    overlap = OverlapModel(config.compute_slowdown, config.comm_slowdown)
+    overlap = overlap_model(config, module)
     pipeline = module.attributes[PIPELINE_ATTR]
     m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]
     schedule = pipeline.data["schedule"].data  # pyright: ignore[reportAttributeAccessIssue]

@@ -1,5 +1,5 @@
-"""`charon calibrate`: the analytic engine's error on the published kernel and
-NCCL records (validation/published.json), one row per record.
+"""`charon calibrate`: the analytic engine's error on the published kernel, NCCL
+and per-layer records (validation/published.json), one row per record.
 
 `--refit` re-derives the per-GPU-type constants from the same records and
 prints them (the values in engines/compute_efficiency.py and
@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
 def calibrate_command(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     only: Annotated[
-        str, typer.Option("--only", help="gemm, attention or nccl (default: all)")
+        str, typer.Option("--only", help="gemm, attention, nccl or layer (default: all)")
     ] = "",
     refit: Annotated[
         bool, typer.Option("--refit", help="also refit the constants and print them")
@@ -31,10 +31,11 @@ def calibrate_command(
     from charon_ir.engines import calibration
     from charon_ir.errors import CharonError
 
-    rows = calibration.comparisons()
+    if only and only not in ("gemm", "attention", "nccl", "layer"):
+        raise CharonError(f"--only {only}: expected gemm, attention, nccl or layer")
+    # the layer rows simulate steps through the frontend: only when asked for
+    rows = calibration.comparisons(layers=only in ("", "layer"))
     if only:
-        if only not in ("gemm", "attention", "nccl"):
-            raise CharonError(f"--only {only}: expected gemm, attention or nccl")
         rows = [r for r in rows if r.group == only]
     summary = calibration.summary(rows)
     fitted = calibration.refit() if refit else None
@@ -76,7 +77,8 @@ def calibrate_command(
     print()
     for group, tol in (("gemm", calibration.KERNEL_TOLERANCE),
                        ("attention", calibration.KERNEL_TOLERANCE),
-                       ("nccl", calibration.NCCL_TOLERANCE)):
+                       ("nccl", calibration.NCCL_TOLERANCE),
+                       ("layer", calibration.KERNEL_TOLERANCE)):
         n = sum(1 for r in rows if r.group == group and r.primary)
         if n:
             print(

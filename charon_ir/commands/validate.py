@@ -25,7 +25,7 @@ def validate_command(
         str, typer.Option("--set", help="a JSON file of records (default: the shipped published.json)")
     ] = "",
     only: Annotated[
-        str, typer.Option("--only", help="training, inference, kernel or comm (default: all)")
+        str, typer.Option("--only", help="training, inference, kernel, comm or layer (default: all)")
     ] = "",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     live: Annotated[

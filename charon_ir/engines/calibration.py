@@ -83,6 +83,10 @@ def comm_records() -> list[dict[str, Any]]:
     return [r for r in _records() if r["category"] == "comm_microbenchmark"]
 
 
+def layer_records() -> list[dict[str, Any]]:
+    return [r for r in _records() if r["category"] == "training_microbenchmark"]
+
+
 # ---------------------------------------------------------------------------
 # Kernels
 # ---------------------------------------------------------------------------
@@ -242,8 +246,48 @@ def comm_comparisons() -> list[Comparison]:
     return out
 
 
-def comparisons() -> list[Comparison]:
-    return kernel_comparisons() + comm_comparisons()
+# ---------------------------------------------------------------------------
+# Layers: compute beside communication
+# ---------------------------------------------------------------------------
+
+
+def _layer_cases() -> list[Any]:
+    from charon_ir.validation.layers import layer_case
+
+    return [layer_case(r) for r in layer_records()]
+
+
+def _layer_directory() -> str:
+    from charon_ir.validation.runner import cache_directory
+
+    return str(cache_directory())
+
+
+def layer_comparisons() -> list[Comparison]:
+    """Each per-layer record's forward + backward (its value), then its forward
+    and backward on the side, at the GPU type's calibrated overlap slowdown."""
+    from charon_ir.validation.layers import predicted_layer
+
+    out = []
+    directory = _layer_directory()
+    for case in _layer_cases():
+        fwd, bwd, slowdown = predicted_layer(case, directory)
+        setup = f"one layer, overlap slowdown {slowdown:g}"
+        out += [
+            Comparison(case.id, "layer", case.gpu, (case.forward_s + case.backward_s) * 1e3,
+                       (fwd + bwd) * 1e3, "ms", f"{setup}: forward + backward"),
+            Comparison(case.id, "layer", case.gpu, case.forward_s * 1e3, fwd * 1e3, "ms",
+                       f"{setup}: forward", primary=False),
+            Comparison(case.id, "layer", case.gpu, case.backward_s * 1e3, bwd * 1e3, "ms",
+                       f"{setup}: backward", primary=False),
+        ]
+    return out
+
+
+def comparisons(layers: bool = True) -> list[Comparison]:
+    """Every kernel, NCCL and (with `layers`, which simulates steps through the
+    frontend) per-layer record with its prediction."""
+    return kernel_comparisons() + comm_comparisons() + (layer_comparisons() if layers else [])
 
 
 def mape(rows: list[Comparison]) -> float:
@@ -322,6 +366,47 @@ def refit() -> dict[str, Any]:
 
     # NCCL: scale-up ring efficiency (A100 ring record), NVLS efficiency and fill
     fitted["collectives"] = _refit_collectives()
+
+    # overlap contention: per GPU type, from its per-layer records' backward
+    fitted["OVERLAP_SLOWDOWN"] = _refit_overlap_slowdown()
+    return fitted
+
+
+def _golden_section(f: Callable[[float], float], low: float, high: float,
+                    tolerance: float = 1e-3) -> float:
+    """The minimum of a unimodal f on [low, high]."""
+    ratio = (5 ** 0.5 - 1) / 2
+    a, b = low, high
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > tolerance:
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def _refit_overlap_slowdown() -> dict[str, float]:
+    """The slowdown s that brings each GPU type's simulated per-layer backward
+    (its all-reduces beside GEMMs) to the measured one; the forward, whose
+    collectives feed the next op, moves under 0.1 % with s and is not fitted."""
+    from charon_ir.validation.layers import layer_times
+
+    directory = _layer_directory()
+    by_gpu: dict[str, list[Any]] = {}
+    for case in _layer_cases():
+        by_gpu.setdefault(case.gpu, []).append(case)
+    fitted = {}
+    for gpu, cases in by_gpu.items():
+        def loss(s: float, cases=cases) -> float:
+            return _log_loss([(layer_times(c, s, directory)[1], c.backward_s) for c in cases])
+
+        fitted[gpu] = round(_golden_section(loss, 0.0, 4.0), 2)
     return fitted
 
 
@@ -436,7 +521,7 @@ def _refit_collectives() -> collectives.CollectiveConstants:
 
 def summary(rows: list[Comparison]) -> dict[str, float]:
     out = {}
-    for group in ("gemm", "attention", "nccl"):
+    for group in ("gemm", "attention", "nccl", "layer"):
         sel = [r for r in rows if r.group == group and r.primary]
         out[group] = mape(sel)
         out[f"{group}_max"] = max((abs(r.error) for r in sel), default=0.0)

@@ -219,3 +219,24 @@ VECTOR_MAX = 0.7
 
 def memory_efficiency(nbytes: float) -> float:
     return MEMORY_MAX * nbytes / (nbytes + MEMORY_HALF_BYTES) if nbytes > 0 else MEMORY_MAX
+
+
+# ---------------------------------------------------------------------------
+# Compute beside communication
+# ---------------------------------------------------------------------------
+
+OVERLAP_SLOWDOWN: dict[str, float] = {
+    "A100-SXM4-80GB": 0.78,
+}
+"""While a kernel and a collective run at once on a GPU, both progress at
+1 / (1 + s) of their rate (the interpreter's OverlapModel with compute and
+communication slowdown s): they share the SMs (NCCL's kernels occupy some) and
+HBM. s = 1 hides nothing, s = 0 hides the shorter one whole. Fitted per GPU type
+to the backward of the per-layer records, where tensor-parallel all-reduces run
+beside weight-gradient GEMMs (Korthikanti et al. 2022, Table 4; `calibration.
+refit`, `validation/layers.py`). GPU types without such a record: 0."""
+
+
+def overlap_slowdown(gpu: GpuSpec) -> float:
+    """The calibrated overlap contention of the GPU type (OVERLAP_SLOWDOWN)."""
+    return OVERLAP_SLOWDOWN.get(SAME_SILICON.get(gpu.name, gpu.name), 0.0)

@@ -1,8 +1,10 @@
 """`-t simulate`: run the interpreter on a module and print the JSON report.
 
 Options:
-- compute-slowdown: slowdown of compute overlapped with communication (default 0).
-- comm-slowdown: slowdown of communication overlapped with compute (default 0).
+- compute-slowdown: slowdown of compute overlapped with communication (default:
+  the target GPU type's calibrated value, `compute_efficiency.OVERLAP_SLOWDOWN`).
+- comm-slowdown: slowdown of communication overlapped with compute (default: the
+  same calibrated value).
 - trace: path of a Chrome/Perfetto trace to write (default: none).
 - tier: fast (loops of identical layers folded, extrapolated from two simulated
   iterations) or fine (every event) (default fast).
@@ -71,19 +73,26 @@ def simulate_module(
 class SimulateTarget(XdslTarget):
     name = "simulate"
 
-    compute_slowdown: float = 0.0
-    comm_slowdown: float = 0.0
+    compute_slowdown: float | None = None
+    comm_slowdown: float | None = None
     trace: str = ""
     tier: str = "fast"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        for option, value in (("compute_slowdown", self.compute_slowdown), ("comm_slowdown", self.comm_slowdown)):
-            if not 0 <= value < math.inf:  # -1 divided by zero in the interpreter; NaN fails too
+        slowdowns = {"compute_slowdown": self.compute_slowdown, "comm_slowdown": self.comm_slowdown}
+        for option, value in slowdowns.items():
+            # -1 divided by zero in the interpreter; NaN fails too
+            if value is not None and not 0 <= value < math.inf:
                 raise CharonError(f"simulate: option '{option}' must be a finite number >= 0, got {value}")
+        if None in slowdowns.values():
+            from charon_ir.engines.compute_efficiency import overlap_slowdown
+
+            calibrated = overlap_slowdown(Target.from_module(module).gpu)
+            slowdowns = {k: calibrated if v is None else v for k, v in slowdowns.items()}
         report = simulate_module(
             ctx,
             module,
-            OverlapModel(self.compute_slowdown, self.comm_slowdown),
+            OverlapModel(slowdowns["compute_slowdown"], slowdowns["comm_slowdown"]),
             trace=self.trace or None,
             tier=self.tier,
         )

@@ -373,7 +373,8 @@ def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
     (pre, layers, post, exposed tp) seconds, the optimizer's and the FLOPs."""
     from charon_ir.dialects import event
     from charon_ir.runtime.flatten import KIND_COMPUTE, flatten_all
-    from charon_ir.runtime.interpreter import OverlapModel, run
+    from charon_ir.api import overlap_model
+    from charon_ir.runtime.interpreter import run
     from xdsl.dialects.builtin import IntegerAttr
 
     module = lowered  # only loop counts change, and each run sets them
@@ -382,7 +383,7 @@ def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
             if op.count.value.data > 0:
                 op.count = IntegerAttr(layers, 64)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
-    overlap = OverlapModel(config.compute_slowdown, config.comm_slowdown)
+    overlap = overlap_model(config, module)
     flat = flatten_all(programs, fold=True, overlap=overlap)
     tl = run(flat, overlap)
     labels, start, end = flat.labels, tl.start, tl.end

@@ -4,6 +4,8 @@
 - training records: `training.training_case` -> `api.simulate` -> iteration time;
 - kernel and NCCL records: the analytic engine's own reproduction
   (`engines/calibration.py`, the same rows `charon calibrate` prints);
+- per-layer records: the difference of a two-layer and a one-layer step
+  (`layers.py`);
 - inference records: `charon_ir.serving`'s `reproduce_inference_record(record)`
   when that package provides it, else "not yet supported".
 
@@ -30,12 +32,12 @@ from charon_ir.validation.training import (
     training_case,
 )
 
-GROUPS = ("training", "inference", "kernel", "comm")
+GROUPS = ("training", "inference", "kernel", "comm", "layer")
 """What `--only` selects."""
 
 CATEGORY_GROUP = {
     "training": "training",
-    "training_microbenchmark": "training",
+    "training_microbenchmark": "layer",
     "inference": "inference",
     "kernel_microbenchmark": "kernel",
     "comm_microbenchmark": "comm",
@@ -176,7 +178,7 @@ def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]
     by_id = {r["id"]: r for r in records}
     results = []
     seen = set()
-    for row in calibration.comparisons():
+    for row in calibration.comparisons(layers=False):
         if row.id not in wanted or not row.primary:
             continue
         seen.add(row.id)
@@ -193,6 +195,38 @@ def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]
                 source=source_of(record), status="unsupported",
                 note="no reproduction in engines/calibration.py",
             ))
+    return results
+
+
+def run_layers(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
+    """Per-layer records: one layer's forward + backward (`layers.py`)."""
+    from charon_ir.validation.layers import layer_case, predicted_layer
+
+    directory = str(cache_directory())
+    results = []
+    for record in records:
+        base = dict(id=record["id"], group="layer", source=source_of(record))
+        try:
+            case = layer_case(record)
+        except Unsupported as e:
+            results.append(RecordResult(**base, status="unsupported", note=str(e)))
+            continue
+        start = time.perf_counter()
+        try:
+            fwd, bwd, slowdown = predicted_layer(case, directory)
+        except CharonError as e:
+            results.append(RecordResult(**base, status="failed", note=str(e),
+                                        seconds=time.perf_counter() - start))
+            continue
+        results.append(RecordResult(
+            **base, status="ok", quantity="layer forward + backward (ms)",
+            measured=(case.forward_s + case.backward_s) * 1e3, predicted=(fwd + bwd) * 1e3,
+            published=f"{record['value']:g} {record['unit']}",
+            note=(f"forward {fwd * 1e3:.2f} vs {case.forward_s * 1e3:g}, backward "
+                  f"{bwd * 1e3:.2f} vs {case.backward_s * 1e3:g}; overlap slowdown {slowdown:g} "
+                  f"(fitted to these rows' backward)"),
+            seconds=time.perf_counter() - start,
+        ))
     return results
 
 
@@ -248,6 +282,7 @@ def validate(records: Iterable[dict[str, Any]], only: str = "", jobs: int = 0) -
     results += run_kernel_and_comm(
         [r for r in selected if CATEGORY_GROUP.get(r["category"]) in ("kernel", "comm")]
     )
+    results += run_layers([r for r in selected if CATEGORY_GROUP.get(r["category"]) == "layer"])
     for r in selected:
         if r["category"] not in CATEGORY_GROUP:
             results.append(RecordResult(id=r["id"], group="?", source=source_of(r),

@@ -37,3 +37,17 @@ def test_refit_reproduces_the_shipped_constants():
         collectives.DEFAULT_CONSTANTS.scale_up_efficiency, rel=0.02
     )
     assert k.nvls_efficiency == pytest.approx(collectives.DEFAULT_CONSTANTS.nvls_efficiency, rel=0.05)
+
+
+def test_calibrate_layers():
+    result = CliRunner().invoke(app, ["calibrate", "--json", "--only", "layer"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    primary = [r for r in out["records"] if r["primary"]]
+    assert len(primary) == 5 and {r["group"] for r in out["records"]} == {"layer"}
+    assert out["max_abs_error"]["layer"] <= calibration.KERNEL_TOLERANCE
+
+
+def test_bad_only_is_one_line(charon_fails):
+    assert charon_fails("calibrate", "--only", "everything") == (
+        "error: --only everything: expected gemm, attention, nccl or layer")

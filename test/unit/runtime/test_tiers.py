@@ -159,3 +159,26 @@ def test_overlapped_param_gather_hides_behind_the_first_forward(pp):
     assert saved > 0
     dp_busy = max(s["busy_s"] for name, s in plain["streams"].items() if name.endswith("comm_dp"))
     assert saved <= dp_busy
+
+
+def test_charon_opt_simulate_defaults_to_the_calibrated_contention():
+    """`-t simulate` without slowdowns uses the target GPU type's calibrated one
+    (an A100's backward all-reduces beside weight-gradient GEMMs slow both)."""
+    import io
+    import json
+
+    from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
+    from charon_ir.runtime.simulate_target import SimulateTarget
+
+    def step_time(**options) -> float:
+        ctx = make_context()
+        module = parse_module(tp_model(4, 8), ctx)
+        SetTargetPass(hardware="A100-SXM4-80GB", gpus=8).apply(ctx, module)
+        out = io.StringIO()
+        SimulateTarget(**options).emit(ctx, module, out)
+        return json.loads(out.getvalue())["iteration_time_s"]
+
+    calibrated = OVERLAP_SLOWDOWN["A100-SXM4-80GB"]
+    default = step_time()
+    assert default == step_time(compute_slowdown=calibrated, comm_slowdown=calibrated)
+    assert default > step_time(compute_slowdown=0.0, comm_slowdown=0.0)

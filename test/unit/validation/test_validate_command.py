@@ -41,15 +41,20 @@ def test_inference_records_never_crash():
 
 
 def test_set_file_and_json(tmp_path):
+    layer = records("korthikanti22_t4_22B_layer_full_recompute")[0]
+    # a per-layer record without its forward / backward split cannot be compared
+    unsplit = {**layer, "id": "unsplit", "other_metrics": {}}
     path = tmp_path / "set.json"
-    path.write_text(json.dumps(records("mamf_NVIDIA_H100_SXM", "korthikanti22_t4_22B_layer_full_recompute")))
+    path.write_text(json.dumps(records("mamf_NVIDIA_H100_SXM") + [layer, unsplit]))
     result = CliRunner().invoke(app, ["validate", "--set", str(path), "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     status = {r["id"]: r["status"] for r in out["records"]}
     assert status == {"mamf_NVIDIA_H100_SXM": "ok",
-                      "korthikanti22_t4_22B_layer_full_recompute": "unsupported"}
-    assert out["summary"][-1]["compared"] == 1
+                      "korthikanti22_t4_22B_layer_full_recompute": "ok", "unsplit": "unsupported"}
+    [row] = [r for r in out["records"] if r["id"] == layer["id"]]
+    assert row["group"] == "layer" and abs(row["error"]) < 0.05
+    assert out["summary"][-1]["compared"] == 2
 
 
 TRAINING = {"id": "t", "category": "training", "metric": "step_time", "value": 1.0, "unit": "s",
@@ -88,7 +93,7 @@ def test_bad_set_file_is_one_line(charon_fails, tmp_path, content, line):
 
 def test_bad_options_are_one_line(charon_fails, tmp_path):
     assert charon_fails("validate", "--only", "everything") == (
-        "error: --only everything: expected one of training, inference, kernel, comm")
+        "error: --only everything: expected one of training, inference, kernel, comm, layer")
     assert charon_fails("validate", "--set", str(tmp_path / "missing.json")) == (
         f"error: {tmp_path / 'missing.json'}: cannot read: No such file or directory")
     assert charon_fails("validate", "--jobs", "-1") == "error: --jobs must be >= 0 (0: one per CPU), got -1"
