@@ -463,16 +463,15 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
     }
 
 
-def overlap_model(config: TrainingConfig, module):
+def overlap_model(config: TrainingConfig, gpu):
     """The interpreter's overlap contention: the config's slowdowns where set,
-    else the calibrated one of the module's GPU type."""
+    else the calibrated one of the GPU type (a GpuSpec)."""
     from charon_ir.engines.compute_efficiency import overlap_slowdown
     from charon_ir.runtime.interpreter import OverlapModel
-    from charon_ir.target.target import Target
 
     calibrated = None
     if config.compute_slowdown is None or config.comm_slowdown is None:
-        calibrated = overlap_slowdown(Target.from_module(module).gpu)
+        calibrated = overlap_slowdown(gpu)
     return OverlapModel(
         calibrated if config.compute_slowdown is None else config.compute_slowdown,
         calibrated if config.comm_slowdown is None else config.comm_slowdown,
@@ -499,12 +498,13 @@ def time_module(
     from charon_ir.runtime.flatten import folds_microbatches
     from charon_ir.runtime.interpreter import Timeline
     from charon_ir.runtime.simulate_target import run_module
+    from charon_ir.target.target import Target
 
     if tier not in ("fast", "fine"):
         raise CharonError(f"--tier must be fast or fine, got '{tier}'")
     if memory is None:
         memory = _memory(module)
-    overlap = overlap_model(config, module)
+    overlap = overlap_model(config, Target.from_module(module).gpu)
     pipeline = module.attributes[PIPELINE_ATTR]
     m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]
     schedule = pipeline.data["schedule"].data  # pyright: ignore[reportAttributeAccessIssue]

@@ -375,6 +375,7 @@ def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
     from charon_ir.runtime.flatten import KIND_COMPUTE, flatten_all
     from charon_ir.api import overlap_model
     from charon_ir.runtime.interpreter import run
+    from charon_ir.target.target import Target
     from xdsl.dialects.builtin import IntegerAttr
 
     module = lowered  # only loop counts change, and each run sets them
@@ -383,7 +384,7 @@ def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
             if op.count.value.data > 0:
                 op.count = IntegerAttr(layers, 64)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
-    overlap = overlap_model(config, module)
+    overlap = overlap_model(config, Target.from_module(module).gpu)
     flat = flatten_all(programs, fold=True, overlap=overlap)
     tl = run(flat, overlap)
     labels, start, end = flat.labels, tl.start, tl.end

@@ -2,16 +2,14 @@
 mesh and the passes, and the one-line errors of impossible ones."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from charon_ir.api import TrainingConfig, overlap_model, pass_plan
 from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
 from charon_ir.errors import CharonError
-from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.runtime.interpreter import OverlapModel
-from charon_ir.testing import make_context, parse_module
+from charon_ir.target.hardware import load_gpu
 
 
 def options(plan, name):
@@ -37,16 +35,14 @@ def test_overlap_param_gather_is_a_data_parallel_option():
 
 @pytest.mark.parametrize("hardware", ["A100-SXM4-80GB", "A100-SXM4-40GB", "H100-SXM5-80GB"])
 def test_overlap_contention_defaults_to_the_gpu_types_calibration(hardware):
-    ctx = make_context()
-    module = parse_module((Path(__file__).parents[2] / "examples" / "mlp.mlir").read_text(), ctx)
-    SetTargetPass(hardware=hardware, gpus=8).apply(ctx, module)
+    gpu = load_gpu(hardware)
     calibrated = OVERLAP_SLOWDOWN["A100-SXM4-80GB"] if hardware.startswith("A100") else 0.0
-    assert overlap_model(TrainingConfig(model="m"), module) == OverlapModel(calibrated, calibrated)
+    assert overlap_model(TrainingConfig(model="m"), gpu) == OverlapModel(calibrated, calibrated)
     # a value set in the config replaces the calibrated one, each on its own
-    assert overlap_model(TrainingConfig(model="m", compute_slowdown=0.25), module) == (
+    assert overlap_model(TrainingConfig(model="m", compute_slowdown=0.25), gpu) == (
         OverlapModel(0.25, calibrated))
     assert overlap_model(TrainingConfig(model="m", compute_slowdown=0.0, comm_slowdown=0.0),
-                         module) == OverlapModel(0.0, 0.0)
+                         gpu) == OverlapModel(0.0, 0.0)
 
 
 @pytest.mark.parametrize(
