@@ -247,7 +247,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         target["cluster"] = config.cluster
     plan.append(("set-target", target))
     plan.append(("memory-analysis", {"limit_gb": config.memory_limit_gb}))
-    plan.append(("cost-annotate", {"engines": config.engines, "fp8_gemms": config.precision == "fp8"}))
+    # Transformer Engine's fp8 training: fp8 GEMMs and the casts around them
+    fp8 = config.precision == "fp8"
+    plan.append(("cost-annotate", {"engines": config.engines, "fp8_gemms": fp8, "fp8_casts": fp8}))
     return plan
 
 

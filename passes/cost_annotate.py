@@ -10,6 +10,10 @@ Options:
   serving): every `sim.matmul` is priced by the analytic engine on the GPU's fp8
   rate, its one-byte operands at twice the HBM bandwidth; everything else as
   the engines say. A GPU without fp8 tensor cores is an error (default false).
+- fp8-casts: with fp8-gemms, each GEMM also carries Transformer Engine's cast
+  and transpose kernels of a training step (`analytic.fp8_cast_time_s`: 2 bytes
+  of HBM traffic per operand element); serving's fp8 weights and activations
+  are not cast per GEMM (default false).
 
 Ops inside a `sim.repeat` are priced once: the cost is per iteration.
 """
@@ -29,7 +33,7 @@ from xdsl.pattern_rewriter import (
 
 from charon_ir.dialects.coll import CollectiveOp
 from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp
-from charon_ir.engines.analytic import AnalyticEngine, fp8_gemm_target
+from charon_ir.engines.analytic import AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
 from charon_ir.errors import CharonError
 from charon_ir.target.target import Target
@@ -62,16 +66,23 @@ class PriceOp(RewritePattern):
 @dataclass
 class PriceFp8Gemm(RewritePattern):
     """Annotate one unpriced GEMM with the analytic engine's time on the fp8
-    tensor cores (`fp8_gemm_target`)."""
+    tensor cores (`fp8_gemm_target`), plus, with `casts`, the cast and transpose
+    kernels of its operands on the 16-bit `target`."""
 
+    fp8_target: Target
     target: Target
+    casts: bool = False
     engine: AnalyticEngine = field(default_factory=AnalyticEngine)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, MatmulOp) or COST_ATTR in op.attributes:
             return
-        cost = self.engine.price_compute(op, self.target)
-        op.attributes[COST_ATTR] = CostAttr(cost.time_s, cost.flops, cost.bytes, cost.engine)
+        cost = self.engine.price_compute(op, self.fp8_target)
+        time_s, nbytes = cost.time_s, cost.bytes
+        if self.casts:
+            cast_s, cast_bytes = fp8_cast_time_s(op, self.target.gpu)
+            time_s, nbytes = time_s + cast_s, nbytes + cast_bytes
+        op.attributes[COST_ATTR] = CostAttr(time_s, cost.flops, nbytes, cost.engine)
         rewriter.handle_operation_modification(op)
 
 
@@ -81,6 +92,7 @@ class CostAnnotatePass(ModulePass):
 
     engines: tuple[str, ...] | str = ("analytic",)
     fp8_gemms: bool = False
+    fp8_casts: bool = False
 
     def engine_chain(self) -> tuple[CostEngine, ...]:
         names = (self.engines,) if isinstance(self.engines, str) else self.engines
@@ -98,8 +110,11 @@ class CostAnnotatePass(ModulePass):
         chain = self.engine_chain()
         target = Target.from_module(op)
         patterns: list[RewritePattern] = [PriceOp(chain, target)]
+        if self.fp8_casts and not self.fp8_gemms:
+            raise CharonError("cost-annotate: option 'fp8-casts' needs fp8-gemms=true")
         if self.fp8_gemms:
-            patterns.insert(0, PriceFp8Gemm(fp8_gemm_target(target, "cost-annotate: option 'fp8-gemms'")))
+            fp8_target = fp8_gemm_target(target, "cost-annotate: option 'fp8-gemms'")
+            patterns.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts))
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns, dce_enabled=False),
             apply_recursively=False,

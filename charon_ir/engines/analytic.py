@@ -27,6 +27,7 @@ from charon_ir.dialects.sim import (
     ComputeOp,
     GenericOp,
     MatmulOp,
+    numel,
     shape_of,
 )
 from charon_ir.engines.base import Cost, CostEngine
@@ -185,6 +186,24 @@ def fp8_gemm_target(target: Target, flag: str) -> Target:
     f8 = gpu.peak_flops["f8"]
     return replace(target, gpu=replace(gpu, peak_flops={**gpu.peak_flops, "bf16": f8, "f16": f8},
                                        hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
+
+
+FP8_CAST_BYTES_PER_OPERAND_ELEMENT = 2.0
+"""Transformer Engine's fp8 training (`transformer_engine/pytorch/module/linear.py`,
+`_Linear`) casts each of a linear layer's three 16-bit tensors once, with its
+transpose, in one kernel (`fp8_cast_transpose_fused`: read 2 bytes, write 1 + 1
+per element): the input and the weight in the forward, the output gradient in
+the backward. Each of them feeds two of the layer's three GEMMs (forward, data
+gradient, weight gradient), so each GEMM operand carries half of its cast."""
+
+
+def fp8_cast_time_s(op: MatmulOp, gpu: GpuSpec) -> tuple[float, float]:
+    """(seconds, bytes) of Transformer Engine's cast and transpose kernels that
+    one fp8 GEMM of a training step carries (FP8_CAST_BYTES_PER_OPERAND_ELEMENT
+    per element of each operand), as memory-bound kernels at the GPU's 16-bit
+    HBM bandwidth."""
+    nbytes = FP8_CAST_BYTES_PER_OPERAND_ELEMENT * (numel(op.lhs) + numel(op.rhs))
+    return roofline_time_s(0.0, memory_time_s(gpu, nbytes)), nbytes
 
 
 class AnalyticEngine(CostEngine):

@@ -4,6 +4,8 @@
 // RUN: not charon-opt %s -p 'cost-annotate' 2>&1 | filecheck %s --check-prefix=NOTARGET
 // RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true}' | filecheck %s --check-prefix=FP8
 // RUN: not charon-opt %s -p 'set-target{hardware=A100-SXM4-80GB},cost-annotate{fp8-gemms=true}' 2>&1 | filecheck %s --check-prefix=NO-FP8
+// RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true}' | filecheck %s --check-prefix=CASTS
+// RUN: not charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-casts=true}' 2>&1 | filecheck %s --check-prefix=CASTS-ERR
 
 // An 8192^3 bf16 GEMM on H100 (989.4 TFLOP/s dense, 3.35 TB/s) is compute bound:
 // 2 * 8192^3 = 1.0995e12 FLOPs, at least 1.111e-3 s (the exact bound is a pytest).
@@ -21,6 +23,12 @@
 // FP8: sim.matmul {{.*}} {cost = #sim.cost<time_s = {{[5-9]\.[0-9]+}}e-04, flops = 1.099512e+12, bytes = 4.026532e+08, engine = "analytic">, transpose_rhs}
 // FP8: coll.all_reduce {{.*}} {cost = #sim.cost<time_s = {{.*}}, flops = 0.000000e+00, bytes = 2.348810e+08, engine = "analytic">}
 // NO-FP8: charon-opt: error: cost-annotate: option 'fp8-gemms': A100-SXM4-80GB has no fp8 tensor cores
+// With fp8-casts the GEMM also carries Transformer Engine's cast and transpose
+// kernels: 2 bytes per operand element, 2 * 2 * 8192^2 = 2.684355e+08 bytes more
+// (6.710886e+08 in all), memory bound at the 16-bit 3.35 TB/s: ~90 us more.
+// CASTS: sim.matmul {{.*}} {cost = #sim.cost<time_s = {{[6-9]\.[0-9]+}}e-04, flops = 1.099512e+12, bytes = 6.710886e+08, engine = "analytic">, transpose_rhs}
+// CASTS: coll.all_reduce {{.*}} {cost = #sim.cost<time_s = {{.*}}, flops = 0.000000e+00, bytes = 2.348810e+08, engine = "analytic">}
+// CASTS-ERR: charon-opt: error: cost-annotate: option 'fp8-casts' needs fp8-gemms=true
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
   %a = sim.input "a" : tensor<8192x8192xbf16>

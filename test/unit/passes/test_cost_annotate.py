@@ -1,5 +1,5 @@
 """cost-annotate{fp8-gemms}: the GEMMs, and only they, are priced on the fp8
-tensor cores."""
+tensor cores; with fp8-casts each also carries its operands' cast kernels."""
 
 import pytest
 from hypothesis import given, settings
@@ -7,14 +7,14 @@ from hypothesis import strategies as st
 
 from charon_ir.api import TrainingConfig, build_training_module
 from charon_ir.dialects import sim
-from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S
+from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S, memory_efficiency
 from charon_ir.passes.cost_annotate import COST_ATTR, CostAnnotatePass
 from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.target.hardware import load_gpu
 from charon_ir.testing import make_context, parse_module
 
 
-def gemm_time(m: int, n: int, k: int, fp8: bool) -> float:
+def gemm_time(m: int, n: int, k: int, fp8: bool, casts: bool = False) -> float:
     ctx = make_context()
     module = parse_module(
         f"""
@@ -25,7 +25,7 @@ def gemm_time(m: int, n: int, k: int, fp8: bool) -> float:
         ctx,
     )
     SetTargetPass(hardware="H100-SXM5-80GB").apply(ctx, module)
-    CostAnnotatePass(fp8_gemms=fp8).apply(ctx, module)
+    CostAnnotatePass(fp8_gemms=fp8, fp8_casts=casts).apply(ctx, module)
     matmul = next(op for op in module.walk() if isinstance(op, sim.MatmulOp))
     return matmul.attributes[COST_ATTR].time_s.data
 
@@ -43,6 +43,20 @@ def test_an_fp8_gemm_takes_half_the_bf16_time_down_to_the_kernel_floor(m, n, k):
     assert bounds[0] * (1 - 1e-9) <= fp8 <= bounds[1] * (1 + 1e-9)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 16384), st.integers(1, 16384), st.integers(1, 16384))
+def test_fp8_casts_add_two_bytes_per_operand_element(m, n, k):
+    """Transformer Engine casts a linear layer's input, weight and output gradient
+    once each, with their transposes (read 2, write 1 + 1 bytes per element), and
+    each feeds two of the layer's three GEMMs: 2 bytes per operand element of
+    memory-bound kernel time on the 16-bit bandwidth, at least one kernel."""
+    gpu = load_gpu("H100-SXM5-80GB")
+    nbytes = 2.0 * (m * k + n * k)
+    cast = max(nbytes / (gpu.hbm_bandwidth * memory_efficiency(nbytes)), KERNEL_FLOOR_S)
+    assert gemm_time(m, n, k, True, casts=True) == pytest.approx(gemm_time(m, n, k, True) + cast,
+                                                                  rel=1e-12)
+
+
 def test_fp8_training_reprices_the_gemms_only():
     costs = {}
     for precision in ("bf16", "fp8"):
@@ -55,5 +69,8 @@ def test_fp8_training_reprices_the_gemms_only():
         ]
     pairs = list(zip(costs["bf16"], costs["fp8"], strict=True))
     gemms = [(b, f) for (is_gemm, b), (_, f) in pairs if is_gemm]
-    assert gemms and all(f < b for b, f in gemms)
+    # every GEMM changes (the fp8 rate, plus its casts); the layers' GEMMs
+    # together get faster, the casts included
+    assert gemms and all(f != b for b, f in gemms)
+    assert sum(f for _, f in gemms) < sum(b for b, _ in gemms)
     assert all(b == f for (is_gemm, b), (_, f) in pairs if not is_gemm)
