@@ -379,6 +379,7 @@ class TrainingEvaluator:
         must decide it: a configuration the screen does not model, a probe that
         fails (the fast tier gives the error), or a composed peak within the
         margin of the GPU's memory."""
+        from charon_ir.api import overlap_model
         from charon_ir.sweep import screen
 
         if not screen.screenable(config):
@@ -398,7 +399,8 @@ class TrainingEvaluator:
                 return None
             target = screen.point_target(config)
             capacity = config.memory_limit_gb * 2**30 if config.memory_limit_gb else target.gpu.hbm_bytes
-            step = screen.compose(probe, config, target.topology, capacity)
+            step = screen.compose(probe, config, target.topology, capacity,
+                                  overlap_model(config, target.gpu))
         except Exception:  # noqa: BLE001 - a point the screen cannot compose goes to the fast tier
             return None
         finally:

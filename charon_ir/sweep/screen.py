@@ -470,8 +470,11 @@ def _sync_time(collectives: list[Collective], sizes: dict[str, int], cluster, ze
             for c in collectives]
 
 
-def compose(probe: Probe, config, cluster, capacity: float) -> Composed:
-    """The step of `config` (a TrainingConfig the probe's class holds)."""
+def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Composed:
+    """The step of `config` (a TrainingConfig the probe's class holds); `overlap`
+    (the interpreter's OverlapModel) prices the contention of the gradient
+    reductions beside the compute, which the probe, one data-parallel rank, does
+    not hold."""
     from charon_ir.api import _fold_points
     from charon_ir.engines.collectives import cached_plan
     from charon_ir.passes.pipeline import even_split
@@ -523,10 +526,17 @@ def compose(probe: Probe, config, cluster, capacity: float) -> Composed:
     gathers = [sum(_sync_time(updated_gathers(stage_params(s), dp, config.dp_bucket_mb), sizes, cluster))
                if dp > 1 and config.zero >= 1 else 0.0 for s in range(pp)]
 
+    # a collective of time M beside compute stretches the compute by M (1 + comm
+    # slowdown) x compute slowdown / (1 + compute slowdown): the interpreter's
+    # fluid progress while both run
+    stretch = 0.0
+    if overlap is not None:
+        stretch = (1 + overlap.comm_slowdown) * overlap.compute_slowdown / (1 + overlap.compute_slowdown)
+
     def run(microbatches: int) -> tuple[float, int, list[float], list[float]]:
         return _schedule(schedule, pp, vpp, microbatches, counts, F, B, W, split, send,
                          probe.backward if not split else probe.weight, sync_layer, sync_pre,
-                         sync_post, dp > 1, opt, gathers)
+                         sync_post, dp > 1, opt, gathers, stretch)
 
     points = _fold_points(schedule, pp, m)
     if points is None:
@@ -556,9 +566,11 @@ def compose(probe: Probe, config, cluster, capacity: float) -> Composed:
 
 
 def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
-              sync_pre, sync_post, sync, opt, gathers):
+              sync_pre, sync_post, sync, opt, gathers, stretch=0.0):
     """Run every stage's item order against the others: (step seconds, slowest
-    stage, compute-busy seconds per stage, dp seconds exposed per stage)."""
+    stage, compute-busy seconds per stage, dp seconds exposed per stage). The
+    gradient reductions that run beside an item lengthen it by `stretch` times
+    their overlap (`compose`)."""
     from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
 
     V = pp * vpp
@@ -597,6 +609,37 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
                     break
                 t0 = max(free[s], ready)
                 t1 = t0 + d
+                # the gradients reduce where they are made: W+ under a split
+                # backward (B+ is then only its input gradients), else B+
+                if kind.endswith("+") and sync and (k == "W" or not split):
+                    # the chunk's gradients, reduced as each layer's are done
+                    first, last = v == 0, v == V - 1
+                    per_layer = sync_phase.layer if sync_phase else 0.0
+                    t = t0 + (sync_phase.pre if sync_phase and last else 0.0)
+                    f = dp_free[s]
+                    spans = []
+                    if last:
+                        for x in sync_pre:
+                            spans.append((max(f, t), x))
+                            f = max(f, t) + x
+                    for _ in range(counts[v]):
+                        t += per_layer
+                        for x in sync_layer:
+                            spans.append((max(f, t), x))
+                            f = max(f, t) + x
+                    # what the probe reduces after its layers is the embedding's
+                    # and the head's gradients together: half on each end of a
+                    # pipeline (equal for untied embeddings)
+                    share = 1.0 if first and last else 0.5
+                    if first or last:
+                        for x in sync_post:
+                            f = max(f, t1) + x * share
+                    # the reductions that run beside this item stretch it (and
+                    # themselves): overlap contention
+                    beside = sum(max(0.0, min(a + x, t1) - max(a, t0)) for a, x in spans)
+                    extra = stretch * beside
+                    t1, d = t1 + extra, d + extra
+                    dp_free[s] = f + extra
                 free[s] = t1
                 busy[s] += d
                 if k == "F":
@@ -613,29 +656,6 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
                         st = max(send_free[s], t1)
                         send_free[s] = st + send
                         arrived[("B", v, i)] = st + send
-                # the gradients reduce where they are made: W+ under a split
-                # backward (B+ is then only its input gradients), else B+
-                if kind.endswith("+") and sync and (k == "W" or not split):
-                    # the chunk's gradients, reduced as each layer's are done
-                    first, last = v == 0, v == V - 1
-                    per_layer = sync_phase.layer if sync_phase else 0.0
-                    t = t0 + (sync_phase.pre if sync_phase and last else 0.0)
-                    f = dp_free[s]
-                    if last:
-                        for x in sync_pre:
-                            f = max(f, t) + x
-                    for _ in range(counts[v]):
-                        t += per_layer
-                        for x in sync_layer:
-                            f = max(f, t) + x
-                    # what the probe reduces after its layers is the embedding's
-                    # and the head's gradients together: half on each end of a
-                    # pipeline (equal for untied embeddings)
-                    share = 1.0 if first and last else 0.5
-                    if first or last:
-                        for x in sync_post:
-                            f = max(f, t1) + x * share
-                    dp_free[s] = f
                 ptr[s] += 1
                 remaining -= 1
                 progressed = True
