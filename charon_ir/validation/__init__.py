@@ -67,12 +67,16 @@ def _check_record(record: dict[str, Any], where: str) -> None:
         value = record[key]
         if not isinstance(value, kind) or isinstance(value, bool):
             raise CharonError(f"{where}: '{key}' must be {JSON_TYPE[kind]}, got {json.dumps(value)}")
-    if record["category"] != "training":
+    if record["category"] not in ("training", "training_microbenchmark"):
         return
-    for part, key in TRAINING_FIELDS:
+    # a per-layer record is simulated as its step (validation/layers.py)
+    fields = TRAINING_FIELDS
+    if record["category"] == "training_microbenchmark":
+        fields += (("strategy", "micro_batch"),)
+    for part, key in fields:
         value = record[part].get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise CharonError(f"{where} ('{record['id']}'): training record needs '{part}.{key}' "
-                              f"as an integer >= 1, got {json.dumps(value)}")
+            raise CharonError(f"{where} ('{record['id']}'): {record['category'].replace('_', ' ')} "
+                              f"record needs '{part}.{key}' as an integer >= 1, got {json.dumps(value)}")
     if not isinstance(record.get("unit"), str):
         raise CharonError(f"{where} ('{record['id']}'): training record needs 'unit' as a string")

@@ -89,12 +89,10 @@ def _build_flat_step(case: Any, directory: str):
     from charon_ir import api
     from charon_ir.dialects import event
     from charon_ir.runtime.flatten import flatten_all
-    from charon_ir.validation.runner import UNFUSED_ATTENTION_SOURCES
+    from charon_ir.validation.runner import case_options
 
-    options = dict(case.options, memory_limit_gb=1e9)
-    if case.source in UNFUSED_ATTENTION_SOURCES:
-        options["fuse_attention"] = False
-    config = api.TrainingConfig(model=str(config_path(case.config, Path(directory))), **options)
+    config = api.TrainingConfig(model=str(config_path(case.config, Path(directory))),
+                                **case_options(case))
     ctx, module, _ = api.build_training_module(config)
     api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]

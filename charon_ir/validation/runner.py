@@ -86,17 +86,22 @@ class RecordResult:
 # ---------------------------------------------------------------------------
 
 
-def simulate_case(case: TrainingCase, directory: Path) -> dict[str, Any]:
-    """`api.simulate` of one case, with the memory check reported, not enforced (a
-    published run did fit: the time is compared even where memory-analysis
-    disagrees, and the row is flagged), and attention left unfused where the
-    source's framework did not fuse it."""
-    from charon_ir import api
-
+def case_options(case: TrainingCase) -> dict[str, Any]:
+    """The case's `api.simulate` options, with the memory check reported, not
+    enforced (a published run did fit: the time is compared even where
+    memory-analysis disagrees, and the row is flagged), and attention left
+    unfused where the source's framework did not fuse it."""
     options = dict(case.options, memory_limit_gb=1e9)
     if case.source in UNFUSED_ATTENTION_SOURCES:
         options["fuse_attention"] = False
-    return api.simulate(str(config_path(case.config, directory)), **options)
+    return options
+
+
+def simulate_case(case: TrainingCase, directory: Path) -> dict[str, Any]:
+    """`api.simulate` of one case (`case_options`)."""
+    from charon_ir import api
+
+    return api.simulate(str(config_path(case.config, directory)), **case_options(case))
 
 
 def _gpu_memory_bytes(hardware: str) -> float:

@@ -79,6 +79,8 @@ KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "v
          "error: {path}: record 0 ('t'): training record needs 'hardware.num_gpus' as an integer >= 1, got null"),
         ([{**TRAINING, "model": {**TRAINING["model"], "seq_len": "long"}}],
          "error: {path}: record 0 ('t'): training record needs 'model.seq_len' as an integer >= 1, got \"long\""),
+        ([{**TRAINING, "id": "l", "category": "training_microbenchmark"}],
+         "error: {path}: record 0 ('l'): training microbenchmark record needs 'strategy.micro_batch' as an integer >= 1, got null"),
         ([KERNEL, KERNEL], "error: {path}: record 1 repeats the id 'k' of record 0"),
     ],
 )
