@@ -100,25 +100,61 @@ def _batch_records(batch: list[Point], result: Callable[[], list[dict]], excepti
     return [record(p, "error", error=message) for p in batch]
 
 
-def _ray(points: list[Point], jobs: int, address: str | None, tier: str = "fast") -> Iterator[dict]:
+RAY_CONNECT_TIMEOUT_S = 5.0
+"""How long `--ray-address HOST:PORT` waits for the address to answer before
+failing (Ray itself retries for minutes)."""
+
+
+def _ray_connect(jobs: int, address: str | None) -> bool:
+    """Join the cluster at `address` or start a local one (before anything is
+    written); True when it was started here (and must be shut down)."""
     try:
         import ray
     except ImportError:
         raise CharonError("--ray needs Ray: pip install 'charon-ir[sweep]' (or ray>=2.9)") from None
-    started_here = not ray.is_initialized()
+    if ray.is_initialized():
+        return False
+    where = f"--ray-address {address}: cannot join a Ray cluster" if address else \
+        "--ray: cannot start a local Ray cluster"
+    options: dict[str, Any] = {"log_to_driver": False}
+    if address:
+        _check_answers(address, where)
+        options["address"] = address  # a running cluster keeps its own settings
+    else:
+        options.update(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False)
+    try:
+        ray.init(**options)
+    except Exception as e:  # noqa: BLE001 - no cluster at the address, a bad address, no resources
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CharonError(f"{where} ({first})") from None
+    return True
+
+
+def _check_answers(address: str, where: str) -> None:
+    """A HOST:PORT address (or ray://HOST:PORT) must accept a connection within
+    RAY_CONNECT_TIMEOUT_S; `auto` and other forms are Ray's to resolve."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise CharonError(f"{where} (nothing answers at {host}:{port}: {reason})") from None
+
+
+def _ray_shutdown(started_here: bool) -> None:
     if started_here:
-        options: dict[str, Any] = {"log_to_driver": False}
-        if address:
-            options["address"] = address  # a running cluster keeps its own settings
-        else:
-            options.update(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False)
-        try:
-            ray.init(**options)
-        except Exception as e:  # noqa: BLE001 - no cluster at the address, a bad address, no resources
-            where = f"--ray-address {address}: cannot join a Ray cluster" if address else \
-                "--ray: cannot start a local Ray cluster"
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise CharonError(f"{where} ({first})") from None
+        import ray
+
+        ray.shutdown()
+
+
+def _ray(points: list[Point], tier: str, started_here: bool) -> Iterator[dict]:
+    import ray
+
     try:
         remote = ray.remote(num_cpus=1, max_retries=1)(evaluate_points)
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -133,8 +169,7 @@ def _ray(points: list[Point], jobs: int, address: str | None, tier: str = "fast"
                     records = [record(p, "error", error=f"ray task failed: {type(e).__name__}") for p in batch]
                 yield from records
     finally:
-        if started_here:
-            ray.shutdown()
+        _ray_shutdown(started_here)
 
 
 def check_options(*, jobs: int = 1, limit: int = 0, retime: int = 0, sample: int = 0) -> None:
@@ -182,7 +217,13 @@ def run_sweep(
         space = load_space(space)
     start = time.perf_counter()
     points = space.points()
-    store = ResultStore(db)
+    # a cluster that cannot be joined fails before the results file exists
+    ray_started = _ray_connect(jobs if jobs > 1 else 0, ray_address) if ray or ray_address else False
+    try:
+        store = ResultStore(db)
+    except BaseException:
+        _ray_shutdown(ray_started)
+        raise
     try:
         stored = store.stored_keys()
         todo = [p for p in points if p.key not in stored]
@@ -204,7 +245,7 @@ def run_sweep(
 
             ordered.sort(key=lambda p: class_key(p.config))
         if ray or ray_address:
-            executor, stream = "ray", _ray(ordered, jobs if jobs > 1 else 0, ray_address, tier)
+            executor, stream = "ray", _ray(ordered, tier, ray_started)
         elif jobs > 1:
             executor, stream = f"pool of {jobs}", _pool(ordered, jobs, tier)
         else:
@@ -215,6 +256,7 @@ def run_sweep(
         records = {r["key"]: r for r in store.get({p.key for p in points})}
     finally:
         store.close()
+        _ray_shutdown(ray_started)  # the stream shuts it down too, if it ran
     # a record stored before one of space.LATER_SETTINGS existed lacks it: the point of the
     # same key is the same configuration, with every setting spelled out
     ordered_records = [{**records[p.key], "config": p.config} for p in points if p.key in records]

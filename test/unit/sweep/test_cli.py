@@ -190,6 +190,26 @@ def test_a_ray_cluster_that_cannot_be_joined_is_one_line(charon_fails, tmp_path,
     monkeypatch.setitem(sys.modules, "ray", fake)  # no cluster, and no Ray needed to test it
     line = charon_fails("sweep", *FLAGS, "--db", str(tmp_path / "r.sqlite"), "--ray-address", "auto")
     assert line == "error: --ray-address auto: cannot join a Ray cluster (Could not find any running Ray instance.)"
+    assert not (tmp_path / "r.sqlite").exists()  # no results file for a sweep that never ran
+
+
+def test_a_ray_address_nothing_answers_at_fails_at_once(charon_fails, tmp_path, monkeypatch):
+    """Ray retries an address for minutes; the sweep asks it once, for a few
+    seconds, before it writes anything."""
+    import socket
+    import types
+
+    fake = types.SimpleNamespace(is_initialized=lambda: False,
+                                 init=lambda **options: pytest.fail("ray.init on a dead address"))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    line = charon_fails("sweep", *FLAGS, "--db", str(tmp_path / "r.sqlite"),
+                        "--ray-address", f"127.0.0.1:{port}")
+    assert line == (f"error: --ray-address 127.0.0.1:{port}: cannot join a Ray cluster "
+                    f"(nothing answers at 127.0.0.1:{port}: Connection refused)")
+    assert not (tmp_path / "r.sqlite").exists()
 
 
 def _run_in_process(monkeypatch, capsys, *args):
