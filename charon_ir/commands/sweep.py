@@ -146,7 +146,12 @@ def sweep_command(
     if plot is not None:
         check_output_dir(plot, "--plot")
     if db is None:
-        db = Path(f"{space.name}.sqlite")  # in the working directory: never inside the repo's examples
+        # in the working directory: never inside the repo's examples, nor where a
+        # name that is a path would put it
+        if Path(space.name).name != space.name or space.name in ("", ".", ".."):
+            raise CharonError(f"the sweep's name '{space.name}' is a path, not a name (the results "
+                              f"go to ./<name>.sqlite; give --db for another place)")
+        db = Path(f"{space.name}.sqlite")
     try:
         result = run_sweep(
             space, db=db, jobs=jobs, ray=ray, ray_address=ray_address or None,

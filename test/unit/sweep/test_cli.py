@@ -193,6 +193,15 @@ def test_a_ray_cluster_that_cannot_be_joined_is_one_line(charon_fails, tmp_path,
     assert not (tmp_path / "r.sqlite").exists()  # no results file for a sweep that never ran
 
 
+@pytest.mark.parametrize("name", ["a/b", "..", "../up"])
+def test_a_name_that_is_a_path_is_one_line(charon_fails, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    line = charon_fails("sweep", *FLAGS, "--name", name)
+    assert line == (f"error: the sweep's name '{name}' is a path, not a name (the results go to "
+                    f"./<name>.sqlite; give --db for another place)")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_ray_address_nothing_answers_at_fails_at_once(charon_fails, tmp_path, monkeypatch):
     """Ray retries an address for minutes; the sweep asks it once, for a few
     seconds, before it writes anything."""
