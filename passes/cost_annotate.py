@@ -15,7 +15,9 @@ Options:
   of HBM traffic per operand element); serving's fp8 weights and activations
   are not cast per GEMM (default false).
 
-Ops inside a `sim.repeat` are priced once: the cost is per iteration.
+Ops inside a `sim.repeat` are priced once: the cost is per iteration. Compute ops
+are priced before collectives: a collective overlapped with GEMMs
+(`--tp-comm-overlap`) is timed against the GEMMs' prices, whichever engine gave them.
 """
 
 from dataclasses import dataclass, field
@@ -43,13 +45,14 @@ COST_ATTR = "cost"
 
 @dataclass
 class PriceOp(RewritePattern):
-    """Annotate one unpriced op with the first engine's answer."""
+    """Annotate one unpriced op of `kinds` with the first engine's answer."""
 
     engines: tuple[CostEngine, ...]
     target: Target
+    kinds: tuple[type, ...] = (ComputeOp, CollectiveOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, (ComputeOp, CollectiveOp)) or COST_ATTR in op.attributes:
+        if not isinstance(op, self.kinds) or COST_ATTR in op.attributes:
             return
         for engine in self.engines:
             cost = engine.price(op, self.target)
@@ -109,13 +112,16 @@ class CostAnnotatePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         chain = self.engine_chain()
         target = Target.from_module(op)
-        patterns: list[RewritePattern] = [PriceOp(chain, target)]
         if self.fp8_casts and not self.fp8_gemms:
             raise CharonError("cost-annotate: option 'fp8-casts' needs fp8-gemms=true")
+        # compute first: a collective overlapped with GEMMs (--tp-comm-overlap)
+        # is priced by the GEMMs' own times, whichever engine gave them
+        compute: list[RewritePattern] = [PriceOp(chain, target, (ComputeOp,))]
         if self.fp8_gemms:
             fp8_target = fp8_gemm_target(target, "cost-annotate: option 'fp8-gemms'")
-            patterns.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts))
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns, dce_enabled=False),
-            apply_recursively=False,
-        ).rewrite_module(op)
+            compute.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts))
+        for patterns in (compute, [PriceOp(chain, target)]):
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier(patterns, dce_enabled=False),
+                apply_recursively=False,
+            ).rewrite_module(op)

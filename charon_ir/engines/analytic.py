@@ -25,6 +25,7 @@ from charon_ir.dialects.sim import (
     AttentionGradOp,
     AttentionOp,
     ComputeOp,
+    CostAttr,
     GenericOp,
     MatmulOp,
     numel,
@@ -250,7 +251,9 @@ class AnalyticEngine(CostEngine):
         if tp_comm_overlap_enabled(op):
             gemms = overlapped_gemms(op)
             if gemms:
-                gemm_s = sum(self.price_compute(g, target).time_s for g in gemms)
+                # as priced where cost-annotate priced them first (fp8 GEMMs, the
+                # profile database), else this engine's own bf16 price
+                gemm_s = sum(priced_time_s(g) or self.price_compute(g, target).time_s for g in gemms)
                 time = overlapped_comm_time_s(time, gemm_s, op.group_size())
         return Cost(time, 0.0, op.ring_bytes_per_rank(), self.name)
 
@@ -310,6 +313,14 @@ def overlapped_gemms(op: CollectiveOp) -> list[MatmulOp]:
         if isinstance(o, MatmulOp) and o not in seen:
             seen.append(o)
     return seen
+
+
+def priced_time_s(op: Operation) -> float | None:
+    """The time of the cost an engine already attached to `op`, if any."""
+    for attr in op.attributes.values():
+        if isinstance(attr, CostAttr):
+            return attr.time_s.data
+    return None
 
 
 def overlapped_comm_time_s(comm_s: float, gemm_s: float, chunks: int) -> float:

@@ -74,3 +74,38 @@ def test_fp8_training_reprices_the_gemms_only():
     assert gemms and all(f != b for b, f in gemms)
     assert sum(f for _, f in gemms) < sum(b for b, _ in gemms)
     assert all(b == f for (is_gemm, b), (_, f) in pairs if not is_gemm)
+
+
+def test_overlapped_collectives_are_timed_against_the_gemms_as_priced():
+    """--tp-comm-overlap with fp8: a sequence-parallel all-gather or
+    reduce-scatter hides behind its GEMMs' fp8 times (cast kernels included), not
+    their bf16 ones: cost-annotate prices the compute first."""
+    from charon_ir.dialects.coll import CollectiveOp
+    from charon_ir.engines.analytic import (
+        AnalyticEngine,
+        collective_plan_of,
+        overlapped_comm_time_s,
+        overlapped_gemms,
+        tp_comm_overlap_enabled,
+    )
+    from charon_ir.target.target import Target
+
+    _, module, _ = build_training_module(TrainingConfig(
+        model="llama-3.1-8b", gpus=8, tp=8, sequence_parallel=True, tp_comm_overlap=True,
+        precision="fp8"))
+    target = Target.from_module(module)
+    checked = differs = 0
+    for op in module.walk():
+        if not isinstance(op, CollectiveOp) or not tp_comm_overlap_enabled(op):
+            continue
+        gemms = overlapped_gemms(op)
+        if not gemms:
+            continue
+        comm = collective_plan_of(op, target).time_s
+        priced = sum(g.attributes[COST_ATTR].time_s.data for g in gemms)
+        bf16 = sum(AnalyticEngine().price_compute(g, target).time_s for g in gemms)
+        assert op.attributes[COST_ATTR].time_s.data == pytest.approx(
+            overlapped_comm_time_s(comm, priced, 8), rel=1e-12)
+        checked += 1
+        differs += overlapped_comm_time_s(comm, bf16, 8) != overlapped_comm_time_s(comm, priced, 8)
+    assert checked and differs
