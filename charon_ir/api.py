@@ -468,16 +468,9 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
 def overlap_model(config: TrainingConfig, gpu):
     """The interpreter's overlap contention: the config's slowdowns where set,
     else the calibrated one of the GPU type (a GpuSpec)."""
-    from charon_ir.engines.compute_efficiency import overlap_slowdown
-    from charon_ir.runtime.interpreter import OverlapModel
+    from charon_ir.runtime.interpreter import calibrated_overlap
 
-    calibrated = None
-    if config.compute_slowdown is None or config.comm_slowdown is None:
-        calibrated = overlap_slowdown(gpu)
-    return OverlapModel(
-        calibrated if config.compute_slowdown is None else config.compute_slowdown,
-        calibrated if config.comm_slowdown is None else config.comm_slowdown,
-    )
+    return calibrated_overlap(gpu, config.compute_slowdown, config.comm_slowdown)
 
 
 def time_module(
@@ -596,8 +589,11 @@ def simulate_file(
 ) -> dict:
     """A hand-written `sim` module as it is (no parallelism passes): target it
     (on `cluster` when one is given, as `simulate` does), price it (its GEMMs on
-    the fp8 tensor cores under `precision="fp8"`), lower it and interpret it."""
+    the fp8 tensor cores under `precision="fp8"`), lower it and interpret it with
+    the GPU type's calibrated overlap contention."""
+    from charon_ir.runtime.interpreter import calibrated_overlap
     from charon_ir.runtime.simulate_target import simulate_module
+    from charon_ir.target.target import Target
 
     if gpus < 1:  # set-target would read 0 as "every GPU of the cluster"
         raise CharonError(f"--gpus must be >= 1, got {gpus}")
@@ -608,6 +604,8 @@ def simulate_file(
     if cluster:
         target["cluster"] = cluster
     _pass("set-target", **target).apply(ctx, module)
-    _pass("cost-annotate", engines=engines, fp8_gemms=precision == "fp8").apply(ctx, module)
+    fp8 = precision == "fp8"
+    _pass("cost-annotate", engines=engines, fp8_gemms=fp8, fp8_casts=fp8).apply(ctx, module)
     _pass("lower-to-events").apply(ctx, module)
-    return simulate_module(ctx, module, trace=str(trace) if trace else None)
+    overlap = calibrated_overlap(Target.from_module(module).gpu)
+    return simulate_module(ctx, module, overlap, trace=str(trace) if trace else None)

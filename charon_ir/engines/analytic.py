@@ -253,7 +253,8 @@ class AnalyticEngine(CostEngine):
             if gemms:
                 # as priced where cost-annotate priced them first (fp8 GEMMs, the
                 # profile database), else this engine's own bf16 price
-                gemm_s = sum(priced_time_s(g) or self.price_compute(g, target).time_s for g in gemms)
+                gemm_s = sum(self.price_compute(g, target).time_s if (t := priced_time_s(g)) is None
+                             else t for g in gemms)
                 time = overlapped_comm_time_s(time, gemm_s, op.group_size())
         return Cost(time, 0.0, op.ring_bytes_per_rank(), self.name)
 

@@ -31,6 +31,17 @@ class OverlapModel:
     comm_slowdown: float = 0.0
 
 
+def calibrated_overlap(gpu, compute_slowdown: float | None = None,
+                       comm_slowdown: float | None = None) -> OverlapModel:
+    """The overlap model of a GpuSpec: each slowdown as given, or where None the
+    GPU type's calibrated one (`compute_efficiency.OVERLAP_SLOWDOWN`)."""
+    from charon_ir.engines.compute_efficiency import overlap_slowdown
+
+    calibrated = overlap_slowdown(gpu)
+    return OverlapModel(calibrated if compute_slowdown is None else compute_slowdown,
+                        calibrated if comm_slowdown is None else comm_slowdown)
+
+
 @dataclass
 class Timeline:
     program: FlatProgram

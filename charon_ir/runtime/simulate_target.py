@@ -29,7 +29,7 @@ from charon_ir.errors import CharonError
 from charon_ir.report.summary import summarize
 from charon_ir.runtime.flatten import flatten_all
 from charon_ir.report.trace import write_trace
-from charon_ir.runtime.interpreter import OverlapModel, Timeline, run
+from charon_ir.runtime.interpreter import OverlapModel, Timeline, calibrated_overlap, run
 from charon_ir.target.target import Target
 
 
@@ -84,15 +84,10 @@ class SimulateTarget(XdslTarget):
             # -1 divided by zero in the interpreter; NaN fails too
             if value is not None and not 0 <= value < math.inf:
                 raise CharonError(f"simulate: option '{option}' must be a finite number >= 0, got {value}")
-        if None in slowdowns.values():
-            from charon_ir.engines.compute_efficiency import overlap_slowdown
-
-            calibrated = overlap_slowdown(Target.from_module(module).gpu)
-            slowdowns = {k: calibrated if v is None else v for k, v in slowdowns.items()}
         report = simulate_module(
             ctx,
             module,
-            OverlapModel(slowdowns["compute_slowdown"], slowdowns["comm_slowdown"]),
+            calibrated_overlap(Target.from_module(module).gpu, self.compute_slowdown, self.comm_slowdown),
             trace=self.trace or None,
             tier=self.tier,
         )

@@ -136,6 +136,7 @@ def _check_answers(address: str, where: str) -> None:
     import socket
 
     host, _, port = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
     if not host or not port.isdigit():
         return
     try:

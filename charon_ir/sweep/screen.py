@@ -527,16 +527,17 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
                if dp > 1 and config.zero >= 1 else 0.0 for s in range(pp)]
 
     # a collective of time M beside compute stretches the compute by M (1 + comm
-    # slowdown) x compute slowdown / (1 + compute slowdown): the interpreter's
-    # fluid progress while both run
-    stretch = 0.0
+    # slowdown) x compute slowdown / (1 + compute slowdown), and itself by M x comm
+    # slowdown: the interpreter's fluid progress while both run
+    stretch = comm_stretch = 0.0
     if overlap is not None:
         stretch = (1 + overlap.comm_slowdown) * overlap.compute_slowdown / (1 + overlap.compute_slowdown)
+        comm_stretch = overlap.comm_slowdown
 
     def run(microbatches: int) -> tuple[float, int, list[float], list[float]]:
         return _schedule(schedule, pp, vpp, microbatches, counts, F, B, W, split, send,
                          probe.backward if not split else probe.weight, sync_layer, sync_pre,
-                         sync_post, dp > 1, opt, gathers, stretch)
+                         sync_post, dp > 1, opt, gathers, stretch, comm_stretch)
 
     points = _fold_points(schedule, pp, m)
     if points is None:
@@ -566,11 +567,11 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
 
 
 def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
-              sync_pre, sync_post, sync, opt, gathers, stretch=0.0):
+              sync_pre, sync_post, sync, opt, gathers, stretch=0.0, comm_stretch=0.0):
     """Run every stage's item order against the others: (step seconds, slowest
     stage, compute-busy seconds per stage, dp seconds exposed per stage). The
     gradient reductions that run beside an item lengthen it by `stretch` times
-    their overlap (`compose`)."""
+    their overlap, and themselves by `comm_stretch` times it (`compose`)."""
     from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
 
     V = pp * vpp
@@ -634,12 +635,13 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
                     if first or last:
                         for x in sync_post:
                             f = max(f, t1) + x * share
-                    # the reductions that run beside this item stretch it (and
-                    # themselves): overlap contention
+                    # the reductions that run beside this item stretch it, and
+                    # it them: overlap contention (what spills past the item
+                    # into the next one is not counted)
                     beside = sum(max(0.0, min(a + x, t1) - max(a, t0)) for a, x in spans)
                     extra = stretch * beside
                     t1, d = t1 + extra, d + extra
-                    dp_free[s] = f + extra
+                    dp_free[s] = f + comm_stretch * beside
                 free[s] = t1
                 busy[s] += d
                 if k == "F":

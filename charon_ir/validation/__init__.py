@@ -78,5 +78,17 @@ def _check_record(record: dict[str, Any], where: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise CharonError(f"{where} ('{record['id']}'): {record['category'].replace('_', ' ')} "
                               f"record needs '{part}.{key}' as an integer >= 1, got {json.dumps(value)}")
+    kind = record["category"].replace("_", " ")
     if not isinstance(record.get("unit"), str):
-        raise CharonError(f"{where} ('{record['id']}'): training record needs 'unit' as a string")
+        raise CharonError(f"{where} ('{record['id']}'): {kind} record needs 'unit' as a string")
+    if record["category"] == "training_microbenchmark":
+        # the forward / backward split it is compared on (validation/layers.py)
+        others = record.get("other_metrics", {})
+        if not isinstance(others, dict):
+            raise CharonError(f"{where} ('{record['id']}'): 'other_metrics' must be a JSON object, "
+                              f"got {json.dumps(others)}")
+        for key in ("forward_ms", "backward_ms"):
+            value = others.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise CharonError(f"{where} ('{record['id']}'): 'other_metrics.{key}' must be a "
+                                  f"number >= 0, got {json.dumps(value)}")

@@ -41,7 +41,8 @@ class LayerCase:
 
 def _recompute_text(text: str) -> str:
     # Table 4 names its rows ("full_recompute", "selective_plus_sequence",
-    # "sequence_parallel"); training_case reads a recompute policy
+    # "sequence_parallel"), where a missing policy means none (its baseline);
+    # training_case reads a policy and would assume the source's default instead
     text = text.lower()
     if text.startswith(("full", "selective")):
         return text
@@ -55,13 +56,18 @@ def layer_case(record: dict[str, Any]) -> LayerCase:
     others = record.get("other_metrics") or {}
     if "forward_ms" not in others or "backward_ms" not in others:
         raise Unsupported("no forward_ms / backward_ms to compare")
+    pp = record["strategy"].get("pp") or 1
+    if pp != 1:
+        raise Unsupported(f"a per-layer record is one stage's layer: pp must be 1, got {pp}")
     steps = []
     for layers in (1, 2):
         step = copy.deepcopy(record)
         step["category"] = "training"
         step["model"]["layers"] = layers
         strategy = step["strategy"]
-        strategy["global_batch"] = strategy["micro_batch"]
+        # one micro-batch per data-parallel rank
+        dp = record["hardware"]["num_gpus"] // (strategy.get("tp") or 1)
+        strategy["global_batch"] = strategy["micro_batch"] * dp
         strategy["recompute"] = _recompute_text(str(strategy.get("recompute", "")))
         step["metric"], step["value"], step["unit"] = "iteration_time", 1.0, "s"
         steps.append(training_case(step))

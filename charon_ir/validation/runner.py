@@ -205,6 +205,7 @@ def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]
 
 def run_layers(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
     """Per-layer records: one layer's forward + backward (`layers.py`)."""
+    from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
     from charon_ir.validation.layers import layer_case, predicted_layer
 
     directory = str(cache_directory())
@@ -228,8 +229,9 @@ def run_layers(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
             measured=(case.forward_s + case.backward_s) * 1e3, predicted=(fwd + bwd) * 1e3,
             published=f"{record['value']:g} {record['unit']}",
             note=(f"forward {fwd * 1e3:.2f} vs {case.forward_s * 1e3:g}, backward "
-                  f"{bwd * 1e3:.2f} vs {case.backward_s * 1e3:g}; overlap slowdown {slowdown:g} "
-                  f"(fitted to these rows' backward)"),
+                  f"{bwd * 1e3:.2f} vs {case.backward_s * 1e3:g}; overlap slowdown {slowdown:g}"
+                  + (" (fitted to the shipped per-layer rows' backward)"
+                     if case.gpu in OVERLAP_SLOWDOWN else " (not calibrated for this GPU type)")),
             seconds=time.perf_counter() - start,
         ))
     return results

@@ -28,6 +28,13 @@ def test_expert_parallelism_is_carved_out_of_data_parallelism():
     assert options(plan, "pipeline")["microbatches"] == 4
 
 
+def test_fp8_training_prices_transformer_engines_casts():
+    plan = pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=8, precision="fp8"))
+    assert options(plan, "cost-annotate")["fp8_gemms"] and options(plan, "cost-annotate")["fp8_casts"]
+    plan = pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=8))
+    assert not options(plan, "cost-annotate")["fp8_casts"]
+
+
 def test_overlap_param_gather_is_a_data_parallel_option():
     config = TrainingConfig(model="llama-3.1-8b", gpus=16, zero=1, dp_overlap_param_gather=True)
     assert options(pass_plan(config), "data-parallel")["overlap_param_gather"] is True

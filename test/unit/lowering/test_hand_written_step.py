@@ -40,3 +40,32 @@ def test_a_flag_that_needs_the_passes_is_not_dropped(charon_fails):
     # step being simulated without the recomputation asked for
     assert "pipeline" in charon_fails("simulate", "--model", str(LAYER), "--recompute", "full")
     assert charon_fails("simulate", "--model", str(LAYER), "--plot", "plots").startswith("error: --plot: ")
+
+
+BACKWARD_BESIDE_ALL_REDUCE = """
+coll.grid @mesh(axes = ["tp"], shape = 8)
+%d = sim.input "d" : tensor<8192x4096xbf16>
+%a = sim.input "a" : tensor<8192x4096xbf16>
+%w = sim.param "w" : tensor<4096x4096xbf16>
+%dx = sim.matmul %d, %w : (tensor<8192x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<8192x4096xbf16>
+%dxr = coll.all_reduce %dx on @mesh ["tp"] : tensor<8192x4096xbf16>
+%dw = sim.matmul %a, %d {transpose_lhs} : (tensor<8192x4096xbf16>, tensor<8192x4096xbf16>) -> tensor<4096x4096xbf16>
+"""
+
+
+def test_the_gpu_types_overlap_contention_applies(tmp_path, monkeypatch):
+    """As `charon simulate --model NAME` and `charon-opt -t simulate` do, a
+    hand-written step runs with its GPU type's calibrated contention: here a
+    data-gradient all-reduce beside the weight-gradient GEMM."""
+    from charon_ir.engines import compute_efficiency
+
+    step = tmp_path / "backward.mlir"
+    step.write_text(BACKWARD_BESIDE_ALL_REDUCE)
+
+    def step_time(slowdown: float | None = None) -> float:
+        if slowdown is not None:
+            monkeypatch.setitem(compute_efficiency.OVERLAP_SLOWDOWN, "A100-SXM4-80GB", slowdown)
+        return simulate_file(step, hardware="A100-SXM4-80GB", gpus=8)["iteration_time_s"]
+
+    calibrated = step_time()
+    assert step_time(0.0) < calibrated < step_time(1.0)

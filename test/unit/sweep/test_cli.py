@@ -292,3 +292,27 @@ def test_a_flag_named_unlike_its_setting_is_named_in_its_error(charon_fails, tmp
     line = charon_fails("sweep", "--model", TINY_STEP, "--overlap-param-gather", ",true",
                         "--db", str(tmp_path / "r.sqlite"))
     assert line.startswith("error: --overlap-param-gather: empty value in ',true'")
+
+
+@pytest.mark.parametrize("address, probed", [
+    ("10.0.0.1:6379", ("10.0.0.1", 6379)), ("ray://10.0.0.1:10001", ("10.0.0.1", 10001)),
+    ("[::1]:6379", ("::1", 6379)), ("auto", None), ("ray://head", None),
+])
+def test_which_ray_addresses_are_probed(monkeypatch, address, probed):
+    import socket
+
+    from charon_ir.sweep.runner import _check_answers
+
+    asked = []
+
+    class Answer:
+        def close(self):
+            pass
+
+    def connect(where, timeout):
+        asked.append(where)
+        return Answer()
+
+    monkeypatch.setattr(socket, "create_connection", connect)
+    _check_answers(address, "--ray-address")
+    assert asked == ([probed] if probed else [])

@@ -57,3 +57,29 @@ def test_a_record_without_the_split_is_unsupported():
     record = dict(calibration.layer_records()[0], other_metrics={"forward_ms": 7.7})
     with pytest.raises(Unsupported, match="forward_ms / backward_ms"):
         layer_case(record)
+
+
+def test_a_data_parallel_layer_record_is_one_micro_batch_per_rank():
+    record = dict(calibration.layer_records()[0])
+    record["hardware"] = dict(record["hardware"], num_gpus=16)
+    case = layer_case(record)
+    assert [step.options["dp"] for step in case.steps] == [2, 2]
+    assert [step.options["global_batch"] for step in case.steps] == [8, 8]
+
+
+def test_a_pipelined_layer_record_is_unsupported():
+    record = dict(calibration.layer_records()[0])
+    record["strategy"] = dict(record["strategy"], pp=2)
+    with pytest.raises(Unsupported, match="pp must be 1, got 2"):
+        layer_case(record)
+
+
+def test_the_output_says_where_the_slowdown_was_fitted():
+    from charon_ir.validation.runner import run_layers
+
+    shipped = calibration.layer_records()[0]
+    h100 = dict(shipped, id="h100", hardware=dict(shipped["hardware"], gpu="NVIDIA H100-SXM5-80GB"))
+    a100, other = run_layers([shipped, h100])
+    assert a100.status == other.status == "ok"
+    assert "overlap slowdown 0.78 (fitted to the shipped per-layer rows' backward)" in a100.note
+    assert "overlap slowdown 0 (not calibrated for this GPU type)" in other.note

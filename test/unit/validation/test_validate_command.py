@@ -60,6 +60,7 @@ def test_set_file_and_json(tmp_path):
 TRAINING = {"id": "t", "category": "training", "metric": "step_time", "value": 1.0, "unit": "s",
             "model": {"layers": 2, "hidden": 64, "heads": 4, "vocab": 128, "seq_len": 256},
             "hardware": {"num_gpus": 8}, "strategy": {}}
+LAYER = {**TRAINING, "id": "l", "category": "training_microbenchmark", "strategy": {"micro_batch": 4}}
 KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "value": 500,
           "model": {}, "hardware": {}, "strategy": {}}
 
@@ -81,6 +82,10 @@ KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "v
          "error: {path}: record 0 ('t'): training record needs 'model.seq_len' as an integer >= 1, got \"long\""),
         ([{**TRAINING, "id": "l", "category": "training_microbenchmark"}],
          "error: {path}: record 0 ('l'): training microbenchmark record needs 'strategy.micro_batch' as an integer >= 1, got null"),
+        ([{**LAYER, "other_metrics": []}],
+         "error: {path}: record 0 ('l'): 'other_metrics' must be a JSON object, got []"),
+        ([{**LAYER, "other_metrics": {"forward_ms": "abc", "backward_ms": 1.0}}],
+         "error: {path}: record 0 ('l'): 'other_metrics.forward_ms' must be a number >= 0, got \"abc\""),
         ([KERNEL, KERNEL], "error: {path}: record 1 repeats the id 'k' of record 0"),
     ],
 )
