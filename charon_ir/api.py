@@ -77,6 +77,11 @@ class TrainingConfig:
     blocking=...}`): Megatron-LM 2021 waited on every tensor-parallel all-reduce,
     so nothing overlapped it; `pp`: the compute stream waits for every pipeline
     send (empty: communication runs beside independent compute)."""
+    unfused_grad_accumulation: bool = False
+    """Each micro-batch's weight gradients are added into the gradient buffer by a
+    kernel of their own (`accumulate-gradients`: Megatron-LM's local DDP before
+    gradient-accumulation fusion, 2021-22); False: fused into the weight-gradient
+    GEMMs, or a single micro-batch."""
     optimizer: str = "fused"
     """How the AdamW step runs: `fused` (one fused kernel over bf16 parameters and
     gradients, fp32 master weights and states), or `unfused-fp16` / `unfused-bf16`
@@ -237,6 +242,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
                                    "overlap_param_gather": config.dp_overlap_param_gather}))
     if config.recompute != "none":
         plan.append(("recompute", {"policy": config.recompute}))
+    if config.unfused_grad_accumulation:
+        plan.append(("accumulate-gradients", {}))
     if config.optimizer != "fused":
         if config.optimizer not in OPTIMIZERS:
             raise CharonError(f"--optimizer must be {', '.join(OPTIMIZERS)}, got '{config.optimizer}'")

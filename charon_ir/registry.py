@@ -53,6 +53,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "pipeline": _pass("charon_ir.passes.pipeline", "PipelinePass"),
     "data-parallel": _pass("charon_ir.passes.data_parallel", "DataParallelPass"),
     "recompute": _pass("charon_ir.passes.recompute", "RecomputePass"),
+    "accumulate-gradients": _pass("charon_ir.passes.accumulate_gradients", "AccumulateGradientsPass"),
     "unfuse-optimizer": _pass("charon_ir.passes.unfuse_optimizer", "UnfuseOptimizerPass"),
     "memory-analysis": _pass("charon_ir.passes.memory_analysis", "MemoryAnalysisPass"),
 }

@@ -41,6 +41,7 @@ def simulate_command(
     tp_comm_overlap: Annotated[bool, Opt("--tp-comm-overlap", help="pipeline tp all-gathers / reduce-scatters with their GEMMs (Megatron-Core; needs --sequence-parallel)")] = False,
     attention_kernel: Annotated[str, Opt("--attention-kernel", help="flash2 | flash3 | triton (default: flash2)")] = "",
     optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16 (Megatron-LM's mixed-precision optimizer)")] = "fused",
+    unfused_grad_accumulation: Annotated[bool, Opt("--unfused-grad-accumulation", help="add each micro-batch's weight gradients into the buffer in a kernel of their own (Megatron-LM 2021-22)")] = False,
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
@@ -57,7 +58,7 @@ def simulate_command(
     transformed = (
         (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"
-        or optimizer != "fused" or attention_kernel
+        or optimizer != "fused" or attention_kernel or unfused_grad_accumulation
     )
     if model.endswith(".mlir") and not transformed:
         # a hand-written step, and no flag asks for a pass: simulate it as written
@@ -84,7 +85,7 @@ def simulate_command(
             micro_batch=micro_batch, recompute=recompute, precision=precision,
             schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier,
             tp_comm_overlap=tp_comm_overlap, attention_kernel=attention_kernel,
-            optimizer=optimizer,
+            optimizer=optimizer, unfused_grad_accumulation=unfused_grad_accumulation,
         )
     if as_json:
         print(json.dumps(report, indent=2), flush=True)

@@ -24,7 +24,7 @@ AXIS_FLAGS = (
     "recompute", "zero", "sequence_parallel", "fuse", "seq_len", "global_batch", "batch", "max_num_seqs", "rate", "num_requests", "replicas",
     "prefill_decode_split", "input_len", "output_len", "nic_speed", "scale_up_domain", "topology",
     "fuse_attention", "attention_kernel", "tp_comm_overlap", "pipeline_scatter_gather", "dp_bucket_mb",
-    "dp_overlap", "dp_overlap_param_gather", "optimizer", "memory_limit_gb",
+    "dp_overlap", "dp_overlap_param_gather", "optimizer", "memory_limit_gb", "unfused_grad_accumulation",
 )
 FLAG_NAMES = {"dp_overlap_param_gather": "--overlap-param-gather"}
 """Settings whose flag is not their name with dashes (as `charon simulate` spells it)."""
@@ -93,6 +93,7 @@ def sweep_command(
     dp_overlap: Annotated[str, Opt("--dp-overlap", help="true (default), false or true,false")] = "",
     dp_overlap_param_gather: Annotated[str, Opt("--overlap-param-gather", help="true, false or true,false (zero 1/2)")] = "",
     optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16")] = "",
+    unfused_grad_accumulation: Annotated[str, Opt("--unfused-grad-accumulation", help="true, false or true,false")] = "",
     memory_limit_gb: Annotated[str, Opt("--memory-limit-gb", help="memory-analysis' limit per GPU (0: its HBM)")] = "",
     db: Annotated[Path | None, Opt("--db", help="results sqlite (default: ./<space name>.sqlite)")] = None,
     jobs: Annotated[int, Opt("--jobs", "-j", help="local worker processes (1: in-process)")] = 1,

@@ -226,7 +226,7 @@ def memory_efficiency(nbytes: float) -> float:
 # ---------------------------------------------------------------------------
 
 OVERLAP_SLOWDOWN: dict[str, float] = {
-    "A100-SXM4-80GB": 0.78,
+    "A100-SXM4-80GB": 0.68,
 }
 """While a kernel and a collective run at once on a GPU, both progress at
 1 / (1 + s) of their rate (the interpreter's OverlapModel with compute and

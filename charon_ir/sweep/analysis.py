@@ -240,7 +240,7 @@ SHORT = {
     "hardware": "gpu", "fuse_attention": "flash", "attention_kernel": "attn", "tp_comm_overlap": "tp overlap",
     "pipeline_scatter_gather": "pp s/g", "dp_bucket_mb": "bucket MB", "dp_overlap": "dp overlap",
     "dp_overlap_param_gather": "param gather",
-    "optimizer": "optim", "memory_limit_gb": "mem GB",
+    "optimizer": "optim", "memory_limit_gb": "mem GB", "unfused_grad_accumulation": "grad acc kernel",
 }
 
 

@@ -108,6 +108,7 @@ def training_config(config: dict[str, Any]):
         dp_overlap=config["dp_overlap"],
         dp_overlap_param_gather=config["dp_overlap_param_gather"],
         optimizer=config["optimizer"],
+        unfused_grad_accumulation=config["unfused_grad_accumulation"],
         memory_limit_gb=config["memory_limit_gb"],
         engines=engines,
     )

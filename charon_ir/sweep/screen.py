@@ -155,7 +155,8 @@ def screenable(config) -> bool:
             and config.dp_overlap and not config.dp_overlap_param_gather
             and not getattr(config, "blocking_comm", ())
             and not getattr(config, "pipeline_scatter_gather", False)
-            and getattr(config, "optimizer", "fused") == "fused")
+            and getattr(config, "optimizer", "fused") == "fused"
+            and not getattr(config, "unfused_grad_accumulation", False))
 
 
 # -- probes ---------------------------------------------------------------------

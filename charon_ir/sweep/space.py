@@ -76,6 +76,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "dp_overlap": True,
     "dp_overlap_param_gather": False,
     "optimizer": "fused",
+    "unfused_grad_accumulation": False,
     "memory_limit_gb": 0.0,
 }
 """Every training setting a point carries, with `charon simulate`'s defaults
@@ -91,6 +92,7 @@ LATER_SETTINGS = (
     "dp_overlap_param_gather",
     "optimizer",
     "memory_limit_gb",
+    "unfused_grad_accumulation",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that

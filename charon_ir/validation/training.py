@@ -365,6 +365,11 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         # gradients and unscaled, the gradient norm, then the fp32 -> fp16 copy,
         # each its own kernel; fp16 as the era's example scripts (`--fp16`)
         options["optimizer"] = "unfused-fp16"
+        # its local DDP adds each micro-batch's weight gradients into the
+        # contiguous gradient buffer in a kernel of its own (`param.main_grad.
+        # add_(param.grad.data)`, megatron/model/distributed.py), fp16 buffer: 6 B
+        # per parameter; gradient-accumulation fusion came in mid-2022
+        options["unfused_grad_accumulation"] = True
     if "triton" in str(strategy.get("framework", "")).lower():
         # llm-foundry's benchmark runs: `--attn_impl triton` by default
         # (scripts/train/benchmarking/submit_benchmarks.py)

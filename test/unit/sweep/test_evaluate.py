@@ -124,6 +124,7 @@ LATER_AXES = [
     ({"zero": 1}, "dp_overlap_param_gather", [False, True]),
     ({"tp": 2, "pp": 2}, "pipeline_scatter_gather", [False, True]),
     ({}, "optimizer", ["fused", "unfused-fp16"]),
+    ({}, "unfused_grad_accumulation", [False, True]),
 ]
 
 

@@ -94,7 +94,8 @@ def test_uniform_zero_bubble_pipeline_takes_its_closed_form(pp, extra, t_item):
 @pytest.mark.parametrize(
     "options",
     [dict(zero=3), dict(fsdp=True), dict(cp=2), dict(dp_overlap=False), dict(blocking_comm=("tp",)),
-     dict(pipeline_scatter_gather=True), dict(optimizer="unfused-fp16")],
+     dict(pipeline_scatter_gather=True), dict(optimizer="unfused-fp16"),
+     dict(unfused_grad_accumulation=True)],
 )
 def test_what_the_screen_does_not_model_goes_to_the_fast_tier(options):
     from charon_ir.api import TrainingConfig
@@ -129,7 +130,7 @@ def test_screen_follows_the_settings_it_models(unflashed_step, fixed, axis, valu
     "fixed, axis, values",
     [({}, "dp_overlap", [True, False]), ({"zero": 1}, "dp_overlap_param_gather", [False, True]),
      ({"tp": 2, "pp": 2}, "pipeline_scatter_gather", [False, True]),
-     ({}, "optimizer", ["fused", "unfused-bf16"])],
+     ({}, "optimizer", ["fused", "unfused-bf16"]), ({}, "unfused_grad_accumulation", [False, True])],
 )
 def test_points_of_a_setting_the_screen_does_not_model_are_timed_by_the_fast_tier(tiny_space, fixed, axis, values):
     space = {**tiny_space, "tp": 1, "pp": 1, "zero": 0, "recompute": "none", **fixed, axis: values}

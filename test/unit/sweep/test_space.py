@@ -67,7 +67,7 @@ def test_keys_from_before_the_later_settings_still_hold():
     [("fuse_attention", False), ("attention_kernel", "flash3"), ("tp_comm_overlap", True),
      ("pipeline_scatter_gather", True), ("dp_bucket_mb", 100), ("dp_overlap", False),
      ("dp_overlap_param_gather", True),
-     ("optimizer", "unfused-bf16"), ("memory_limit_gb", 40)],
+     ("optimizer", "unfused-bf16"), ("memory_limit_gb", 40), ("unfused_grad_accumulation", True)],
 )
 def test_a_later_setting_away_from_its_default_is_another_point(setting, value):
     config = point(**PINNED, **{setting: value})
