@@ -23,7 +23,7 @@ sweep and a results file can be resumed or shared between spaces.
 Training points also carry the kernel, overlap and optimizer settings of
 `charon simulate` (`fuse_attention`, `attention_kernel`, `tp_comm_overlap`,
 `pipeline_scatter_gather`, `dp_bucket_mb`, `dp_overlap`,
-`dp_overlap_param_gather`, `optimizer`) and
+`dp_overlap_param_gather`, `optimizer`, `unfused_grad_accumulation`) and
 memory-analysis' `memory_limit_gb`, so e.g. `tp_comm_overlap: [false, true]` or
 `dp_bucket_mb: [25, 100]` is an axis.
 
