@@ -10,10 +10,12 @@ Options:
   serving): every `sim.matmul` is priced by the analytic engine on the GPU's fp8
   rate, its one-byte operands at twice the HBM bandwidth; everything else as
   the engines say. A GPU without fp8 tensor cores is an error (default false).
-- fp8-casts: with fp8-gemms, each GEMM also carries Transformer Engine's cast
-  and transpose kernels of a training step (`analytic.fp8_cast_time_s`: 2 bytes
-  of HBM traffic per operand element); serving's fp8 weights and activations
-  are not cast per GEMM (default false).
+- fp8-casts: with fp8-gemms, Transformer Engine's fp8 training: the layers' GEMMs
+  (inside a `sim.repeat`) run in fp8 and each carries TE's cast and transpose
+  kernels (`analytic.fp8_cast_time_s`: 2 bytes of HBM traffic per operand
+  element); the GEMMs outside the layers (the output layer: llm-foundry's tied
+  head, Megatron-Core's `output_layer`, not TE modules) stay 16-bit. Serving's
+  fp8 weights and activations are not cast per GEMM (default false).
 
 Ops inside a `sim.repeat` are priced once: the cost is per iteration. Compute ops
 are priced before collectives: a collective overlapped with GEMMs
@@ -34,7 +36,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from charon_ir.dialects.coll import CollectiveOp
-from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp
+from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp, RepeatOp
 from charon_ir.engines.analytic import AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
 from charon_ir.errors import CharonError
@@ -80,6 +82,8 @@ class PriceFp8Gemm(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, MatmulOp) or COST_ATTR in op.attributes:
             return
+        if self.casts and not _in_layers(op):
+            return  # not a TE module: priced 16-bit by the engines
         cost = self.engine.price_compute(op, self.fp8_target)
         time_s, nbytes = cost.time_s, cost.bytes
         if self.casts:
@@ -87,6 +91,15 @@ class PriceFp8Gemm(RewritePattern):
             time_s, nbytes = time_s + cast_s, nbytes + cast_bytes
         op.attributes[COST_ATTR] = CostAttr(time_s, cost.flops, nbytes, cost.engine)
         rewriter.handle_operation_modification(op)
+
+
+def _in_layers(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, RepeatOp):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 @dataclass(frozen=True)
