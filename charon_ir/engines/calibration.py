@@ -372,25 +372,6 @@ def refit() -> dict[str, Any]:
     return fitted
 
 
-def _golden_section(f: Callable[[float], float], low: float, high: float,
-                    tolerance: float = 1e-3) -> float:
-    """The minimum of a unimodal f on [low, high]."""
-    ratio = (5 ** 0.5 - 1) / 2
-    a, b = low, high
-    c, d = b - ratio * (b - a), a + ratio * (b - a)
-    fc, fd = f(c), f(d)
-    while b - a > tolerance:
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - ratio * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + ratio * (b - a)
-            fd = f(d)
-    return (a + b) / 2
-
-
 def _refit_overlap_slowdown() -> dict[str, float]:
     """The slowdown s that brings each GPU type's simulated per-layer backward
     (its all-reduces beside GEMMs) to the measured one; the forward, whose
@@ -403,10 +384,14 @@ def _refit_overlap_slowdown() -> dict[str, float]:
         by_gpu.setdefault(case.gpu, []).append(case)
     fitted = {}
     for gpu, cases in by_gpu.items():
-        def loss(s: float, cases=cases) -> float:
-            return _log_loss([(layer_times(c, s, directory)[1], c.backward_s) for c in cases])
+        def loss(x: list[float], cases=cases) -> float:
+            if x[0] < 0:
+                return 1e9
+            return _log_loss([(layer_times(c, x[0], directory)[1], c.backward_s) for c in cases])
 
-        fitted[gpu] = round(_golden_section(loss, 0.0, 4.0), 2)
+        start = compute_efficiency.OVERLAP_SLOWDOWN.get(gpu) or 0.5
+        (slowdown,) = _nelder_mead(loss, [start])
+        fitted[gpu] = round(slowdown, 2)
     return fitted
 
 

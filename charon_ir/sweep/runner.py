@@ -153,24 +153,22 @@ def _ray_shutdown(started_here: bool) -> None:
         ray.shutdown()
 
 
-def _ray(points: list[Point], tier: str, started_here: bool) -> Iterator[dict]:
+def _ray(points: list[Point], tier: str) -> Iterator[dict]:
+    """The points on the connected cluster (`_ray_connect`; `run_sweep` shuts it down)."""
     import ray
 
-    try:
-        remote = ray.remote(num_cpus=1, max_retries=1)(evaluate_points)
-        workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pending = {remote.remote(batch, tier): batch for batch in _batches(points, workers)}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                batch = pending.pop(ref)
-                try:
-                    records = ray.get(ref)
-                except Exception as e:  # noqa: BLE001 - a lost worker fails its batch only
-                    records = [record(p, "error", error=f"ray task failed: {type(e).__name__}") for p in batch]
-                yield from records
-    finally:
-        _ray_shutdown(started_here)
+    remote = ray.remote(num_cpus=1, max_retries=1)(evaluate_points)
+    workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    pending = {remote.remote(batch, tier): batch for batch in _batches(points, workers)}
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            batch = pending.pop(ref)
+            try:
+                records = ray.get(ref)
+            except Exception as e:  # noqa: BLE001 - a lost worker fails its batch only
+                records = [record(p, "error", error=f"ray task failed: {type(e).__name__}") for p in batch]
+            yield from records
 
 
 def check_options(*, jobs: int = 1, limit: int = 0, retime: int = 0, sample: int = 0) -> None:
@@ -220,12 +218,9 @@ def run_sweep(
     points = space.points()
     # a cluster that cannot be joined fails before the results file exists
     ray_started = _ray_connect(jobs if jobs > 1 else 0, ray_address) if ray or ray_address else False
+    store = None
     try:
         store = ResultStore(db)
-    except BaseException:
-        _ray_shutdown(ray_started)
-        raise
-    try:
         stored = store.stored_keys()
         todo = [p for p in points if p.key not in stored]
         illegal = [p for p in todo if p.pruned]
@@ -246,7 +241,7 @@ def run_sweep(
 
             ordered.sort(key=lambda p: class_key(p.config))
         if ray or ray_address:
-            executor, stream = "ray", _ray(ordered, tier, ray_started)
+            executor, stream = "ray", _ray(ordered, tier)
         elif jobs > 1:
             executor, stream = f"pool of {jobs}", _pool(ordered, jobs, tier)
         else:
@@ -256,8 +251,9 @@ def run_sweep(
             _retime_best(store, points, retime or RETIME_FIRST, RETIME_EXACT, progress)
         records = {r["key"]: r for r in store.get({p.key for p in points})}
     finally:
-        store.close()
-        _ray_shutdown(ray_started)  # the stream shuts it down too, if it ran
+        if store is not None:
+            store.close()
+        _ray_shutdown(ray_started)
     # a record stored before one of space.LATER_SETTINGS existed lacks it: the point of the
     # same key is the same configuration, with every setting spelled out
     ordered_records = [{**records[p.key], "config": p.config} for p in points if p.key in records]

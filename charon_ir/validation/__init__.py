@@ -70,15 +70,15 @@ def _check_record(record: dict[str, Any], where: str) -> None:
     if record["category"] not in ("training", "training_microbenchmark"):
         return
     # a per-layer record is simulated as its step (validation/layers.py)
+    kind = record["category"].replace("_", " ")
     fields = TRAINING_FIELDS
     if record["category"] == "training_microbenchmark":
         fields += (("strategy", "micro_batch"),)
     for part, key in fields:
         value = record[part].get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise CharonError(f"{where} ('{record['id']}'): {record['category'].replace('_', ' ')} "
-                              f"record needs '{part}.{key}' as an integer >= 1, got {json.dumps(value)}")
-    kind = record["category"].replace("_", " ")
+            raise CharonError(f"{where} ('{record['id']}'): {kind} record needs '{part}.{key}' "
+                              f"as an integer >= 1, got {json.dumps(value)}")
     if not isinstance(record.get("unit"), str):
         raise CharonError(f"{where} ('{record['id']}'): {kind} record needs 'unit' as a string")
     if record["category"] == "training_microbenchmark":
