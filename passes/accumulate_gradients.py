@@ -68,13 +68,13 @@ class AccumulateBackwardGradients(RewritePattern):
             grads = body_yield.operands[len(repeat.iter_init):]
             if grads:
                 rewriter.insert(_accumulate(grads, self.bytes_per_element),
-                                   InsertPoint.before(body_yield))
+                                InsertPoint.before(body_yield))
         phase_yield = op.body.block.last_op
         assert phase_yield is not None
         outside = [v for v in phase_yield.operands if not isinstance(v.owner, sim.RepeatOp)]
         if outside:
             rewriter.insert(_accumulate(outside, self.bytes_per_element),
-                               InsertPoint.before(phase_yield))
+                            InsertPoint.before(phase_yield))
 
 
 @dataclass(frozen=True)

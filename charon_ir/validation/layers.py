@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from charon_ir.validation.training import Unsupported, config_path, training_case
+from charon_ir.validation.training import Unsupported, _int_in, config_path, training_case
 
 LAYER_CATEGORY = "training_microbenchmark"
 
@@ -56,7 +56,7 @@ def layer_case(record: dict[str, Any]) -> LayerCase:
     others = record.get("other_metrics") or {}
     if "forward_ms" not in others or "backward_ms" not in others:
         raise Unsupported("no forward_ms / backward_ms to compare")
-    pp = record["strategy"].get("pp") or 1
+    pp = _int_in(record["strategy"].get("pp")) or 1
     if pp != 1:
         raise Unsupported(f"a per-layer record is one stage's layer: pp must be 1, got {pp}")
     steps = []
@@ -66,7 +66,7 @@ def layer_case(record: dict[str, Any]) -> LayerCase:
         step["model"]["layers"] = layers
         strategy = step["strategy"]
         # one micro-batch per data-parallel rank
-        dp = record["hardware"]["num_gpus"] // (strategy.get("tp") or 1)
+        dp = record["hardware"]["num_gpus"] // (_int_in(strategy.get("tp")) or 1)
         strategy["global_batch"] = strategy["micro_batch"] * dp
         strategy["recompute"] = _recompute_text(str(strategy.get("recompute", "")))
         step["metric"], step["value"], step["unit"] = "iteration_time", 1.0, "s"
