@@ -3,7 +3,8 @@
 Each record of `validation/published.json` (or of `--set FILE`, a JSON list of
 records in the same form) becomes a simulate, serve or kernel run built from the
 record's own model, hardware and strategy; the command prints the error per
-record, the MAPE per source and overall. `--live` instead measures a small
+record, the MAPE, the largest error and the mean signed error (bias) per source
+and overall. `--live` instead measures a small
 Llama training step on this machine and compares it with its simulation.
 """
 

@@ -42,11 +42,13 @@ def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) 
         lines.append("FLOP/s records are converted to iteration time with the source's own FLOP count:")
         lines += [f"  {source}: {SOURCE_FLOPS[source]}" for source in formulas]
     lines.append("")
-    lines.append(f"{'group':10} {'source':16} {'records':>7} {'MAPE':>7} {'max|err|':>8}  not compared")
+    lines.append(f"{'group':10} {'source':16} {'records':>7} {'MAPE':>7} {'max|err|':>8} "
+                 f"{'bias':>7}  not compared")
     for s in summary:
         mape = "-" if s.mape is None else f"{s.mape * 100:.1f}%"
         worst = "-" if s.max_abs_error is None else f"{s.max_abs_error * 100:.1f}%"
-        lines.append(f"{s.group:10} {s.source:16} {s.compared:7d} {mape:>7} {worst:>8}  {s.skipped}")
+        lines.append(f"{s.group:10} {s.source:16} {s.compared:7d} {mape:>7} {worst:>8} "
+                     f"{_pct(s.bias):>7}  {s.skipped}")
     return "\n".join(lines)
 
 

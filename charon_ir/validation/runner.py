@@ -302,6 +302,12 @@ def mape(results: Iterable[RecordResult]) -> float | None:
     return sum(errors) / len(errors) if errors else None
 
 
+def bias(results: Iterable[RecordResult]) -> float | None:
+    """Mean signed error: below zero, the simulator is faster than measured on average."""
+    errors = [r.error for r in results if r.error is not None]
+    return sum(errors) / len(errors) if errors else None
+
+
 @dataclass(frozen=True)
 class Summary:
     group: str
@@ -310,10 +316,13 @@ class Summary:
     skipped: int
     mape: float | None
     max_abs_error: float | None
+    bias: float | None
+    """Mean signed error (MAPE hides a one-sided error; this shows it)."""
 
 
 def summarize(results: Sequence[RecordResult]) -> list[Summary]:
-    """MAPE per (group, source), then per group (source `all`), then overall."""
+    """MAPE, max |error| and bias per (group, source), then per group (source
+    `all`), then overall."""
     keys = sorted({(r.group, r.source) for r in results})
     keys += [(g, "all") for g in sorted({r.group for r in results})]
     keys.append(("all", "all"))
@@ -323,5 +332,5 @@ def summarize(results: Sequence[RecordResult]) -> list[Summary]:
                 if group in ("all", r.group) and source in ("all", r.source)]
         errors = [abs(r.error) for r in rows if r.error is not None]
         out.append(Summary(group, source, len(errors), len(rows) - len(errors),
-                           mape(rows), max(errors) if errors else None))
+                           mape(rows), max(errors) if errors else None, bias(rows)))
     return out

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from charon_ir.cli import app
 from charon_ir.validation import load_record_set, published_records
-from charon_ir.validation.runner import run_training, summarize, validate
+from charon_ir.validation.report import format_results
+from charon_ir.validation.runner import RecordResult, run_training, summarize, validate
 
 
 def records(*ids: str) -> list[dict]:
@@ -32,6 +33,24 @@ def test_kernel_and_comm_records_reuse_the_calibration():
     assert all(r.status == "ok" and abs(r.error) <= 0.10 for r in results)
     overall = summarize(results)[-1]
     assert overall.group == "all" and overall.compared == len(results)
+
+
+def test_summary_shows_the_mean_signed_error_beside_the_mape():
+    def row(id_: str, source: str, predicted: float | None, status: str = "ok") -> RecordResult:
+        return RecordResult(id=id_, group="training", source=source, status=status,
+                            quantity="iteration time (s)", measured=2.0, predicted=predicted)
+
+    results = [row("a", "x", 2.2), row("b", "x", 1.6), row("c", "y", 1.0),
+               row("d", "y", None, status="failed")]
+    by_key = {(s.group, s.source): s for s in summarize(results)}
+    x, y, overall = by_key["training", "x"], by_key["training", "y"], by_key["all", "all"]
+    # +10 % and -20 %: MAPE 15 %, but on average 5 % faster than measured
+    assert x.mape == pytest.approx(0.15) and x.bias == pytest.approx(-0.05)
+    assert y.bias == pytest.approx(-0.5) and (y.compared, y.skipped) == (1, 1)
+    assert overall.bias == pytest.approx((0.1 - 0.2 - 0.5) / 3)
+    text = format_results(results, summarize(results)).splitlines()
+    assert text[-5].split()[-3:] == ["bias", "not", "compared"]
+    assert text[-4].split() == ["training", "x", "2", "15.0%", "20.0%", "-5.0%", "0"]
 
 
 def test_inference_records_never_crash():
