@@ -205,8 +205,10 @@ def _print_summary(summary: dict[str, Any], top: int, plots: list[str], pending:
     counts = ", ".join(f"{v} {k}" for k, v in sorted(summary["counts"].items()))
     console.print(
         f"[bold]{summary['space']}[/bold]: {summary['points']} points ({counts}); "
-        f"{summary['evaluated']} evaluated now, {summary['reused']} already stored; "
-        f"{summary['elapsed_s']:.1f} s {summary['executor']} -> {summary['db']}"
+        f"{summary['evaluated']} evaluated now, {summary['reused']} already stored"
+        + (f" ({summary['stale']} stored by another simulator version: timed again)"
+           if summary.get("stale") else "")
+        + f"; {summary['elapsed_s']:.1f} s {summary['executor']} -> {summary['db']}"
     )
     ranked = rank(summary["results"])
     if not ranked:

@@ -36,6 +36,7 @@ def summarise(result: SweepResult, *, pareto_axis: str = "") -> dict[str, Any]:
         "elapsed_s": result.elapsed_s,
         "evaluated": result.evaluated,
         "reused": result.reused,
+        "stale": result.stale,
         "executor": result.executor,
         "db": result.db,
         "results": result.records,

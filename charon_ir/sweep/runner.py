@@ -11,7 +11,8 @@ Executors:
 
 The main process alone writes the store, committing as records arrive, so
 killing a sweep loses at most the batches in flight; rerunning it skips every
-stored key.
+key stored by the same simulator (`store.simulator_fingerprint`) and re-times
+those another version stored.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from charon_ir.errors import CharonError
 from charon_ir.sweep.evaluate import STATUS_ILLEGAL, evaluate_points, record, sharing_order
 from charon_ir.sweep.space import Point, Space, load_space
-from charon_ir.sweep.store import ResultStore
+from charon_ir.sweep.store import ResultStore, simulator_fingerprint
 
 RETIME_FIRST = 10
 """Screened records re-timed by the fast tier once the sweep has run: the best 10."""
@@ -49,6 +50,8 @@ class SweepResult:
     evaluated: int = 0
     """Points evaluated by this run (the rest were already stored)."""
     reused: int = 0
+    stale: int = 0
+    """Points whose stored record another simulator version timed: evaluated again."""
     db: str = ":memory:"
     executor: str = "in-process"
     counts: dict[str, int] = field(default_factory=dict)
@@ -220,9 +223,10 @@ def run_sweep(
     ray_started = _ray_connect(jobs if jobs > 1 else 0, ray_address) if ray or ray_address else False
     store = None
     try:
-        store = ResultStore(db)
+        store = ResultStore(db, simulator=simulator_fingerprint(_profile_db(points)))
         stored = store.stored_keys()
         todo = [p for p in points if p.key not in stored]
+        stale = store.stale_keys() & {p.key for p in todo}
         illegal = [p for p in todo if p.pruned]
         # illegal points cost nothing: stored at once, never sent to a worker
         store.put([record(p, STATUS_ILLEGAL, error=p.pruned) for p in illegal], space.kind)
@@ -266,11 +270,23 @@ def run_sweep(
         elapsed_s=time.perf_counter() - start,
         evaluated=len(illegal) + len(legal),
         reused=len(points) - len(todo),
+        stale=len(stale),
         db=str(db),
         executor=executor,
         counts=counts,
         pending=len(points) - len(ordered_records),
     )
+
+
+def _profile_db(points: list[Point]) -> Path | None:
+    """The profile database whose measurements time these points: only when
+    one of them prices with the `db` engine."""
+    engines = {e.strip() for p in points for e in str(p.config.get("engines") or "").split(",")}
+    if "db" not in engines:
+        return None
+    from charon_ir.profile.store import default_db_path
+
+    return default_db_path()
 
 
 def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int,

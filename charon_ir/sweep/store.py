@@ -3,10 +3,17 @@
 WAL mode and a commit per batch of rows: an interrupted sweep keeps every row it
 stored, and rerunning the sweep skips the stored keys. Only the main process
 writes (workers return records), so there is one writer at a time.
+
+Each row also names the simulator that timed it (`simulator_fingerprint`): a
+store opened with a fingerprint sees only its own rows, so after an upgrade, a
+recalibration or a re-profiled database the same sweep re-times its stored
+points instead of mixing two versions' times in one ranking.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import sqlite3
@@ -25,20 +32,57 @@ CREATE TABLE IF NOT EXISTS results (
     metrics TEXT,
     seconds REAL NOT NULL DEFAULT 0,
     cpu_seconds REAL NOT NULL DEFAULT 0,
-    stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    simulator TEXT NOT NULL DEFAULT ''
 )
 """
 COLUMNS = ("key", "kind", "config", "status", "error", "metrics", "seconds", "cpu_seconds")
-"""The columns the store reads and writes: an existing results table needs them all."""
+"""The columns an existing results table needs (one written before `simulator`
+existed gets that column added, its rows naming no simulator)."""
+
+SIMULATOR_PACKAGES = ("charon_ir", "charon_ir.dialects", "charon_ir.passes", "charon_ir.lowering")
+"""The code and data that time a point: the package and the three it maps in
+from the repository's top level (an editable install keeps them apart)."""
+
+
+def simulator_fingerprint(profile_db: Path | None = None) -> str:
+    """16 hex digits of sha256 over the simulator's files (code, GPU specs,
+    calibration data, bundled configs) and, when the `db` engine prices,
+    `profile_db`'s size and modification time. Any edit changes it: a stored
+    time is reused only by the very simulator that computed it."""
+    digest = hashlib.sha256()
+    for name in SIMULATOR_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        sub = {Path(*n.split(".")[1:]) for n in SIMULATOR_PACKAGES if n.startswith(name + ".")}
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".pyc" \
+                    and not any(rel.is_relative_to(s) for s in sub):
+                digest.update(f"{name}/{rel.as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    if profile_db is not None:
+        try:
+            st = profile_db.stat()
+            digest.update(f"profile-db {st.st_size} {st.st_mtime_ns}".encode())
+        except OSError:
+            digest.update(b"profile-db missing")
+    return digest.hexdigest()[:16]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class ResultStore:
-    """Sweep results in a sqlite file (":memory:" keeps them in the process)."""
+    """Sweep results in a sqlite file (":memory:" keeps them in the process).
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    `simulator` (a `simulator_fingerprint`): rows are written with it, and only
+    rows with it are stored keys and records; None reads every row."""
+
+    def __init__(self, path: str | Path = ":memory:", simulator: str | None = None) -> None:
         self.path = str(path)
+        self.simulator = simulator
         if self.path != ":memory:":
             _check_file(Path(self.path))
         try:
@@ -52,6 +96,8 @@ class ResultStore:
                 # a commit reaches the WAL; a power cut may lose the last few, never corrupt
                 self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute(SCHEMA)
+            if "simulator" not in {row[1] for row in self.db.execute("PRAGMA table_info(results)")}:
+                self.db.execute("ALTER TABLE results ADD COLUMN simulator TEXT NOT NULL DEFAULT ''")
             self.db.commit()
         except sqlite3.Error as e:
             self.db.close()
@@ -76,8 +122,21 @@ class ResultStore:
             raise CharonError(f"--db {self.path}: its results table is not a sweep's "
                               f"(no column {', '.join(missing)})")
 
+    def _rows(self, columns: str) -> sqlite3.Cursor:
+        if self.simulator is None:
+            return self.db.execute(f"SELECT {columns} FROM results ORDER BY rowid")
+        return self.db.execute(f"SELECT {columns} FROM results WHERE simulator = ? ORDER BY rowid",
+                               (self.simulator,))
+
     def stored_keys(self) -> set[str]:
-        return {row[0] for row in self.db.execute("SELECT key FROM results")}
+        return {key for (key,) in self._rows("key")}
+
+    def stale_keys(self) -> set[str]:
+        """Keys stored by another simulator than this store's (none when it reads every row)."""
+        if self.simulator is None:
+            return set()
+        return {key for (key,) in self.db.execute(
+            "SELECT key FROM results WHERE simulator != ?", (self.simulator,))}
 
     def put(self, records: Iterable[dict], kind: str) -> None:
         rows = [
@@ -90,22 +149,23 @@ class ResultStore:
                 json.dumps(r["metrics"]) if r.get("metrics") is not None else None,
                 float(r.get("seconds") or 0.0),
                 float(r.get("cpu_seconds") or 0.0),
+                self.simulator or "",
             )
             for r in records
         ]
         self.db.executemany(
-            "INSERT OR REPLACE INTO results (key, kind, config, status, error, metrics, seconds, cpu_seconds)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO results (key, kind, config, status, error, metrics, seconds, cpu_seconds,"
+            " simulator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         self.db.commit()
 
     def get(self, keys: Iterable[str] | None = None) -> list[dict]:
         """Stored records, all of them or those of `keys` (in the order stored)."""
-        query = "SELECT key, config, status, error, metrics, seconds, cpu_seconds FROM results ORDER BY rowid"
         wanted = set(keys) if keys is not None else None
         out = []
-        for key, config, status, error, metrics, seconds, cpu_seconds in self.db.execute(query):
+        for key, config, status, error, metrics, seconds, cpu_seconds in self._rows(
+                "key, config, status, error, metrics, seconds, cpu_seconds"):
             if wanted is not None and key not in wanted:
                 continue
             out.append({

@@ -12,6 +12,8 @@ import pytest
 
 from charon_ir.sweep import run_sweep, sweep
 from charon_ir.sweep import evaluate as evaluate_module
+from charon_ir.sweep import runner as runner_module
+from charon_ir.sweep.store import ResultStore, simulator_fingerprint
 from charon_ir.sweep.space import LATER_SETTINGS, load_space
 
 
@@ -52,6 +54,47 @@ def test_rerun_recomputes_nothing_stored(tiny_space, tmp_path, monkeypatch):
     retimed.clear()
     third = run_sweep(tiny_space, db=db)
     assert asked == [] and retimed == [] and third.evaluated == 0
+
+
+def test_results_another_simulator_stored_are_timed_again(tiny_space, tmp_path, monkeypatch):
+    db = tmp_path / "r.sqlite"
+    first = run_sweep(tiny_space, db=db, tier="fast")
+    # the same sweep after an upgrade (or a recalibration): nothing of the old
+    # version's is reused, every point is timed again and replaces its row
+    monkeypatch.setattr(runner_module, "simulator_fingerprint", lambda profile_db=None: "next-version")
+    second = run_sweep(tiny_space, db=db, tier="fast")
+    assert (second.reused, second.stale, second.evaluated) == (0, 24, 24)
+    assert metrics_by_key(second.records).keys() == metrics_by_key(first.records).keys()
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT DISTINCT simulator FROM results").fetchall() == [("next-version",)]
+    third = run_sweep(tiny_space, db=db, tier="fast")
+    assert (third.reused, third.stale, third.evaluated) == (24, 0, 0)
+
+
+def test_a_results_file_from_before_the_simulator_column_is_timed_again(tmp_path):
+    db = tmp_path / "old.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE results (key TEXT PRIMARY KEY, kind TEXT NOT NULL, config TEXT NOT NULL,"
+                    " status TEXT NOT NULL, error TEXT NOT NULL DEFAULT '', metrics TEXT,"
+                    " seconds REAL NOT NULL DEFAULT 0, cpu_seconds REAL NOT NULL DEFAULT 0)")
+        con.execute("INSERT INTO results (key, kind, config, status) VALUES ('k', 'training', '{}', 'ok')")
+    store = ResultStore(db, simulator=simulator_fingerprint())
+    assert store.stored_keys() == set() and store.stale_keys() == {"k"} and store.get() == []
+    store.close()
+    # read without a simulator (bench/bench_sweep.py): every row
+    assert [r["key"] for r in ResultStore(db).get()] == ["k"]
+
+
+def test_the_fingerprint_follows_the_profile_database_only_when_asked(tmp_path, tiny_space):
+    profile = tmp_path / "profile.db"
+    profile.write_bytes(b"x")
+    with_db = simulator_fingerprint(profile)
+    assert with_db != simulator_fingerprint() == simulator_fingerprint()
+    profile.write_bytes(b"xy")  # re-profiled
+    assert simulator_fingerprint(profile) != with_db
+    points = load_space(tiny_space).points()
+    assert runner_module._profile_db(points) is None
+    assert runner_module._profile_db(load_space({**tiny_space, "engines": "db,analytic"}).points()) is not None
 
 
 SLOW_SWEEP = """
