@@ -4,7 +4,9 @@ Each record of `validation/published.json` (or of `--set FILE`, a JSON list of
 records in the same form) becomes a simulate, serve or kernel run built from the
 record's own model, hardware and strategy; the command prints the error per
 record, the MAPE, the largest error and the mean signed error (bias) per source
-and overall. `--live` instead measures a small
+and overall. `--max-mape` and `--max-error` make it a gate (exit 1 past either,
+or when a record that should run fails), for a CI that guards the fidelity of a
+change. `--live` instead measures a small
 Llama training step on this machine and compares it with its simulation.
 """
 
@@ -34,12 +36,23 @@ def validate_command(
     ] = False,
     device: Annotated[str, typer.Option("--device", help="--live: cpu or cuda (default: cuda if present)")] = "",
     jobs: Annotated[int, typer.Option("--jobs", help="processes for training records (default: CPUs)")] = 0,
+    max_mape: Annotated[
+        float, typer.Option("--max-mape", help="exit 1 if the overall MAPE exceeds this fraction (0.10: 10 %)")
+    ] = 0.0,
+    max_error: Annotated[
+        float, typer.Option("--max-error", help="exit 1 if a record's |error| exceeds this fraction")
+    ] = 0.0,
 ) -> None:
     """Compare predictions with published (or, with --live, local) measurements."""
-    if jobs < 0:
-        from charon_ir.errors import CharonError
+    from charon_ir.errors import CharonError
 
+    if jobs < 0:
         raise CharonError(f"--jobs must be >= 0 (0: one per CPU), got {jobs}")
+    for flag, value in (("--max-mape", max_mape), ("--max-error", max_error)):
+        if value < 0:
+            raise CharonError(f"{flag} must be a fraction > 0 (0.10: 10 %), got {value:g}")
+    if live and (max_mape or max_error):
+        raise CharonError("--max-mape and --max-error gate the records' comparison, not --live")
     if live:
         from charon_ir.validation.live import format_live, run_live
 
@@ -48,10 +61,13 @@ def validate_command(
         return
     from charon_ir.validation import load_record_set
     from charon_ir.validation.report import format_results, results_json
-    from charon_ir.validation.runner import summarize, validate
+    from charon_ir.validation.runner import gate_failure, summarize, validate
 
     records = load_record_set(Path(record_set) if record_set else None)
     results = validate(records, only=only, jobs=jobs)
     summary = summarize(results)
     print(json.dumps(results_json(results, summary), indent=2) if as_json
-          else format_results(results, summary))
+          else format_results(results, summary), flush=True)
+    failure = gate_failure(results, summary, max_mape=max_mape, max_error=max_error)
+    if failure:
+        raise CharonError(failure)

@@ -320,6 +320,31 @@ class Summary:
     """Mean signed error (MAPE hides a one-sided error; this shows it)."""
 
 
+def gate_failure(results: Sequence[RecordResult], summary: Sequence[Summary], *,
+                 max_mape: float = 0.0, max_error: float = 0.0) -> str | None:
+    """The one line `charon validate --max-mape/--max-error` exits 1 with, or
+    None. With a gate set, a record that failed to run fails it too: a change
+    that breaks a record must not pass by dropping it from the MAPE."""
+    if not (max_mape or max_error):
+        return None
+    problems = []
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        problems.append(f"{len(failed)} record(s) failed to run, the first {failed[0].id}: {failed[0].note}")
+    overall = summary[-1]
+    if max_mape and overall.mape is not None and overall.mape > max_mape:
+        problems.append(f"MAPE {overall.mape:.1%} over {overall.compared} records exceeds "
+                        f"--max-mape {max_mape:.1%}")
+    if max_error:
+        beyond = sorted((r for r in results if r.error is not None and abs(r.error) > max_error),
+                        key=lambda r: -abs(r.error or 0.0))
+        if beyond:
+            worst = ", ".join(f"{r.id} ({r.error:+.1%})" for r in beyond[:3])
+            more = f" and {len(beyond) - 3} more" if len(beyond) > 3 else ""
+            problems.append(f"{len(beyond)} record(s) beyond --max-error {max_error:.1%}: {worst}{more}")
+    return "validate: " + "; ".join(problems) if problems else None
+
+
 def summarize(results: Sequence[RecordResult]) -> list[Summary]:
     """MAPE, max |error| and bias per (group, source), then per group (source
     `all`), then overall."""

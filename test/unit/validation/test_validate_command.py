@@ -4,14 +4,16 @@ never a crash on a record it cannot reproduce."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from typer.testing import CliRunner
 
+from charon_ir import cli
 from charon_ir.cli import app
 from charon_ir.validation import load_record_set, published_records
 from charon_ir.validation.report import format_results
-from charon_ir.validation.runner import RecordResult, run_training, summarize, validate
+from charon_ir.validation.runner import RecordResult, gate_failure, run_training, summarize, validate
 
 
 def records(*ids: str) -> list[dict]:
@@ -51,6 +53,44 @@ def test_summary_shows_the_mean_signed_error_beside_the_mape():
     text = format_results(results, summarize(results)).splitlines()
     assert text[-5].split()[-3:] == ["bias", "not", "compared"]
     assert text[-4].split() == ["training", "x", "2", "15.0%", "20.0%", "-5.0%", "0"]
+
+
+def test_gates_fail_past_the_mape_or_an_error_and_on_a_broken_record():
+    def row(id_: str, predicted: float, status: str = "ok", note: str = "") -> RecordResult:
+        return RecordResult(id=id_, group="training", source="x", status=status, note=note,
+                            quantity="iteration time (s)", measured=1.0, predicted=predicted)
+
+    ok = [row("a", 1.05), row("b", 0.9), row("skipped", 1.0, status="unsupported")]
+    summary = summarize(ok)
+    assert gate_failure(ok, summary) is None
+    assert gate_failure(ok, summary, max_mape=0.10, max_error=0.25) is None
+    assert gate_failure(ok, summary, max_mape=0.05) == (
+        "validate: MAPE 7.5% over 2 records exceeds --max-mape 5.0%")
+    assert gate_failure(ok, summary, max_error=0.08) == (
+        "validate: 1 record(s) beyond --max-error 8.0%: b (-10.0%)")
+    # a record the change broke fails the gate even though the MAPE is fine
+    broken = ok + [row("c", 0.0, status="failed", note="memory-analysis: ...")]
+    assert gate_failure(broken, summarize(broken), max_mape=0.10) == (
+        "validate: 1 record(s) failed to run, the first c: memory-analysis: ...")
+
+
+def test_gate_exit_status_and_line(charon_fails, capsys, monkeypatch):
+    assert CliRunner().invoke(app, ["validate", "--only", "comm", "--max-mape", "0.10",
+                                    "--max-error", "0.10"]).exit_code == 0
+    # past the gate: the report on stdout, then one error line and exit 1
+    monkeypatch.setattr(sys, "argv", ["charon", "validate", "--only", "comm", "--max-error", "0.05", "--json"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    out = capsys.readouterr()
+    assert exit_info.value.code == 1
+    assert len(json.loads(out.out)["records"]) == 10
+    assert out.err == ("error: validate: 2 record(s) beyond --max-error 5.0%: "
+                       "nccl_allreduce_a100_40gb_3node_4xhdr (-9.0%), "
+                       "nccl_allreduce_h100_8gpu_1048576B (+7.3%)\n")
+    assert charon_fails("validate", "--max-mape", "-0.1") == (
+        "error: --max-mape must be a fraction > 0 (0.10: 10 %), got -0.1")
+    assert charon_fails("validate", "--live", "--max-error", "0.1") == (
+        "error: --max-mape and --max-error gate the records' comparison, not --live")
 
 
 def test_inference_records_never_crash():
