@@ -50,7 +50,7 @@ def validate_command(
         raise CharonError(f"--jobs must be >= 0 (0: one per CPU), got {jobs}")
     for flag, value in (("--max-mape", max_mape), ("--max-error", max_error)):
         if value < 0:
-            raise CharonError(f"{flag} must be a fraction > 0 (0.10: 10 %), got {value:g}")
+            raise CharonError(f"{flag} must be >= 0 (a fraction, 0.10: 10 %; 0: no gate), got {value:g}")
     if live and (max_mape or max_error):
         raise CharonError("--max-mape and --max-error gate the records' comparison, not --live")
     if live:

@@ -223,7 +223,7 @@ def run_sweep(
     ray_started = _ray_connect(jobs if jobs > 1 else 0, ray_address) if ray or ray_address else False
     store = None
     try:
-        store = ResultStore(db, simulator=simulator_fingerprint(_profile_db(points)))
+        store = ResultStore(db, simulator=simulator_fingerprint(_profile_db(points), _input_files(points)))
         stored = store.stored_keys()
         todo = [p for p in points if p.key not in stored]
         stale = store.stale_keys() & {p.key for p in todo}
@@ -287,6 +287,13 @@ def _profile_db(points: list[Point]) -> Path | None:
     from charon_ir.profile.store import default_db_path
 
     return default_db_path()
+
+
+def _input_files(points: list[Point]) -> set[Path]:
+    """The files the points read (a model or cluster given by path): a stored
+    time is stale once one of them changes, though the point's key is the same."""
+    return {Path(v) for p in points for v in p.config.values()
+            if isinstance(v, str) and v and Path(v).is_file()}
 
 
 def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int,

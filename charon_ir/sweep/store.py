@@ -40,37 +40,6 @@ COLUMNS = ("key", "kind", "config", "status", "error", "metrics", "seconds", "cp
 """The columns an existing results table needs (one written before `simulator`
 existed gets that column added, its rows naming no simulator)."""
 
-SIMULATOR_PACKAGES = ("charon_ir", "charon_ir.dialects", "charon_ir.passes", "charon_ir.lowering")
-"""The code and data that time a point: the package and the three it maps in
-from the repository's top level (an editable install keeps them apart)."""
-
-
-def simulator_fingerprint(profile_db: Path | None = None) -> str:
-    """16 hex digits of sha256 over the simulator's files (code, GPU specs,
-    calibration data, bundled configs) and, when the `db` engine prices,
-    `profile_db`'s size and modification time. Any edit changes it: a stored
-    time is reused only by the very simulator that computed it."""
-    digest = hashlib.sha256()
-    for name in SIMULATOR_PACKAGES:
-        spec = importlib.util.find_spec(name)
-        if spec is None or not spec.submodule_search_locations:
-            continue
-        root = Path(next(iter(spec.submodule_search_locations)))
-        sub = {Path(*n.split(".")[1:]) for n in SIMULATOR_PACKAGES if n.startswith(name + ".")}
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root)
-            if path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".pyc" \
-                    and not any(rel.is_relative_to(s) for s in sub):
-                digest.update(f"{name}/{rel.as_posix()}\0".encode())
-                digest.update(path.read_bytes())
-    if profile_db is not None:
-        try:
-            st = profile_db.stat()
-            digest.update(f"profile-db {st.st_size} {st.st_mtime_ns}".encode())
-        except OSError:
-            digest.update(b"profile-db missing")
-    return digest.hexdigest()[:16]
-
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -204,3 +173,43 @@ def _check_file(path: Path) -> None:
         raise CharonError(f"--db {path}: cannot read it: {e.strerror or e}") from None
     if header and header != SQLITE_HEADER:
         raise CharonError(f"--db {path}: not a sqlite file (a sweep's results file)")
+
+
+SIMULATOR_PACKAGES = ("charon_ir", "charon_ir.dialects", "charon_ir.passes", "charon_ir.lowering")
+"""The code and data that time a point: the package and the three it maps in
+from the repository's top level (an editable install keeps them apart)."""
+
+
+def simulator_fingerprint(profile_db: Path | None = None, inputs: Iterable[Path] = ()) -> str:
+    """16 hex digits of sha256 over the simulator's files (code, GPU specs,
+    calibration data, bundled configs), the contents of `inputs` (the files the
+    points name: a model's config.json or .mlir, a cluster file) and, when the
+    `db` engine prices, `profile_db`'s size and modification time. Any edit
+    changes it: a stored time is reused only by the very simulator, and inputs,
+    that computed it."""
+    digest = hashlib.sha256()
+    for name in SIMULATOR_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        sub = {Path(*n.split(".")[1:]) for n in SIMULATOR_PACKAGES if n.startswith(name + ".")}
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".pyc" \
+                    and not any(rel.is_relative_to(s) for s in sub):
+                digest.update(f"{name}/{rel.as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    for path in sorted(set(inputs)):
+        digest.update(f"input {path}\0".encode())
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"unreadable")
+    if profile_db is not None:
+        try:
+            st = profile_db.stat()
+            digest.update(f"profile-db {st.st_size} {st.st_mtime_ns}".encode())
+        except OSError:
+            digest.update(b"profile-db missing")
+    return digest.hexdigest()[:16]

@@ -61,7 +61,7 @@ def test_results_another_simulator_stored_are_timed_again(tiny_space, tmp_path, 
     first = run_sweep(tiny_space, db=db, tier="fast")
     # the same sweep after an upgrade (or a recalibration): nothing of the old
     # version's is reused, every point is timed again and replaces its row
-    monkeypatch.setattr(runner_module, "simulator_fingerprint", lambda profile_db=None: "next-version")
+    monkeypatch.setattr(runner_module, "simulator_fingerprint", lambda *inputs: "next-version")
     second = run_sweep(tiny_space, db=db, tier="fast")
     assert (second.reused, second.stale, second.evaluated) == (0, 24, 24)
     assert metrics_by_key(second.records).keys() == metrics_by_key(first.records).keys()
@@ -69,6 +69,17 @@ def test_results_another_simulator_stored_are_timed_again(tiny_space, tmp_path, 
         assert con.execute("SELECT DISTINCT simulator FROM results").fetchall() == [("next-version",)]
     third = run_sweep(tiny_space, db=db, tier="fast")
     assert (third.reused, third.stale, third.evaluated) == (24, 0, 0)
+
+
+def test_an_edited_model_file_makes_its_stored_results_stale(tiny_space, tmp_path):
+    model = tmp_path / "step.mlir"
+    model.write_text(open(tiny_space["model"]).read())
+    space = {**tiny_space, "model": str(model), "tp": [1, 2], "recompute": ["none"], "zero": [0]}
+    first = run_sweep(space, db=tmp_path / "r.sqlite", tier="fast")
+    assert runner_module._input_files(load_space(space).points()) == {model}
+    model.write_text(model.read_text() + "// edited\n")
+    second = run_sweep(space, db=tmp_path / "r.sqlite", tier="fast")
+    assert second.stale == second.evaluated == len(first.records) and second.reused == 0
 
 
 def test_a_results_file_from_before_the_simulator_column_is_timed_again(tmp_path):

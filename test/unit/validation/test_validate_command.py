@@ -88,7 +88,7 @@ def test_gate_exit_status_and_line(charon_fails, capsys, monkeypatch):
                        "nccl_allreduce_a100_40gb_3node_4xhdr (-9.0%), "
                        "nccl_allreduce_h100_8gpu_1048576B (+7.3%)\n")
     assert charon_fails("validate", "--max-mape", "-0.1") == (
-        "error: --max-mape must be a fraction > 0 (0.10: 10 %), got -0.1")
+        "error: --max-mape must be >= 0 (a fraction, 0.10: 10 %; 0: no gate), got -0.1")
     assert charon_fails("validate", "--live", "--max-error", "0.1") == (
         "error: --max-mape and --max-error gate the records' comparison, not --live")
 
