@@ -24,7 +24,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -112,6 +112,10 @@ class DeferredOutputFile(io.StringIO):
             f.write(text)
 
 
+XDSL_TARGETS = ("mlir",)
+"""The targets of stock xDSL kept beside Charon-IR's own (`simulate`)."""
+
+
 class CharonOptMain(xDSLOptMain):
     _deferred_output: DeferredOutputFile | None = None
 
@@ -139,6 +143,10 @@ class CharonOptMain(xDSLOptMain):
 
     def register_all_targets(self):
         super().register_all_targets()
+        # xDSL's code generators (llvm, riscv-asm, wgsl, ...) have nothing to lower a
+        # simulation to: printing the IR and simulating it are the targets here
+        self.available_targets = {name: factory for name, factory in self.available_targets.items()
+                                  if name in XDSL_TARGETS}
         for name, factory in ALL_TARGETS.items():
             self.available_targets.setdefault(name, factory)
 
@@ -195,8 +203,20 @@ class CharonOptMain(xDSLOptMain):
             super().setup_pipeline()
         except CharonError:
             raise
+        except ArgSpecParseError as e:  # a BaseException in xDSL: the spec's syntax
+            raise CharonError(f"invalid pass pipeline '{self.args.passes}': {spec_syntax_error(e)}") from None
         except Exception as e:  # xDSL raises ValueError/Exception for bad specs
             raise CharonError(f"invalid pass pipeline '{self.args.passes}': {first_line(e)}") from None
+
+
+def spec_syntax_error(error: ArgSpecParseError) -> str:
+    """`column C: what` from xDSL's multi-line pipeline syntax error (its lines:
+    a header, `pass-pipeline:L:C`, the spec, a caret, the message)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    where = next((line for line in lines if line.startswith("pass-pipeline:")), "")
+    column = where.rsplit(":", 1)[-1] if where else ""
+    message = lines[-1] if lines else "malformed"
+    return f"column {column}: {message}" if column.isdigit() else message
 
 
 def strip_module_wrapper(pipeline: str) -> str:
