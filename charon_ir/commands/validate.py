@@ -13,6 +13,7 @@ Llama training step on this machine and compares it with its simulation.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -49,10 +50,15 @@ def validate_command(
     if jobs < 0:
         raise CharonError(f"--jobs must be >= 0 (0: one per CPU), got {jobs}")
     for flag, value in (("--max-mape", max_mape), ("--max-error", max_error)):
-        if value < 0:
-            raise CharonError(f"{flag} must be >= 0 (a fraction, 0.10: 10 %; 0: no gate), got {value:g}")
-    if live and (max_mape or max_error):
-        raise CharonError("--max-mape and --max-error gate the records' comparison, not --live")
+        if not math.isfinite(value) or value < 0:
+            raise CharonError(f"{flag} must be a finite number >= 0 (a fraction, 0.10: 10 %; 0: no gate), "
+                              f"got {value:g}")
+    if live:
+        given = [flag for flag, value in (("--set", record_set), ("--only", only), ("--jobs", jobs),
+                                          ("--max-mape", max_mape), ("--max-error", max_error)) if value]
+        if given:
+            raise CharonError(f"--live measures a step on this machine: {', '.join(given)} "
+                              "apply to the records' comparison")
     if live:
         from charon_ir.validation.live import format_live, run_live
 

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, replace
 from functools import cache
 from math import log
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from charon_ir.engines import collectives, compute_efficiency
 from charon_ir.engines.analytic import attention_time_s, matmul_time_s
@@ -75,12 +76,16 @@ def _records() -> tuple[dict[str, Any], ...]:
     return published_records()
 
 
-def kernel_records() -> list[dict[str, Any]]:
-    return [r for r in _records() if r["category"] == "kernel_microbenchmark"]
+def kernel_records(records: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The kernel records among `records` (default: the shipped ones)."""
+    return [r for r in (_records() if records is None else records)
+            if r["category"] == "kernel_microbenchmark"]
 
 
-def comm_records() -> list[dict[str, Any]]:
-    return [r for r in _records() if r["category"] == "comm_microbenchmark"]
+def comm_records(records: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The NCCL records among `records` (default: the shipped ones)."""
+    return [r for r in (_records() if records is None else records)
+            if r["category"] == "comm_microbenchmark"]
 
 
 def layer_records() -> list[dict[str, Any]]:
@@ -127,9 +132,9 @@ def predict_attention(record: dict[str, Any], gpu: GpuSpec) -> tuple[float, str]
     return counted / t / 1e12, setup
 
 
-def kernel_comparisons() -> list[Comparison]:
+def kernel_comparisons(records: Sequence[dict[str, Any]] | None = None) -> list[Comparison]:
     out = []
-    for r in kernel_records():
+    for r in kernel_records(records):
         name = record_gpu(r)
         gpu = load_gpu(name)
         if r["metric"] == "attention_tflops":
@@ -209,9 +214,9 @@ def _message_size(record: dict[str, Any]) -> int:
     return 2**30
 
 
-def comm_scenarios() -> list[CommScenario]:
+def comm_scenarios(records: Sequence[dict[str, Any]] | None = None) -> list[CommScenario]:
     out = []
-    for r in comm_records():
+    for r in comm_records(records):
         name = record_gpu(r)
         gpu = load_gpu(name)
         nics, gbps = _nics(r, gpu)
@@ -237,9 +242,9 @@ def predict_busbw(sc: CommScenario) -> tuple[float, str]:
     return busbw, setup
 
 
-def comm_comparisons() -> list[Comparison]:
+def comm_comparisons(records: Sequence[dict[str, Any]] | None = None) -> list[Comparison]:
     out = []
-    for sc in comm_scenarios():
+    for sc in comm_scenarios(records):
         pred, setup = predict_busbw(sc)
         out.append(Comparison(sc.id, "nccl", sc.gpu, sc.measured_gbps, pred, "GB/s", setup,
                               sc.primary))

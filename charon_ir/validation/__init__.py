@@ -7,6 +7,7 @@ inference records with their sources), and `charon validate`'s machinery:
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -67,6 +68,10 @@ def _check_record(record: dict[str, Any], where: str) -> None:
         value = record[key]
         if not isinstance(value, kind) or isinstance(value, bool):
             raise CharonError(f"{where}: '{key}' must be {JSON_TYPE[kind]}, got {json.dumps(value)}")
+    # a measurement is a time, a rate or a size: NaN, infinite, zero or negative compares nothing
+    if not math.isfinite(record["value"]) or record["value"] <= 0:
+        raise CharonError(f"{where} ('{record['id']}'): 'value' must be a finite number > 0, "
+                          f"got {json.dumps(record['value'])}")
     if record["category"] not in ("training", "training_microbenchmark"):
         return
     # a per-layer record is simulated as its step (validation/layers.py)

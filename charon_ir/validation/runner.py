@@ -176,30 +176,30 @@ def _weight(record: dict[str, Any]) -> float:
 
 
 def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
-    """The analytic engine's reproduction of the kernel and NCCL records."""
+    """The analytic engine's reproduction of the kernel and NCCL records: each
+    record's own GPU, shape or message size and measured value."""
     from charon_ir.engines import calibration
 
-    wanted = {r["id"] for r in records}
-    by_id = {r["id"]: r for r in records}
     results = []
-    seen = set()
-    for row in calibration.comparisons(layers=False):
-        if row.id not in wanted or not row.primary:
-            continue
-        seen.add(row.id)
-        record = by_id[row.id]
-        results.append(RecordResult(
-            id=row.id, group=CATEGORY_GROUP[record["category"]], source=source_of(record),
-            status="ok", quantity=row.unit, measured=row.measured, predicted=row.predicted,
-            published=f"{record['value']:g} {record['unit']}", note=row.setup,
-        ))
     for record in records:
-        if record["id"] not in seen:
-            results.append(RecordResult(
-                id=record["id"], group=CATEGORY_GROUP[record["category"]],
-                source=source_of(record), status="unsupported",
-                note="no reproduction in engines/calibration.py",
-            ))
+        group = CATEGORY_GROUP[record["category"]]
+        base = dict(id=record["id"], group=group, source=source_of(record))
+        try:
+            rows = (calibration.kernel_comparisons if group == "kernel"
+                    else calibration.comm_comparisons)([record])
+        except (ValueError, KeyError, TypeError, CharonError) as e:
+            results.append(RecordResult(**base, status="unsupported", note=str(e).splitlines()[0] if str(e) else type(e).__name__))
+            continue
+        primary = [row for row in rows if row.primary]
+        if not primary:
+            results.append(RecordResult(**base, status="unsupported",
+                                        note="no reproduction in engines/calibration.py"))
+            continue
+        row = primary[0]
+        results.append(RecordResult(
+            **base, status="ok", quantity=row.unit, measured=row.measured, predicted=row.predicted,
+            published=f"{record['value']:g} {record.get('unit', '')}".strip(), note=row.setup,
+        ))
     return results
 
 
@@ -327,21 +327,23 @@ def gate_failure(results: Sequence[RecordResult], summary: Sequence[Summary], *,
     that breaks a record must not pass by dropping it from the MAPE."""
     if not (max_mape or max_error):
         return None
+    overall = summary[-1] if summary else None
+    if overall is None or not overall.compared:
+        return "validate: no record was compared, so there is nothing to gate"
     problems = []
     failed = [r for r in results if r.status == "failed"]
     if failed:
         problems.append(f"{len(failed)} record(s) failed to run, the first {failed[0].id}: {failed[0].note}")
-    overall = summary[-1]
     if max_mape and overall.mape is not None and overall.mape > max_mape:
         problems.append(f"MAPE {overall.mape:.1%} over {overall.compared} records exceeds "
-                        f"--max-mape {max_mape:.1%}")
+                        f"--max-mape {max_mape * 100:g}%")
     if max_error:
         beyond = sorted((r for r in results if r.error is not None and abs(r.error) > max_error),
                         key=lambda r: -abs(r.error or 0.0))
         if beyond:
             worst = ", ".join(f"{r.id} ({r.error:+.1%})" for r in beyond[:3])
             more = f" and {len(beyond) - 3} more" if len(beyond) > 3 else ""
-            problems.append(f"{len(beyond)} record(s) beyond --max-error {max_error:.1%}: {worst}{more}")
+            problems.append(f"{len(beyond)} record(s) beyond --max-error {max_error * 100:g}%: {worst}{more}")
     return "validate: " + "; ".join(problems) if problems else None
 
 

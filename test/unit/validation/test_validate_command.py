@@ -65,9 +65,13 @@ def test_gates_fail_past_the_mape_or_an_error_and_on_a_broken_record():
     assert gate_failure(ok, summary) is None
     assert gate_failure(ok, summary, max_mape=0.10, max_error=0.25) is None
     assert gate_failure(ok, summary, max_mape=0.05) == (
-        "validate: MAPE 7.5% over 2 records exceeds --max-mape 5.0%")
-    assert gate_failure(ok, summary, max_error=0.08) == (
-        "validate: 1 record(s) beyond --max-error 8.0%: b (-10.0%)")
+        "validate: MAPE 7.5% over 2 records exceeds --max-mape 5%")
+    assert gate_failure(ok, summary, max_error=0.0008) == (
+        "validate: 2 record(s) beyond --max-error 0.08%: b (-10.0%), a (+5.0%)")
+    # nothing compared (an unknown id, every record unsupported): no pass by default
+    skipped = ok[2:]
+    assert gate_failure(skipped, summarize(skipped), max_mape=0.10) == (
+        "validate: no record was compared, so there is nothing to gate")
     # a record the change broke fails the gate even though the MAPE is fine
     broken = ok + [row("c", 0.0, status="failed", note="memory-analysis: ...")]
     assert gate_failure(broken, summarize(broken), max_mape=0.10) == (
@@ -84,13 +88,26 @@ def test_gate_exit_status_and_line(charon_fails, capsys, monkeypatch):
     out = capsys.readouterr()
     assert exit_info.value.code == 1
     assert len(json.loads(out.out)["records"]) == 10
-    assert out.err == ("error: validate: 2 record(s) beyond --max-error 5.0%: "
+    assert out.err == ("error: validate: 2 record(s) beyond --max-error 5%: "
                        "nccl_allreduce_a100_40gb_3node_4xhdr (-9.0%), "
                        "nccl_allreduce_h100_8gpu_1048576B (+7.3%)\n")
-    assert charon_fails("validate", "--max-mape", "-0.1") == (
-        "error: --max-mape must be >= 0 (a fraction, 0.10: 10 %; 0: no gate), got -0.1")
-    assert charon_fails("validate", "--live", "--max-error", "0.1") == (
-        "error: --max-mape and --max-error gate the records' comparison, not --live")
+    for value in ("-0.1", "nan", "inf"):
+        assert charon_fails("validate", "--max-mape", value) == (
+            "error: --max-mape must be a finite number >= 0 (a fraction, 0.10: 10 %; 0: no gate), "
+            f"got {float(value):g}")
+    assert charon_fails("validate", "--live", "--only", "comm", "--max-error", "0.1") == (
+        "error: --live measures a step on this machine: --only, --max-error apply to the records' "
+        "comparison")
+
+
+def test_a_set_file_kernel_or_comm_record_is_compared_as_written(tmp_path):
+    [nccl, gemm] = records("nccl_allreduce_h100_8gpu_1048576B", "mamf_NVIDIA_H100_SXM")
+    halved = {**nccl, "id": "mine", "value": nccl["value"] / 2}
+    unknown = {**gemm, "id": "tpu", "hardware": {**gemm["hardware"], "gpu": "Q9000"}}
+    by_id = {r.id: r for r in validate([nccl, halved, unknown])}
+    assert by_id["mine"].measured == pytest.approx(by_id[nccl["id"]].measured / 2)
+    assert by_id["mine"].predicted == by_id[nccl["id"]].predicted
+    assert by_id["tpu"].status == "unsupported" and "Q9000" in by_id["tpu"].note
 
 
 def test_inference_records_never_crash():
@@ -135,6 +152,10 @@ KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "v
         # the runner used to crash on these (TypeError, KeyError: an internal error)
         ([{**KERNEL, "model": None}], "error: {path}: record 0: 'model' must be a JSON object, got null"),
         ([{**KERNEL, "value": True}], "error: {path}: record 0: 'value' must be a number, got true"),
+        ([{**KERNEL, "value": 0}], "error: {path}: record 0 ('k'): 'value' must be a finite number > 0, got 0"),
+        ('[{"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "value": NaN, '
+         '"model": {}, "hardware": {}, "strategy": {}}]',
+         "error: {path}: record 0 ('k'): 'value' must be a finite number > 0, got NaN"),
         ([{**TRAINING, "hardware": {}}],
          "error: {path}: record 0 ('t'): training record needs 'hardware.num_gpus' as an integer >= 1, got null"),
         ([{**TRAINING, "model": {**TRAINING["model"], "seq_len": "long"}}],
