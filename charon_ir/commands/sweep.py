@@ -131,10 +131,10 @@ def sweep_command(
     if name:
         raw["name"] = name
     flags = locals()
-    for name in AXIS_FLAGS:
-        if flags[name]:
-            raw[name] = _axis(FLAG_NAMES.get(name, f"--{name.replace('_', '-')}"), flags[name])
-    space = load_space(raw, where=str(space_file) if space_file is not None else "space")
+    given = frozenset(name for name in AXIS_FLAGS if flags[name])
+    for name in given:
+        raw[name] = _axis(FLAG_NAMES.get(name, f"--{name.replace('_', '-')}"), flags[name])
+    space = load_space(raw, where=str(space_file) if space_file is not None else "space", flag_keys=given)
     # every flag and output path is checked before the sweep runs, not after it
     if top < 0:
         raise CharonError(f"--top must be >= 1 (0: the space's, {space.top}), got {top}")
@@ -153,6 +153,7 @@ def sweep_command(
             raise CharonError(f"the sweep's name '{space.name}' is a path, not a name (the results "
                               f"go to ./<name>.sqlite; give --db for another place)")
         db = Path(f"{space.name}.sqlite")
+    created = not Path(db).exists()
     try:
         result = run_sweep(
             space, db=db, jobs=jobs, ray=ray, ray_address=ray_address or None,
@@ -176,7 +177,11 @@ def sweep_command(
     else:
         _print_summary(summary, space.top, written, result.pending)
     if not summary["ranking"] and not result.pending:
-        # the summary above says why each point fails; the exit status says none runs
+        # the summary above says why each point fails; the exit status says none runs, and
+        # a results file this run created holds nothing to resume or rank: no file is left
+        if created:
+            for path in (Path(db), Path(f"{db}-wal"), Path(f"{db}-shm")):
+                path.unlink(missing_ok=True)
         raise CharonError(_nothing_runs(summary))
 
 

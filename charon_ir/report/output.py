@@ -33,8 +33,18 @@ def check_output_dir(path: str | Path, flag: str) -> None:
     if path.exists() and not path.is_dir():
         raise CharonError(f"{flag} {path}: exists and is not a directory")
     existing = next(p for p in (path, *path.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
+    if not existing.is_dir() or not os.access(existing, os.W_OK) or not _can_create_in(existing):
         raise CharonError(f"{flag} {path}: {existing} is not a writable directory")
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Whether a folder can really be made in `folder` (made and removed again):
+    `os.access` says yes to root on read-only mounts and pseudo file systems."""
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=folder, prefix=".charon-check-"))
+    except OSError:
+        return False
+    return True
 
 
 def cannot_write(path: str | Path, error: OSError) -> CharonError:

@@ -171,6 +171,10 @@ class Space:
     name: str = "sweep"
     gpu_hour_cost: dict[str, float] = field(default_factory=dict)
     top: int = 10
+    where: str = ""
+    """The file it was read from ("" for none): errors in its values name it."""
+    flag_keys: frozenset[str] = frozenset()
+    """Settings given on the command line over the file's (their errors name no file)."""
 
     @property
     def size(self) -> int:
@@ -187,6 +191,13 @@ class Space:
         seen: set[str] = set()
         out: list[Point] = []
         model_info: dict[str, ModelShape | None] = {}
+        for key, values in [*((k, [v]) for k, v in self.fixed.items()), *self.axes.items()]:
+            for value in values:
+                try:
+                    _typed(key, value, defaults[key])
+                except CharonError as e:
+                    in_file = self.where and key not in self.flag_keys
+                    raise CharonError(f"{self.where}: {e}" if in_file else str(e)) from None
         for values in itertools.product(*(self.axes[n] for n in names)):
             config = normalise(self.kind, {**defaults, **self.fixed, **dict(zip(names, values))})
             key = config_key(config)
@@ -212,19 +223,26 @@ def _canonical_name(key: str) -> str:
     return key.strip().replace("-", "_")
 
 
-def load_space(source: str | Path | dict[str, Any], where: str = "space") -> Space:
+def load_space(source: str | Path | dict[str, Any], where: str = "space",
+               flag_keys: frozenset[str] = frozenset()) -> Space:
     """A space from a YAML file or a dict; bad keys are one-line errors (naming
-    the file, or `where` for a dict: the file it was read from)."""
+    the file, or `where` for a dict: the file it was read from, `flag_keys`
+    the settings the command line gave over it)."""
     if isinstance(source, dict):
         raw = source
+        file = "" if where == "space" else where
     else:
-        where = str(source)
+        where = file = str(source)
         raw = read_space_file(source)
     raw = {_canonical_name(str(k)): v for k, v in raw.items()}
     kind = raw.pop("kind", "training")
     if kind not in ("training", "serving"):
         raise CharonError(f"{where}: 'kind' must be training or serving, got '{kind}'")
-    name = str(raw.pop("name", Path(where).stem if not isinstance(source, dict) else "sweep"))
+    name = raw.pop("name", Path(where).stem if not isinstance(source, dict) else "sweep")
+    if not isinstance(name, (str, int)) or isinstance(name, bool) or not str(name).strip():
+        raise CharonError(f"{where}: 'name' must be a non-empty string (the results go to "
+                          f"./<name>.sqlite), got {name!r}")
+    name = str(name)
     costs = raw.pop("gpu_hour_cost", None) or {}
     if not isinstance(costs, dict):
         raise CharonError(f"{where}: 'gpu_hour_cost' must map GPU names to dollars per hour, got {costs!r}")
@@ -258,7 +276,8 @@ def load_space(source: str | Path | dict[str, Any], where: str = "space") -> Spa
             fixed[key] = _scalar(where, key, value)
     if not (fixed.get("model") or axes.get("model")):
         raise CharonError(f"{where}: 'model' is required")
-    return Space(kind, fixed, axes, name, costs, top)
+    return Space(kind, fixed, axes, name, costs, top, file,
+                 frozenset(_canonical_name(k) for k in flag_keys))
 
 
 def read_space_file(path: str | Path) -> dict[str, Any]:
@@ -304,9 +323,13 @@ def _typed(key: str, value: Any, default: Any) -> Any:
             # int(1.5) would be 1: a sweep of other points than the ones asked for
             raise CharonError(f"'{key}' must be {what}, got {value!r}")
         try:
-            return number(value)
-        except (TypeError, ValueError):
+            typed = number(value)
+        except (TypeError, ValueError, OverflowError):
             raise CharonError(f"'{key}' must be {what}, got {value!r}") from None
+        # counts, sizes and rates: none is negative (0 is each one's "unset" or "auto")
+        if not typed >= 0 or typed == float("inf"):
+            raise CharonError(f"'{key}' must be {what} >= 0, got {value!r}")
+        return typed
     return str(value) if value is not None else ""
 
 
@@ -412,8 +435,6 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
                 f"got '{config['attention_kernel']}'")
     if config["dp_bucket_mb"] < 1:
         return f"dp_bucket_mb must be >= 1, got {config['dp_bucket_mb']}"
-    if config["memory_limit_gb"] < 0:
-        return f"memory_limit_gb must be >= 0 (0: the GPU's memory), got {config['memory_limit_gb']}"
     if config["dp_overlap_param_gather"] and config["zero"] not in (1, 2):
         return "dp_overlap_param_gather needs zero 1 or 2 (only they gather updated parameters)"
     if config["tp_comm_overlap"] and not config["sequence_parallel"]:

@@ -122,12 +122,15 @@ class ResultStore:
             )
             for r in records
         ]
-        self.db.executemany(
-            "INSERT OR REPLACE INTO results (key, kind, config, status, error, metrics, seconds, cpu_seconds,"
-            " simulator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        self.db.commit()
+        try:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO results (key, kind, config, status, error, metrics, seconds,"
+                " cpu_seconds, simulator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self.db.commit()
+        except sqlite3.Error as e:  # a read-only mount or an immutable file, a full disk
+            raise CharonError(f"--db {self.path}: cannot write to it ({e})") from None
 
     def get(self, keys: Iterable[str] | None = None) -> list[dict]:
         """Stored records, all of them or those of `keys` (in the order stored)."""
@@ -137,15 +140,19 @@ class ResultStore:
                 "key, config, status, error, metrics, seconds, cpu_seconds"):
             if wanted is not None and key not in wanted:
                 continue
-            out.append({
-                "key": key,
-                "config": json.loads(config),
-                "status": status,
-                "error": error,
-                "metrics": json.loads(metrics) if metrics else None,
-                "seconds": seconds,
-                "cpu_seconds": cpu_seconds,
-            })
+            try:
+                out.append({
+                    "key": key,
+                    "config": json.loads(config),
+                    "status": status,
+                    "error": error,
+                    "metrics": json.loads(metrics) if metrics else None,
+                    "seconds": seconds,
+                    "cpu_seconds": cpu_seconds,
+                })
+            except (TypeError, json.JSONDecodeError) as e:
+                raise CharonError(f"--db {self.path}: the row of point {key} is not a sweep's "
+                                  f"record ({e}); give another --db") from None
         return out
 
     def close(self) -> None:
@@ -162,10 +169,13 @@ def _check_file(path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CharonError(f"--db {path}: cannot create directory {path.parent}: {e.strerror or e}") from None
+    if not os.access(path.parent, os.W_OK):
+        # an existing file too: sqlite writes its write-ahead log beside it
+        raise CharonError(f"--db {path}: directory {path.parent} is not writable")
     if not path.exists():
-        if not os.access(path.parent, os.W_OK):
-            raise CharonError(f"--db {path}: directory {path.parent} is not writable")
         return
+    if not os.access(path, os.W_OK):
+        raise CharonError(f"--db {path}: the file is not writable")
     try:
         with path.open("rb") as f:
             header = f.read(len(SQLITE_HEADER))

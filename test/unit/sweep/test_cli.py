@@ -57,8 +57,11 @@ def test_a_bad_value_is_one_line_naming_its_setting(charon_fails, tmp_path):
     space = tmp_path / "s.yaml"
     space.write_text(f"model: {TINY_STEP}\ngpus: 8\ntp_comm_overlap: [false, maybe]\n")
     line = charon_fails("sweep", str(space), "--db", str(tmp_path / "s.sqlite"))
-    assert line == "error: 'tp_comm_overlap' must be true or false, got 'maybe'"
+    assert line == f"error: {space}: 'tp_comm_overlap' must be true or false, got 'maybe'"
     assert not (tmp_path / "s.sqlite").exists()
+    # the same value from a flag over the file names the setting only
+    line = charon_fails("sweep", str(space), "--tp-comm-overlap", "perhaps", "--db", str(tmp_path / "s.sqlite"))
+    assert line == "error: 'tp_comm_overlap' must be true or false, got 'perhaps'"
 
 
 def test_an_unknown_optimizer_is_pruned_by_its_rule(tmp_path):
@@ -241,7 +244,12 @@ def test_a_sweep_where_nothing_runs_fails_after_its_summary(monkeypatch, capsys,
     assert code == 1 and "Traceback" not in out.err
     assert out.err.splitlines() == [NOTHING_RUNS]
     assert "illegal: parallel degrees" in out.out  # the summary says why, the exit status that none runs
-    assert db.exists() and not plot.exists()  # the results are kept (a rerun reuses them), no empty plots
+    # bad input leaves no file: the results file this run created holds no point that runs
+    assert not db.exists() and not plot.exists()
+    # one that was there before (a resumed sweep) is kept
+    db.write_bytes(b"")
+    code, out = _run_in_process(monkeypatch, capsys, "sweep", *FLAGS, "--tp", "0", "--db", str(db))
+    assert code == 1 and db.stat().st_size > 0
 
 
 def test_a_sweep_where_nothing_runs_prints_its_json_then_fails(monkeypatch, capsys, tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from charon_ir.sweep import run_sweep, sweep
 from charon_ir.sweep import evaluate as evaluate_module
 from charon_ir.sweep import runner as runner_module
+from charon_ir.errors import CharonError
 from charon_ir.sweep.store import ResultStore, simulator_fingerprint
 from charon_ir.sweep.space import LATER_SETTINGS, load_space
 
@@ -94,6 +95,19 @@ def test_a_results_file_from_before_the_simulator_column_is_timed_again(tmp_path
     store.close()
     # read without a simulator (bench/bench_sweep.py): every row
     assert [r["key"] for r in ResultStore(db).get()] == ["k"]
+
+
+def test_a_tampered_row_or_an_unwritable_file_is_one_line(tiny_space, tmp_path):
+    db = tmp_path / "r.sqlite"
+    run_sweep({**tiny_space, "tp": [1]}, db=db, tier="fast")
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE results SET metrics = '{bad' WHERE rowid = 1")
+    with pytest.raises(CharonError, match=r"--db .*r.sqlite: the row of point \w+ is not a sweep's record"):
+        ResultStore(db).get()
+    store = ResultStore(db)
+    store.db.execute("PRAGMA query_only = ON")  # as a read-only mount or an immutable file
+    with pytest.raises(CharonError, match=r"--db .*r.sqlite: cannot write to it \(attempt to write"):
+        store.put([{"key": "k", "config": {}, "status": "ok"}], "training")
 
 
 def test_the_fingerprint_follows_the_profile_database_only_when_asked(tmp_path, tiny_space):

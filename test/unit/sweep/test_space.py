@@ -110,7 +110,6 @@ LLAMA = ModelShape(layers=8, heads=8, kv_heads=2, experts=0, params=10**9)
         ({"gpus": 8, "optimizer": "adamw9"}, "optimizer must be fused, unfused-fp16, unfused-bf16, got 'adamw9'"),
         ({"gpus": 8, "attention_kernel": "flash9"}, "attention_kernel must be flash2, flash3, triton or empty"),
         ({"gpus": 8, "dp_bucket_mb": 0}, "dp_bucket_mb must be >= 1, got 0"),
-        ({"gpus": 8, "memory_limit_gb": -1}, "memory_limit_gb must be >= 0"),
         ({"gpus": 8, "zero": 3, "dp_overlap_param_gather": True}, "dp_overlap_param_gather needs zero 1 or 2"),
         ({"gpus": 8, "tp": 2, "tp_comm_overlap": True}, "tp_comm_overlap needs tp > 1 and sequence_parallel"),
         ({"gpus": 8, "tp": 1, "sequence_parallel": True, "tp_comm_overlap": True}, "tp_comm_overlap needs tp > 1"),
@@ -143,10 +142,22 @@ def test_bad_spaces_are_one_line_errors(tmp_path):
         load_space({"model": "step.mlir", "tp_comm_overlap": [False, "maybe"]}).points()
     with pytest.raises(CharonError, match=r"^'dp_bucket_mb' must be an integer, got 'big'$"):
         load_space({"model": "step.mlir", "dp_bucket_mb": "big"}).points()
+    # counts, sizes and rates are never negative: an input error, not an illegal point
+    for key, value in (("global_batch", -16), ("memory_limit_gb", -1), ("rate", -1.0)):
+        kind = "serving" if key == "rate" else "training"
+        with pytest.raises(CharonError, match=rf"^'{key}' must be .* >= 0, got {value}$"):
+            load_space({"kind": kind, "model": "step.mlir", key: value}).points()
     bad = tmp_path / "bad.yaml"
     bad.write_text("tp: [1, 2\n")
     with pytest.raises(CharonError, match="bad.yaml:.*not valid YAML"):
         load_space(bad)
+    # a file's value errors name the file; a name that is no name is refused
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("model: step.mlir\ntp: [abc]\n")
+    with pytest.raises(CharonError, match=r"typo.yaml: 'tp' must be an integer, got 'abc'$"):
+        load_space(typo).points()
+    with pytest.raises(CharonError, match=r"^space: 'name' must be a non-empty string .* got None$"):
+        load_space({"model": "step.mlir", "name": None})
 
 
 def test_example_spaces_load():
