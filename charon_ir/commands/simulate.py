@@ -10,12 +10,20 @@ import typer
 
 Opt = typer.Option
 
+HAND_WRITTEN_IGNORES = (
+    ("seq_len", "--seq-len"), ("micro_batch", "--micro-batch"), ("schedule", "--schedule"),
+    ("fuse", "--fuse/--no-fuse"), ("tier", "--tier"),
+)
+"""Flags that shape what the passes build: a .mlir step simulated as written has
+its own shapes, kernels and schedule, and its one run is the fine tier's."""
+
 
 def register(app: typer.Typer) -> None:
     app.command("simulate")(simulate_command)
 
 
 def simulate_command(
+    ctx: typer.Context,
     model: Annotated[str, Opt("--model", help="bundled name, config.json, or a .mlir file")],
     hardware: Annotated[str, Opt("--hardware", help="GPU, e.g. H100-SXM5-80GB")] = "H100-SXM5-80GB",
     gpus: Annotated[int, Opt("--gpus", help="GPUs in the job")] = 8,
@@ -62,11 +70,17 @@ def simulate_command(
     )
     if model.endswith(".mlir") and not transformed:
         # a hand-written step, and no flag asks for a pass: simulate it as written
-        if plot is not None:
-            from charon_ir.errors import CharonError
+        from charon_ir.errors import CharonError
 
+        if plot is not None:
             raise CharonError(f"--plot: {model} is simulated as written (no flag asks for a pass), "
                               "which draws no plots; --trace writes its timeline")
+        for name, flag in HAND_WRITTEN_IGNORES:
+            # by name: typer's context may carry a click of its own (its enum is not click's)
+            source = ctx.get_parameter_source(name)
+            if source is not None and source.name == "COMMANDLINE":
+                raise CharonError(f"{flag}: {model} is simulated as written (no flag asks for a "
+                                  "pass): its shapes, kernels and schedule are the file's")
         report = simulate_file(
             model, hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
             precision=precision, engines=tuple(engines.split(",")), trace=trace,

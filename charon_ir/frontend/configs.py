@@ -130,3 +130,13 @@ def check_config(config: dict[str, Any], where: str) -> None:
             raise CharonError(
                 f"{where}: malformed config.json: '{key}' must be a positive integer, got {value!r}"
             )
+    heads = config.get("num_attention_heads", config.get("n_head"))
+    hidden = config.get("hidden_size", config.get("n_embd"))
+    kv_heads = config.get("num_key_value_heads")
+    if kv_heads is not None and (not isinstance(kv_heads, int) or isinstance(kv_heads, bool)
+                                 or kv_heads <= 0 or heads % kv_heads):
+        raise CharonError(f"{where}: malformed config.json: 'num_key_value_heads' must be a positive "
+                          f"integer dividing num_attention_heads {heads}, got {kv_heads!r}")
+    if "head_dim" not in config and hidden % heads:
+        raise CharonError(f"{where}: malformed config.json: hidden size {hidden} is not divisible by "
+                          f"{heads} attention heads (and no 'head_dim' is given)")

@@ -256,7 +256,7 @@ def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype) -> nn.Module
     model_type = kwargs.pop("model_type")
     try:
         config = AutoConfig.for_model(model_type, **kwargs)
-    except (ValueError, TypeError, KeyError) as e:
+    except Exception as e:  # ValueError, TypeError, huggingface_hub's StrictDataclass* errors
         raise CharonError(f"malformed config.json for {model_type}: {str(e).splitlines()[0]}") from None
     config._attn_implementation = torch_ops.IMPLEMENTATION
     if hasattr(config, "_experts_implementation"):

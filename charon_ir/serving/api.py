@@ -217,7 +217,12 @@ def serve(
     unknown = sorted(set(options) - known)
     if unknown:
         raise CharonError(f"serve: unknown option(s) {', '.join(unknown)}")
+    if str(model).endswith(".mlir"):
+        raise CharonError(f"--model {model}: serving builds its prefill and decode steps from a "
+                          "bundled name or a config.json, not a hand-written training step")
     config = ServingConfig(model=model, **options)
+    if config.seed < 0:  # numpy's SeedSequence takes no negative seed
+        raise CharonError(f"--seed must be >= 0, got {config.seed}")
     for flag, slo in (("--slo-ttft", config.slo_ttft), ("--slo-tpot", config.slo_tpot)):
         if not 0 <= slo < math.inf:  # NaN fails too; 0 means no SLO
             raise CharonError(f"{flag} must be a finite number of seconds >= 0, got {slo}")

@@ -62,6 +62,21 @@ def test_missing_field(tmp_path):
     assert "'num_hidden_layers' must be a positive integer" in _one_line(err)
 
 
+@pytest.mark.parametrize("fields, line", [
+    # both used to reach torch's tracing and fail there as internal errors
+    ({"num_key_value_heads": 3},
+     "'num_key_value_heads' must be a positive integer dividing num_attention_heads 4, got 3"),
+    ({"hidden_size": 257}, "hidden size 257 is not divisible by 4 attention heads (and no 'head_dim' is given)"),
+])
+def test_heads_that_do_not_divide(tmp_path, fields, line):
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
+                               "num_hidden_layers": 2, "vocab_size": 100, **fields}))
+    with pytest.raises(CharonError) as err:
+        load_config(bad)
+    assert _one_line(err).endswith(f"malformed config.json: {line}")
+
+
 def test_unsupported_architecture(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text(json.dumps({"model_type": "bert", "architectures": ["BertForMaskedLM"],

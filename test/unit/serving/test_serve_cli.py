@@ -112,10 +112,18 @@ SMALL = ("--model", "llama-3.1-8b", "--input-len", "128", "--output-len", "16")
          "error: --prefill-replicas and --decode-replicas must be >= 0, got -1 and 0"),
         (("--batch", "4", "--slo-ttft", "-1"), "error: --slo-ttft must be a finite number of seconds >= 0, got -1.0"),
         (("--batch", "4", "--slo-tpot", "nan"), "error: --slo-tpot must be a finite number of seconds >= 0, got nan"),
+        # numpy's SeedSequence error was an internal error
+        (("--rate", "1", "--num-requests", "4", "--seed", "-1"), "error: --seed must be >= 0, got -1"),
     ],
 )
 def test_bad_numbers_are_one_line(charon_fails, args, line):
     assert charon_fails("serve", *SMALL, *args) == line
+
+
+def test_a_hand_written_step_is_not_a_serving_model(charon_fails):
+    assert charon_fails("serve", "--model", "examples/llama_tiny_step.mlir", "--batch", "4") == (
+        "error: --model examples/llama_tiny_step.mlir: serving builds its prefill and decode steps "
+        "from a bundled name or a config.json, not a hand-written training step")
 
 
 @pytest.mark.parametrize(

@@ -116,6 +116,16 @@ def test_simulate_bad_mlir_names_file_line_and_op(charon_fails, tmp_path, text, 
     assert charon_fails("simulate", "--model", str(path), "--gpus", "1") == line.format(path=path)
 
 
+@pytest.mark.parametrize("flag", [("--seq-len", "-1"), ("--micro-batch", "4"), ("--schedule", "gpipe"),
+                                  ("--no-fuse",), ("--tier", "bogus")])
+def test_flags_a_hand_written_step_cannot_take_are_one_line(charon_fails, flag):
+    """It is simulated as written: these shape what the passes build, and were
+    silently ignored."""
+    assert charon_fails("simulate", "--model", MLP, "--gpus", "1", *flag) == (
+        f"error: {flag[0] if flag[0] != '--no-fuse' else '--fuse/--no-fuse'}: {MLP} is simulated as "
+        "written (no flag asks for a pass): its shapes, kernels and schedule are the file's")
+
+
 @pytest.mark.parametrize(
     "model, flag, make_path, line",
     [
