@@ -54,6 +54,7 @@ def _value(text: str) -> Any:
 
 
 def sweep_command(
+    ctx: typer.Context,
     space_file: Annotated[Path | None, typer.Argument(help="space YAML (examples/sweeps/)")] = None,
     kind: Annotated[str, Opt("--kind", help="training | serving (without a space file)")] = "training",
     name: Annotated[str, Opt("--name", help="the sweep's name (default: the space file's)")] = "",
@@ -121,6 +122,9 @@ def sweep_command(
     raw: dict[str, Any] = {}
     if space_file is not None:
         raw = {str(k).replace("-", "_"): v for k, v in read_space_file(space_file).items()}
+        file_kind = raw.get("kind", "training")
+        if kind != file_kind and ctx.get_parameter_source("kind").name == "COMMANDLINE":
+            raise CharonError(f"--kind {kind}: {space_file} is a {file_kind} space (its 'kind')")
         raw.setdefault("name", space_file.stem)
     else:
         if kind not in ("training", "serving"):

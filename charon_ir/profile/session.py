@@ -60,8 +60,8 @@ def torch_device(device: str):
 
     try:
         dev = torch.device(device)
-    except RuntimeError as e:
-        raise CharonError(f"--device {device}: {e}") from None
+    except RuntimeError:  # torch's message lists its twenty device types
+        raise CharonError(f"--device {device}: expected cpu, cuda or cuda:N") from None
     if dev.type not in ("cpu", "cuda"):
         raise CharonError(f"--device {device}: expected cpu or cuda")
     if dev.type == "cuda" and not torch.cuda.is_available():

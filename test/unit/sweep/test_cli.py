@@ -59,6 +59,9 @@ def test_a_bad_value_is_one_line_naming_its_setting(charon_fails, tmp_path):
     line = charon_fails("sweep", str(space), "--db", str(tmp_path / "s.sqlite"))
     assert line == f"error: {space}: 'tp_comm_overlap' must be true or false, got 'maybe'"
     assert not (tmp_path / "s.sqlite").exists()
+    # a --kind that contradicts the file's
+    assert charon_fails("sweep", str(space), "--kind", "serving") == (
+        f"error: --kind serving: {space} is a training space (its 'kind')")
     # the same value from a flag over the file names the setting only
     line = charon_fails("sweep", str(space), "--tp-comm-overlap", "perhaps", "--db", str(tmp_path / "s.sqlite"))
     assert line == "error: 'tp_comm_overlap' must be true or false, got 'perhaps'"

@@ -95,6 +95,8 @@ def test_gate_exit_status_and_line(charon_fails, capsys, monkeypatch):
         assert charon_fails("validate", "--max-mape", value) == (
             "error: --max-mape must be a finite number >= 0 (a fraction, 0.10: 10 %; 0: no gate), "
             f"got {float(value):g}")
+    assert charon_fails("validate", "--live", "--device", "tpu") == (
+        "error: --device tpu: expected cpu, cuda or cuda:N")
     assert charon_fails("validate", "--live", "--only", "comm", "--max-error", "0.1") == (
         "error: --live measures a step on this machine: --only, --max-error apply to the records' "
         "comparison")
