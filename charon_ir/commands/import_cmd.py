@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
 
 
 def import_command(
-    model: Annotated[str, typer.Argument(help="bundled model name (e.g. llama-3.1-8b) or path to an HF config.json")],
+    model: Annotated[str, typer.Argument(help="bundled model name (e.g. llama-3.1-8b) or path to an HF config.json")] = "",
     output: Annotated[str, typer.Option("--output", "-o", help="output .mlir file; '-' for stdout")] = "-",
     seq_len: Annotated[int, typer.Option("--seq-len", help="tokens per sequence (decode: cached context)")] = 2048,
     batch: Annotated[int, typer.Option("--batch", help="sequences per step")] = 1,
@@ -34,6 +34,9 @@ def import_command(
     if list_models:
         print("\n".join(bundled_models()))
         return
+    if not model:  # a usage error (exit 2), as click's own for a missing argument
+        raise typer.BadParameter("give a model (a bundled name or a config.json); --list names them",
+                                 param_hint="'MODEL'")
     if output != "-":
         from charon_ir.report.output import check_output_file
 

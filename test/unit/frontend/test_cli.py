@@ -70,6 +70,17 @@ def test_bad_mode():
     assert_one_line_error(run("llama-3.1-8b", "--mode", "serve"), "unknown mode 'serve'")
 
 
+def test_list_needs_no_model_and_a_missing_model_is_a_usage_error(charon_fails):
+    from typer.testing import CliRunner
+
+    from charon_ir.cli import app
+
+    listed = CliRunner().invoke(app, ["import", "--list"])
+    assert listed.exit_code == 0 and "llama-3.1-8b" in listed.output.splitlines()
+    assert charon_fails("import") == ("error: charon import: Invalid value for 'MODEL': give a model "
+                                      "(a bundled name or a config.json); --list names them")
+
+
 def test_help_and_opt_do_not_import_torch():
     code = (
         "import sys, charon_ir.cli, charon_ir.frontend, charon_ir.tools.charon_opt;"
