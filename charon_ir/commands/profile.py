@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
 
 
 def profile_command(
+    ctx: typer.Context,
     device: Annotated[
         str | None, typer.Option("--device", help="cpu or cuda (cuda:N): measure on this device")
     ] = None,
@@ -73,6 +74,17 @@ def profile_command(
         raise CharonError("charon profile: pass --device cpu|cuda to measure, or --fit")
     if device is None and (ops_from is not None or model is not None):
         raise CharonError("charon profile: --ops-from and --model need --device cpu|cuda")
+    if model is None:
+        for name, flag in (("seq_len", "--seq-len"), ("batch", "--batch")):
+            source = ctx.get_parameter_source(name)  # by name: typer may carry its own click
+            if source is not None and source.name == "COMMANDLINE":
+                raise CharonError(f"{flag} shapes the step --model imports; the ops of --ops-from "
+                                  "(or the bundled step) have their own shapes")
+    for flag, value in (("--seq-len", seq_len), ("--batch", batch)):
+        if value < 1:
+            raise CharonError(f"{flag} must be >= 1, got {value}")
+    if device_name is not None and not device_name.strip():
+        raise CharonError("--device-name must name a device (it keys the measurements), got a blank")
     measured_on: str | None = None
     if device is not None:
         from charon_ir.profile.session import torch_device

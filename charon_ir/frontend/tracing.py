@@ -245,8 +245,9 @@ class GPT2Family(Family):
 FAMILIES: dict[str, type[Family]] = {"llama": LlamaFamily, "gpt2": GPT2Family}
 
 
-def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype) -> nn.Module:
-    """The HF model of a config, on the meta device, with our attention and experts."""
+def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype, where: str = "config.json") -> nn.Module:
+    """The HF model of a config, on the meta device, with our attention and experts
+    (`where` names the config in errors)."""
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -257,7 +258,7 @@ def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype) -> nn.Module
     try:
         config = AutoConfig.for_model(model_type, **kwargs)
     except Exception as e:  # ValueError, TypeError, huggingface_hub's StrictDataclass* errors
-        raise CharonError(f"malformed config.json for {model_type}: {str(e).splitlines()[0]}") from None
+        raise CharonError(f"{where}: malformed config.json for {model_type}: {str(e).splitlines()[0]}") from None
     config._attn_implementation = torch_ops.IMPLEMENTATION
     if hasattr(config, "_experts_implementation"):
         config._experts_implementation = torch_ops.IMPLEMENTATION
@@ -269,7 +270,10 @@ def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype) -> nn.Module
         try:
             model = AutoModelForCausalLM.from_config(config, dtype=dtype)
         except Exception as e:  # HF raises many kinds on a bad config
-            raise CharonError(f"cannot build {model_type} from its config: {str(e).splitlines()[0]}") from None
+            what = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if isinstance(e, KeyError):  # a lookup table of HF's: an activation, a rope type, ...
+                what = f"a value it does not know: {what} (e.g. 'hidden_act')"
+            raise CharonError(f"{where}: cannot build {model_type} from its config.json: {what}") from None
     model.eval()
     return model
 
@@ -316,7 +320,7 @@ class StepShape:
 
 def trace_hf_model(name: str, config_dict: dict[str, Any], family_name: str, shape: StepShape, dtype_name: str) -> TracedModel:
     """Build the HF model of a config on the meta device and trace its parts."""
-    model = build_hf_model(config_dict, DTYPES[dtype_name])
+    model = build_hf_model(config_dict, DTYPES[dtype_name], name)
     try:
         return trace_parts(name, family_name, FAMILIES[family_name](model), shape, None)
     except CharonError:

@@ -189,7 +189,8 @@ def _check_context(model: str, requests: list[Request]) -> None:
         s.amount for s in longest.stages if s.kind == "reasoning")
     if limit and tokens > limit:
         raise CharonError(
-            f"request {longest.id} has {tokens} tokens, more than the {limit}-token context of {model}"
+            f"{longest.source or f'request {longest.id}'}: {tokens} tokens, more than the "
+            f"{limit}-token context of {model}"
         )
 
 

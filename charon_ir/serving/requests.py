@@ -47,6 +47,13 @@ class Request:
     prefix_id: str = ""
     prefix_tokens: int = 0
     stages: list[Stage] = field(default_factory=list)
+    source: str = ""
+    """`FILE:LINE` of a trace's request (errors name it); "" for generated ones."""
+
+
+MAX_ARRIVAL_S = 1e9
+"""A trace's latest arrival (about 32 years): float64 seconds keep sub-microsecond
+steps below it; beyond, a step's time is lost in the clock's rounding."""
 
 
 def static_batch(batch: int, input_len: int, output_len: int) -> list[Request]:
@@ -166,8 +173,9 @@ def read_trace(path: str | Path) -> list[Request]:
             raise CharonError(f"{where}: a trace line must be a JSON object")
         arrival = obj.get("arrival_s", obj.get("arrival_time"))
         if (isinstance(arrival, bool) or not isinstance(arrival, (int, float))
-                or not 0 <= arrival < math.inf):
-            raise CharonError(f"{where}: 'arrival_s' must be a finite number >= 0, got {arrival!r}")
+                or not 0 <= arrival <= MAX_ARRIVAL_S):
+            raise CharonError(f"{where}: 'arrival_s' must be a number of seconds in 0..{MAX_ARRIVAL_S:g}, "
+                              f"got {arrival!r}")
         stages = obj.get("stages", [])
         if not isinstance(stages, list):
             raise CharonError(f"{where}: 'stages' must be a list")
@@ -182,6 +190,7 @@ def read_trace(path: str | Path) -> list[Request]:
             prefix_id,
             _positive_int(obj, "prefix_tokens", where, 0) if "prefix_tokens" in obj else 0,
             [_stage(s, where) for s in stages],
+            where,
         )
         if request.prefix_tokens > request.input_tokens:
             raise CharonError(f"{where}: 'prefix_tokens' exceeds 'input_tokens'")

@@ -44,6 +44,7 @@ form that `set-target` stores on the module and `parse_cluster` reads back.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
@@ -329,8 +330,12 @@ class _Reader:
             x = float(Decimal(m.group(1)) * units[m.group(2)])
         except InvalidOperation:
             raise self.fail(v.line, v.col, f"'{key}' has a malformed number '{v.raw}'") from None
+        if not math.isfinite(x):  # 1e400 overflows to inf
+            raise self.fail(v.line, v.col, f"'{key}' is out of range: '{v.raw}'")
         if x < 0:
             raise self.fail(v.line, v.col, f"'{key}' must be >= 0")
+        if what == "bandwidth" and x == 0:  # every transfer over it would take forever
+            raise self.fail(v.line, v.col, f"'{key}' must be > 0")
         return x
 
     def boolean(self, blk: _Block, key: str, default: bool) -> bool:

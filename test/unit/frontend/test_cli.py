@@ -42,6 +42,16 @@ def test_malformed_config(tmp_path):
     assert_one_line_error(run(str(bad)), "malformed config.json")
 
 
+def test_a_value_hf_does_not_know_names_the_config(tmp_path):
+    bad = tmp_path / "act.json"
+    bad.write_text(json.dumps({**json.loads(TINY.read_text()), "hidden_act": "foo"}))
+    out = tmp_path / "act.mlir"
+    assert_one_line_error(run(str(bad), "-o", str(out), cache=tmp_path / "cache"),
+                          "act: cannot build llama from its config.json: a value it does not know: "
+                          "'foo' (e.g. 'hidden_act')")
+    assert not out.exists()
+
+
 def test_unsupported_architecture(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text(json.dumps({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}))

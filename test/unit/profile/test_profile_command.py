@@ -62,6 +62,14 @@ def test_profile_then_fit(tmp_path: Path):
          "error: --sweep '2,nan': factors must be finite numbers > 0"),
         (("--device", "cpu", "--ops-from", "{binary}", "--db", "{new}"),
          "error: {binary}: not UTF-8 text (byte 1)"),
+        # were accepted and ignored (the step's shapes are the file's), or stored blank
+        (("--device", "cpu", "--ops-from", "{step}", "--seq-len", "99", "--db", "{new}"),
+         "error: --seq-len shapes the step --model imports; the ops of --ops-from (or the bundled "
+         "step) have their own shapes"),
+        (("--device", "cpu", "--device-name", "  ", "--db", "{new}"),
+         "error: --device-name must name a device (it keys the measurements), got a blank"),
+        (("--device", "cpu", "--model", "llama-3.1-8b", "--batch", "0", "--db", "{new}"),
+         "error: --batch must be >= 1, got 0"),
         pytest.param(
             ("--device", "cuda", "--ops-from", "{step}", "--db", "{new}"),
             "error: --device cuda: torch sees no CUDA device on this machine",

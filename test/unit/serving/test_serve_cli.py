@@ -131,7 +131,13 @@ def test_a_hand_written_step_is_not_a_serving_model(charon_fails):
     [
         # NaN arrivals used to stall the scheduler ("1 requests never finished")
         ('{"arrival_s": NaN, "input_tokens": 10, "output_tokens": 5}',
-         "'arrival_s' must be a finite number >= 0, got nan"),
+         "'arrival_s' must be a number of seconds in 0..1e+09, got nan"),
+        # finite but beyond float64's microseconds: every latency printed as 0
+        ('{"arrival_s": 1e308, "input_tokens": 10, "output_tokens": 5}',
+         "'arrival_s' must be a number of seconds in 0..1e+09, got 1e+308"),
+        # the request beyond the model's context names its line
+        ('{"arrival_s": 0, "input_tokens": 200000, "output_tokens": 5}',
+         "200005 tokens, more than the 131072-token context of llama-3.1-8b"),
         # int() of JSON's Infinity and NaN used to be an internal error
         ('{"arrival_s": 0, "input_tokens": Infinity, "output_tokens": 5}',
          "'input_tokens' must be an integer >= 1, got inf"),

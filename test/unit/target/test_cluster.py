@@ -113,6 +113,11 @@ def error_of(text: str) -> str:
         ("node { gpu = H100 } scale_out fat_tree { tier { span = 4 oversubscription = 1:2 } }",
          "'oversubscription' must be a ratio down:up >= 1"),
         ("node { gpu = H100 } rack { }", "f.cluster:1:21: unknown block 'rack' in the file"),
+        # a zero bandwidth divided by zero in the collectives; 1e400 became inf, which the
+        # IR's printed target could not parse back
+        ("node { gpu = H100 } nic { count = 8 speed = 0Gb/s }", "f.cluster:1:45: 'speed' must be > 0"),
+        ("node { gpu = H100 } nic { count = 8 speed = 1e400Gb/s }",
+         "f.cluster:1:45: 'speed' is out of range: '1e400Gb/s'"),
     ],
 )
 def test_errors_name_file_line_column(text: str, expected: str):
