@@ -25,6 +25,7 @@ from typing import Annotated
 
 import typer
 
+from charon_ir.commands import on_command_line
 from charon_ir.errors import CharonError
 
 DEFAULT_SWEEP = "0.25,0.5,0.75,1.5,2,3"
@@ -76,8 +77,7 @@ def profile_command(
         raise CharonError("charon profile: --ops-from and --model need --device cpu|cuda")
     if model is None:
         for name, flag in (("seq_len", "--seq-len"), ("batch", "--batch")):
-            source = ctx.get_parameter_source(name)  # by name: typer may carry its own click
-            if source is not None and source.name == "COMMANDLINE":
+            if on_command_line(ctx, name):
                 raise CharonError(f"{flag} shapes the step --model imports; the ops of --ops-from "
                                   "(or the bundled step) have their own shapes")
     for flag, value in (("--seq-len", seq_len), ("--batch", batch)):

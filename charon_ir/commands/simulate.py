@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from charon_ir.commands import on_command_line
+
 Opt = typer.Option
 
 HAND_WRITTEN_IGNORES = (
@@ -76,9 +78,7 @@ def simulate_command(
             raise CharonError(f"--plot: {model} is simulated as written (no flag asks for a pass), "
                               "which draws no plots; --trace writes its timeline")
         for name, flag in HAND_WRITTEN_IGNORES:
-            # by name: typer's context may carry a click of its own (its enum is not click's)
-            source = ctx.get_parameter_source(name)
-            if source is not None and source.name == "COMMANDLINE":
+            if on_command_line(ctx, name):
                 raise CharonError(f"{flag}: {model} is simulated as written (no flag asks for a "
                                   "pass): its shapes, kernels and schedule are the file's")
         report = simulate_file(

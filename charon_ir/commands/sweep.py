@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from charon_ir.commands import on_command_line
 from charon_ir.errors import CharonError
 
 Opt = typer.Option
@@ -123,7 +124,7 @@ def sweep_command(
     if space_file is not None:
         raw = {str(k).replace("-", "_"): v for k, v in read_space_file(space_file).items()}
         file_kind = raw.get("kind", "training")
-        if kind != file_kind and ctx.get_parameter_source("kind").name == "COMMANDLINE":
+        if kind != file_kind and on_command_line(ctx, "kind"):
             raise CharonError(f"--kind {kind}: {space_file} is a {file_kind} space (its 'kind')")
         raw.setdefault("name", space_file.stem)
     else:

@@ -187,8 +187,9 @@ def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]
         try:
             rows = (calibration.kernel_comparisons if group == "kernel"
                     else calibration.comm_comparisons)([record])
-        except (ValueError, KeyError, TypeError, CharonError) as e:
-            results.append(RecordResult(**base, status="unsupported", note=str(e).splitlines()[0] if str(e) else type(e).__name__))
+        except (ValueError, KeyError, TypeError, CharonError) as e:  # a GPU, shape or size it lacks
+            note = str(e).splitlines()[0] if str(e) else type(e).__name__
+            results.append(RecordResult(**base, status="unsupported", note=note))
             continue
         primary = [row for row in rows if row.primary]
         if not primary:
