@@ -170,6 +170,12 @@ def sweep_command(
               file=sys.stderr)
         raise SystemExit(130) from None
     summary = summarise(result, pareto_axis=pareto)
+    nothing_runs = not summary["ranking"] and not result.pending
+    if nothing_runs and created:
+        # a results file this run created holds nothing to resume or rank: none is left
+        for path in (Path(db), Path(f"{db}-wal"), Path(f"{db}-shm")):
+            path.unlink(missing_ok=True)
+        summary["db"] = f"{db} (removed: no point runs)"
     written = []
     if plot is not None and summary["ranking"]:
         from charon_ir.sweep.analysis import write_plots
@@ -181,12 +187,8 @@ def sweep_command(
         print(json.dumps(summary, indent=2, default=str), flush=True)
     else:
         _print_summary(summary, space.top, written, result.pending)
-    if not summary["ranking"] and not result.pending:
-        # the summary above says why each point fails; the exit status says none runs, and
-        # a results file this run created holds nothing to resume or rank: no file is left
-        if created:
-            for path in (Path(db), Path(f"{db}-wal"), Path(f"{db}-shm")):
-                path.unlink(missing_ok=True)
+    if nothing_runs:
+        # the summary above says why each point fails; the exit status says none runs
         raise CharonError(_nothing_runs(summary))
 
 

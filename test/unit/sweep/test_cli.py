@@ -249,6 +249,7 @@ def test_a_sweep_where_nothing_runs_fails_after_its_summary(monkeypatch, capsys,
     assert "illegal: parallel degrees" in out.out  # the summary says why, the exit status that none runs
     # bad input leaves no file: the results file this run created holds no point that runs
     assert not db.exists() and not plot.exists()
+    assert f"-> {db} (removed: no point runs)" in " ".join(out.out.split())
     # one that was there before (a resumed sweep) is kept
     db.write_bytes(b"")
     code, out = _run_in_process(monkeypatch, capsys, "sweep", *FLAGS, "--tp", "0", "--db", str(db))
