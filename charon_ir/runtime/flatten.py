@@ -519,12 +519,37 @@ def _foldable(code: list[tuple]) -> bool:
     (pipeline sends), which a loop simulated on its own cannot see, so those
     loops run event by event. A micro-batch loop of a single-stage schedule holds
     the layer loops and folds like them."""
-    return all(
+    return not _lanes_drift(code) and all(
         ins[0] is _JOIN
         or (ins[0] is _EVENT and ins[8] is None and ins[1] >> 20 != _LINKS["scale-out"])
         or (ins[0] is _LOOP and _foldable(ins[4]))
         for ins in code
     )
+
+
+def _lanes_drift(code: list[tuple]) -> bool:
+    """Whether two communication lanes share a link in this body while one of
+    them waits on no compute of the iteration: that lane runs ahead of the loop
+    (ZeRO-1's parameter gathers of the next step, chained only to each other),
+    so how much the two lanes overlap changes from one iteration to the next and
+    two or three simulated iterations do not tell the rest (the first layers'
+    tensor-parallel all-reduces share the link with the gathers, the later ones
+    do not)."""
+    gated: set[int] = set()  # slots that wait, directly or not, on this iteration's compute
+    free = False
+    lanes: dict[int, set[int]] = {}
+    for ins in code:
+        if ins[0] is _JOIN and gated.intersection(ins[1]):
+            gated.add(ins[3])
+        elif ins[0] is _EVENT and ins[2] == KIND_COMPUTE:
+            gated.add(ins[9])
+        elif ins[0] is _EVENT:
+            lanes.setdefault(ins[1] >> 20, set()).add(ins[1] & ((1 << 20) - 1))
+            if gated.intersection(ins[4]):
+                gated.add(ins[9])
+            else:
+                free = True
+    return free and any(link and len(streams) > 1 for link, streams in lanes.items())
 
 
 def _reads_writes(ins: tuple) -> tuple[tuple[int, ...], int]:

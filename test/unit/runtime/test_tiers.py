@@ -2,7 +2,7 @@
 1% on every case both run."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from charon_ir.dialects import event
@@ -90,6 +90,10 @@ def both_tiers(layers, tp, pp, dp, m, zero, overlap, recompute="none", param_gat
     st.sampled_from(["none", "full"]),
     st.booleans(),
 )
+# ZeRO-1's next-step gathers run ahead of the layers on a lane that shares NVLink with the
+# tensor-parallel all-reduces: a folded loop saw their overlap as the same in every layer
+# (its streams 1.0 % under the fine tier's; found by a CI run)
+@example(13, 2, 1, 4, 0, 1, OverlapModel(), "none", True)
 def test_fast_and_fine_tiers_agree_within_one_percent(layers, tp, pp, dp, extra_mb, zero, overlap, recompute,
                                                       param_gather):
     layers = layers * pp  # layers per stage, as in real models: 8 and more
