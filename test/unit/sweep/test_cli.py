@@ -128,6 +128,37 @@ def test_a_db_that_is_not_a_results_file_is_one_line_and_left_alone(charon_fails
     assert not (tmp_path / "r.sqlite-wal").exists()
 
 
+def test_an_unwritable_results_file_or_folder_is_one_line(charon_fails, tmp_path, monkeypatch):
+    """Root passes every permission bit, so the test says what os.access would say
+    to a user (a read-only file; a folder sqlite cannot put its log in)."""
+    from charon_ir.sweep import store
+
+    db = tmp_path / "r.sqlite"
+    db.write_bytes(b"")
+    real = os.access
+    for denied, line in ((db, f"error: --db {db}: the file is not writable"),
+                         (tmp_path, f"error: --db {db}: directory {tmp_path} is not writable")):
+        monkeypatch.setattr(store.os, "access", lambda path, mode, denied=denied, **kw: (
+            not (mode & os.W_OK and Path(path) == denied) and real(path, mode, **kw)))
+        assert charon_fails("sweep", *FLAGS, "--db", str(db)) == line
+    assert db.read_bytes() == b""
+
+
+def test_a_plot_folder_that_cannot_be_made_is_one_line(charon_fails, tmp_path, monkeypatch):
+    """os.access says yes to root on /proc and read-only mounts: the check makes
+    (and removes) a folder there instead."""
+    from charon_ir.report import output
+
+    def refuse(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(output.tempfile, "mkdtemp", refuse)
+    plot = tmp_path / "plots"
+    assert charon_fails("sweep", *FLAGS, "--plot", str(plot), "--db", str(tmp_path / "r.sqlite")) == (
+        f"error: --plot {plot}: {tmp_path} is not a writable directory")
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 def test_a_binary_space_file_is_one_line(charon_fails, tmp_path):
     space = tmp_path / "s.yaml"
     space.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
