@@ -22,6 +22,10 @@ from charon_ir.errors import CharonError, read_text
 GIB = 1 << 30
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest degree, size or batch a flag takes."""
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """One training run, as DESIGN.md section 7 names its flags."""
@@ -110,6 +114,8 @@ class TrainingConfig:
         ):
             if value < minimum:
                 raise CharonError(f"{flag} must be >= {minimum}, got {value}")
+            if value > MAX_COUNT:  # torch's and the IR's sizes are 64-bit: products must fit
+                raise CharonError(f"{flag} must be <= {MAX_COUNT}, got {value}")
 
     def data_parallel(self) -> int:
         """Data-parallel replicas of the dense model: gpus / (tp x pp x cp). Expert

@@ -24,6 +24,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -207,6 +208,24 @@ class CharonOptMain(xDSLOptMain):
             raise CharonError(f"invalid pass pipeline '{self.args.passes}': {spec_syntax_error(e)}") from None
         except Exception as e:  # xDSL raises ValueError/Exception for bad specs
             raise CharonError(f"invalid pass pipeline '{self.args.passes}': {first_line(e)}") from None
+        for module_pass in self.pipeline.passes:
+            check_option_ranges(module_pass)
+
+
+I64 = range(-(2**63), 2**63)
+
+
+def check_option_ranges(module_pass: ModulePass) -> None:
+    """Integer options end up in i64 attributes: a value outside that range is the
+    option's error, not a verifier's failure on an attribute the user never wrote."""
+    for option in dataclasses.fields(module_pass):
+        value = getattr(module_pass, option.name)
+        values = value if isinstance(value, tuple) else (value,)
+        for v in values:
+            if isinstance(v, int) and not isinstance(v, bool) and v not in I64:
+                raise CharonError(f"pass '{module_pass.name}': option "
+                                  f"'{option.name.replace('_', '-')}' ({v}) is out of the 64-bit "
+                                  f"integer range")
 
 
 def spec_syntax_error(error: ArgSpecParseError) -> str:

@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
 def calibrate_command(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     only: Annotated[
-        str, typer.Option("--only", help="gemm, attention, nccl or layer (default: all)")
-    ] = "",
+        str | None, typer.Option("--only", help="gemm, attention, nccl or layer (default: all)")
+    ] = None,
     refit: Annotated[
         bool, typer.Option("--refit", help="also refit the constants and print them")
     ] = False,
@@ -31,11 +31,11 @@ def calibrate_command(
     from charon_ir.engines import calibration
     from charon_ir.errors import CharonError
 
-    if only and only not in ("gemm", "attention", "nccl", "layer"):
-        raise CharonError(f"--only {only}: expected gemm, attention, nccl or layer")
+    if only is not None and only not in ("gemm", "attention", "nccl", "layer"):
+        raise CharonError(f"--only {only!r}: expected gemm, attention, nccl or layer")
     # the layer rows simulate steps through the frontend: only when asked for
-    rows = calibration.comparisons(layers=only in ("", "layer"))
-    if only:
+    rows = calibration.comparisons(layers=only in (None, "layer"))
+    if only is not None:
         rows = [r for r in rows if r.group == only]
     summary = calibration.summary(rows)
     fitted = calibration.refit() if refit else None

@@ -29,8 +29,8 @@ def validate_command(
         str, typer.Option("--set", help="a JSON file of records (default: the shipped published.json)")
     ] = "",
     only: Annotated[
-        str, typer.Option("--only", help="training, inference, kernel, comm or layer (default: all)")
-    ] = "",
+        str | None, typer.Option("--only", help="training, inference, kernel, comm or layer (default: all)")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     live: Annotated[
         bool, typer.Option("--live", help="measure a small Llama step here and compare")
@@ -54,7 +54,7 @@ def validate_command(
             raise CharonError(f"{flag} must be a finite number >= 0 (a fraction, 0.10: 10 %; 0: no gate), "
                               f"got {value:g}")
     if live:
-        given = [flag for flag, value in (("--set", record_set), ("--only", only), ("--jobs", jobs),
+        given = [flag for flag, value in (("--set", record_set), ("--only", only is not None), ("--jobs", jobs),
                                           ("--max-mape", max_mape), ("--max-error", max_error)) if value]
         if given:
             raise CharonError(f"--live measures a step on this machine: {', '.join(given)} "

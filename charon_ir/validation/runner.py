@@ -279,10 +279,11 @@ def run_inference(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
 # ---------------------------------------------------------------------------
 
 
-def validate(records: Iterable[dict[str, Any]], only: str = "", jobs: int = 0) -> list[RecordResult]:
-    if only and only not in GROUPS:
-        raise CharonError(f"--only {only}: expected one of {', '.join(GROUPS)}")
-    selected = [r for r in records if not only or CATEGORY_GROUP.get(r["category"]) == only]
+def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: int = 0
+             ) -> list[RecordResult]:
+    if only is not None and only not in GROUPS:
+        raise CharonError(f"--only {only!r}: expected one of {', '.join(GROUPS)}")
+    selected = [r for r in records if only is None or CATEGORY_GROUP.get(r["category"]) == only]
     results: list[RecordResult] = []
     training = [r for r in selected if CATEGORY_GROUP.get(r["category"]) == "training"]
     results += run_training(training, jobs)

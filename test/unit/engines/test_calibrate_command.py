@@ -50,4 +50,7 @@ def test_calibrate_layers():
 
 def test_bad_only_is_one_line(charon_fails):
     assert charon_fails("calibrate", "--only", "everything") == (
-        "error: --only everything: expected gemm, attention, nccl or layer")
+        "error: --only 'everything': expected gemm, attention, nccl or layer")
+    # an empty value is a choice like any other, not "all groups"
+    assert charon_fails("calibrate", "--only", "") == (
+        "error: --only '': expected gemm, attention, nccl or layer")

@@ -87,6 +87,9 @@ MLP = str(Path(__file__).resolve().parents[3] / "examples/mlp.mlir")
         (("--micro-batch", "0"), "error: --micro-batch must be >= 1, got 0"),
         (("--global-batch", "-8"), "error: --global-batch must be >= 0, got -8"),
         (("--dp", "-1"), "error: --dp must be >= 0, got -1"),
+        # past an int32 the tracer's sizes overflowed inside torch
+        (("--micro-batch", str(10**20)), f"error: --micro-batch must be <= 2147483647, got {10**20}"),
+        (("--seq-len", str(2**31)), f"error: --seq-len must be <= 2147483647, got {2**31}"),
     ],
 )
 def test_simulate_counts_below_one_are_one_line(charon_fails, args, line):

@@ -54,6 +54,11 @@ def test_a_full_simulation_does_not_import_torch():
         (["-p", "nosuchpass"], "Unrecognized passes: ['nosuchpass']"),
         (["-p", "set-target{hardwar=H100}"], 'Provided arguments ["hardwar"] not found'),
         (["-t", "simulate"], "the module has no target"),
+        # the option's error, not the verifier's on the i64 attribute it becomes
+        (["-p", f"set-target{{hardware=H100 gpus={10**20}}}"],
+         f"pass 'set-target': option 'gpus' ({10**20}) is out of the 64-bit integer range"),
+        (["-p", f"set-target{{hardware=H100}},shard-tensor{{tp=-{10**20}}}"],
+         f"pass 'shard-tensor': option 'tp' (-{10**20}) is out of the 64-bit integer range"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args, message):

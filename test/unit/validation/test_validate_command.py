@@ -182,7 +182,9 @@ def test_bad_set_file_is_one_line(charon_fails, tmp_path, content, line):
 
 def test_bad_options_are_one_line(charon_fails, tmp_path):
     assert charon_fails("validate", "--only", "everything") == (
-        "error: --only everything: expected one of training, inference, kernel, comm, layer")
+        "error: --only 'everything': expected one of training, inference, kernel, comm, layer")
+    assert charon_fails("validate", "--only", "") == (
+        "error: --only '': expected one of training, inference, kernel, comm, layer")
     assert charon_fails("validate", "--set", str(tmp_path / "missing.json")) == (
         f"error: {tmp_path / 'missing.json'}: cannot read: No such file or directory")
     assert charon_fails("validate", "--jobs", "-1") == "error: --jobs must be >= 0 (0: one per CPU), got -1"
