@@ -48,16 +48,10 @@ def import_command(
     if output == "-":
         sys.stdout.write(text)
     else:
-        from charon_ir.report.output import cannot_write
+        from charon_ir.report.output import atomic_output
 
-        path = Path(output)
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(text)
-            tmp.replace(path)  # never leave a partial file behind
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise cannot_write(path, e) from None
+        with atomic_output(Path(output), ".tmp") as tmp:  # never a partial file
+            Path(tmp).write_text(text)
     if result.module is None:
         print(f"{result.name}: from the cache ({result.cache_file}) in {result.seconds:.2f} s", file=sys.stderr)
     else:

@@ -1,6 +1,8 @@
-"""Output files and folders the commands write (--trace, --plot, -o): checked
+"""Output files and folders the commands write (--trace, --plot, -o, ...): checked
 before a run, so a path that cannot be written fails at once in one line instead
-of after the whole simulation, and never leaves part of the output behind."""
+of after the whole simulation, and never leaves part of the output behind.
+Missing folders on the way are created when the output is written, for files and
+folders alike."""
 
 from __future__ import annotations
 
@@ -14,16 +16,12 @@ from charon_ir.errors import CharonError
 
 
 def check_output_file(path: str | Path, flag: str) -> None:
-    """Raise unless a file can be written at `path`: its folder exists and is
-    writable, and `path` itself is not a folder."""
+    """Raise unless a file can be written at `path`: `path` is not a folder, and
+    its folder exists and is writable or can be created."""
     path = Path(path)
-    folder = path.parent
     if path.is_dir():
         raise CharonError(f"{flag} {path}: is a directory")
-    if not folder.is_dir():
-        raise CharonError(f"{flag} {path}: directory {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise CharonError(f"{flag} {path}: directory {folder} is not writable")
+    _check_creatable(path.parent, path, flag)
 
 
 def check_output_dir(path: str | Path, flag: str) -> None:
@@ -32,7 +30,11 @@ def check_output_dir(path: str | Path, flag: str) -> None:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise CharonError(f"{flag} {path}: exists and is not a directory")
-    existing = next(p for p in (path, *path.parents) if p.exists())
+    _check_creatable(path, path, flag)
+
+
+def _check_creatable(folder: Path, path: Path, flag: str) -> None:
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK) or not _can_create_in(existing):
         raise CharonError(f"{flag} {path}: {existing} is not a writable directory")
 
@@ -56,8 +58,10 @@ def cannot_write(path: str | Path, error: OSError) -> CharonError:
 def atomic_output(path: Path, suffix: str = "") -> Iterator[str]:
     """A temporary file beside `path` to write into: it replaces `path` when the
     block ends, and is removed when the block fails, so a failed run never leaves
-    part of the output behind; a write that fails is one line (`cannot_write`)."""
+    part of the output behind; a write that fails is one line (`cannot_write`).
+    Missing folders on the way are created."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     except OSError as e:
         raise cannot_write(path, e) from None

@@ -221,6 +221,10 @@ def serve(
     if str(model).endswith(".mlir"):
         raise CharonError(f"--model {model}: serving builds its prefill and decode steps from a "
                           "bundled name or a config.json, not a hand-written training step")
+    if trace_out is not None:
+        from charon_ir.report.output import check_output_file
+
+        check_output_file(trace_out, "--trace-out")  # before the run, not after it
     config = ServingConfig(model=model, **options)
     if config.seed < 0:  # numpy's SeedSequence takes no negative seed
         raise CharonError(f"--seed must be >= 0, got {config.seed}")
@@ -315,18 +319,7 @@ def build_report(config: ServingConfig, scheduler: SchedulerConfig, latency: Ste
 
 
 def _write_json(path: Path, data: Any) -> None:
-    import os
-    import tempfile
+    from charon_ir.report.output import atomic_output
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    except OSError as e:
-        raise CharonError(f"cannot write {path}: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except OSError as e:
-        os.unlink(tmp)  # no partial output: not even the temporary file
-        raise CharonError(f"cannot write {path}: {e.strerror}") from None
+    with atomic_output(path, ".tmp") as tmp, open(tmp, "w") as f:
+        json.dump(data, f)

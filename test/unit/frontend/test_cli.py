@@ -70,10 +70,11 @@ def test_output_that_cannot_be_written(tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()
     assert_one_line_error(run(str(TINY), "-o", str(folder)), f"-o {folder}: is a directory")
-    missing = tmp_path / "missing" / "x.mlir"
-    assert_one_line_error(run(str(TINY), "-o", str(missing)),
-                          f"-o {missing}: directory {missing.parent} does not exist")
-    assert list(tmp_path.rglob("*")) == [folder]
+    under_a_file = tmp_path / "a-file" / "x.mlir"
+    under_a_file.parent.write_text("not a folder")
+    assert_one_line_error(run(str(TINY), "-o", str(under_a_file)),
+                          f"-o {under_a_file}: {under_a_file.parent} is not a writable directory")
+    assert sorted(tmp_path.rglob("*")) == [under_a_file.parent, folder]
 
 
 def test_bad_mode():
@@ -101,7 +102,7 @@ def test_help_and_opt_do_not_import_torch():
 
 
 def test_import_to_file_then_cache(tmp_path):
-    out = tmp_path / "tiny.mlir"
+    out = tmp_path / "new" / "tiny.mlir"  # missing folders are created
     first = run(str(TINY), "--seq-len", "16", "-o", str(out), cache=tmp_path / "cache")
     assert first.returncode == 0, first.stderr
     assert "traced" in first.stderr

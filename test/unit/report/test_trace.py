@@ -13,7 +13,7 @@ REQUIRED = {"X": {"name": str, "ph": str, "ts": float, "dur": float, "pid": int,
 
 
 def test_trace_follows_the_chrome_trace_event_schema(tmp_path):
-    trace = tmp_path / "trace.json"
+    trace = tmp_path / "new" / "trace.json"  # missing folders are created
     out = subprocess.run(
         [sys.executable, "-m", "charon_ir.cli", "simulate", "--model",
          str(EXAMPLES / "transformer_layer.mlir"), "--hardware", "H100", "--json",
@@ -60,12 +60,14 @@ def test_a_trace_that_cannot_be_written_is_one_line(tmp_path):
     from charon_ir.errors import CharonError
     from charon_ir.report.trace import write_trace
 
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
     with pytest.raises(CharonError) as info:
-        write_trace(tmp_path / "missing" / "t.json", [])
-    assert str(info.value) == f"cannot write {tmp_path / 'missing' / 't.json'}: No such file or directory"
+        write_trace(a_file / "t.json", [])
+    assert str(info.value) == f"cannot write {a_file / 't.json'}: File exists"
     with pytest.raises(CharonError) as info:
         write_trace(tmp_path, [])
     assert str(info.value) == f"cannot write {tmp_path}: Is a directory"
     # nor its temporary file, written beside it
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [a_file]
     assert not list(tmp_path.parent.glob(f".{tmp_path.name}.*"))

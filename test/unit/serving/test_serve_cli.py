@@ -155,7 +155,7 @@ def test_trace_out_that_cannot_be_written_leaves_nothing(charon_fails, tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()
     line = charon_fails("serve", *SMALL, "--batch", "2", "--trace-out", str(folder))
-    assert line == f"error: cannot write {folder}: Is a directory"
+    assert line == f"error: --trace-out {folder}: is a directory"  # before the run
     # not even the temporary file written beside it
     assert list(tmp_path.rglob("*")) == [folder]
 

@@ -132,13 +132,13 @@ def test_flags_a_hand_written_step_cannot_take_are_one_line(charon_fails, flag):
 @pytest.mark.parametrize(
     "model, flag, make_path, line",
     [
-        (EIGHT_LAYERS, "--trace", lambda tmp: tmp / "missing" / "t.json",
-         "error: --trace {path}: directory {parent} does not exist"),
+        (EIGHT_LAYERS, "--trace", lambda tmp: tmp / "a-file" / "t.json",
+         "error: --trace {path}: {parent} is not a writable directory"),
         (EIGHT_LAYERS, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory"),
         (EIGHT_LAYERS, "--plot", lambda tmp: tmp / "a-file", "error: --plot {path}: exists and is not a directory"),
         # a hand-written step is simulated as written, on its own path
-        (MLP, "--trace", lambda tmp: tmp / "missing" / "t.json",
-         "error: --trace {path}: directory {parent} does not exist"),
+        (MLP, "--trace", lambda tmp: tmp / "a-file" / "t.json",
+         "error: --trace {path}: {parent} is not a writable directory"),
         (MLP, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory"),
     ],
 )
