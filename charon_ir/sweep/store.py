@@ -141,7 +141,7 @@ class ResultStore:
             if wanted is not None and key not in wanted:
                 continue
             try:
-                out.append({
+                row = {
                     "key": key,
                     "config": json.loads(config),
                     "status": status,
@@ -149,14 +149,44 @@ class ResultStore:
                     "metrics": json.loads(metrics) if metrics else None,
                     "seconds": seconds,
                     "cpu_seconds": cpu_seconds,
-                })
-            except (TypeError, json.JSONDecodeError) as e:
+                }
+                _check_row(row)
+            except (TypeError, ValueError) as e:  # JSONDecodeError is a ValueError
                 raise CharonError(f"--db {self.path}: the row of point {key} is not a sweep's "
                                   f"record ({e}); give another --db") from None
+            out.append(row)
         return out
 
     def close(self) -> None:
         self.db.close()
+
+
+def _check_row(row: dict) -> None:
+    """The types the ranking and the summaries read: a row written by another
+    program (or edited) fails here, by its key, not in a sort far away."""
+    if not isinstance(row["config"], dict):
+        raise TypeError("its config is not an object")
+    metrics = row["metrics"]
+    if metrics is None:
+        return
+    if not isinstance(metrics, dict):
+        raise TypeError("its metrics are not an object")
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str, list, dict, type(None))):
+            raise TypeError(f"metric {name!r} is {value!r}")
+        numbers = value.values() if name in LATENCY_METRICS and isinstance(value, dict) else (value,)
+        if name in NUMERIC_METRICS | LATENCY_METRICS and not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in numbers):
+            raise TypeError(f"metric {name!r} is {value!r}, not a number")
+
+
+NUMERIC_METRICS = frozenset({
+    "iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "max_peak_memory_bytes", "gpus",
+    "throughput_tokens_per_s", "throughput_tokens_per_s_per_gpu", "requests_per_s", "reported_gpus",
+})
+"""Metrics the ranking compares or divides: a number (or null) in every row."""
+LATENCY_METRICS = frozenset({"ttft_s", "tpot_s", "itl_s", "e2e_s"})
+"""Latency summaries: a number, or an object of numbers (mean, p50, p90, ...)."""
 
 
 def _check_file(path: Path) -> None:

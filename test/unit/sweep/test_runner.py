@@ -104,6 +104,18 @@ def test_a_tampered_row_or_an_unwritable_file_is_one_line(tiny_space, tmp_path):
         con.execute("UPDATE results SET metrics = '{bad' WHERE rowid = 1")
     with pytest.raises(CharonError, match=r"--db .*r.sqlite: the row of point \w+ is not a sweep's record"):
         ResultStore(db).get()
+    # valid JSON of the wrong types: named by the row, not a failure in the ranking
+    for config, metrics, what in (
+            ("[]", '{"tokens_per_s": 1.0}', "its config is not an object"),
+            ("{}", "[1, 2]", "its metrics are not an object"),
+            ("{}", '{"tokens_per_s": "fast"}', "metric 'tokens_per_s' is 'fast', not a number"),
+            ("{}", '{"ttft_s": {"p90": "slow"}}', "metric 'ttft_s' is {'p90': 'slow'}, not a number"),
+            ("{}", '{"gpus": true}', "metric 'gpus' is True")):
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE results SET config = ?, metrics = ? WHERE rowid = 1", (config, metrics))
+        with pytest.raises(CharonError) as info:
+            ResultStore(db).get()
+        assert f"is not a sweep's record ({what}); give another --db" in str(info.value)
     store = ResultStore(db)
     store.db.execute("PRAGMA query_only = ON")  # as a read-only mount or an immutable file
     with pytest.raises(CharonError, match=r"--db .*r.sqlite: cannot write to it \(attempt to write"):
