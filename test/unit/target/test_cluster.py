@@ -118,6 +118,11 @@ def error_of(text: str) -> str:
         ("node { gpu = H100 } nic { count = 8 speed = 0Gb/s }", "f.cluster:1:45: 'speed' must be > 0"),
         ("node { gpu = H100 } nic { count = 8 speed = 1e400Gb/s }",
          "f.cluster:1:45: 'speed' is out of range: '1e400Gb/s'"),
+        # finite but no link's: a 1e300 s latency left floating point in the module's text
+        ("node { gpu = H100 } nic { count = 8 speed = 1e-300Gb/s }",
+         "f.cluster:1:45: 'speed' is 1e-300Gb/s: a link's bandwidth is between 1KB/s and 1000TB/s"),
+        ("node { gpu = H100 } nic { count = 8 speed = 400Gb/s latency = 1e300s }",
+         "f.cluster:1:63: 'latency' is 1e300s: a link's latency is at most 1s"),
     ],
 )
 def test_errors_name_file_line_column(text: str, expected: str):
