@@ -125,6 +125,8 @@ class CollectiveOp(IRDLOperation, abc.ABC):
         names = self.axis_names()
         if not names:
             raise VerifyException("needs at least one grid axis")
+        if len(set(names)) != len(names):
+            raise VerifyException(f"grid axes must be distinct, got {list(names)}")
         for a in names:
             if a not in sizes:
                 raise VerifyException(
@@ -326,15 +328,21 @@ class SendOp(CollectiveOp):
     )
 
     def verify_(self) -> None:
-        self._verify_axes()
-        if len(self.grid_axes.data) != 1:
-            raise VerifyException("point-to-point ops take exactly one grid axis")
+        _verify_point_to_point(self, self.shift.value.data)
 
     def payload_bytes(self) -> float:
         return tensor_bytes(self.input)
 
     def ring_bytes_per_rank(self) -> float:
         return self.payload_bytes()
+
+
+def _verify_point_to_point(op: CollectiveOp, shift: int) -> None:
+    size = op._verify_axes()
+    if len(op.grid_axes.data) != 1:
+        raise VerifyException("point-to-point ops take exactly one grid axis")
+    if not 0 < abs(shift) < size:
+        raise VerifyException(f"shift must be nonzero and within the axis ({size} ranks), got {shift}")
 
 
 @irdl_op_definition
@@ -349,9 +357,7 @@ class RecvOp(CollectiveOp):
     assembly_format = "`on` $grid $grid_axes `shift` $shift attr-dict `:` type($result)"
 
     def verify_(self) -> None:
-        self._verify_axes()
-        if len(self.grid_axes.data) != 1:
-            raise VerifyException("point-to-point ops take exactly one grid axis")
+        _verify_point_to_point(self, self.shift.value.data)
 
     def payload_bytes(self) -> float:
         return tensor_bytes(self.result)

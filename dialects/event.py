@@ -16,6 +16,7 @@ yielded (the loop's `init` token on the first one).
 from __future__ import annotations
 
 import functools
+import math
 
 from typing import ClassVar
 
@@ -88,6 +89,10 @@ class ProgramOp(IRDLOperation):
             regions=[body],
             attributes=attrs,
         )
+
+    def verify_(self) -> None:
+        if self.ranks.value.data < 1:
+            raise VerifyException(f"ranks must be >= 1, got {self.ranks.value.data}")
 
 
 @irdl_op_definition
@@ -181,8 +186,12 @@ class EventOpBase(IRDLOperation):
         return op
 
     def verify_(self) -> None:
-        if self.duration_s.value.data < 0:
-            raise VerifyException(f"duration_s must be >= 0, got {self.duration_s.value.data}")
+        if not 0 <= self.duration_s.value.data < math.inf:  # NaN fails too
+            raise VerifyException(f"duration_s must be finite and >= 0, got {self.duration_s.value.data}")
+        for name, minimum in self.COUNTS:
+            count = self.attributes.get(name)
+            if isinstance(count, IntegerAttr) and count.value.data < minimum:
+                raise VerifyException(f"{name} must be >= {minimum}, got {count.value.data}")
         kind = self.lookup_stream().kind.data
         if kind != self.STREAM_KIND:
             raise VerifyException(
@@ -191,6 +200,8 @@ class EventOpBase(IRDLOperation):
             )
 
     STREAM_KIND: ClassVar[str] = ""
+    COUNTS: ClassVar[tuple[tuple[str, int], ...]] = (("flops", 0),)
+    """Integer attributes the interpreter reads, and their least value."""
 
 
 @irdl_op_definition
@@ -208,6 +219,7 @@ class CommOp(EventOpBase):
 
     name = "event.comm"
     STREAM_KIND: ClassVar[str] = "comm"
+    COUNTS: ClassVar[tuple[tuple[str, int], ...]] = (("bytes", 0), ("group", 1))
 
 
 @irdl_op_definition

@@ -20,6 +20,7 @@ Structure:
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Iterable, Sequence
 from math import prod
 from typing import ClassVar
@@ -737,8 +738,9 @@ class GenericOp(ComputeOp):
         return dim_sources_of(self.view_dims)
 
     def verify_(self) -> None:
-        if self.flop_count.value.data < 0 or self.byte_count.value.data < 0:
-            raise VerifyException("flop_count and byte_count must be >= 0")
+        for name, attr in (("flop_count", self.flop_count), ("byte_count", self.byte_count)):
+            if not 0 <= attr.value.data < math.inf:  # NaN fails too
+                raise VerifyException(f"{name} must be finite and >= 0, got {attr.value.data}")
 
     def op_kind(self) -> str:
         return self.callee.data

@@ -67,6 +67,7 @@ from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run
 from charon_ir.passes.pipeline import PIPELINE_ATTR
 from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR, schedule_marks
+from charon_ir.passes.set_target import check_grids_fit
 from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"
@@ -75,6 +76,18 @@ COMPUTE_STREAM = "compute"
 @functools.cache
 def _int_attr(value: int) -> IntegerAttr:
     return IntegerAttr(value, 64)
+
+
+I64_MAX = 2**63 - 1
+
+
+def _count_attr(value: float, what: str, op: Operation) -> IntegerAttr:
+    """An event's FLOP or byte count, an i64: a step whose one kernel counts more
+    (an 8B model at a 1e8-token sequence) is refused by name, not by the verifier."""
+    if not 0 <= value <= I64_MAX:
+        raise CharonError(f"lower-to-events: '{op.name}' counts {value:.3g} {what}, beyond the "
+                          "64-bit counters of an event (a sequence or batch this large is not a step)")
+    return _int_attr(round(value))
 
 
 @functools.cache
@@ -222,12 +235,12 @@ class _Emitter:
             deps = [issue]
         attrs: dict = {"engine": cost.engine}
         if isinstance(op, ComputeOp):
-            attrs["flops"] = _int_attr(round(cost.flops.data))
+            attrs["flops"] = _count_attr(cost.flops.data, "FLOPs", op)
             ev = event.ComputeOp(COMPUTE_STREAM, op.op_kind(), cost.time_s.data, deps, **attrs)
         else:
             axes = op.axis_names()
             stream = comm_stream_name(axes)
-            attrs["bytes"] = _int_attr(round(cost.bytes.data))
+            attrs["bytes"] = _count_attr(cost.bytes.data, "bytes", op)
             group = self.groups.get(id(op))
             if group is None:
                 link = None
@@ -455,6 +468,7 @@ class LowerToEventsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = Target.from_module(op)
+        check_grids_fit(op, target.gpus, "lower-to-events", "the target has")  # one built after set-target
         blocking = self.blocking_axes()
         if any(isinstance(o, event.ProgramOp) for o in op.body.block.ops):
             raise CharonError("lower-to-events: the module is already lowered")

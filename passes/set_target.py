@@ -15,6 +15,8 @@ Options:
   file.
 
 Every later pass and engine reads the target from the module, never from options.
+A module already priced (cost-annotate ran) is not retargeted to another GPU: its
+times are the first GPU's.
 """
 
 from dataclasses import dataclass
@@ -24,12 +26,31 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects.coll import GridOp
+from charon_ir.dialects.event import ProgramOp
+from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import Cluster, load_cluster
 from charon_ir.target.hardware import UnknownGpuError, load_gpu
 from charon_ir.target.target import TARGET_ATTR, Target
 
 DEFAULT_GPUS_WITHOUT_CLUSTER = 8
+
+
+def check_grids_fit(op: ModuleOp, gpus: int, where: str, what: str) -> None:
+    """Every device grid fits in the target's GPUs (a grid built after set-target
+    is checked again when the module is lowered)."""
+    for grid in op.walk():
+        if isinstance(grid, GridOp) and grid.num_devices() > gpus:
+            raise CharonError(
+                f"{where}: grid @{grid.sym_name.data} spans {grid.num_devices()} devices but "
+                f"{what} {gpus}"
+            )
+
+
+def _priced(op: ModuleOp) -> bool:
+    """cost-annotate has run (or the module is already lowered to events):
+    its times are the targeted GPU's."""
+    return any(COST_ATTR in o.attributes or isinstance(o, ProgramOp) for o in op.walk())
 
 
 @dataclass(frozen=True)
@@ -44,11 +65,13 @@ class SetTargetPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cluster = load_cluster(self.cluster) if self.cluster else None
         target = self.target(cluster)
-        for grid in op.walk():
-            if isinstance(grid, GridOp) and grid.num_devices() > target.gpus:
+        check_grids_fit(op, target.gpus, "set-target", "option 'gpus' is")
+        if TARGET_ATTR in op.attributes and _priced(op):
+            before = Target.from_module(op)
+            if before.gpu.name != target.gpu.name:
                 raise CharonError(
-                    f"set-target: grid @{grid.sym_name.data} spans {grid.num_devices()} "
-                    f"devices but option 'gpus' is {target.gpus}"
+                    f"set-target: the module is already priced for {before.gpu.name}; "
+                    f"set the target ({target.gpu.name}) before cost-annotate"
                 )
         op.attributes[TARGET_ATTR] = target.to_attr()
 

@@ -90,7 +90,15 @@ def parse_located(ctx: Context, text: str, name: str) -> ModuleOp:
         raise CharonError(f"{span_location(e.span)}: {e.msg}") from None
     except LocatedVerifyError as e:
         raise CharonError(str(e).replace(": error: ", ": ", 1)) from None
+    except RecursionError:
+        raise CharonError(too_deep(name)) from None
     return module
+
+
+def too_deep(name: str) -> str:
+    """Regions nested past Python's recursion limit (xDSL parses, verifies and
+    prints recursively): a few hundred levels where a model needs two or three."""
+    return f"{name}: regions nest too deeply (past Python's recursion limit of {sys.getrecursionlimit()})"
 
 
 class DeferredOutputFile(io.StringIO):
@@ -160,13 +168,16 @@ class CharonOptMain(xDSLOptMain):
             except UnicodeDecodeError as e:
                 raise CharonError(f"{self.get_input_name()}: not UTF-8 text (byte {e.start})") from None
             parser = LocatingParser(self.ctx, text, self.get_input_name())
-            module = parser.parse_module()
-            if not self.args.disable_verify:
-                spans = {
-                    k: dataclasses.replace(v, line_offset=self._chunk_line_offset)
-                    for k, v in parser.op_spans.items()
-                }
-                verify_located(module, spans)
+            try:
+                module = parser.parse_module()
+                if not self.args.disable_verify:
+                    spans = {
+                        k: dataclasses.replace(v, line_offset=self._chunk_line_offset)
+                        for k, v in parser.op_spans.items()
+                    }
+                    verify_located(module, spans)
+            except RecursionError:
+                raise CharonError(too_deep(self.get_input_name())) from None
             return module
 
         self.available_frontends["mlir"] = parse_mlir

@@ -22,6 +22,12 @@ from charon_ir.errors import CharonError
 KIND_JOIN, KIND_COMPUTE, KIND_COMM = 0, 1, 2
 _EVENT, _JOIN, _BARRIER, _LOOP = "event", "join", "barrier", "loop"
 _LINKS = {"scale-up": 1, "scale-out": 2}
+
+MAX_EVENTS = 20_000_000
+"""Events (and loop iterations) one interpretation may run, a few GB and a minute:
+the largest bundled training step takes under 300k events in the fine tier; a
+program that unrolls to more (loops nested in loops, a count of 1e18) is refused
+before it fills the memory or runs for hours."""
 """Links a collective can cross; concurrent collectives of one program on the same
 link share its bandwidth."""
 
@@ -86,6 +92,7 @@ class _Builder:
         self.folded_exposed: dict[int, dict[str, float]] = {}
         self.loop_summaries: dict[tuple, _LoopSummary] = {}
         self.keys: dict[int, tuple[tuple, tuple]] = {}
+        self.unrolled: dict[int, tuple[list[tuple], int]] = {}
         self.streams: list[str] = []
         self.stream_kinds: list[int] = []
         self.duration: list[float] = []
@@ -193,12 +200,28 @@ class _Builder:
                 if foldable and self.fold and count >= 3:
                     env[out] = self.fold_loop(ins, env)
                     continue
+                unrolled = len(self.labels) + count * self.unrolled_events(body)
+                if unrolled > MAX_EVENTS:
+                    raise CharonError(
+                        f"interpreter: a loop of {count:,} iterations unrolls to {unrolled:.3g} events and "
+                        f"iterations, over the {MAX_EVENTS:,} one simulation holds (nested or huge loop counts)")
                 prev = env[init]
                 for _ in range(count):
                     env[arg] = prev
                     self.execute(body, env)
                     prev = env[yielded]
                 env[out] = prev
+
+    def unrolled_events(self, code: list[tuple]) -> int:
+        """Events one run of `code` adds with every loop in it unrolled, an
+        iteration counting one at least (an upper bound: the fast tier folds some
+        loops); a body run many times is counted once."""
+        found = self.unrolled.get(id(code))
+        if found is not None and found[0] is code:
+            return found[1]
+        n = sum(ins[1] * max(1, self.unrolled_events(ins[4])) if ins[0] is _LOOP else 1 for ins in code)
+        self.unrolled[id(code)] = (code, n)
+        return n
 
     def loop_summary(self, ins: tuple) -> _LoopSummary:
         """Simulate two and three iterations of a loop body on their own

@@ -1,5 +1,7 @@
 // RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate,lower-to-events' | filecheck %s
 // RUN: not charon-opt %s -p 'set-target{hardware=H100},lower-to-events' 2>&1 | filecheck %s --check-prefix=UNPRICED
+// RUN: not charon-opt %s -p 'set-target{hardware=H100 gpus=8},data-parallel{dp=2},cost-annotate,lower-to-events' 2>&1 | filecheck %s --check-prefix=GRID
+// GRID: charon-opt: error: lower-to-events: grid @{{.*}} spans 16 devices but the target has 8
 
 // A repeat of 4 layers becomes one event.loop (never unrolled); the all_reduce goes
 // to the tp comm lane and waits for the matmul that produced its operand; the

@@ -151,3 +151,12 @@ def test_simulate_unwritable_output_fails_before_the_run(charon_fails, tmp_path,
     args = ("simulate", "--model", model, "--gpus", "2", "--global-batch", "4", flag, str(path))
     assert charon_fails(*args) == line.format(path=path, parent=path.parent)
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_step_whose_kernel_counts_overflow_the_event_counters(charon_fails):
+    """An attention at a 2^31-token sequence counts 2e21 FLOPs: with --json (which
+    times a step that does not fit) lower-to-events failed on its i64 attribute."""
+    tiny = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json")
+    assert charon_fails("simulate", "--model", tiny, "--gpus", "1", "--seq-len", "2147483647", "--json") == (
+        "error: lower-to-events: 'sim.attention' counts 2.36e+21 FLOPs, beyond the 64-bit counters of an "
+        "event (a sequence or batch this large is not a step)")

@@ -141,3 +141,46 @@ def test_an_internal_error_is_one_line_unless_debugging(debug):
     else:
         assert out.stderr == ("charon-opt: error: internal error, please report it (CHARON_DEBUG=1 shows "
                               "the traceback): ZeroDivisionError: an internal bug\n")
+
+
+def _nested_repeats(depth: int) -> str:
+    lines = ["builtin.module {", '  %x0 = sim.input "x" : tensor<4xbf16>']
+    for i in range(depth):
+        lines += [f"  %r{i} = sim.repeat 2 iter(%x{i} : tensor<4xbf16>) slices( : ) -> (tensor<4xbf16>) {{",
+                  f"  ^bb{i}(%x{i + 1}: tensor<4xbf16>):"]
+    lines += [f"  sim.yield %x{depth} : tensor<4xbf16>"]
+    for i in reversed(range(depth)):
+        lines += ["  }"] + ([f"  sim.yield %r{i} : tensor<4xbf16>"] if i else [])
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+def test_regions_nested_past_the_recursion_limit_are_one_line(tmp_path):
+    """xDSL parses, verifies and prints recursively: a RecursionError was an
+    internal error."""
+    deep = tmp_path / "deep.mlir"
+    deep.write_text(_nested_repeats(150))
+    out = charon_opt(str(deep), "-t", "mlir")
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.strip() == (
+        f"charon-opt: error: {deep}: regions nest too deeply (past Python's recursion limit of 1000)")
+
+
+def test_a_program_that_unrolls_past_the_event_budget_is_refused(tmp_path):
+    """Loops nested in loops multiply: 40 levels of 2 iterations (or one count of
+    1e18) filled the memory before anything was said."""
+    nested = tmp_path / "nested.mlir"
+    nested.write_text(_nested_repeats(40))
+    out = charon_opt(str(nested), "-p", "set-target{hardware=H100},cost-annotate,lower-to-events", "-t", "simulate")
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.strip() == (
+        "charon-opt: error: interpreter: a loop of 2 iterations unrolls to 1.1e+12 events and iterations, "
+        "over the 20,000,000 one simulation holds (nested or huge loop counts)")
+    huge = tmp_path / "huge.mlir"
+    huge.write_text(
+        'builtin.module {\n  event.program @p ranks 1 {\n    event.stream @compute "compute"\n'
+        "    %s = event.wait()\n    %l = event.loop 1000000000000000000 iter(%s) {\n"
+        "    ^bb0(%t: !event.token):\n      %a = event.compute \"mm\" on @compute duration 1.0 after(%t)\n"
+        "      event.yield %a\n    }\n  }\n}\n")
+    out = charon_opt(str(huge), "-p", "set-target{hardware=H100}", "-t", "simulate")
+    assert out.returncode == 1
+    assert "a loop of 1,000,000,000,000,000,000 iterations unrolls to 1e+18 events and" in out.stderr

@@ -43,3 +43,23 @@ coll.grid @mesh(axes = ["pp", "tp"], shape = 2x2)
 %x = sim.input "x" : tensor<16x64xbf16>
 coll.send %x on @mesh ["pp", "tp"] shift 1 : tensor<16x64xbf16>
 // CHECK: error: 'coll.send' op point-to-point ops take exactly one grid axis
+
+// -----
+
+coll.grid @mesh(axes = ["tp"], shape = 4)
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.all_reduce %x on @mesh ["tp", "tp"] : tensor<16x64xbf16>
+// CHECK: error: 'coll.all_reduce' op grid axes must be distinct, got ['tp', 'tp']
+
+// -----
+
+coll.grid @mesh(axes = ["pp"], shape = 2)
+%x = sim.input "x" : tensor<16x64xbf16>
+coll.send %x on @mesh ["pp"] shift 0 : tensor<16x64xbf16>
+// CHECK: error: 'coll.send' op shift must be nonzero and within the axis (2 ranks), got 0
+
+// -----
+
+coll.grid @mesh(axes = ["pp"], shape = 2)
+%r = coll.recv on @mesh ["pp"] shift 100 : tensor<16x64xbf16>
+// CHECK: error: 'coll.recv' op shift must be nonzero and within the axis (2 ranks), got 100

@@ -4,7 +4,7 @@ event.program @p ranks 1 {
   event.stream @compute "compute"
   %a = event.compute "mm" on @compute duration -1.0
 }
-// CHECK: error: 'event.compute' op duration_s must be >= 0, got -1.0
+// CHECK: error: 'event.compute' op duration_s must be finite and >= 0, got -1.0
 
 // -----
 
@@ -38,3 +38,42 @@ event.program @p ranks 1 {
   }
 }
 // CHECK: error: 'event.loop' op count must be >= 1, got 0
+
+// -----
+
+event.program @p ranks 1 {
+  event.stream @compute "compute"
+  %a = event.compute "mm" on @compute duration 1.0e400
+}
+// CHECK: error: 'event.compute' op duration_s must be finite and >= 0, got inf
+
+// -----
+
+event.program @p ranks 0 {
+  event.stream @compute "compute"
+}
+// CHECK: error: 'event.program' op ranks must be >= 1, got 0
+
+// -----
+
+event.program @p ranks 8 {
+  event.stream @comm "comm"
+  %a = event.comm "all_reduce" on @comm duration 1.0 {bytes = -64 : i64, group = 8 : i64}
+}
+// CHECK: error: 'event.comm' op bytes must be >= 0, got -64
+
+// -----
+
+event.program @p ranks 8 {
+  event.stream @comm "comm"
+  %a = event.comm "all_reduce" on @comm duration 1.0 {bytes = 64 : i64, group = 0 : i64}
+}
+// CHECK: error: 'event.comm' op group must be >= 1, got 0
+
+// -----
+
+event.program @p ranks 8 {
+  event.stream @compute "compute"
+  %a = event.compute "mm" on @compute duration 1.0 {flops = -1 : i64}
+}
+// CHECK: error: 'event.compute' op flops must be >= 0, got -1

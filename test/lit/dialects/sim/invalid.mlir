@@ -101,7 +101,19 @@
 
 %x = sim.input "x" : tensor<4xbf16>
 %g = sim.generic "aten.foo"(%x) {flop_count = -1.0 : f64, byte_count = 0.0 : f64} : (tensor<4xbf16>) -> tensor<4xbf16>
-// CHECK: error: 'sim.generic' op flop_count and byte_count must be >= 0
+// CHECK: error: 'sim.generic' op flop_count must be finite and >= 0, got -1.0
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+%g = sim.generic "aten.foo"(%x) {flop_count = 0x7FF0000000000000 : f64, byte_count = 0.0 : f64} : (tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK: error: 'sim.generic' op flop_count must be finite and >= 0, got inf
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+%g = sim.generic "aten.foo"(%x) {flop_count = 0.0 : f64, byte_count = 0x7FF8000000000000 : f64} : (tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK: error: 'sim.generic' op byte_count must be finite and >= 0, got nan
 
 // -----
 
