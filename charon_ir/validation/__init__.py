@@ -60,6 +60,28 @@ TRAINING_FIELDS = (("hardware", "num_gpus"), ("model", "seq_len"), ("model", "la
 
 JSON_TYPE = {str: "a string", dict: "a JSON object", (int, float): "a number"}
 
+CATEGORY_FIELDS = {
+    "kernel_microbenchmark": (("model", "head_dim", 1, False), ("model", "seq_len", 1, False),
+                              ("model", "total_tokens", 1, False), ("model", "hidden", 1, False)),
+    "comm_microbenchmark": (("model", "message_bytes", 1, False), ("strategy", "ranks", 2, False),
+                            ("strategy", "nodes", 1, False)),
+    "inference": (("strategy", "batch_size", 1, False), ("strategy", "input_len", 1, True),
+                  ("strategy", "output_len", 1, True), ("strategy", "tp", 1, False),
+                  ("strategy", "pp", 1, False)),
+}
+"""(part, key, least value, required) of the integers the other records' runs read
+(an attention record's fields when it is one; a GEMM's shape is `shape_MxNxK`)."""
+
+
+def _check_gpu(record: dict[str, Any], where: str) -> None:
+    from charon_ir.engines.calibration import record_gpu
+
+    try:
+        record_gpu(record)
+    except ValueError:
+        raise CharonError(f"{where} ('{record['id']}'): 'hardware.gpu' names no GPU type of this "
+                          f"project: {json.dumps(record['hardware'].get('gpu'))}") from None
+
 
 def _check_record(record: dict[str, Any], where: str) -> None:
     """One line naming the record and the field whose type is wrong: the runner
@@ -72,7 +94,36 @@ def _check_record(record: dict[str, Any], where: str) -> None:
     if not math.isfinite(record["value"]) or record["value"] <= 0:
         raise CharonError(f"{where} ('{record['id']}'): 'value' must be a finite number > 0, "
                           f"got {json.dumps(record['value'])}")
+    from charon_ir.validation.runner import CATEGORY_GROUP
+
+    if record["category"] not in CATEGORY_GROUP:
+        raise CharonError(f"{where} ('{record['id']}'): unknown category '{record['category']}' "
+                          f"(known: {', '.join(CATEGORY_GROUP)})")
+    for part, key, minimum, required in CATEGORY_FIELDS.get(record["category"], ()):
+        value = record[part].get(key)
+        if value is None and not required:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise CharonError(f"{where} ('{record['id']}'): {record['category']} record needs "
+                              f"'{part}.{key}' as an integer >= {minimum}, got {json.dumps(value)}")
+    if (record["category"] == "inference" and record["metric"].startswith("output_tokens_per_sec")
+            and "batch_size" not in record["strategy"]):
+        raise CharonError(f"{where} ('{record['id']}'): an inference throughput record needs "
+                          "'strategy.batch_size' (its static batch)")
+    degrees = [record["strategy"].get(k) for k in ("tp", "pp", "dp")]
+    if record["category"] == "training" and all(isinstance(d, int) and not isinstance(d, bool)
+                                                for d in degrees):
+        gpus = record["hardware"].get("num_gpus")
+        if degrees[0] * degrees[1] * degrees[2] != gpus:
+            raise CharonError(f"{where} ('{record['id']}'): tp x pp x dp = {' x '.join(map(str, degrees))} "
+                              f"is not 'hardware.num_gpus' ({json.dumps(gpus)})")
+    if record["category"] == "comm_microbenchmark":
+        op = str(record["strategy"].get("op", "allreduce")).replace("_", "")
+        if op != "allreduce":  # nccl-tests' all_reduce_perf is the one compared
+            raise CharonError(f"{where} ('{record['id']}'): comm records compare all_reduce bus "
+                              f"bandwidth, got op '{record['strategy'].get('op')}'")
     if record["category"] not in ("training", "training_microbenchmark"):
+        _check_gpu(record, where)
         return
     # a per-layer record is simulated as its step (validation/layers.py)
     kind = record["category"].replace("_", " ")
@@ -97,3 +148,4 @@ def _check_record(record: dict[str, Any], where: str) -> None:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise CharonError(f"{where} ('{record['id']}'): 'other_metrics.{key}' must be a "
                                   f"number >= 0, got {json.dumps(value)}")
+    _check_gpu(record, where)

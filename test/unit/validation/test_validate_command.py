@@ -140,7 +140,10 @@ TRAINING = {"id": "t", "category": "training", "metric": "step_time", "value": 1
             "hardware": {"num_gpus": 8}, "strategy": {}}
 LAYER = {**TRAINING, "id": "l", "category": "training_microbenchmark", "strategy": {"micro_batch": 4}}
 KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "value": 500,
-          "model": {}, "hardware": {}, "strategy": {}}
+          "model": {}, "hardware": {"gpu": "NVIDIA H100 80GB SXM5"}, "strategy": {}}
+COMM = {**KERNEL, "id": "c", "category": "comm_microbenchmark", "metric": "bus_bandwidth"}
+INFERENCE = {**KERNEL, "id": "i", "category": "inference", "metric": "output_tokens_per_sec_per_gpu",
+             "strategy": {"batch_size": 8, "input_len": 128, "output_len": 128}}
 
 
 @pytest.mark.parametrize(
@@ -169,6 +172,28 @@ KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "v
         ([{**LAYER, "other_metrics": {"forward_ms": "abc", "backward_ms": 1.0}}],
          "error: {path}: record 0 ('l'): 'other_metrics.forward_ms' must be a number >= 0, got \"abc\""),
         ([KERNEL, KERNEL], "error: {path}: record 1 repeats the id 'k' of record 0"),
+        # every category's runs read their fields without asking again: a zero head
+        # dimension divided by zero, an unknown GPU was a ValueError, an unknown op or
+        # category ran as something else, a negative size compared a negative rate
+        ([{**KERNEL, "category": "quantum"}],
+         "error: {path}: record 0 ('k'): unknown category 'quantum' (known: training, "
+         "training_microbenchmark, inference, kernel_microbenchmark, comm_microbenchmark)"),
+        ([{**KERNEL, "hardware": {"gpu": "NVIDIA Z9000"}}],
+         "error: {path}: record 0 ('k'): 'hardware.gpu' names no GPU type of this project: \"NVIDIA Z9000\""),
+        ([{**KERNEL, "model": {"head_dim": 0}}],
+         "error: {path}: record 0 ('k'): kernel_microbenchmark record needs 'model.head_dim' as an integer >= 1, got 0"),
+        ([{**COMM, "strategy": {"ranks": 0}}],
+         "error: {path}: record 0 ('c'): comm_microbenchmark record needs 'strategy.ranks' as an integer >= 2, got 0"),
+        ([{**COMM, "model": {"message_bytes": -1}}],
+         "error: {path}: record 0 ('c'): comm_microbenchmark record needs 'model.message_bytes' as an integer >= 1, got -1"),
+        ([{**COMM, "strategy": {"op": "allfoo"}}],
+         "error: {path}: record 0 ('c'): comm records compare all_reduce bus bandwidth, got op 'allfoo'"),
+        ([{**INFERENCE, "strategy": {**INFERENCE["strategy"], "batch_size": "lots"}}],
+         "error: {path}: record 0 ('i'): inference record needs 'strategy.batch_size' as an integer >= 1, got \"lots\""),
+        ([{**INFERENCE, "strategy": {"input_len": 128, "output_len": 128}}],
+         "error: {path}: record 0 ('i'): an inference throughput record needs 'strategy.batch_size' (its static batch)"),
+        ([{**TRAINING, "strategy": {"tp": 1, "pp": 1, "dp": 7}}],
+         "error: {path}: record 0 ('t'): tp x pp x dp = 1 x 1 x 7 is not 'hardware.num_gpus' (8)"),
     ],
 )
 def test_bad_set_file_is_one_line(charon_fails, tmp_path, content, line):
