@@ -116,6 +116,11 @@ class ServingConfig:
             stages.append(Stage(kind, int(amount or 0)))
         if self.prefix_tokens < 0 or self.prefix_groups < 0:
             raise CharonError("--prefix-tokens and --prefix-groups must be >= 0")
+        if bool(self.prefix_tokens) != bool(self.prefix_groups):
+            raise CharonError("--prefix-tokens and --prefix-groups go together (shared prefixes of "
+                              "that many tokens, over that many groups)")
+        if self.prefix_tokens > self.input_len:  # as a trace's 'prefix_tokens' > 'input_tokens'
+            raise CharonError(f"--prefix-tokens {self.prefix_tokens} exceeds --input-len {self.input_len}")
         for r in requests:
             r.stages = list(stages)
             if self.prefix_tokens and self.prefix_groups:
@@ -228,6 +233,12 @@ def serve(
     config = ServingConfig(model=model, **options)
     if config.seed < 0:  # numpy's SeedSequence takes no negative seed
         raise CharonError(f"--seed must be >= 0, got {config.seed}")
+    # flags that would otherwise be ignored
+    if config.draft_model and not config.speculative_k:
+        raise CharonError("--draft-model drafts for speculative decoding: give --speculative-k too")
+    if (config.prefill_replicas or config.decode_replicas) and config.replicas != 1:
+        raise CharonError("--replicas counts colocated replicas; with --prefill-replicas and "
+                          "--decode-replicas (disaggregated) give those alone")
     for flag, slo in (("--slo-ttft", config.slo_ttft), ("--slo-tpot", config.slo_tpot)):
         if not 0 <= slo < math.inf:  # NaN fails too; 0 means no SLO
             raise CharonError(f"{flag} must be a finite number of seconds >= 0, got {slo}")

@@ -54,6 +54,11 @@ class Request:
 MAX_ARRIVAL_S = 1e9
 """A trace's latest arrival (about 32 years): float64 seconds keep sub-microsecond
 steps below it; beyond, a step's time is lost in the clock's rounding."""
+MAX_REQUESTS = 10_000_000
+"""Requests one run holds (about 2 GB of them, hours of scheduling)."""
+MAX_SAMPLED_TOKENS = 2.0**31
+"""A sampled length beyond this is a spread no workload has (and past int64 it
+wrapped to negative token counts)."""
 
 
 def static_batch(batch: int, input_len: int, output_len: int) -> list[Request]:
@@ -89,6 +94,9 @@ def sample_lengths(
     else:  # zipf: heavy tail, scaled so the median is near `mean`
         a = max(spread, 1.01) + 1.0
         x = rng.zipf(a, n) * (mean / 1.5)
+    if not np.all(x <= MAX_SAMPLED_TOKENS):  # inf, NaN or past int64 would wrap around
+        raise CharonError(f"--length-spread {spread:g}: {distribution} lengths around {mean} leave the "
+                          "range of token counts (up to 2^31); give a smaller spread")
     return np.maximum(1, np.rint(x)).astype(np.int64)
 
 
@@ -104,13 +112,17 @@ def poisson(
 ) -> list[Request]:
     """Poisson arrivals at `rate` per second (rate 0: all at time 0)."""
     _check_lengths(input_len, output_len)
-    if num_requests < 1:
-        raise CharonError(f"--num-requests must be >= 1, got {num_requests}")
+    if not 1 <= num_requests <= MAX_REQUESTS:
+        raise CharonError(f"--num-requests must be in 1..{MAX_REQUESTS:,} (a longer run: several), "
+                          f"got {num_requests}")
     if not 0 <= rate < math.inf:  # NaN fails too
         raise CharonError(f"--rate must be a finite number >= 0, got {rate}")
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(1.0 / rate, num_requests) if rate > 0 else np.zeros(num_requests)
     arrivals = np.cumsum(gaps) - (gaps[0] if rate > 0 else 0.0)
+    if not arrivals[-1] <= MAX_ARRIVAL_S:  # as a trace's: past it, seconds lose their digits
+        raise CharonError(f"--rate {rate:g}: {num_requests} requests arrive over {arrivals[-1]:.3g} s, "
+                          f"beyond {MAX_ARRIVAL_S:g} s")
     inputs = sample_lengths(rng, num_requests, input_len, length_distribution, spread)
     outputs = sample_lengths(rng, num_requests, output_len, length_distribution, spread)
     if max_len:

@@ -114,6 +114,26 @@ SMALL = ("--model", "llama-3.1-8b", "--input-len", "128", "--output-len", "16")
         (("--batch", "4", "--slo-tpot", "nan"), "error: --slo-tpot must be a finite number of seconds >= 0, got nan"),
         # numpy's SeedSequence error was an internal error
         (("--rate", "1", "--num-requests", "4", "--seed", "-1"), "error: --seed must be >= 0, got -1"),
+        # a spread past int64 wrapped to negative token counts and throughputs (exit 0)
+        (("--rate", "4", "--num-requests", "10", "--length-dist", "lognormal", "--length-spread", "1e300"),
+         "error: --length-spread 1e+300: lognormal lengths around 128 leave the range of token counts "
+         "(up to 2^31); give a smaller spread"),
+        # past the memory (killed), past the clock's digits (TTFT 0)
+        (("--rate", "4", "--num-requests", "2000000000"),
+         "error: --num-requests must be in 1..10,000,000 (a longer run: several), got 2000000000"),
+        (("--rate", "1e-300", "--num-requests", "3"),
+         "error: --rate 1e-300: 3 requests arrive over 1.04e+300 s, beyond 1e+09 s"),
+        # accepted and ignored, or contradicting a trace's rule
+        (("--batch", "4", "--draft-model", "llama-3.1-8b"),
+         "error: --draft-model drafts for speculative decoding: give --speculative-k too"),
+        (("--batch", "4", "--replicas", "3", "--prefill-replicas", "1", "--decode-replicas", "1"),
+         "error: --replicas counts colocated replicas; with --prefill-replicas and --decode-replicas "
+         "(disaggregated) give those alone"),
+        (("--batch", "4", "--prefix-tokens", "100"),
+         "error: --prefix-tokens and --prefix-groups go together (shared prefixes of that many tokens, "
+         "over that many groups)"),
+        (("--batch", "4", "--prefix-tokens", "2048", "--prefix-groups", "1"),
+         "error: --prefix-tokens 2048 exceeds --input-len 128"),
     ],
 )
 def test_bad_numbers_are_one_line(charon_fails, args, line):
