@@ -107,6 +107,14 @@ REQUIRED_FIELDS = (
 )
 
 
+MAX_LAYERS = 10_000
+"""More layers than any model has: importing a billion (a typo) ran for hours."""
+SIZE_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size", "head_dim",
+               "n_routed_experts", "num_local_experts", "num_experts_per_tok")
+"""Optional sizes: a zero (a model without an MLP, a zero-width head) traced into
+nonsense or a Python error deep in transformers."""
+
+
 def check_config(config: dict[str, Any], where: str) -> None:
     """The fields every supported family needs, with sane values. Fills in
     `model_type` from `architectures` when only the latter is given."""
@@ -140,3 +148,16 @@ def check_config(config: dict[str, Any], where: str) -> None:
     if "head_dim" not in config and hidden % heads:
         raise CharonError(f"{where}: malformed config.json: hidden size {hidden} is not divisible by "
                           f"{heads} attention heads (and no 'head_dim' is given)")
+    layers = config.get("num_hidden_layers", config.get("n_layer"))
+    if layers > MAX_LAYERS:
+        raise CharonError(f"{where}: malformed config.json: {layers} layers; at most {MAX_LAYERS:,} "
+                          "(the largest models have a few hundred)")
+    for key in SIZE_FIELDS:  # null where a family derives it (GPT-2's n_inner: 4 x hidden)
+        value = config.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            raise CharonError(f"{where}: malformed config.json: '{key}' must be a positive integer, "
+                              f"got {value!r}")
+    head_dim = config.get("head_dim")
+    if isinstance(head_dim, int) and head_dim % 2:
+        raise CharonError(f"{where}: malformed config.json: 'head_dim' {head_dim} is odd (rotary "
+                          "embeddings rotate pairs of dimensions)")

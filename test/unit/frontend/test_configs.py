@@ -67,8 +67,14 @@ def test_missing_field(tmp_path):
     ({"num_key_value_heads": 3},
      "'num_key_value_heads' must be a positive integer dividing num_attention_heads 4, got 3"),
     ({"hidden_size": 257}, "hidden size 257 is not divisible by 4 attention heads (and no 'head_dim' is given)"),
+    # a model without an MLP ran (exit 0); a zero or odd head dimension failed in transformers
+    ({"intermediate_size": 0}, "'intermediate_size' must be a positive integer, got 0"),
+    ({"head_dim": 0}, "'head_dim' must be a positive integer, got 0"),
+    ({"head_dim": 7}, "'head_dim' 7 is odd (rotary embeddings rotate pairs of dimensions)"),
+    # a billion layers imported for hours
+    ({"num_hidden_layers": 10**9}, "1000000000 layers; at most 10,000 (the largest models have a few hundred)"),
 ])
-def test_heads_that_do_not_divide(tmp_path, fields, line):
+def test_malformed_sizes_are_one_line(tmp_path, fields, line):
     bad = tmp_path / "config.json"
     bad.write_text(json.dumps({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
                                "num_hidden_layers": 2, "vocab_size": 100, **fields}))
