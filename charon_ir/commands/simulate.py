@@ -70,6 +70,11 @@ def simulate_command(
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"
         or optimizer != "fused" or attention_kernel or unfused_grad_accumulation
     )
+    if model.endswith(".mlir") and transformed and on_command_line(ctx, "seq_len"):
+        from charon_ir.errors import CharonError
+
+        raise CharonError(f"--seq-len: {model} is a hand-written step: its sequence length is the "
+                          "file's shapes' (the passes shard them, they do not resize them)")
     if model.endswith(".mlir") and not transformed:
         # a hand-written step, and no flag asks for a pass: simulate it as written
         from charon_ir.errors import CharonError

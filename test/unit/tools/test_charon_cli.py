@@ -89,7 +89,7 @@ MLP = str(Path(__file__).resolve().parents[3] / "examples/mlp.mlir")
         (("--dp", "-1"), "error: --dp must be >= 0, got -1"),
         # past an int32 the tracer's sizes overflowed inside torch
         (("--micro-batch", str(10**20)), f"error: --micro-batch must be <= 2147483647, got {10**20}"),
-        (("--seq-len", str(2**31)), f"error: --seq-len must be <= 2147483647, got {2**31}"),
+        (("--gpus", str(2**31)), f"error: --gpus must be <= 2147483647, got {2**31}"),
     ],
 )
 def test_simulate_counts_below_one_are_one_line(charon_fails, args, line):
@@ -160,3 +160,12 @@ def test_a_step_whose_kernel_counts_overflow_the_event_counters(charon_fails):
     assert charon_fails("simulate", "--model", tiny, "--gpus", "1", "--seq-len", "2147483647", "--json") == (
         "error: lower-to-events: 'sim.attention' counts 2.36e+21 FLOPs, beyond the 64-bit counters of an "
         "event (a sequence or batch this large is not a step)")
+
+
+def test_a_hand_written_step_takes_no_sequence_length(charon_fails):
+    """With a pass flag the step is sharded, never resized: --seq-len was ignored."""
+    step = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_step.mlir")
+    assert charon_fails("simulate", "--model", step, "--gpus", "8", "--pp", "2", "--global-batch", "16",
+                        "--seq-len", "100000") == (
+        f"error: --seq-len: {step} is a hand-written step: its sequence length is the file's shapes' "
+        "(the passes shard them, they do not resize them)")
