@@ -13,6 +13,7 @@ is a pass of the registry, run in this order:
 from __future__ import annotations
 
 import gc
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -193,6 +194,27 @@ def check_precision(precision: str, hardware: str, cluster: str) -> None:
         check_fp8(load_gpu(hardware))
 
 
+def _check_schedule_flags(config: TrainingConfig, schedule: str, dp: int, microbatches: int) -> None:
+    """The pipeline pass's schedule rules, in the flags' words (its own lines name
+    its options: 'microbatches' is no flag)."""
+    from charon_ir.parallel.schedules import SCHEDULES
+
+    per_replica = (f"--global-batch {config.global_batch or dp * config.micro_batch} / (dp {dp} x "
+                   f"--micro-batch {config.micro_batch}) = {microbatches} micro-batches")
+    if schedule not in SCHEDULES:
+        raise CharonError(f"--schedule must be one of {', '.join(SCHEDULES)}, got '{schedule}'")
+    if config.vpp > 1 and schedule != "interleaved":
+        raise CharonError(f"--vpp {config.vpp} runs the interleaved schedule, not --schedule {schedule}")
+    if schedule == "interleaved" and config.vpp < 2:
+        raise CharonError("--schedule interleaved needs --vpp >= 2 (model chunks per stage)")
+    if schedule == "interleaved" and microbatches % config.pp:
+        raise CharonError(f"--schedule interleaved needs the micro-batches divisible by --pp {config.pp}: "
+                          f"{per_replica}")
+    if schedule in ("1f1b", "zb-h1") and microbatches < config.pp:
+        raise CharonError(f"--schedule {schedule} needs at least --pp {config.pp} micro-batches in flight: "
+                          f"{per_replica}")
+
+
 def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     """The passes of one training run, in order, with their options: the one
     definition `build_training_module` and `charon sweep` both follow.
@@ -237,6 +259,7 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
             fuse["attention_kernel"] = config.attention_kernel
         plan.append(("fuse", fuse))
     schedule = config.schedule or ("interleaved" if config.vpp > 1 else "1f1b")
+    _check_schedule_flags(config, schedule, dp, microbatches)
     pipeline: dict[str, Any] = {"pp": config.pp, "vpp": config.vpp, "schedule": schedule,
                                 "microbatches": microbatches}
     if config.pipeline_scatter_gather:
@@ -452,7 +475,7 @@ def _check_outputs(trace: str | Path | None, plot: str | Path | None) -> None:
         check_output_dir(plot, "--plot")
 
 
-UNLIMITED_GB = 1e9
+UNLIMITED_GB = math.inf
 """memory-analysis' limit when a configuration is timed whether or not it fits."""
 
 

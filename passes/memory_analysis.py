@@ -37,7 +37,7 @@ class MemoryAnalysisPass(ModulePass):
     grad_bytes: int = 2
 
     def limit_bytes(self, module: ModuleOp) -> float | None:
-        if self.limit_gb < 0:
+        if not self.limit_gb >= 0:  # NaN fails too; inf: no limit
             raise CharonError(f"memory-analysis: option 'limit-gb' must be >= 0, got {self.limit_gb}")
         if self.limit_gb > 0:
             return self.limit_gb * GIB

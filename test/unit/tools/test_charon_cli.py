@@ -169,3 +169,22 @@ def test_a_hand_written_step_takes_no_sequence_length(charon_fails):
                         "--seq-len", "100000") == (
         f"error: --seq-len: {step} is a hand-written step: its sequence length is the file's shapes' "
         "(the passes shard them, they do not resize them)")
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        # the pipeline pass named its own options ('microbatches' is no flag)
+        (("--pp", "2"), "error: --schedule 1f1b needs at least --pp 2 micro-batches in flight: "
+                        "--global-batch 4 / (dp 4 x --micro-batch 1) = 1 micro-batches"),
+        (("--pp", "2", "--vpp", "2", "--schedule", "1f1b"),
+         "error: --vpp 2 runs the interleaved schedule, not --schedule 1f1b"),
+        (("--pp", "2", "--schedule", "zigzag"),
+         "error: --schedule must be one of gpipe, 1f1b, interleaved, zb-h1, got 'zigzag'"),
+        (("--pp", "2", "--vpp", "2", "--global-batch", "12"),
+         "error: --schedule interleaved needs the micro-batches divisible by --pp 2: "
+         "--global-batch 12 / (dp 4 x --micro-batch 1) = 3 micro-batches"),
+    ],
+)
+def test_schedule_errors_name_the_flags(charon_fails, args, line):
+    assert charon_fails("simulate", "--model", "llama-3.1-8b", "--gpus", "8", *args) == line
