@@ -37,6 +37,15 @@ def import_command(
     if not model:  # a usage error (exit 2), as click's own for a missing argument
         raise typer.BadParameter("give a model (a bundled name or a config.json); --list names them",
                                  param_hint="'MODEL'")
+    from charon_ir.api import MAX_COUNT
+    from charon_ir.errors import CharonError
+
+    if model.endswith(".mlir"):
+        raise CharonError(f"{model}: already IR; import takes a bundled name or a config.json "
+                          "(charon-opt and charon simulate read .mlir files)")
+    for flag, value in (("--seq-len", seq_len), ("--batch", batch)):
+        if not 1 <= value <= MAX_COUNT:
+            raise CharonError(f"{flag} must be in 1..{MAX_COUNT}, got {value}")
     if output != "-":
         from charon_ir.report.output import check_output_file
 

@@ -36,6 +36,14 @@ def data_parallel_replicas(module: ModuleOp) -> int:
     return axes.get("dp", 1) * axes.get("ep", 1)
 
 
+def refuse_axis_twice(module: ModuleOp, axis: str, pass_name: str) -> None:
+    """A pass that shards along `axis` runs once: a second run would split the
+    already split shapes again (and fail far away, on a shape)."""
+    grid = find_grid(module)
+    if grid is not None and axis in grid.axis_sizes():
+        raise CharonError(f"{pass_name}: the module is already sharded along grid axis '{axis}'")
+
+
 def ensure_axis(module: ModuleOp, axis: str, size: int, pass_name: str) -> GridOp:
     """Add `axis` of `size` to @mesh (creating the grid), keeping AXIS_ORDER.
     Re-adding an axis with another size is an error naming the pass."""

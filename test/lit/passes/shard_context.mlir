@@ -3,6 +3,7 @@
 // RUN: charon-opt %s -p 'shard-context{cp=2 mode=ulysses}' | filecheck %s --check-prefix=ULYSSES
 // RUN: not charon-opt %s -p 'shard-context{cp=3}' 2>&1 | filecheck %s --check-prefix=SEQ
 // RUN: not charon-opt %s -p 'shard-context{cp=8 mode=ulysses}' 2>&1 | filecheck %s --check-prefix=HEADS
+// RUN: not charon-opt %s -p 'shard-context{cp=2},shard-context{cp=2}' 2>&1 | filecheck %s --check-prefix=TWICE
 
 // Context parallelism on the tiny layer of shard_tensor.mlir (32 tokens, 4 query
 // heads, 2 kv heads): every activation holds 16 of the 32 tokens.
@@ -54,6 +55,7 @@
 
 // SEQ: charon-opt: error: shard-context: option 'cp' (3) does not divide the sequence length (32)
 // HEADS: charon-opt: error: shard-context: option 'cp' (8) does not divide the attention heads (4) (mode=ulysses)
+// TWICE: charon-opt: error: shard-context: the module is already sharded along grid axis 'cp'
 
 builtin.module {
   %x = sim.input "hidden" : tensor<32x64xbf16>

@@ -2,6 +2,7 @@
 // RUN: charon-opt %s -p 'shard-expert{ep=2 etp=2}' | filecheck %s --check-prefix=ETP
 // RUN: charon-opt %s -p 'shard-expert{ep=4 capacity-factor=1.5}' | filecheck %s --check-prefix=CAP
 // RUN: not charon-opt %s -p 'shard-expert{ep=3}' 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: not charon-opt %s -p 'shard-expert{ep=2},shard-expert{ep=2}' 2>&1 | filecheck %s --check-prefix=TWICE
 
 // The routed experts of a tiny MoE layer (32 tokens, hidden 64, 8 experts, top-2,
 // expert ffn 32; 8 rows per expert). ep=4: 2 experts a rank, each seeing the rows
@@ -41,6 +42,7 @@
 // CAP-NEXT:  coll.all_to_all {{.*}} : tensor<8x12x64xbf16> -> tensor<2x48x64xbf16>
 
 // ERR: charon-opt: error: shard-expert: option 'ep' (3) does not divide the experts (8)
+// TWICE: charon-opt: error: shard-expert: the module is already sharded along grid axis 'ep'
 
 builtin.module {
   %x = sim.input "hidden" : tensor<32x64xbf16>

@@ -81,6 +81,17 @@ def test_bad_mode():
     assert_one_line_error(run("llama-3.1-8b", "--mode", "serve"), "unknown mode 'serve'")
 
 
+def test_ir_and_sizes_import_cannot_take(charon_fails):
+    """A .mlir was read as a malformed config.json; a 1e20 sequence overflowed in torch."""
+    mlp = str(Path(__file__).parents[3] / "examples" / "mlp.mlir")
+    assert charon_fails("import", mlp) == (
+        f"error: {mlp}: already IR; import takes a bundled name or a config.json (charon-opt and "
+        "charon simulate read .mlir files)")
+    assert charon_fails("import", str(TINY), "--seq-len", str(10**20)) == (
+        f"error: --seq-len must be in 1..2147483647, got {10**20}")
+    assert charon_fails("import", str(TINY), "--batch", "0") == "error: --batch must be in 1..2147483647, got 0"
+
+
 def test_list_needs_no_model_and_a_missing_model_is_a_usage_error(charon_fails):
     from typer.testing import CliRunner
 
