@@ -160,9 +160,12 @@ def test_a_hand_written_step_is_not_a_serving_model(charon_fails):
          "200005 tokens, more than the 131072-token context of llama-3.1-8b"),
         # int() of JSON's Infinity and NaN used to be an internal error
         ('{"arrival_s": 0, "input_tokens": Infinity, "output_tokens": 5}',
-         "'input_tokens' must be an integer >= 1, got inf"),
+         "'input_tokens' must be an integer in 1..2^31, got inf"),
         ('{"arrival_s": 0, "input_tokens": 10, "output_tokens": NaN}',
-         "'output_tokens' must be an integer >= 1, got nan"),
+         "'output_tokens' must be an integer in 1..2^31, got nan"),
+        # printed as a 300-digit integer
+        ('{"arrival_s": 0, "input_tokens": 10, "output_tokens": 1e300}',
+         "'output_tokens' must be an integer in 1..2^31, got 1e+300"),
     ],
 )
 def test_non_finite_trace_numbers(charon_fails, tmp_path, request_line, line):
