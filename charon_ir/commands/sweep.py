@@ -146,6 +146,11 @@ def sweep_command(
     if top:
         space.top = top
     check_pareto_axis(space.kind, pareto)
+    if space.kind == "serving":
+        for option in ("tier", "retime"):  # the training tiers: a serving point is one serve run
+            if on_command_line(ctx, option):
+                raise CharonError(f"--{option}: a serving sweep runs `charon serve` per point "
+                                  "(the tiers are training's)")
     check_options(jobs=jobs, limit=limit, retime=retime)
     if ray and ray_address:
         raise CharonError("--ray starts a local cluster and --ray-address joins one: give one of them")

@@ -62,6 +62,10 @@ def test_a_bad_value_is_one_line_naming_its_setting(charon_fails, tmp_path):
     # a --kind that contradicts the file's
     assert charon_fails("sweep", str(space), "--kind", "serving") == (
         f"error: --kind serving: {space} is a training space (its 'kind')")
+    # the training tiers were accepted and ignored by a serving sweep
+    serving = Path(__file__).resolve().parents[3] / "examples" / "sweeps" / "serving.yaml"
+    assert charon_fails("sweep", str(serving), "--tier", "fast", "--db", str(tmp_path / "s.sqlite")) == (
+        "error: --tier: a serving sweep runs `charon serve` per point (the tiers are training's)")
     # the same value from a flag over the file names the setting only
     line = charon_fails("sweep", str(space), "--tp-comm-overlap", "perhaps", "--db", str(tmp_path / "s.sqlite"))
     assert line == "error: 'tp_comm_overlap' must be true or false, got 'perhaps'"
