@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
+from charon_ir.target.cluster import PLAUSIBLE
 
 TOPOLOGIES = ("fat_tree", "rail_fat_tree", "fullflat")
 """fat_tree: one non-blocking tier over every node (the implicit cluster's);
@@ -34,6 +35,9 @@ def _bandwidth(text: str) -> float:
         raise CharonError(f"nic_speed must look like 400Gb/s or 50GB/s, got '{text}'")
     value, unit = float(match.group(1)), match.group(2) or "Gb/s"
     scale = {"Gb/s": 1e9 / 8, "GB/s": 1e9, "Tb/s": 1e12 / 8, "TB/s": 1e12}[unit]
+    low, high, shown = PLAUSIBLE["bandwidth"]
+    if not low <= value * scale <= high:  # else the synthesised cluster file's line would be named
+        raise CharonError(f"nic_speed '{text}': {shown}")
     return value * scale
 
 

@@ -75,7 +75,7 @@ _BANDWIDTH_UNITS = {
 _TIME_UNITS = {
     "s": Decimal(1), "ms": Decimal(10) ** -3, "us": Decimal(10) ** -6, "ns": Decimal(10) ** -9,
 }
-_PLAUSIBLE = {
+PLAUSIBLE = {
     "bandwidth": (1e3, 1e15, "a link's bandwidth is between 1KB/s and 1000TB/s"),
     "time": (0.0, 1.0, "a link's latency is at most 1s"),
 }
@@ -343,7 +343,7 @@ class _Reader:
             raise self.fail(v.line, v.col, f"'{key}' must be >= 0")
         if what == "bandwidth" and x == 0:  # every transfer over it would take forever
             raise self.fail(v.line, v.col, f"'{key}' must be > 0")
-        low, high, shown = _PLAUSIBLE[what]
+        low, high, shown = PLAUSIBLE[what]
         if not low <= x <= high:  # a typo's unit: times of 1e300 s, reports in 1e301 s
             raise self.fail(v.line, v.col, f"'{key}' is {v.raw}: {shown}")
         return x

@@ -30,6 +30,9 @@ def test_bad_knobs_are_one_line_errors():
         cluster_text({"hardware": "H100", "topology": "ring"}, 64)
     with pytest.raises(CharonError, match="nic_speed must look like"):
         cluster_text({"hardware": "H100", "nic_speed": "fast"}, 64)
+    # was the synthesised cluster file's error, naming a file in the cache
+    with pytest.raises(CharonError, match=r"^nic_speed '0Gb/s': a link's bandwidth is between 1KB/s and 1000TB/s$"):
+        cluster_text({"hardware": "H100", "nic_speed": "0Gb/s"}, 64)
     with pytest.raises(CharonError, match="neither a multiple nor a divisor"):
         cluster_text({"hardware": "H100", "scale_up_domain": 12}, 64)
 
