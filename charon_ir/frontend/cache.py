@@ -19,9 +19,17 @@ FRONTEND_VERSION = "charon-frontend-4"
 """Bump when the emitted IR changes for the same config and options."""
 
 
-def cache_dir() -> Path:
+def cache_root() -> Path:
+    """Where every cache lives (imported IR, serving latency tables, validation
+    steps, sweep clusters), one folder each: `$CHARON_CACHE_DIR`, else
+    ~/.cache/charon."""
     env = os.environ.get("CHARON_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "charon" / "ir"
+    return Path(env) if env else Path.home() / ".cache" / "charon"
+
+
+def cache_dir() -> Path:
+    """The imported IR's folder."""
+    return cache_root() / "ir"
 
 
 def cache_key(config: dict[str, Any], options: dict[str, Any], versions: dict[str, str]) -> str:

@@ -375,9 +375,9 @@ def build_step_model(shape: ReplicaShape) -> StepTimeModel:
 
 
 def _cache_dir() -> Path:
-    from charon_ir.frontend.cache import cache_dir
+    from charon_ir.frontend.cache import cache_root
 
-    return cache_dir().parent / "serving"
+    return cache_root() / "serving"
 
 
 def _sources_digest() -> str:

@@ -92,8 +92,9 @@ def cluster_text(config: dict[str, Any], gpus: int) -> str:
 
 
 def cluster_directory() -> Path:
-    root = os.environ.get("CHARON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "charon")
-    return Path(root) / "sweep-clusters"
+    from charon_ir.frontend.cache import cache_root
+
+    return cache_root() / "sweep-clusters"
 
 
 def cluster_file(config: dict[str, Any], gpus: int) -> str:

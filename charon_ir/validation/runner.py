@@ -142,9 +142,9 @@ def run_training_record(record: dict[str, Any], directory: str) -> RecordResult:
 
 def cache_directory() -> Path:
     """Where record configs and imported steps are kept between runs."""
-    from charon_ir.frontend.cache import cache_dir
+    from charon_ir.frontend.cache import cache_root
 
-    return cache_dir().parent / "validation"
+    return cache_root() / "validation"
 
 
 def run_training(records: Sequence[dict[str, Any]], jobs: int = 0) -> list[RecordResult]:

@@ -40,7 +40,7 @@ def test_cache_hit_is_fast_and_identical(tmp_path, monkeypatch):
     monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
     first = import_model_with_summary("llama-3.1-8b", seq_len=64)
     assert not first.from_cache and first.cache_file is not None
-    assert first.cache_file.parent == tmp_path
+    assert first.cache_file.parent == tmp_path / "ir"
     start = time.perf_counter()
     second = import_model_with_summary("llama-3.1-8b", seq_len=64)
     assert second.from_cache and time.perf_counter() - start < 1.0
@@ -48,8 +48,8 @@ def test_cache_hit_is_fast_and_identical(tmp_path, monkeypatch):
     # another option is another key
     third = import_model_with_summary("llama-3.1-8b", seq_len=64, mode="prefill", use_cache=True)
     assert not third.from_cache
-    assert len(list(tmp_path.glob("*.mlir"))) == 2
-    assert not list(tmp_path.glob("*.tmp"))  # atomic writes leave nothing behind
+    assert len(list((tmp_path / "ir").glob("*.mlir"))) == 2
+    assert not list((tmp_path / "ir").glob("*.tmp"))  # atomic writes leave nothing behind
 
 
 def test_cache_key_covers_config_and_options():
@@ -80,3 +80,15 @@ def test_group_layers_finds_runs_and_periods():
     assert runs(["d", "m"] * 24) == [(0, 2, 24)]  # interleaved MoE
     assert runs(["d", "d", "m", "m", "m"]) == [(0, 1, 2), (2, 1, 3)]
     assert runs(["a", "b", "c"]) == [(0, 1, 1), (1, 1, 1), (2, 1, 1)]
+
+
+def test_every_cache_lives_under_charon_cache_dir(tmp_path, monkeypatch):
+    """The serving and validation caches went to the variable's parent folder,
+    the sweep's clusters into the folder itself, the IR into it too."""
+    from charon_ir.serving.latency import _cache_dir as serving_cache
+    from charon_ir.sweep.hardware import cluster_directory
+    from charon_ir.validation.runner import cache_directory
+
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
+    assert [ir_cache.cache_dir(), serving_cache(), cache_directory(), cluster_directory()] == [
+        tmp_path / "ir", tmp_path / "serving", tmp_path / "validation", tmp_path / "sweep-clusters"]

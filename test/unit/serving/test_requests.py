@@ -85,3 +85,12 @@ def test_empty_and_missing_trace(tmp_path):
         read_trace(write(tmp_path, [""]))
     with pytest.raises(CharonError, match="cannot read trace"):
         read_trace(tmp_path / "nope.jsonl")
+
+
+def test_the_example_trace_reads():
+    """README's goodput command serves it."""
+    from pathlib import Path
+
+    requests = read_trace(Path(__file__).resolve().parents[3] / "examples" / "requests.jsonl")
+    assert len(requests) == 40 and all(r.input_tokens >= r.prefix_tokens for r in requests)
+    assert [r.arrival_s for r in requests] == sorted(r.arrival_s for r in requests)
