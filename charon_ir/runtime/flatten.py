@@ -22,14 +22,14 @@ from charon_ir.errors import CharonError
 KIND_JOIN, KIND_COMPUTE, KIND_COMM = 0, 1, 2
 _EVENT, _JOIN, _BARRIER, _LOOP = "event", "join", "barrier", "loop"
 _LINKS = {"scale-up": 1, "scale-out": 2}
+"""Links a collective can cross; concurrent collectives of one program on the same
+link share its bandwidth."""
 
 MAX_EVENTS = 20_000_000
 """Events (and loop iterations) one interpretation may run, a few GB and a minute:
 the largest bundled training step takes under 300k events in the fine tier; a
 program that unrolls to more (loops nested in loops, a count of 1e18) is refused
 before it fills the memory or runs for hours."""
-"""Links a collective can cross; concurrent collectives of one program on the same
-link share its bandwidth."""
 
 
 @dataclass
