@@ -16,8 +16,10 @@ import argparse
 import dataclasses
 import io
 import os
+import re
 import sys
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import IO
 
 from xdsl.context import Context
@@ -211,6 +213,8 @@ class CharonOptMain(xDSLOptMain):
             if self.args.passes:
                 raise CharonError("use either -p or --pass-pipeline, not both")
             self.args.passes = strip_module_wrapper(self.args.pass_pipeline)
+        if self.args.passes:
+            self.args.passes = positional_numbers(self.args.passes)
         try:
             super().setup_pipeline()
         except CharonError:
@@ -225,11 +229,21 @@ class CharonOptMain(xDSLOptMain):
 
 I64 = range(-(2**63), 2**63)
 
+SCIENTIFIC = re.compile(r"(?<=[=,\[ ])([+-]?\d+(?:\.\d*)?[eE][+-]?\d+)(?=[ ,\]}])")
+
+
+def positional_numbers(spec: str) -> str:
+    """`limit-gb=1e-9` as `limit-gb=0.000000001`: xDSL's option parser reads a
+    number in scientific notation as a word ("Incompatible types")."""
+    return SCIENTIFIC.sub(lambda m: format(Decimal(m.group(1)), "f"), spec)
+
 
 def check_option_ranges(module_pass: ModulePass) -> None:
     """Integer options end up in i64 attributes: a value outside that range is the
     option's error, not a verifier's failure on an attribute the user never wrote."""
     for option in dataclasses.fields(module_pass):
+        if "float" in str(option.type):  # a float option takes any size
+            continue
         value = getattr(module_pass, option.name)
         values = value if isinstance(value, tuple) else (value,)
         for v in values:

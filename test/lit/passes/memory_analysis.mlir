@@ -3,6 +3,8 @@
 // RUN: charon-opt %s -p 'recompute{policy=full},memory-analysis{limit-gb=80 grad-bytes=4}' | filecheck %s --check-prefix=FULL
 // RUN: charon-opt %s -p 'pipeline{pp=2 microbatches=4},memory-analysis{limit-gb=80}' | filecheck %s --check-prefix=PP
 // RUN: not charon-opt %s -p 'memory-analysis{limit-gb=12}' 2>&1 | filecheck %s --check-prefix=OOM
+// RUN: not charon-opt %s -p 'memory-analysis{limit-gb=1.2e1}' 2>&1 | filecheck %s --check-prefix=OOM
+// RUN: charon-opt %s -p 'recompute{policy=selective},memory-analysis{limit-gb=8e1}' | filecheck %s --check-prefix=SEL
 // RUN: not charon-opt %s -p 'pipeline{pp=2 microbatches=4},memory-analysis{limit-gb=10}' 2>&1 | filecheck %s --check-prefix=OOM-PP
 // RUN: not charon-opt %s -p 'memory-analysis{limit-gb=-1}' 2>&1 | filecheck %s --check-prefix=BAD-LIMIT
 // RUN: not charon-opt %s -p 'memory-analysis{grad-bytes=3}' 2>&1 | filecheck %s --check-prefix=BAD-GRAD

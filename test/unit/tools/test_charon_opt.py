@@ -59,6 +59,12 @@ def test_a_full_simulation_does_not_import_torch():
          f"pass 'set-target': option 'gpus' ({10**20}) is out of the 64-bit integer range"),
         (["-p", f"set-target{{hardware=H100}},shard-tensor{{tp=-{10**20}}}"],
          f"pass 'shard-tensor': option 'tp' (-{10**20}) is out of the 64-bit integer range"),
+        # scientific notation reaches the option as a number (xDSL read it as a word); a
+        # float option takes any size
+        (["-p", "set-target{hardware=H100},memory-analysis{limit-gb=1e-9}"],
+         "memory-analysis: stage 0 needs"),
+        (["-p", f"set-target{{hardware=H100}},memory-analysis{{limit-gb=1e21}},shard-tensor{{tp=1e30}}"],
+         f"pass 'shard-tensor': option 'tp' ({10**30}) is out of the 64-bit integer range"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args, message):
