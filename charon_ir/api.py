@@ -194,25 +194,28 @@ def check_precision(precision: str, hardware: str, cluster: str) -> None:
         check_fp8(load_gpu(hardware))
 
 
-def _check_schedule_flags(config: TrainingConfig, schedule: str, dp: int, microbatches: int) -> None:
-    """The pipeline pass's schedule rules, in the flags' words (its own lines name
-    its options: 'microbatches' is no flag)."""
-    from charon_ir.parallel.schedules import SCHEDULES
+SCHEDULE_FLAG_WORDS = {
+    "unknown": "--schedule must be one of {known}, got '{schedule}'",
+    "vpp-needs-interleaved": "--vpp {vpp} runs the interleaved schedule, not --schedule {schedule}",
+    "interleaved-vpp": "--schedule interleaved needs --vpp >= 2 (model chunks per stage)",
+    "interleaved-divisible": "--schedule interleaved needs the micro-batches divisible by --pp {pp}: {counted}",
+    "too-few": "--schedule {schedule} needs at least --pp {pp} micro-batches in flight: {counted}",
+}
+"""`check_schedule`'s rules in the flags' words (the pipeline pass names its
+options, and 'microbatches' is no flag)."""
 
-    per_replica = (f"--global-batch {config.global_batch or dp * config.micro_batch} / (dp {dp} x "
+
+def _check_schedule_flags(config: TrainingConfig, schedule: str, dp: int, microbatches: int) -> None:
+    from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
+
+    try:
+        check_schedule(schedule, config.pp, config.vpp, microbatches)
+    except ScheduleError as e:
+        counted = (f"--global-batch {config.global_batch or dp * config.micro_batch} / (dp {dp} x "
                    f"--micro-batch {config.micro_batch}) = {microbatches} micro-batches")
-    if schedule not in SCHEDULES:
-        raise CharonError(f"--schedule must be one of {', '.join(SCHEDULES)}, got '{schedule}'")
-    if config.vpp > 1 and schedule != "interleaved":
-        raise CharonError(f"--vpp {config.vpp} runs the interleaved schedule, not --schedule {schedule}")
-    if schedule == "interleaved" and config.vpp < 2:
-        raise CharonError("--schedule interleaved needs --vpp >= 2 (model chunks per stage)")
-    if schedule == "interleaved" and microbatches % config.pp:
-        raise CharonError(f"--schedule interleaved needs the micro-batches divisible by --pp {config.pp}: "
-                          f"{per_replica}")
-    if schedule in ("1f1b", "zb-h1") and microbatches < config.pp:
-        raise CharonError(f"--schedule {schedule} needs at least --pp {config.pp} micro-batches in flight: "
-                          f"{per_replica}")
+        raise CharonError(SCHEDULE_FLAG_WORDS[e.rule].format(
+            known=", ".join(SCHEDULES), schedule=schedule, vpp=config.vpp, pp=config.pp,
+            counted=counted)) from None
 
 
 def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:

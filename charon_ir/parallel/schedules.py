@@ -38,28 +38,40 @@ SPLIT_BACKWARD = ("zb-h1",)
 """Schedules that run a backward as two items, B then W."""
 
 
+class ScheduleError(CharonError):
+    """A schedule that cannot run; `rule` names which of `check_schedule`'s rules
+    it breaks, so a caller can say it in its own words (the CLI's flags)."""
+
+    def __init__(self, rule: str, message: str):
+        super().__init__(message)
+        self.rule = rule
+
+
 def check_schedule(schedule: str, pp: int, vpp: int, microbatches: int) -> None:
     """One line naming the pass and the option that makes a schedule impossible."""
     if schedule not in SCHEDULES:
-        raise CharonError(
-            f"pipeline: option 'schedule': unknown schedule '{schedule}' (known: {', '.join(SCHEDULES)})"
+        raise ScheduleError(
+            "unknown",
+            f"pipeline: option 'schedule': unknown schedule '{schedule}' (known: {', '.join(SCHEDULES)})",
         )
     if microbatches < 1:
-        raise CharonError(f"pipeline: option 'microbatches' must be >= 1, got {microbatches}")
+        raise ScheduleError("microbatches", f"pipeline: option 'microbatches' must be >= 1, got {microbatches}")
     if schedule == "interleaved":
         if vpp < 2:
-            raise CharonError("pipeline: schedule 'interleaved' needs option 'vpp' >= 2")
+            raise ScheduleError("interleaved-vpp", "pipeline: schedule 'interleaved' needs option 'vpp' >= 2")
         if microbatches % pp:
-            raise CharonError(
+            raise ScheduleError(
+                "interleaved-divisible",
                 f"pipeline: schedule 'interleaved' needs 'microbatches' ({microbatches}) "
-                f"divisible by 'pp' ({pp})"
+                f"divisible by 'pp' ({pp})",
             )
     elif vpp != 1:
-        raise CharonError(f"pipeline: option 'vpp' ({vpp}) needs schedule=interleaved")
+        raise ScheduleError("vpp-needs-interleaved", f"pipeline: option 'vpp' ({vpp}) needs schedule=interleaved")
     if schedule in ("1f1b", "zb-h1") and microbatches < pp:
-        raise CharonError(
+        raise ScheduleError(
+            "too-few",
             f"pipeline: schedule '{schedule}' needs at least as many micro-batches as stages: "
-            f"'microbatches' is {microbatches}, 'pp' is {pp}"
+            f"'microbatches' is {microbatches}, 'pp' is {pp}",
         )
 
 
