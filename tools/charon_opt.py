@@ -214,7 +214,7 @@ class CharonOptMain(xDSLOptMain):
                 raise CharonError("use either -p or --pass-pipeline, not both")
             self.args.passes = strip_module_wrapper(self.args.pass_pipeline)
         if self.args.passes:
-            self.args.passes = positional_numbers(self.args.passes)
+            self.args.passes = decimal_numbers(self.args.passes)
         try:
             super().setup_pipeline()
         except CharonError:
@@ -230,12 +230,16 @@ class CharonOptMain(xDSLOptMain):
 I64 = range(-(2**63), 2**63)
 
 SCIENTIFIC = re.compile(r"(?<=[=,\[ ])([+-]?\d+(?:\.\d*)?[eE][+-]?\d+)(?=[ ,\]}])")
+QUOTED = re.compile(r'("[^"]*")')
 
 
-def positional_numbers(spec: str) -> str:
+def decimal_numbers(spec: str) -> str:
     """`limit-gb=1e-9` as `limit-gb=0.000000001`: xDSL's option parser reads a
-    number in scientific notation as a word ("Incompatible types")."""
-    return SCIENTIFIC.sub(lambda m: format(Decimal(m.group(1)), "f"), spec)
+    number in scientific notation as a word ("Incompatible types"). Quoted
+    values (a cluster file's path) are left as written."""
+    parts = QUOTED.split(spec)
+    return "".join(part if i % 2 else SCIENTIFIC.sub(lambda m: format(Decimal(m.group(1)), "f"), part)
+                   for i, part in enumerate(parts))
 
 
 def check_option_ranges(module_pass: ModulePass) -> None:

@@ -231,3 +231,11 @@ def test_a_gathered_weight_is_a_communication_buffer_not_an_activation():
     assert mem.forward_peak == 768
     (stage,) = analyze_memory(module)
     assert stage.comm_buffers == 512  # the gathered 16x16 weight
+
+
+@pytest.mark.parametrize("limit", [-1.0, float("nan")])
+def test_a_limit_that_is_no_size_is_one_line(limit):
+    """NaN passed the `< 0` check and meant "the GPU's HBM" (the API and sweeps
+    take any float; charon-opt's parser refuses the word)."""
+    with pytest.raises(CharonError, match=r"^memory-analysis: option 'limit-gb' must be >= 0, got (-1.0|nan)$"):
+        MemoryAnalysisPass(limit_gb=limit).limit_bytes(None)

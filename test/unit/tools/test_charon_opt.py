@@ -190,3 +190,10 @@ def test_a_program_that_unrolls_past_the_event_budget_is_refused(tmp_path):
     out = charon_opt(str(huge), "-p", "set-target{hardware=H100}", "-t", "simulate")
     assert out.returncode == 1
     assert "a loop of 1,000,000,000,000,000,000 iterations unrolls to 1e+18 events and" in out.stderr
+
+
+def test_scientific_numbers_become_decimals_outside_quotes():
+    from charon_ir.tools.charon_opt import decimal_numbers
+
+    assert decimal_numbers('a{x=1e-9 c="runs/1e5 x.cluster"},b{y=[1e2,3] z=2.5E+1}') == (
+        'a{x=0.000000001 c="runs/1e5 x.cluster"},b{y=[100,3] z=25}')
