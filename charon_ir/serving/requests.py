@@ -146,7 +146,7 @@ def _positive_int(obj: dict[str, Any], key: str, where: str, minimum: int = 1) -
     # JSON's NaN and Infinity are floats that int() cannot take
     if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
             or v != int(v) or not minimum <= v <= MAX_SAMPLED_TOKENS):
-        shown = f"{v:.3g}" if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > 1e15 else repr(v)
+        shown = f"{v:.3g}" if isinstance(v, float) and abs(v) > 1e15 else repr(v)  # not 300 digits
         raise CharonError(f"{where}: '{key}' must be an integer in {minimum}..2^31, got {shown}")
     return int(v)
 

@@ -172,11 +172,10 @@ def _check_row(row: dict) -> None:
     if not isinstance(metrics, dict):
         raise TypeError("its metrics are not an object")
     for name, value in metrics.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, str, list, dict, type(None))):
-            raise TypeError(f"metric {name!r} is {value!r}")
+        if name not in RANKED_METRICS:
+            continue
         numbers = value.values() if name in LATENCY_METRICS and isinstance(value, dict) else (value,)
-        if name in NUMERIC_METRICS | LATENCY_METRICS and not all(
-                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in numbers):
+        if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in numbers):
             raise TypeError(f"metric {name!r} is {value!r}, not a number")
 
 
@@ -187,6 +186,7 @@ NUMERIC_METRICS = frozenset({
 """Metrics the ranking compares or divides: a number (or null) in every row."""
 LATENCY_METRICS = frozenset({"ttft_s", "tpot_s", "itl_s", "e2e_s"})
 """Latency summaries: a number, or an object of numbers (mean, p50, p90, ...)."""
+RANKED_METRICS = NUMERIC_METRICS | LATENCY_METRICS
 
 
 def _check_file(path: Path) -> None:

@@ -110,7 +110,7 @@ def test_a_tampered_row_or_an_unwritable_file_is_one_line(tiny_space, tmp_path):
             ("{}", "[1, 2]", "its metrics are not an object"),
             ("{}", '{"tokens_per_s": "fast"}', "metric 'tokens_per_s' is 'fast', not a number"),
             ("{}", '{"ttft_s": {"p90": "slow"}}', "metric 'ttft_s' is {'p90': 'slow'}, not a number"),
-            ("{}", '{"gpus": true}', "metric 'gpus' is True")):
+            ("{}", '{"gpus": true}', "metric 'gpus' is True, not a number")):
         with sqlite3.connect(db) as con:
             con.execute("UPDATE results SET config = ?, metrics = ? WHERE rowid = 1", (config, metrics))
         with pytest.raises(CharonError) as info:
