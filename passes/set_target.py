@@ -26,8 +26,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects.coll import GridOp
-from charon_ir.dialects.event import ProgramOp
-from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import Cluster, load_cluster
 from charon_ir.target.hardware import UnknownGpuError, load_gpu
@@ -49,7 +47,10 @@ def check_grids_fit(op: ModuleOp, gpus: int, where: str, what: str) -> None:
 
 def _priced(op: ModuleOp) -> bool:
     """cost-annotate has run (or the module is already lowered to events):
-    its times are the targeted GPU's."""
+    its times are the targeted GPU's. Asked only when a module is retargeted."""
+    from charon_ir.dialects.event import ProgramOp
+    from charon_ir.passes.cost_annotate import COST_ATTR
+
     return any(COST_ATTR in o.attributes or isinstance(o, ProgramOp) for o in op.walk())
 
 
