@@ -53,7 +53,7 @@ def serve_command(
     slo_tpot: Annotated[float, Opt("--slo-tpot", help="TPOT SLO, seconds (goodput)")] = 0.0,
     seed: Annotated[int, Opt("--seed", help="seed of the request source")] = 0,
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
-    trace_out: Annotated[Path | None, Opt("--trace-out", help="write the iterations of every replica as a Chrome/Perfetto trace")] = None,
+    trace_out: Annotated[str | None, Opt("--trace-out", help="write the iterations of every replica as a Chrome/Perfetto trace")] = None,
 ) -> None:
     """Simulate serving requests on replicas of a model and print the latency report."""
     from charon_ir.serving import serve

@@ -55,7 +55,7 @@ def simulate_command(
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
-    trace: Annotated[Path | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
+    trace: Annotated[str | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
     plot: Annotated[Path | None, Opt("--plot", help="write PNG plots into this folder")] = None,
 ) -> None:
     """Simulate one training step and print the report.

@@ -97,7 +97,7 @@ def sweep_command(
     optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16")] = "",
     unfused_grad_accumulation: Annotated[str, Opt("--unfused-grad-accumulation", help="true, false or true,false")] = "",
     memory_limit_gb: Annotated[str, Opt("--memory-limit-gb", help="memory-analysis' limit per GPU (0: its HBM)")] = "",
-    db: Annotated[Path | None, Opt("--db", help="results sqlite (default: ./<space name>.sqlite)")] = None,
+    db: Annotated[str | None, Opt("--db", help="results sqlite (default: ./<space name>.sqlite)")] = None,
     jobs: Annotated[int, Opt("--jobs", "-j", help="local worker processes (1: in-process)")] = 1,
     ray: Annotated[bool, Opt("--ray", help="run on a local Ray cluster")] = False,
     ray_address: Annotated[str, Opt("--ray-address", help="join a Ray cluster (e.g. auto, ray://host:10001)")] = "",

@@ -17,10 +17,11 @@ from charon_ir.errors import CharonError
 
 def check_output_file(path: str | Path, flag: str) -> None:
     """Raise unless a file can be written at `path`: `path` is not a folder, and
-    its folder exists and is writable or can be created."""
+    its folder exists and is writable or can be created. A path ending in a
+    separator names a folder even where none exists (`Path` drops the slash)."""
+    if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
+        raise CharonError(f"{flag} {path}: is a directory, not a file")
     path = Path(path)
-    if path.is_dir():
-        raise CharonError(f"{flag} {path}: is a directory")
     _check_creatable(path.parent, path, flag)
 
 

@@ -53,7 +53,7 @@ class ResultStore:
         self.path = str(path)
         self.simulator = simulator
         if self.path != ":memory:":
-            _check_file(Path(self.path))
+            _check_file(self.path)
         try:
             self.db = sqlite3.connect(self.path)
         except sqlite3.Error as e:
@@ -189,12 +189,14 @@ LATENCY_METRICS = frozenset({"ttft_s", "tpot_s", "itl_s", "e2e_s"})
 RANKED_METRICS = NUMERIC_METRICS | LATENCY_METRICS
 
 
-def _check_file(path: Path) -> None:
-    """Raise unless `path` is a results file to open or create: not a folder, and
-    when it exists and is not empty, a sqlite file (whose header sqlite would
-    otherwise only check at the first query, or never for a file under a page)."""
-    if path.is_dir():
-        raise CharonError(f"--db {path}: is a directory")
+def _check_file(path: str | Path) -> None:
+    """Raise unless `path` is a results file to open or create: not a folder (nor
+    a name ending in a separator), and when it exists and is not empty, a sqlite
+    file (whose header sqlite would otherwise only check at the first query, or
+    never for a file under a page)."""
+    if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
+        raise CharonError(f"--db {path}: is a directory, not a file")
+    path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -69,7 +69,7 @@ def test_output_that_cannot_be_written(tmp_path):
     and leave the temporary file beside the folder."""
     folder = tmp_path / "out"
     folder.mkdir()
-    assert_one_line_error(run(str(TINY), "-o", str(folder)), f"-o {folder}: is a directory")
+    assert_one_line_error(run(str(TINY), "-o", str(folder)), f"-o {folder}: is a directory, not a file")
     under_a_file = tmp_path / "a-file" / "x.mlir"
     under_a_file.parent.write_text("not a folder")
     assert_one_line_error(run(str(TINY), "-o", str(under_a_file)),

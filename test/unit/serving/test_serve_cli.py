@@ -178,9 +178,16 @@ def test_trace_out_that_cannot_be_written_leaves_nothing(charon_fails, tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()
     line = charon_fails("serve", *SMALL, "--batch", "2", "--trace-out", str(folder))
-    assert line == f"error: --trace-out {folder}: is a directory"  # before the run
+    assert line == f"error: --trace-out {folder}: is a directory, not a file"  # before the run
     # not even the temporary file written beside it
     assert list(tmp_path.rglob("*")) == [folder]
+
+
+def test_trace_out_ending_in_a_separator_names_a_folder(charon_fails, tmp_path):
+    # `Path("out/")` is `Path("out")`: without the check a file named `out` was written
+    line = charon_fails("serve", *SMALL, "--batch", "2", "--trace-out", f"{tmp_path}/out/")
+    assert line == f"error: --trace-out {tmp_path}/out/: is a directory, not a file"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_trace_file_with_stages(tmp_path):

@@ -112,7 +112,7 @@ def _other_tables(path):
 
 
 DB_CASES = {
-    "directory": (lambda p: p.mkdir(), "is a directory"),
+    "directory": (lambda p: p.mkdir(), "is a directory, not a file"),
     "text": (lambda p: p.write_text("model,tp\nllama,2\n" * 100), "not a sqlite file"),
     "one byte": (lambda p: p.write_bytes(b"x"), "not a sqlite file"),
     "other schema": (_other_schema, "its results table is not a sweep's (no column key"),
@@ -130,6 +130,12 @@ def test_a_db_that_is_not_a_results_file_is_one_line_and_left_alone(charon_fails
     assert line.startswith(f"error: --db {db}: {reason}"), line
     assert (db.is_dir() if before is None else db.read_bytes() == before)
     assert not (tmp_path / "r.sqlite-wal").exists()
+
+
+def test_a_db_name_ending_in_a_separator_is_a_folder(charon_fails, tmp_path):
+    line = charon_fails("sweep", *FLAGS, "--db", f"{tmp_path}/r/")
+    assert line == f"error: --db {tmp_path}/r/: is a directory, not a file"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unwritable_results_file_or_folder_is_one_line(charon_fails, tmp_path, monkeypatch):

@@ -134,12 +134,14 @@ def test_flags_a_hand_written_step_cannot_take_are_one_line(charon_fails, flag):
     [
         (EIGHT_LAYERS, "--trace", lambda tmp: tmp / "a-file" / "t.json",
          "error: --trace {path}: {parent} is not a writable directory"),
-        (EIGHT_LAYERS, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory"),
+        (EIGHT_LAYERS, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory, not a file"),
+        # a name ending in a separator is a folder (a file named `new` was written)
+        (EIGHT_LAYERS, "--trace", lambda tmp: f"{tmp}/new/", "error: --trace {path}: is a directory, not a file"),
         (EIGHT_LAYERS, "--plot", lambda tmp: tmp / "a-file", "error: --plot {path}: exists and is not a directory"),
         # a hand-written step is simulated as written, on its own path
         (MLP, "--trace", lambda tmp: tmp / "a-file" / "t.json",
          "error: --trace {path}: {parent} is not a writable directory"),
-        (MLP, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory"),
+        (MLP, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory, not a file"),
     ],
 )
 def test_simulate_unwritable_output_fails_before_the_run(charon_fails, tmp_path, model, flag, make_path, line):
@@ -149,7 +151,7 @@ def test_simulate_unwritable_output_fails_before_the_run(charon_fails, tmp_path,
     before = sorted(tmp_path.rglob("*"))
     path = make_path(tmp_path)
     args = ("simulate", "--model", model, "--gpus", "2", "--global-batch", "4", flag, str(path))
-    assert charon_fails(*args) == line.format(path=path, parent=path.parent)
+    assert charon_fails(*args) == line.format(path=path, parent=Path(path).parent)
     assert sorted(tmp_path.rglob("*")) == before
 
 
