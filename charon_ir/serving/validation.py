@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from charon_ir.errors import CharonError
+from charon_ir.validation import LATENCY_UNITS
 
 MODEL_NAMES = {
     "llama-2-7b": "llama-2-7b",
@@ -36,7 +37,6 @@ GPU_NAMES = (
 STATIC_ENGINE_MEMORY_UTILIZATION = 0.99
 """A TensorRT-LLM engine built for one batch and length preallocates exactly
 their KV cache, so nearly all of HBM is usable (vLLM keeps 10% back)."""
-UNIT_SCALE = {"ms": 1e3, "s": 1.0, "us": 1e6}
 TRTLLM_GPTSESSION_CALL_OVERHEAD_S = 3.7e-3
 """Host time of one `GptSession::generate()` call of TensorRT-LLM v0.5/v0.6.1
 outside the engine's forward passes, charged once per static batch.
@@ -131,10 +131,8 @@ def reproduce_inference_record(record: dict[str, Any]) -> float:
         return report["throughput_tokens_per_s"] / (tp * pp)
     if metric == "first_token_latency":
         report = serve(model_of(record), batch=1, policy="static", **{**options, "output_len": 1})
-        unit = record.get("unit", "s").split()[0]
-        if unit not in UNIT_SCALE:
-            raise CharonError(f"record {record.get('id')}: unknown unit '{record.get('unit')}'")
-        return report["ttft_s"]["mean"] * UNIT_SCALE[unit]
+        unit = record["unit"].split()[0]  # checked when the records were read
+        return report["ttft_s"]["mean"] * LATENCY_UNITS[unit]
     raise CharonError(f"record {record.get('id')}: metric '{metric}' is not an inference metric serve predicts")
 
 

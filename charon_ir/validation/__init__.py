@@ -51,7 +51,7 @@ def load_record_set(path: Path | None = None) -> tuple[dict[str, Any], ...]:
 
 
 RECORD_FIELDS = {"id": str, "category": str, "model": dict, "hardware": dict, "strategy": dict,
-                 "metric": str, "value": (int, float)}
+                 "metric": str, "value": (int, float), "unit": str}
 """Every record's fields and their JSON types (a string, an object, a number)."""
 
 TRAINING_FIELDS = (("hardware", "num_gpus"), ("model", "seq_len"), ("model", "layers"),
@@ -71,6 +71,32 @@ CATEGORY_FIELDS = {
 }
 """(part, key, least value, required) of the integers the other records' runs read
 (an attention record's fields when it is one; a GEMM's shape is `shape_MxNxK`)."""
+
+
+LATENCY_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}
+"""A latency record's units, in that unit per second."""
+
+METRIC_UNITS = {
+    "iteration_time": ("s",), "tokens_per_sec_per_gpu": ("tokens/s/GPU",),
+    "achieved_tflops_per_gpu": ("TFLOP/s",), "MFU": ("%",),
+    "layer_forward_plus_backward_time": ("ms",), "first_token_latency": tuple(LATENCY_UNITS),
+    "output_tokens_per_sec_per_gpu": ("output tokens/s/GPU",), "output_tokens_per_sec": ("output tokens/s",),
+    "attention_tflops": ("TFLOP/s",), "max_achievable_matmul_tflops": ("TFLOP/s",),
+    "bus_bandwidth": ("GB/s",), "max_bus_bandwidth": ("GB/s",), "peak_bus_bandwidth": ("GB/s",),
+}
+"""The units each compared metric's value is read in: a record's `unit` is one of
+them, alone or followed by a remark (`TFLOP/s per GPU`). The comparison converts
+only a latency's unit, so an iteration time in ms would otherwise be read as s."""
+
+
+def _check_unit(record: dict[str, Any], where: str) -> None:
+    units = METRIC_UNITS.get(record["metric"])
+    if units is None:  # a metric no run compares: reported as not compared
+        return
+    unit = record["unit"]
+    if not any(unit == u or unit.startswith(u + " ") for u in units):
+        raise CharonError(f"{where} ('{record['id']}'): metric '{record['metric']}' is read in "
+                          f"{' or '.join(repr(u) for u in units)}, got 'unit' {json.dumps(unit)}")
 
 
 def _check_gpu(record: dict[str, Any], where: str) -> None:
@@ -94,6 +120,7 @@ def _check_record(record: dict[str, Any], where: str) -> None:
     if not math.isfinite(record["value"]) or record["value"] <= 0:
         raise CharonError(f"{where} ('{record['id']}'): 'value' must be a finite number > 0, "
                           f"got {json.dumps(record['value'])}")
+    _check_unit(record, where)
     from charon_ir.validation.runner import CATEGORY_GROUP
 
     if record["category"] not in CATEGORY_GROUP:
@@ -135,8 +162,6 @@ def _check_record(record: dict[str, Any], where: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise CharonError(f"{where} ('{record['id']}'): {kind} record needs '{part}.{key}' "
                               f"as an integer >= 1, got {json.dumps(value)}")
-    if not isinstance(record.get("unit"), str):
-        raise CharonError(f"{where} ('{record['id']}'): {kind} record needs 'unit' as a string")
     if record["category"] == "training_microbenchmark":
         # the forward / backward split it is compared on (validation/layers.py)
         others = record.get("other_metrics", {})

@@ -139,10 +139,11 @@ TRAINING = {"id": "t", "category": "training", "metric": "step_time", "value": 1
             "model": {"layers": 2, "hidden": 64, "heads": 4, "vocab": 128, "seq_len": 256},
             "hardware": {"num_gpus": 8}, "strategy": {}}
 LAYER = {**TRAINING, "id": "l", "category": "training_microbenchmark", "strategy": {"micro_batch": 4}}
-KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "value": 500,
+KERNEL = {"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "value": 500, "unit": "TFLOP/s",
           "model": {}, "hardware": {"gpu": "NVIDIA H100 80GB SXM5"}, "strategy": {}}
-COMM = {**KERNEL, "id": "c", "category": "comm_microbenchmark", "metric": "bus_bandwidth"}
+COMM = {**KERNEL, "id": "c", "category": "comm_microbenchmark", "metric": "bus_bandwidth", "unit": "GB/s"}
 INFERENCE = {**KERNEL, "id": "i", "category": "inference", "metric": "output_tokens_per_sec_per_gpu",
+             "unit": "output tokens/s/GPU",
              "strategy": {"batch_size": 8, "input_len": 128, "output_len": 128}}
 
 
@@ -153,13 +154,13 @@ INFERENCE = {**KERNEL, "id": "i", "category": "inference", "metric": "output_tok
         (b"\xff\xfe[]", "error: {path}: not UTF-8 text (byte 0)"),
         ({"records": []}, "error: {path}: expected a JSON list of records"),
         ([], "error: {path}: the list holds no records"),
-        ([{"id": "x"}], "error: {path}: record 0 lacks category, model, hardware, strategy, metric, value"),
+        ([{"id": "x"}], "error: {path}: record 0 lacks category, model, hardware, strategy, metric, value, unit"),
         # the runner used to crash on these (TypeError, KeyError: an internal error)
         ([{**KERNEL, "model": None}], "error: {path}: record 0: 'model' must be a JSON object, got null"),
         ([{**KERNEL, "value": True}], "error: {path}: record 0: 'value' must be a number, got true"),
         ([{**KERNEL, "value": 0}], "error: {path}: record 0 ('k'): 'value' must be a finite number > 0, got 0"),
         ('[{"id": "k", "category": "kernel_microbenchmark", "metric": "tflops", "value": NaN, '
-         '"model": {}, "hardware": {}, "strategy": {}}]',
+         '"unit": "TFLOP/s", "model": {}, "hardware": {}, "strategy": {}}]',
          "error: {path}: record 0 ('k'): 'value' must be a finite number > 0, got NaN"),
         ([{**TRAINING, "hardware": {}}],
          "error: {path}: record 0 ('t'): training record needs 'hardware.num_gpus' as an integer >= 1, got null"),
@@ -192,6 +193,16 @@ INFERENCE = {**KERNEL, "id": "i", "category": "inference", "metric": "output_tok
          "error: {path}: record 0 ('i'): inference record needs 'strategy.batch_size' as an integer >= 1, got \"lots\""),
         ([{**INFERENCE, "strategy": {"input_len": 128, "output_len": 128}}],
          "error: {path}: record 0 ('i'): an inference throughput record needs 'strategy.batch_size' (its static batch)"),
+        # the value is read in its metric's unit: an iteration time in ms was read as s
+        ([{**TRAINING, "metric": "iteration_time", "unit": "ms"}],
+         "error: {path}: record 0 ('t'): metric 'iteration_time' is read in 's', got 'unit' \"ms\""),
+        ([{**INFERENCE, "unit": "output tokens/s"}],
+         "error: {path}: record 0 ('i'): metric 'output_tokens_per_sec_per_gpu' is read in "
+         "'output tokens/s/GPU', got 'unit' \"output tokens/s\""),
+        ([{**INFERENCE, "metric": "first_token_latency", "unit": "minutes"}],
+         "error: {path}: record 0 ('i'): metric 'first_token_latency' is read in 's' or 'ms' or "
+         "'us', got 'unit' \"minutes\""),
+        ([{**KERNEL, "unit": 1}], "error: {path}: record 0: 'unit' must be a string, got 1"),
         ([{**TRAINING, "strategy": {"tp": 1, "pp": 1, "dp": 7}}],
          "error: {path}: record 0 ('t'): tp x pp x dp = 1 x 1 x 7 is not 'hardware.num_gpus' (8)"),
     ],
