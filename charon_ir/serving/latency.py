@@ -19,9 +19,16 @@ then interpolated:
   sequence (reading the LM head weight dominates); each further sequence adds
   its GEMM FLOPs at the tensor-core rate.
 - attention: decode attention reads the KV cache, so its cost is a function of
-  the context tokens summed over the batch; a prefill chunk of q tokens after k
-  cached ones does q*k + q^2/2 causal dot products, the work of a full prefill
-  of sqrt(2 q k + q^2) tokens, which is what prefill_attention() is read at.
+  the context tokens summed over the batch. Prefill attention is a function of
+  the flash kernel's tile count (compute_efficiency.attention_tiles: the BxB
+  tiles a chunk of q tokens after k cached ones computes, causal mask aligned to
+  the end, plus the per-query-block overhead), summed over the batch's chunks;
+  the curve is read off single prompts at their own tile counts. Vidur reads its
+  curve at the equivalent prompt of sqrt(sum q_i^2) tokens instead, which drops
+  each short chunk's diagonal tile and block overhead (768 prompts of 128 tokens
+  compute 1.8x the tiles of one 3,547-token prompt), and, read past the largest
+  sample, grows linearly where attention grows with the square (a 32k prompt's
+  attention was 5x short).
 
 Tables are cached on disk (next to the IR cache), keyed by the model config,
 the replica's shape and the source of the engines, so a warm run builds none.
@@ -39,6 +46,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError
 from charon_ir.target.hardware import check_fp8, load_gpu
 
@@ -54,7 +62,7 @@ PRECISIONS = ("bf16", "fp8")
 ATTENTION_KERNELS = ("fused", "per-head")
 HEAD_GEMM_EFFICIENCY = 0.7
 """Tensor-core efficiency of the LM head GEMM of a batch of last tokens."""
-TABLE_VERSION = "serving-latency-2"
+TABLE_VERSION = "serving-latency-3"
 """Bump when the way tables are built changes."""
 
 
@@ -118,6 +126,9 @@ class StepTimeModel:
     head_s_per_extra_sequence: float
     decode_attention: Curve
     prefill_attention: Curve
+    """Seconds by prefill tiles (prefill_chunk_tiles)."""
+    attention_block_overhead: float
+    """The flash kernel's per-query-block cost, in tiles (AttentionConstants.fwd_overhead)."""
     decode_attention_reads: float
     """How many times decode attention reads each KV head (see
     ReplicaShape.attention_kernel): 1, or the query heads per KV head."""
@@ -136,25 +147,28 @@ class StepTimeModel:
         tokens: int,
         sequences: int,
         decode_context: int,
-        prefill_work: float = 0.0,
+        prefill_tiles: float = 0.0,
     ) -> float:
         """One forward over `tokens` batch tokens of `sequences` sequences:
-        `decode_context` cached tokens read by decode attention, `prefill_work`
-        the causal dot products of the prefill chunks (see prefill_chunk_work)."""
+        `decode_context` cached tokens read by decode attention, `prefill_tiles`
+        the attention tiles of the prefill chunks (see chunk_tiles)."""
         if tokens <= 0:
             return 0.0
         t = self.body(tokens) + self.head_s + self.head_s_per_extra_sequence * (sequences - 1)
         if decode_context > 0:
             t += self.decode_attention(decode_context) * self.decode_attention_reads
-        if prefill_work > 0:
-            t += self.prefill_attention(math.sqrt(2.0 * prefill_work))
+        if prefill_tiles > 0:
+            t += self.prefill_attention(prefill_tiles)
         if self.pp > 1:
             t += (self.pp - 1) * self.p2p_s_per_token * tokens
         return t
 
     def prefill_time(self, prompt: int) -> float:
         """A prompt of `prompt` tokens alone in a batch, one chunk."""
-        return self.iteration_time(prompt, 1, 0, prefill_chunk_work(prompt, 0))
+        return self.iteration_time(prompt, 1, 0, self.chunk_tiles(prompt, 0))
+
+    def chunk_tiles(self, chunk: int, cached: int) -> float:
+        return prefill_chunk_tiles(chunk, cached, self.attention_block_overhead)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -169,10 +183,12 @@ class StepTimeModel:
         return StepTimeModel(**curves, **rest, shape=ReplicaShape(**d["shape"]))
 
 
-def prefill_chunk_work(chunk: int, cached: int) -> float:
-    """Causal dot products of `chunk` query tokens after `cached` ones, over 2
-    (so a full prefill of n tokens has n^2 / 2)."""
-    return chunk * cached + chunk * chunk / 2.0
+def prefill_chunk_tiles(chunk: int, cached: int, block_overhead: float) -> float:
+    """The flash-attention tiles of `chunk` query tokens after `cached` ones, and
+    `block_overhead` tiles per query block: what the kernel's time is
+    proportional to at full waves (compute_efficiency.attention_efficiency)."""
+    _, computed, query_blocks = attention_tiles(chunk, cached + chunk, causal=True)
+    return computed + block_overhead * query_blocks
 
 
 # --- building a table through the pipeline -----------------------------------
@@ -342,9 +358,14 @@ def build_step_model(shape: ReplicaShape) -> StepTimeModel:
     for batch, context in DECODE_SAMPLES:
         module = _sample(shape, "decode", context, batch)
         decode_attention[batch * context] = _split_step(module)[2]
+    block_overhead = attention_constants(gpu).fwd_overhead
     for n in PREFILL_LENGTHS:
         module = _sample(shape, "prefill", n, 1)
-        body[n], head_s, prefill_attention[n], largest = _split_step(module)
+        body[n], head_s, attention_s, largest = _split_step(module)
+        # prompts within one query block compute one tile: the curve keeps the
+        # full block's time (the shorter ones' are no larger)
+        tiles = prefill_chunk_tiles(n, 0, block_overhead)
+        prefill_attention[tiles] = max(prefill_attention.get(tiles, 0.0), attention_s)
         largest_per_token = max(largest_per_token, largest / n)
         params = _param_bytes(module)
     hidden = int(config["hidden_size"])
@@ -359,6 +380,7 @@ def build_step_model(shape: ReplicaShape) -> StepTimeModel:
         / (gpu.peak("bf16") * HEAD_GEMM_EFFICIENCY),
         decode_attention=Curve.through(decode_attention),
         prefill_attention=Curve.through(prefill_attention),
+        attention_block_overhead=block_overhead,
         decode_attention_reads=1.0,
         p2p_s_per_token=hidden * act_bytes / link_bw if link_bw else 0.0,
         pp=shape.pp,

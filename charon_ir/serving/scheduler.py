@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from charon_ir.errors import CharonError
 from charon_ir.serving.kv_cache import BlockManager
-from charon_ir.serving.latency import StepTimeModel, prefill_chunk_work
+from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
 
 POLICIES = ("continuous", "static")
@@ -250,8 +250,8 @@ class Replica:
             self.context_base + decodes * self.decode_iteration * self.rate + self.static_padding_context
             if decodes else 0.0
         )
-        work = sum(prefill_chunk_work(c, s.skip + s.prefilled) for s, c in chunks)
-        dt = self.model.iteration_time(tokens, decodes + pad + len(chunks), int(context), work)
+        tiles = sum(self.model.chunk_tiles(c, s.skip + s.prefilled) for s, c in chunks)
+        dt = self.model.iteration_time(tokens, decodes + pad + len(chunks), int(context), tiles)
         if decodes and self.draft is not None and self.config.speculative_k:
             dt += self.config.speculative_k * self.draft.iteration_time(
                 decodes + pad, decodes + pad, int(context)

@@ -15,7 +15,9 @@ def synthetic_model(kv_bytes_per_token: float = 1.0e5) -> StepTimeModel:
         head_s=1.0e-4,
         head_s_per_extra_sequence=1.0e-7,
         decode_attention=Curve((1024.0, 262144.0), (3.0e-4, 20.0e-3)),
-        prefill_attention=Curve((1.0, 128.0, 4096.0), (2.0e-4, 3.0e-4, 12.0e-3)),
+        # by tiles: one 128-token block (1 + 0.81), a 4,096-token prompt (528 + 32 x 0.81)
+        prefill_attention=Curve((1.81, 553.92), (3.0e-4, 12.0e-3)),
+        attention_block_overhead=0.81,
         decode_attention_reads=1.0,
         p2p_s_per_token=0.0,
         pp=1,

@@ -48,6 +48,28 @@ def test_per_head_kernel_reads_kv_once_per_query_head(table):
     assert per_head.body == table.body
 
 
+@pytest.mark.parametrize("prompts, length", [(1, 16384), (64, 128), (4, 1000)])
+def test_prefill_attention_by_tiles_matches_the_priced_step(table, prompts, length):
+    """The curve is read off single prompts up to 4,096 tokens: by tiles it holds
+    past the largest sample (attention grows with the square; read at the
+    equivalent length it grew linearly, 3x short at 16k) and for batches of
+    short prompts (their diagonal tiles and per-block overhead)."""
+    from charon_ir.serving.latency import _sample, _split_step
+
+    priced = _split_step(_sample(SHAPE, "prefill", length, prompts))[2]
+    by_tiles = table.prefill_attention(prompts * table.chunk_tiles(length, 0))
+    assert by_tiles == pytest.approx(priced, rel=0.25)
+
+
+def test_a_chunk_after_cached_tokens_costs_its_tiles(table):
+    # 128-token blocks: the first half of a 2,048-token prompt computes 8 x 9 / 2
+    # tiles, the second half 8 x 8 more beside its own 36; each has 8 query blocks
+    overhead = 8 * table.attention_block_overhead
+    first, second = table.chunk_tiles(1024, 0), table.chunk_tiles(1024, 1024)
+    assert (first, second) == pytest.approx((36 + overhead, 100 + overhead))
+    assert first + second == pytest.approx(table.chunk_tiles(2048, 0))
+
+
 @pytest.mark.parametrize(
     "shape, fragment",
     [
