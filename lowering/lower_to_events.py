@@ -61,7 +61,7 @@ from charon_ir.dialects.sim import (
     numel,
 )
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import data_parallel_replicas
+from charon_ir.parallel.mesh import GRAD_SYNC, data_parallel_replicas
 from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
 from charon_ir.passes.pipeline import PIPELINE_ATTR
@@ -124,7 +124,8 @@ class _Emitter:
     target: Target | None = None
     """Tells which link a collective crosses (NVLink or the NICs): collectives on
     the same link share its bandwidth in the interpreter."""
-    """Accumulating micro-batch: gradients are reduced over dp only on the last."""
+    """Accumulating micro-batch: gradients are reduced over dp (and a sharding
+    pass's gradient sums, `charon.grad_sync`) only on the last."""
     groups: dict[int, tuple[IntegerAttr, StringAttr | None]] = field(default_factory=dict)
     """A collective's group size and link attributes by id(op), shared by the
     emitters of one lowering: a phase is lowered once per schedule run holding
@@ -208,7 +209,7 @@ class _Emitter:
         if (
             self.skip_gradient_sync
             and isinstance(op, (AllReduceOp, ReduceScatterOp))
-            and "dp" in op.axis_names()
+            and ("dp" in op.axis_names() or GRAD_SYNC in op.attributes)
         ) or (FIRST_FORWARD_ATTR in op.attributes and not self.runs_first_forward_op(op)):
             for r in op.results:
                 self.tokens[r] = self.join(op.operands)

@@ -1,5 +1,10 @@
 """
-Data parallelism: replicas over the `dp` grid axis synchronise gradients.
+Data parallelism: replicas over the `dp` grid axis synchronise gradients. Ranks of
+a `cp` axis (shard-context) hold whole weights and each computes a partial sum of
+every weight gradient: they join the group (dp x cp, Megatron-Core's
+`data_parallel_group_with_cp`), the per-micro-batch cp all-reduces shard-context
+marked `charon.grad_sync` are folded into the step's reduction, and ZeRO shards
+over dp x cp.
 
 Options:
 - dp: data-parallel replicas (default 1).
@@ -52,7 +57,7 @@ from xdsl.passes import ModulePass
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import MESH, data_parallel_replicas, ensure_axis, grid_axes
+from charon_ir.parallel.mesh import GRAD_SYNC, MESH, data_parallel_replicas, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
 from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
@@ -278,6 +283,17 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync], gather_i
                 sync.shard_optimizer(part, gathered_per_layer)
 
 
+def _fold_context_gradient_sums(module: ModuleOp) -> None:
+    """Drop shard-context's cp all-reduces of weight gradients (`charon.grad_sync`):
+    the step's reduction over dp x cp sums the partial gradients once, not every
+    micro-batch."""
+    for op in list(module.walk()):
+        if isinstance(op, coll.AllReduceOp) and GRAD_SYNC in op.attributes and op.axis_names() == ["cp"]:
+            op.result.replace_all_uses_with(op.input)
+            op.detach()
+            op.erase()
+
+
 @dataclass(frozen=True)
 class DataParallelPass(ModulePass):
     name = "data-parallel"
@@ -318,10 +334,13 @@ class DataParallelPass(ModulePass):
         # expert parallelism is carved out of data parallelism (as in Megatron-LM):
         # the ep ranks of a dp rank are replicas of everything but the routed
         # experts, whose gradients are reduced over dp alone
-        ep = grid_axes(op).get("ep", 1)
+        axes = grid_axes(op)
+        ep, cp = axes.get("ep", 1), axes.get("cp", 1)
         bucket = self.bucket_mb * 2**20
-        dense = _Sync(self.dp * ep, self.zero, bucket, self.overlap, ("dp", "ep") if ep > 1 else ("dp",))
-        experts = _Sync(self.dp, self.zero, bucket, self.overlap)
+        with_cp = ("cp",) if cp > 1 else ()
+        dense = _Sync(self.dp * ep * cp, self.zero, bucket, self.overlap,
+                      ("dp", *(("ep",) if ep > 1 else ()), *with_cp))
+        experts = _Sync(self.dp * cp, self.zero, bucket, self.overlap, ("dp", *with_cp))
 
         def sync_of(param: SSAValue) -> _Sync:
             owner = param.owner
@@ -332,6 +351,8 @@ class DataParallelPass(ModulePass):
 
         if dense.dp == 1:
             return
+        if cp > 1:
+            _fold_context_gradient_sums(op)
         scopes = [s.body.block for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         for block in scopes or [op.body.block]:
             _apply_to_scope(block, sync_of, self.overlap_param_gather)

@@ -128,7 +128,7 @@ def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots) -> in
         if isinstance(op, coll.CollectiveOp):
             sizes = [value_bytes(r) for r in op.results if roots.root(r) == STATIC]
             largest = max([largest, *sizes])
-    if data_parallel.zero >= 3 and data_parallel.dp > 1:
+    if data_parallel.zero >= 3 and data_parallel.dense_replicas > 1:
         layer = 0
         for op in block.walk():
             if isinstance(op, sim.RepeatOp) and op.trip_count > 0:

@@ -37,6 +37,17 @@ class DataParallel:
     dp: int = 1
     zero: int = 0
     ep: int = 1
+    cp: int = 1
+    """Context-parallel ranks hold whole weights: ZeRO shards over dp x cp."""
+
+    @property
+    def dense_replicas(self) -> int:
+        """The group the dense weights' states shard over (data-parallel's)."""
+        return self.dp * self.ep * self.cp
+
+    @property
+    def expert_replicas(self) -> int:
+        return self.dp * self.cp
 
     @staticmethod
     def from_module(module: ModuleOp) -> DataParallel:
@@ -48,8 +59,9 @@ class DataParallel:
         }
         from charon_ir.parallel.mesh import grid_axes
 
-        ep = grid_axes(module).get("ep", 1)
-        return DataParallel(int(values.get("dp", 1)), int(values.get("zero", 0)), ep)
+        axes = grid_axes(module)
+        return DataParallel(int(values.get("dp", 1)), int(values.get("zero", 0)), axes.get("ep", 1),
+                            axes.get("cp", 1))
 
 
 @dataclass(frozen=True)
@@ -74,15 +86,15 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
     states of those its optimizer phase updates."""
     from charon_ir.passes.shard_expert import expert_weight_dims
 
-    dp, zero, ep = data_parallel.dp, data_parallel.zero, data_parallel.ep
+    zero, ep = data_parallel.zero, data_parallel.ep
 
     def replicas(value: SSAValue) -> int:
         """The data-parallel group a parameter's states shard over."""
         owner = value.owner
         if ep > 1 and isinstance(owner, sim.ParamOp):
             if expert_weight_dims(owner.sym_name.data, len(sim.shape_of(value))):
-                return dp
-        return dp * ep
+                return data_parallel.expert_replicas
+        return data_parallel.dense_replicas
 
     def shard(nbytes: int, value: SSAValue, stage: int) -> int:
         return -(-nbytes // replicas(value)) if zero >= stage else nbytes

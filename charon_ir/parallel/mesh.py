@@ -14,6 +14,10 @@ from charon_ir.dialects.coll import GridOp
 from charon_ir.errors import CharonError
 
 MESH = "mesh"
+GRAD_SYNC = "charon.grad_sync"
+"""On a sharding pass's all-reduce of a weight gradient's partial sums: the
+data-parallel reduction folds it into its own, and an accumulating micro-batch
+skips it (lower-to-events)."""
 AXIS_ORDER = ("dp", "pp", "cp", "ep", "tp")
 
 
@@ -30,10 +34,13 @@ def grid_axes(module: ModuleOp) -> dict[str, int]:
 
 
 def data_parallel_replicas(module: ModuleOp) -> int:
-    """Ranks that hold a replica of the dense weights and reduce their gradients:
-    dp x ep (expert parallelism is carved out of data parallelism)."""
+    """Ranks that hold a replica of the dense weights, each with its own share of
+    the step's tokens, and reduce their gradients: dp x ep x cp (expert
+    parallelism is carved out of data parallelism; context-parallel ranks hold
+    whole weights and reduce over dp x cp, Megatron-Core's
+    `data_parallel_group_with_cp`)."""
     axes = grid_axes(module)
-    return axes.get("dp", 1) * axes.get("ep", 1)
+    return axes.get("dp", 1) * axes.get("ep", 1) * axes.get("cp", 1)
 
 
 def refuse_axis_twice(module: ModuleOp, axis: str, pass_name: str) -> None:

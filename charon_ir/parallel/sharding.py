@@ -48,7 +48,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.mesh import MESH
+from charon_ir.parallel.mesh import GRAD_SYNC, MESH
 
 
 @dataclass(frozen=True)
@@ -978,8 +978,6 @@ class ShardCollective(ShardPattern):
         if not s.replicated:
             st.shards[op.result] = s
 
-
-GRAD_SYNC = "charon.grad_sync"
 
 
 def _in_backward(op: Operation) -> bool:

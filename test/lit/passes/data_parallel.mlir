@@ -8,6 +8,7 @@
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=1 overlap-param-gather=true},recompute{policy=full}' | filecheck %s --check-prefix=PARAM-GATHER-FULL
 // RUN: charon-opt %S/Inputs/moe_router_trained.mlir -p 'shard-expert{ep=4},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=EP
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=7}' 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: charon-opt %S/shard_context.mlir -p 'shard-context{cp=2},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=CP
 
 // Plain DDP reduces each layer's gradient is reduced inside the backward body, as soon as it exists.
 // DDP:      sim.data_parallel = {dp = 4 : i64, zero = 0 : i64, bucket_mb = 25 : i64, overlap = true, overlap_param_gather = false}
@@ -100,3 +101,12 @@
 // EP:      coll.all_gather %{{.*}} on @mesh ["dp", "ep"] axis 0 : tensor<32xbf16> -> tensor<256xbf16>
 // EP:      sim.optimizer_step "adamw"(%{{.*}}, %{{.*}} : tensor<3072xbf16>, tensor<1536xbf16>)
 // EP:      coll.all_gather %{{.*}} on @mesh ["dp"] axis 0 : tensor<4608xbf16> -> tensor<9216xbf16>
+
+// Context-parallel ranks hold whole weights: the group is dp x cp, shard-context's
+// per-micro-batch cp sums of the weight gradients fold into its one reduction, and
+// ZeRO shards over all four ranks.
+// CP:      coll.grid @mesh(axes = ["dp", "cp"], shape = 2x2)
+// CP-NOT:  charon.grad_sync
+// CP:      coll.reduce_scatter %{{.*}} on @mesh ["dp", "cp"] axis 0 : tensor<36992xbf16> -> tensor<9248xbf16>
+// CP:      sim.phase "optimizer"
+// CP:      coll.all_gather %{{.*}} on @mesh ["dp", "cp"] axis 0 : tensor<9248xbf16> -> tensor<36992xbf16>
