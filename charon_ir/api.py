@@ -348,7 +348,7 @@ def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: 
     changing loop counts only: every stage's schedule has the same runs for both
     once in steady state (the steady state just runs longer). False (and nothing
     changed) when the runs differ."""
-    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+    from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr
 
     from charon_ir.dialects import event
     from charon_ir.parallel.schedules import mark_data_parallel, run_lengths, stage_order
@@ -373,6 +373,9 @@ def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: 
         tokens = program.attributes.get("tokens")
         if isinstance(tokens, IntegerAttr):
             program.attributes["tokens"] = IntegerAttr(tokens.value.data * m_b // m_a, 64)
+        recomputed = program.attributes.get("recompute_flops")
+        if isinstance(recomputed, FloatAttr):
+            program.attributes["recompute_flops"] = FloatAttr(recomputed.value.data * m_b / m_a, 64)
     attr = lowered.attributes[PIPELINE_ATTR]
     assert isinstance(attr, DictionaryAttr)
     lowered.attributes[PIPELINE_ATTR] = DictionaryAttr(attr.data | {"microbatches": IntegerAttr(m_b, 64)})
@@ -414,7 +417,7 @@ def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
         return x
 
     out = dict(a)
-    for key in ("iteration_time_s", "flops_per_gpu", "breakdown", "stages", "streams"):
+    for key in ("iteration_time_s", "flops_per_gpu", "model_flops_per_gpu", "breakdown", "stages", "streams"):
         out[key] = lin(a[key], b[key])
     out["breakdown"]["stage"] = a["breakdown"]["stage"]
     t = out["iteration_time_s"]
@@ -423,7 +426,9 @@ def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
     tokens_a = a["tokens_per_s"] * a["iteration_time_s"] if a["tokens_per_s"] else 0.0
     out["tokens_per_s"] = tokens_a * m / m_a / t if tokens_a and t else None
     out["tflops_per_gpu"] = out["flops_per_gpu"] / t / 1e12 if t else 0.0
-    out["mfu"] = a["mfu"] * (out["tflops_per_gpu"] / a["tflops_per_gpu"]) if a["tflops_per_gpu"] else 0.0
+    out["hfu"] = a["hfu"] * (out["tflops_per_gpu"] / a["tflops_per_gpu"]) if a["tflops_per_gpu"] else 0.0
+    model_rate_a = a["model_flops_per_gpu"] / a["iteration_time_s"] if a["iteration_time_s"] else 0.0
+    out["mfu"] = (a["mfu"] * out["model_flops_per_gpu"] / t / model_rate_a) if t and model_rate_a else 0.0
     out["microbatches_simulated"] = [m_a, m_b]
     return out
 

@@ -29,6 +29,7 @@ from math import prod
 
 from xdsl.dialects.builtin import (
     DictionaryAttr,
+    FloatAttr,
     IntegerType,
     TensorType,
     IntegerAttr,
@@ -48,6 +49,7 @@ from charon_ir.dialects.coll import (
     SendOp,
 )
 from charon_ir.dialects.sim import (
+    AttentionGradOp,
     ComputeOp,
     CostAttr,
     GenericOp,
@@ -61,6 +63,8 @@ from charon_ir.dialects.sim import (
     numel,
 )
 from charon_ir.errors import CharonError
+from charon_ir.memory.tensors import RECOMPUTE_ATTR
+from charon_ir.parallel.accounting import walk_with_multiplicity
 from charon_ir.parallel.mesh import GRAD_SYNC, data_parallel_replicas
 from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
@@ -344,6 +348,27 @@ def _program(name: str, ranks: int, body: Block, streams, **attrs) -> event.Prog
     return event.ProgramOp(name, ranks, Region(body), **attrs)
 
 
+RECOMPUTE_FLOPS_ATTR = "recompute_flops"
+"""On an event.program: the FLOPs per rank its step spends re-running the forward
+(recompute), which the report's model FLOPs (MFU) leave out and its hardware FLOPs
+(HFU) count."""
+
+
+def recomputed_flops(phase: Operation | None) -> float:
+    """FLOPs one run of a backward phase spends re-running the forward: the
+    recompute pass's clones (the gradients it marks are not a re-run)."""
+    if phase is None:
+        return 0.0
+    total = 0.0
+    for op, mult in walk_with_multiplicity(phase):
+        if (isinstance(op, ComputeOp) and RECOMPUTE_ATTR in op.attributes
+                and not isinstance(op, AttentionGradOp)):
+            cost = op.attributes.get(COST_ATTR)
+            if isinstance(cost, CostAttr):
+                total += cost.flops.data * mult
+    return total
+
+
 def _phase(stage: StageOp, kind: str) -> PhaseOp | None:
     for op in stage.body.block.ops:
         if isinstance(op, PhaseOp) and op.kind.data == kind:
@@ -443,6 +468,9 @@ def lower_pipeline(module: ModuleOp, target: Target,
         attrs = {"stage": IntegerAttr(s, 64)}
         if s == 0 and tokens:
             attrs["tokens"] = IntegerAttr(tokens, 64)
+        recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], "backward")) for c in range(vpp))
+        if recomputed:
+            attrs[RECOMPUTE_FLOPS_ATTR] = FloatAttr(recomputed, 64)
         programs.append(_program(f"stage{s}", target.gpus // pp, body, streams, **attrs))
     return programs
 
@@ -485,6 +513,8 @@ class LowerToEventsPass(ModulePass):
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
         emitter = _Emitter(body, streams, target=target, blocking=blocking)
         tokens = count_tokens(op) * data_parallel_replicas(op)
+        recomputed = sum(recomputed_flops(top) for top in op.body.block.ops
+                         if isinstance(top, PhaseOp) and top.kind.data == "backward")
         to_erase: list[Operation] = []
         for top in list(op.body.block.ops):
             if isinstance(top, GridOp):
@@ -494,6 +524,8 @@ class LowerToEventsPass(ModulePass):
         for top in reversed(to_erase):
             top.detach()
             top.erase(safe_erase=False)
-        attrs = {"tokens": IntegerAttr(tokens, 64)} if tokens else {}
+        attrs: dict = {"tokens": IntegerAttr(tokens, 64)} if tokens else {}
+        if recomputed:
+            attrs[RECOMPUTE_FLOPS_ATTR] = FloatAttr(recomputed, 64)
         op.body.block.add_op(_program("main", target.gpus, body, streams, **attrs))
 

@@ -82,6 +82,9 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
     ranks = np.array([program.programs[p].ranks for p in program.event_program], dtype=np.float64)
     job_flops = float((program.flops * ranks).sum()) if program.num_events else 0.0
     flops_per_gpu = job_flops / target.gpus
+    # recompute re-runs forward work: hardware FLOPs count it, model FLOPs do not
+    recomputed = sum(p.attributes.get("recompute_flops", 0.0) * p.ranks for p in program.programs)
+    model_flops_per_gpu = (job_flops - recomputed) / target.gpus
     tflops = flops_per_gpu / makespan / 1e12 if makespan > 0 else 0.0
     peak = target.gpu.peak("bf16") / 1e12
     tokens = sum(p.attributes.get("tokens", 0) for p in program.programs)
@@ -93,8 +96,10 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
         "iteration_time_s": makespan,
         "tokens_per_s": tokens / makespan if makespan > 0 and tokens else None,
         "tflops_per_gpu": tflops,
-        "mfu": tflops / peak if peak else 0.0,
+        "mfu": model_flops_per_gpu / makespan / 1e12 / peak if peak and makespan > 0 else 0.0,
+        "hfu": tflops / peak if peak else 0.0,
         "flops_per_gpu": flops_per_gpu,
+        "model_flops_per_gpu": model_flops_per_gpu,
         "breakdown": stages[critical] | {"stage": critical},
         "stages": stages,
         "streams": streams,

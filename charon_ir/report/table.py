@@ -28,6 +28,8 @@ def _summary(report: dict) -> Table:
         table.add_row("tokens/s", f"{report['tokens_per_s']:,.0f}")
     table.add_row("TFLOP/s per GPU", f"{report['tflops_per_gpu']:.1f}")
     table.add_row("MFU", f"{100 * report['mfu']:.1f} %")
+    if report.get("hfu", report["mfu"]) != report["mfu"]:  # recompute re-runs forward work
+        table.add_row("HFU (recompute included)", f"{100 * report['hfu']:.1f} %")
     b = report["breakdown"]
     stage = f" (stage {b['stage']})" if "stage" in b and len(report.get("stages", [])) > 1 else ""
     table.add_row(f"compute{stage}", _seconds(b["compute_s"]))

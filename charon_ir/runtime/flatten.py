@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, StringAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import event
@@ -36,7 +36,7 @@ before it fills the memory or runs for hours."""
 class ProgramInfo:
     name: str
     ranks: int
-    attributes: dict[str, int] = field(default_factory=dict)
+    attributes: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -56,7 +56,7 @@ class FlatProgram:
     deps: list[list[int]]
     engines: dict[str, int] = field(default_factory=dict)
     """Event ops in the IR priced by each engine (IR ops, not loop iterations)."""
-    attributes: dict[str, int] = field(default_factory=dict)
+    attributes: dict[str, float] = field(default_factory=dict)
     programs: list[ProgramInfo] = field(default_factory=list)
     stream_program: list[int] = field(default_factory=list)
     event_program: np.ndarray | None = None
@@ -621,9 +621,9 @@ def _int(attr) -> float:
     return float(attr.value.data) if isinstance(attr, IntegerAttr) else 0.0
 
 
-def _program_attributes(program: event.ProgramOp) -> dict[str, int]:
+def _program_attributes(program: event.ProgramOp) -> dict[str, float]:
     return {
-        k: v.value.data for k, v in program.attributes.items() if isinstance(v, IntegerAttr)
+        k: v.value.data for k, v in program.attributes.items() if isinstance(v, (IntegerAttr, FloatAttr))
     }
 
 

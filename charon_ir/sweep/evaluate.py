@@ -183,6 +183,7 @@ def summarise_training(report: dict[str, Any], gpus: int) -> dict[str, Any]:
         "tokens_per_s": report.get("tokens_per_s") or 0.0,
         "tflops_per_gpu": report.get("tflops_per_gpu") or 0.0,
         "mfu": report.get("mfu") or 0.0,
+        "hfu": report.get("hfu") or 0.0,
         "peak_memory_bytes": peaks,
         "max_peak_memory_bytes": max(peaks) if peaks else 0,
         "breakdown": report.get("breakdown") or {},

@@ -110,6 +110,8 @@ class Probe:
     optimizer_s: float
     """The optimizer step over every parameter of the model on one rank."""
     flops_per_microbatch: float
+    recomputed_per_microbatch: float
+    """Of those, the FLOPs recompute spends re-running the forward (not model FLOPs)."""
     activation_bytes: float
     """What a stage sends its neighbour per micro-batch (activations forward,
     their gradients backward)."""
@@ -167,6 +169,7 @@ def build_probe(evaluator, config) -> Probe | None:
     imports; None when the model is not one repeat of identical layers."""
     from charon_ir.api import _pass, pass_plan
     from charon_ir.dialects import coll, sim
+    from charon_ir.lowering.lower_to_events import recomputed_flops
     from charon_ir.memory.tensors import value_bytes
     from charon_ir.parallel.mesh import find_grid
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
@@ -213,6 +216,7 @@ def build_probe(evaluator, config) -> Probe | None:
         layers=layers,
         forward=Phase(), backward=Phase(), weight=None,
         optimizer_s=0.0, flops_per_microbatch=0.0,
+        recomputed_per_microbatch=recomputed_flops(phases.get("backward")),
         activation_bytes=activation_bytes,
         sizes={},
         params_layer=params_layer,
@@ -455,6 +459,7 @@ class Composed:
     bubble_s: float
     peaks: list[int]
     flops_per_gpu: float
+    model_flops_per_gpu: float
     memory_band: tuple[float, float] = MEMORY_BAND
 
 
@@ -563,8 +568,9 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     bubble = max(t - busy[stage] - dp_exposed[stage], 0.0)
     peaks = compose_memory(probe, config, counts, dp, m, schedule)
     flops = probe.flops_per_microbatch * m / pp
+    model_flops = (probe.flops_per_microbatch - probe.recomputed_per_microbatch) * m / pp
     band = MEMORY_BAND if "middle" in probe.stage_memory or pp * vpp == 1 else ROUGH_MEMORY_BAND
-    return Composed(t, stage, compute, exposed, bubble, peaks, flops, band)
+    return Composed(t, stage, compute, exposed, bubble, peaks, flops, model_flops, band)
 
 
 def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
@@ -793,7 +799,8 @@ def metrics(step: Composed, config, target) -> dict[str, Any]:
         "iteration_time_s": t,
         "tokens_per_s": tokens / t if t and tokens else 0.0,
         "tflops_per_gpu": tflops,
-        "mfu": tflops / peak if peak else 0.0,
+        "mfu": step.model_flops_per_gpu / t / 1e12 / peak if peak and t else 0.0,
+        "hfu": tflops / peak if peak else 0.0,
         "peak_memory_bytes": step.peaks,
         "max_peak_memory_bytes": max(step.peaks),
         "breakdown": {"compute_s": step.compute_s, "exposed_comm_s": step.exposed,

@@ -28,6 +28,10 @@ def test_screen_is_close_to_the_fast_tier(tiny_space):
         assert f["status"] == "ok", r["config"]
         assert r["metrics"]["tier"] == "screen"
         errors.append(r["metrics"]["iteration_time_s"] / f["metrics"]["iteration_time_s"] - 1)
+        # model FLOPs leave recompute's re-run forward out in both tiers
+        share = [m["mfu"] / m["hfu"] for m in (r["metrics"], f["metrics"])]
+        assert share[0] == pytest.approx(share[1], rel=0.01), r["config"]
+        assert (share[1] < 0.9) == (r["config"]["recompute"] == "full"), r["config"]
         memory = r["metrics"]["max_peak_memory_bytes"] / f["metrics"]["max_peak_memory_bytes"] - 1
         assert abs(memory) < 0.10, (r["config"], memory)
     # the hand-written step has 2 layers: what lies beside them weighs most here

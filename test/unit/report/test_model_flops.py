@@ -1,0 +1,27 @@
+"""MFU counts model FLOPs, HFU every FLOP executed: recompute re-runs forward
+work, which costs time and hardware FLOPs but adds no model FLOPs."""
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from charon_ir.api import simulate
+
+TINY = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json")
+
+
+@settings(max_examples=6, deadline=None)
+@given(pp=st.sampled_from([1, 2]), tier=st.sampled_from(["fast", "fine"]), microbatches=st.sampled_from([2, 4, 8]))
+def test_recompute_adds_hardware_flops_not_model_flops(pp, tier, microbatches):
+    options = dict(seq_len=256, gpus=pp, pp=pp, tier=tier, global_batch=microbatches, micro_batch=1)
+    none = simulate(TINY, recompute="none", **options)
+    full = simulate(TINY, recompute="full", **options)
+    assert full["model_flops_per_gpu"] == pytest.approx(none["model_flops_per_gpu"], rel=1e-9)
+    assert none["flops_per_gpu"] == pytest.approx(none["model_flops_per_gpu"], rel=1e-12)
+    # the whole forward of the layers runs again: most of a third of the step
+    assert 1.2 < full["flops_per_gpu"] / full["model_flops_per_gpu"] < 1.34
+    # MFU falls with the step time; HFU does not fall as far
+    assert full["mfu"] == pytest.approx(none["mfu"] * none["iteration_time_s"] / full["iteration_time_s"])
+    assert full["mfu"] < full["hfu"]
