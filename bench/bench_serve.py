@@ -50,7 +50,7 @@ def warm(num_requests: int, runs: int) -> tuple[float, dict]:
     times, report = [], {}
     for _ in range(runs):
         start = time.perf_counter()
-        report = serve(MODEL, num_requests=num_requests, **CASE)
+        report = serve(MODEL, num_requests=num_requests, timings=True, **CASE)
         times.append(time.perf_counter() - start)
     return statistics.median(times), report
 

@@ -206,3 +206,12 @@ def test_trace_file_with_stages(tmp_path):
     report = json.loads(proc.stdout)
     assert report["requests"] == 4
     assert report["output_tokens"] == 50 + 20 + 500 + 10 + 10  # reasoning decodes more
+
+
+def test_the_same_command_prints_the_same_json_byte_for_byte():
+    # the simulator's own wall-clock seconds are not in it (serve(timings=True) adds them)
+    args = (*SMALL, "--rate", "16", "--num-requests", "50", "--length-dist", "lognormal", "--json")
+    first, second = charon(*args), charon(*args)
+    assert first.returncode == 0, first.stderr
+    assert "simulator_wall_s" not in json.loads(first.stdout)
+    assert first.stdout == second.stdout
