@@ -25,12 +25,19 @@ def _axis_of(stream: str) -> str:
     return name
 
 
+ANY_AXIS = "*"
+"""The time any axis's communication runs with no compute beside it: the axes'
+exposures overlap (tp and dp waited for at once), so their sum can exceed it."""
+
+
 def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
     """Per axis, the time program `index`'s communication runs with none of its
-    compute beside it (folded loops add what they hid inside)."""
+    compute beside it (folded loops add what they hid inside), and under
+    ANY_AXIS that of all axes together."""
     program = timeline.program
     compute = timeline.intervals(KIND_COMPUTE, program=index)
     exposed: dict[str, float] = {}
+    every_axis: list[tuple[float, float]] = []
     # folded loops report their inner exposure themselves (folded_exposed)
     not_folded = program.busy == program.duration
     for s, name in enumerate(program.streams):
@@ -38,8 +45,10 @@ def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
             continue
         mask = (program.stream == s) & not_folded
         intervals = _union(list(zip(timeline.start[mask], timeline.end[mask])))
+        every_axis += intervals
         axis = _axis_of(name)
         exposed[axis] = exposed.get(axis, 0.0) + subtract(intervals, compute)
+    exposed[ANY_AXIS] = subtract(_union(every_axis), compute)
     for i, inner in program.folded_exposed.items():
         if program.event_program[i] == index:  # pyright: ignore[reportOptionalSubscript]
             for axis, t in inner.items():
@@ -48,29 +57,24 @@ def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
 
 
 def stage_breakdown(timeline: Timeline, index: int) -> dict[str, Any]:
+    """The stage's iteration as compute, exposed communication and bubble: the
+    time nothing of it runs, makespan - compute - exposed (of all axes at once)."""
     program = timeline.program
-    makespan = timeline.makespan
     compute = timeline.intervals(KIND_COMPUTE, program=index)
-    comm_all: list[tuple[float, float]] = []
-    for s in range(len(program.streams)):
-        if program.stream_program[s] == index and program.stream_kinds[s] == KIND_COMM:
-            mask = program.stream == s
-            comm_all += list(zip(timeline.start[mask], timeline.end[mask]))
-    busy = measure(_union(compute + comm_all))
     exposed = exposed_by_axis(timeline, index)
+    exposed_any = exposed.pop(ANY_AXIS)
     # a folded loop spans its window on the compute stream but computes only part
-    # of it: the rest is its exposed communication and its waits
+    # of it: the rest is exposed communication (in its folded_exposed) and waits
     folded_gap = sum(
         float(program.duration[i] - program.busy[i])  # pyright: ignore[reportOptionalSubscript]
         for i in program.folded_exposed
         if program.event_program[i] == index  # pyright: ignore[reportOptionalSubscript]
     )
-    hidden = sum(sum(v.values()) for i, v in program.folded_exposed.items()
-                 if program.event_program[i] == index)  # pyright: ignore[reportOptionalSubscript]
+    compute_s = measure(compute) - folded_gap
     return {
-        "compute_s": measure(compute) - folded_gap,
+        "compute_s": compute_s,
         "exposed_comm_s": dict(sorted(exposed.items())),
-        "bubble_s": max(0.0, makespan - busy + (folded_gap - hidden)),
+        "bubble_s": max(0.0, timeline.makespan - compute_s - exposed_any),
     }
 
 

@@ -425,6 +425,8 @@ def _exposed_tp(flat, tl, events, compute, t0, l0, l1, t1) -> dict[str, float]:
     """Seconds of [t0, t1) the compute stream idles (on one rank with one
     micro-batch: tp communication it waits for), split at the layers' span
     [l0, l1)."""
+    from charon_ir.report.summary import ANY_AXIS
+
     busy = sorted((float(tl.start[j]), float(tl.end[j])) for j in events if j in compute)
     idle = {"pre": 0.0, "layer": 0.0, "post": 0.0}
     cursor = t0
@@ -441,7 +443,7 @@ def _exposed_tp(flat, tl, events, compute, t0, l0, l1, t1) -> dict[str, float]:
     # folded loops report their own exposed time
     for j in events:
         if j in compute and j in flat.folded_exposed:
-            idle["layer"] += sum(flat.folded_exposed[j].values())
+            idle["layer"] += flat.folded_exposed[j].get(ANY_AXIS, 0.0)
     return idle
 
 

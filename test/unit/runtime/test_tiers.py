@@ -108,9 +108,11 @@ def test_fast_and_fine_tiers_agree_within_one_percent(layers, tp, pp, dp, extra_
     step = fine["iteration_time_s"]
     for fs, ns in zip(fast["stages"], fine["stages"]):
         assert fs["compute_s"] == pytest.approx(ns["compute_s"], rel=0.01)
-        # Exposed communication is not compared: where two lanes run with no
-        # compute beside them each is charged in full, and a folded loop charges
+        # Exposed communication per axis is not compared: a folded loop charges
         # its inner exposure from its two-layer simulation (README: fast tier).
+        # The bubble is the time nothing runs: makespan - compute - exposed of all
+        # axes at once (a folded loop's inner exposure counted once, not per axis)
+        assert fs["bubble_s"] == pytest.approx(ns["bubble_s"], abs=0.03 * step)
     # with overlap slowdowns a stream's busy time stretches with whatever else
     # runs beside it, which a folded loop sees only inside itself
     tolerance = 0.01 if overlap == OverlapModel() else 0.05
@@ -186,3 +188,23 @@ def test_charon_opt_simulate_defaults_to_the_calibrated_contention():
     default = step_time()
     assert default == step_time(compute_slowdown=calibrated, comm_slowdown=calibrated)
     assert default > step_time(compute_slowdown=0.0, comm_slowdown=0.0)
+
+
+@pytest.mark.parametrize("hardware, dp", [("H100", 4), ("MI300X", 4), ("MI300X", 2)])
+def test_the_bubble_is_what_nothing_runs_in_both_tiers(hardware, dp):
+    """Stage breakdowns of a pipeline with data parallelism: the fast tier's bubble
+    subtracted each axis's exposure inside a folded loop (their sum) and the dp
+    tail twice, 5 % of the step under the fine tier's."""
+    from pathlib import Path
+
+    from charon_ir.api import simulate
+
+    step = str(Path(__file__).resolve().parents[2] / "lit/lowering/Inputs/eight_layers.mlir")
+    options = dict(hardware=hardware, gpus=2 * dp, pp=2, dp=dp, global_batch=4 * dp)
+    fast, fine = (simulate(step, tier=tier, **options) for tier in ("fast", "fine"))
+    t = fine["iteration_time_s"]
+    for f, n in zip(fast["stages"], fine["stages"]):
+        assert f["bubble_s"] == pytest.approx(n["bubble_s"], abs=0.04 * t)
+        # compute, the bubble and the longest axis's exposure fit in the step
+        longest = max(n["exposed_comm_s"].values())
+        assert n["compute_s"] + n["bubble_s"] + longest <= t * (1 + 1e-9)
