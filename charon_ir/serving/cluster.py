@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from charon_ir.errors import CharonError
 from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
-from charon_ir.serving.scheduler import Replica, SchedulerConfig, Sequence
+from charon_ir.serving.scheduler import Replica, SchedulerConfig, Sequence, StagePipeline
 from charon_ir.serving.stages import StageModel, apply_stages
 
 ROUTERS = ("round-robin", "least-loaded")
@@ -142,17 +142,23 @@ def run(
     def engines(first: int, count: int, role: str, draft_model, callback) -> list[Replica]:
         """`count` replicas, each as pp x ep engines with a scheduler of their
         own. Pipeline parallelism: pp virtual engines (as vLLM runs it), pp
-        batches in flight, one per stage, each iteration crossing every stage,
-        the KV cache split between them. Expert parallelism: ep groups running
+        batches in flight, one per stage, each iteration crossing every stage in
+        turn (a StagePipeline the pp engines share), the KV cache split between
+        them. Expert parallelism: ep groups running
         attention data-parallel, each with its own requests and KV cache; the
         priced step of one group includes the all-to-all to the others (their
         lock-step is not modelled: a group never waits for a busier one)."""
         per_replica = model.pp * model.shape.ep
         out = []
+        pipeline = None
         for i in range(count * per_replica):
             engine = Replica(first + i, model, scheduler, kv_blocks // model.pp, role, draft_model,
                              callback, record_iterations)
             engine.physical = first // per_replica + i // per_replica
+            if model.pp > 1:
+                if i % model.pp == 0:  # the pp engines of one group share its stages
+                    pipeline = StagePipeline(model.pp)
+                engine.pipeline = pipeline
             out.append(engine)
         return out
 

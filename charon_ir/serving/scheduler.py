@@ -135,6 +135,25 @@ class IterationRecord:
     kv_blocks: int
 
 
+class StagePipeline:
+    """The pipeline stages a replica's `pp` virtual engines share. An iteration of
+    `dt` seconds crosses them in turn, dt / pp on each, and waits for a stage
+    still busy with another engine's iteration: in steady state the engines
+    interleave without waiting, but a burst fills the pipeline first (the second
+    engine's first iteration ends dt / pp after the first's)."""
+
+    def __init__(self, stages: int):
+        self.free_at = [0.0] * stages
+
+    def run(self, now: float, dt: float) -> float:
+        """When an iteration of `dt` seconds issued at `now` leaves the last stage."""
+        t, per_stage = now, dt / len(self.free_at)
+        for j, free in enumerate(self.free_at):
+            t = max(t, free) + per_stage
+            self.free_at[j] = t
+        return t
+
+
 class Replica:
     def __init__(
         self,
@@ -150,6 +169,8 @@ class Replica:
         self.index = index
         self.physical = index
         """The replica this is a virtual engine of (pipeline parallelism)."""
+        self.pipeline: StagePipeline | None = None
+        """The stages it shares with the replica's other virtual engines (pp > 1)."""
         self.model = model
         self.config = config
         self.role = role
@@ -257,7 +278,7 @@ class Replica:
                 decodes + pad, decodes + pad, int(context)
             )
         dt += extra_s
-        end = now + dt
+        end = self.pipeline.run(now, dt) if self.pipeline is not None else now + dt
         self.busy_s += dt
         self.iterations += 1
         if self.records is not None:
