@@ -154,8 +154,11 @@ def test_killed_sweep_resumes_where_it_stopped(tiny_space, tmp_path, monkeypatch
     while time.time() < deadline and child.poll() is None:
         time.sleep(0.1)
         if os.path.exists(db):
-            with sqlite3.connect(db) as con:
-                done = con.execute("SELECT count(*) FROM results WHERE status = 'ok'").fetchone()[0]
+            try:
+                with sqlite3.connect(db) as con:
+                    done = con.execute("SELECT count(*) FROM results WHERE status = 'ok'").fetchone()[0]
+            except sqlite3.OperationalError:  # the file exists before its table does
+                continue
             if done >= 3:
                 break
     child.send_signal(signal.SIGKILL)
