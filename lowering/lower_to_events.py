@@ -162,7 +162,7 @@ class _Emitter:
         return self.emit(event.WaitOp(deps))
 
     def lower_block(self, block: Block) -> None:
-        for op in block.ops:
+        for op in issue_order(block):
             self.lower_op(op)
 
     def lower_op(self, op: Operation) -> None:
@@ -308,6 +308,41 @@ class _Emitter:
         self.last_compute = token
         for r in op.outputs:
             self.tokens[r] = token
+
+
+def issue_order(block: Block) -> list[Operation]:
+    """A block's ops in the order the compute stream issues them: a collective of
+    the model's own data flow (tp, cp, ep, a pipeline send) as soon as what it
+    reads is computed, the ops before it that it does not read right after it.
+    Frameworks launch such a collective as soon as its input exists and run the
+    kernels that do not need it beside it: Megatron's column-parallel backward
+    starts the input gradient's all-reduce before the weight-gradient GEMM
+    (`LinearWithGradAccumulationAndAsyncCommunication`), which a traced graph
+    that computes its weight gradients first (HF Llama's separate q, k, v and
+    gate, up projections) would leave exposed. Gradient reductions over dp stay
+    where data-parallel put them, after the gradients they reduce. The order is
+    topological: an op's inputs are issued before it either way."""
+    ops = list(block.ops)
+    if any(op.regions for op in ops):
+        return ops  # a block of loops and phases: they read values captured inside
+    order: list[Operation] = []
+    pending: list[Operation] = []
+    for op in ops:
+        if not _issued_early(op):
+            pending.append(op)
+            continue
+        needed = {op}
+        for o in reversed(pending):  # pending is in order: users come after their inputs
+            if o in needed or any(u.operation in needed for r in o.results for u in r.uses):
+                needed.add(o)
+        order += [o for o in pending if o in needed] + [op] + [o for o in pending if o not in needed]
+        pending = []
+    return order + pending
+
+
+def _issued_early(op: Operation) -> bool:
+    return (isinstance(op, CollectiveOp) and not isinstance(op, RecvOp)
+            and "dp" not in op.axis_names() and GRAD_SYNC not in op.attributes)
 
 
 def _values_used_in(op: Operation) -> set[SSAValue]:
