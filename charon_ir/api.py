@@ -373,9 +373,9 @@ def _recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: 
         tokens = program.attributes.get("tokens")
         if isinstance(tokens, IntegerAttr):
             program.attributes["tokens"] = IntegerAttr(tokens.value.data * m_b // m_a, 64)
-        recomputed = program.attributes.get("recompute_flops")
+        recomputed = program.attributes.get(event.RECOMPUTE_FLOPS)
         if isinstance(recomputed, FloatAttr):
-            program.attributes["recompute_flops"] = FloatAttr(recomputed.value.data * m_b / m_a, 64)
+            program.attributes[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed.value.data * m_b / m_a, 64)
     attr = lowered.attributes[PIPELINE_ATTR]
     assert isinstance(attr, DictionaryAttr)
     lowered.attributes[PIPELINE_ATTR] = DictionaryAttr(attr.data | {"microbatches": IntegerAttr(m_b, 64)})
@@ -405,6 +405,8 @@ def _fold_points(schedule: str, pp: int, microbatches: int) -> tuple[int, int] |
 def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
     """Every additive time in the report grows linearly with micro-batches once the
     schedule is in steady state: a + (m - m_a) x (b - a) / (m_b - m_a)."""
+    from charon_ir.report.summary import utilization
+
     k = (m - m_a) / (m_b - m_a)
 
     def lin(x, y):
@@ -426,9 +428,9 @@ def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
     tokens_a = a["tokens_per_s"] * a["iteration_time_s"] if a["tokens_per_s"] else 0.0
     out["tokens_per_s"] = tokens_a * m / m_a / t if tokens_a and t else None
     out["tflops_per_gpu"] = out["flops_per_gpu"] / t / 1e12 if t else 0.0
-    out["hfu"] = a["hfu"] * (out["tflops_per_gpu"] / a["tflops_per_gpu"]) if a["tflops_per_gpu"] else 0.0
-    model_rate_a = a["model_flops_per_gpu"] / a["iteration_time_s"] if a["iteration_time_s"] else 0.0
-    out["mfu"] = (a["mfu"] * out["model_flops_per_gpu"] / t / model_rate_a) if t and model_rate_a else 0.0
+    peak = a["tflops_per_gpu"] / a["hfu"] if a["hfu"] else 0.0
+    out["hfu"] = utilization(out["flops_per_gpu"], t, peak)
+    out["mfu"] = utilization(out["model_flops_per_gpu"], t, peak)
     out["microbatches_simulated"] = [m_a, m_b]
     return out
 

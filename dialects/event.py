@@ -66,6 +66,11 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
 Token = base(TokenType)
 
 
+RECOMPUTE_FLOPS = "recompute_flops"
+"""An event.program's attribute: the FLOPs per rank its step spends re-running the
+forward (recompute), which model FLOPs (MFU) leave out and hardware FLOPs count."""
+
+
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
     """The events of one rank class; `ranks` GPUs run it."""

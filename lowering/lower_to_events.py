@@ -117,6 +117,10 @@ class _Emitter:
     """What point-to-point ops carry in the phase being lowered: act or grad."""
     last_compute: SSAValue | None = None
     skip_gradient_sync: bool = False
+    """Accumulating micro-batch: gradients are reduced over dp only on the last,
+    and so is any all-reduce a sharding pass marked `charon.grad_sync` (on any
+    axis: data-parallel folds the cp ones into its own reduction, and a pipeline
+    without data-parallel still sums the partial gradients once per step)."""
     first_forward: bool = True
     """Whether this is a chunk's first forward of the step: the only one that runs
     the parameter gathers marked `charon.first_forward` (a step without a schedule
@@ -128,8 +132,6 @@ class _Emitter:
     target: Target | None = None
     """Tells which link a collective crosses (NVLink or the NICs): collectives on
     the same link share its bandwidth in the interpreter."""
-    """Accumulating micro-batch: gradients are reduced over dp (and a sharding
-    pass's gradient sums, `charon.grad_sync`) only on the last."""
     groups: dict[int, tuple[IntegerAttr, StringAttr | None]] = field(default_factory=dict)
     """A collective's group size and link attributes by id(op), shared by the
     emitters of one lowering: a phase is lowered once per schedule run holding
@@ -383,12 +385,6 @@ def _program(name: str, ranks: int, body: Block, streams, **attrs) -> event.Prog
     return event.ProgramOp(name, ranks, Region(body), **attrs)
 
 
-RECOMPUTE_FLOPS_ATTR = "recompute_flops"
-"""On an event.program: the FLOPs per rank its step spends re-running the forward
-(recompute), which the report's model FLOPs (MFU) leave out and its hardware FLOPs
-(HFU) count."""
-
-
 def recomputed_flops(phase: Operation | None) -> float:
     """FLOPs one run of a backward phase spends re-running the forward: the
     recompute pass's clones (the gradients it marks are not a re-run)."""
@@ -505,7 +501,7 @@ def lower_pipeline(module: ModuleOp, target: Target,
             attrs["tokens"] = IntegerAttr(tokens, 64)
         recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], "backward")) for c in range(vpp))
         if recomputed:
-            attrs[RECOMPUTE_FLOPS_ATTR] = FloatAttr(recomputed, 64)
+            attrs[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed, 64)
         programs.append(_program(f"stage{s}", target.gpus // pp, body, streams, **attrs))
     return programs
 
@@ -561,6 +557,6 @@ class LowerToEventsPass(ModulePass):
             top.erase(safe_erase=False)
         attrs: dict = {"tokens": IntegerAttr(tokens, 64)} if tokens else {}
         if recomputed:
-            attrs[RECOMPUTE_FLOPS_ATTR] = FloatAttr(recomputed, 64)
+            attrs[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed, 64)
         op.body.block.add_op(_program("main", target.gpus, body, streams, **attrs))
 

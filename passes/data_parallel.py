@@ -57,12 +57,12 @@ from xdsl.passes import ModulePass
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
+from charon_ir.memory.states import DATA_PARALLEL_ATTR
 from charon_ir.parallel.mesh import GRAD_SYNC, MESH, data_parallel_replicas, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
 from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
 
-DATA_PARALLEL_ATTR = "sim.data_parallel"
 FIRST_FORWARD_ATTR = "charon.first_forward"
 """On the ops of a parameter gather (packing, all_gathers, unpacking) that run only
 in a chunk's first forward of the step."""
@@ -337,9 +337,9 @@ class DataParallelPass(ModulePass):
         axes = grid_axes(op)
         ep, cp = axes.get("ep", 1), axes.get("cp", 1)
         bucket = self.bucket_mb * 2**20
-        with_cp = ("cp",) if cp > 1 else ()
+        with_cp = ("cp",) if cp > 1 else ()  # axes in the mesh's order: dp, cp, ep
         dense = _Sync(self.dp * ep * cp, self.zero, bucket, self.overlap,
-                      ("dp", *(("ep",) if ep > 1 else ()), *with_cp))
+                      ("dp", *with_cp, *(("ep",) if ep > 1 else ())))
         experts = _Sync(self.dp * cp, self.zero, bucket, self.overlap, ("dp", *with_cp))
 
         def sync_of(param: SSAValue) -> _Sync:

@@ -46,7 +46,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
-from charon_ir.parallel.mesh import MESH, ensure_axis, refuse_axis_twice
+from charon_ir.parallel.mesh import MESH, ensure_axis, refuse_after_data_parallel, refuse_axis_twice
 from charon_ir.parallel.sharding import (
     REPLICATED,
     Shard,
@@ -277,6 +277,7 @@ class ShardContextPass(ModulePass):
             return
         cp = self.cp
         refuse_axis_twice(op, "cp", self.name)
+        refuse_after_data_parallel(op, self.name)
         seq, heads, kv_heads = attention_dims(op)
         if not seq:
             raise CharonError("shard-context: the module has no attention op to split the sequence of")

@@ -37,7 +37,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops, total_flops
-from charon_ir.parallel.mesh import MESH, ensure_axis, refuse_axis_twice
+from charon_ir.parallel.mesh import MESH, ensure_axis, refuse_after_data_parallel, refuse_axis_twice
 from charon_ir.parallel.sharding import (
     REPLICATED,
     ShardAttention,
@@ -211,6 +211,7 @@ class ShardExpertPass(ModulePass):
         if self.capacity_factor < 0:
             raise CharonError(f"shard-expert: option 'capacity-factor' must be >= 0, got {self.capacity_factor}")
         refuse_axis_twice(op, "ep", self.name)
+        refuse_after_data_parallel(op, self.name)
         dispatches = [d for d in op.walk() if isinstance(d, sim.MoeDispatchOp)]
         if not dispatches:
             raise CharonError("shard-expert: the module has no sim.moe_dispatch (no routed experts)")

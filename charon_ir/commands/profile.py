@@ -17,6 +17,7 @@ measured. To price with CPU measurements, run the passes with
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import time
@@ -51,7 +52,7 @@ def profile_command(
     seq_len: Annotated[int, typer.Option("--seq-len", help="with --model: tokens per sequence")] = 256,
     batch: Annotated[int, typer.Option("--batch", help="with --model: sequences per step")] = 2,
     db: Annotated[
-        Path | None,
+        str | None,
         typer.Option("--db", help="database file (default $CHARON_PROFILE_DB or ~/.cache/charon/profile.db)"),
     ] = None,
     fit: Annotated[bool, typer.Option("--fit", help="fit the predictor and print its held-out error")] = False,
@@ -68,7 +69,11 @@ def profile_command(
     """Measure ops into the profile database; with --fit, report the predictor's error."""
     from charon_ir.profile.store import ProfileStore, default_db_path
 
-    path = (db or default_db_path()).expanduser()
+    from charon_ir.report.output import names_a_folder
+
+    if db and names_a_folder(os.path.expanduser(db)):
+        raise CharonError(f"--db {db}: is a directory, not a file")
+    path = Path(db).expanduser() if db else default_db_path()
     if device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?", device):
         raise CharonError(f"--device {device}: expected cpu, cuda or cuda:N")
     if device is None and not fit:

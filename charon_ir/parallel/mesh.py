@@ -51,6 +51,17 @@ def refuse_axis_twice(module: ModuleOp, axis: str, pass_name: str) -> None:
         raise CharonError(f"{pass_name}: the module is already sharded along grid axis '{axis}'")
 
 
+def refuse_after_data_parallel(module: ModuleOp, pass_name: str) -> None:
+    """A sharding pass that adds an axis whose ranks hold the same weights (cp, ep)
+    runs before data-parallel, which sizes each gradient's reduction group and its
+    ZeRO shards by the grid axes it finds."""
+    from charon_ir.memory.states import DATA_PARALLEL_ATTR
+
+    if DATA_PARALLEL_ATTR in module.attributes:
+        raise CharonError(f"{pass_name}: run it before data-parallel, which groups the gradients' "
+                          "reduction by the grid axes it finds")
+
+
 def ensure_axis(module: ModuleOp, axis: str, size: int, pass_name: str) -> GridOp:
     """Add `axis` of `size` to @mesh (creating the grid), keeping AXIS_ORDER.
     Re-adding an axis with another size is an error naming the pass."""

@@ -979,7 +979,6 @@ class ShardCollective(ShardPattern):
             st.shards[op.result] = s
 
 
-
 def _in_backward(op: Operation) -> bool:
     parent = op.parent_op()
     while parent is not None:

@@ -15,11 +15,16 @@ from pathlib import Path
 from charon_ir.errors import CharonError
 
 
+def names_a_folder(path: str | Path) -> bool:
+    """An existing folder, or a name ending in a separator, which names a folder
+    even where none exists (`Path` drops the slash: pass the flag's own text)."""
+    return str(path).endswith(("/", os.sep)) or Path(path).is_dir()
+
+
 def check_output_file(path: str | Path, flag: str) -> None:
-    """Raise unless a file can be written at `path`: `path` is not a folder, and
-    its folder exists and is writable or can be created. A path ending in a
-    separator names a folder even where none exists (`Path` drops the slash)."""
-    if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
+    """Raise unless a file can be written at `path`: `path` does not name a
+    folder, and its folder exists and is writable or can be created."""
+    if names_a_folder(path):
         raise CharonError(f"{flag} {path}: is a directory, not a file")
     path = Path(path)
     _check_creatable(path.parent, path, flag)

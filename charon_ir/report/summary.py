@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from charon_ir.dialects.event import RECOMPUTE_FLOPS
 from charon_ir.runtime.flatten import KIND_COMM, KIND_COMPUTE
 from charon_ir.runtime.interpreter import Timeline, _union, measure, subtract
 from charon_ir.target.target import Target
@@ -78,6 +79,11 @@ def stage_breakdown(timeline: Timeline, index: int) -> dict[str, Any]:
     }
 
 
+def utilization(flops_per_gpu: float, seconds: float, peak_tflops: float) -> float:
+    """A share of the GPU's dense bf16 peak: MFU of the model FLOPs, HFU of all."""
+    return flops_per_gpu / seconds / 1e12 / peak_tflops if seconds > 0 and peak_tflops else 0.0
+
+
 def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
     program = timeline.program
     makespan = timeline.makespan
@@ -87,7 +93,7 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
     job_flops = float((program.flops * ranks).sum()) if program.num_events else 0.0
     flops_per_gpu = job_flops / target.gpus
     # recompute re-runs forward work: hardware FLOPs count it, model FLOPs do not
-    recomputed = sum(p.attributes.get("recompute_flops", 0.0) * p.ranks for p in program.programs)
+    recomputed = sum(p.attributes.get(RECOMPUTE_FLOPS, 0.0) * p.ranks for p in program.programs)
     model_flops_per_gpu = (job_flops - recomputed) / target.gpus
     tflops = flops_per_gpu / makespan / 1e12 if makespan > 0 else 0.0
     peak = target.gpu.peak("bf16") / 1e12
@@ -100,8 +106,8 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
         "iteration_time_s": makespan,
         "tokens_per_s": tokens / makespan if makespan > 0 and tokens else None,
         "tflops_per_gpu": tflops,
-        "mfu": model_flops_per_gpu / makespan / 1e12 / peak if peak and makespan > 0 else 0.0,
-        "hfu": tflops / peak if peak else 0.0,
+        "mfu": utilization(model_flops_per_gpu, makespan, peak),
+        "hfu": utilization(flops_per_gpu, makespan, peak),
         "flops_per_gpu": flops_per_gpu,
         "model_flops_per_gpu": model_flops_per_gpu,
         "breakdown": stages[critical] | {"stage": critical},

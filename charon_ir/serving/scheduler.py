@@ -140,7 +140,9 @@ class StagePipeline:
     `dt` seconds crosses them in turn, dt / pp on each, and waits for a stage
     still busy with another engine's iteration: in steady state the engines
     interleave without waiting, but a burst fills the pipeline first (the second
-    engine's first iteration ends dt / pp after the first's)."""
+    engine's first iteration ends dt / pp after the first's). Even shares are an
+    approximation: the LM head, sampling and a static batch's host overhead run
+    once, on the last stage or the host, which a small decode batch notices."""
 
     def __init__(self, stages: int):
         self.free_at = [0.0] * stages

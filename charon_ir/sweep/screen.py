@@ -791,6 +791,8 @@ def point_target(config):
 def metrics(step: Composed, config, target) -> dict[str, Any]:
     """A screened point's record metrics, in the fast tier's form
     (`evaluate.summarise_training`)."""
+    from charon_ir.report.summary import utilization
+
     t = step.iteration_time_s
     dp = config.data_parallel()
     tokens = (config.global_batch or dp * config.micro_batch) * config.seq_len
@@ -801,8 +803,8 @@ def metrics(step: Composed, config, target) -> dict[str, Any]:
         "iteration_time_s": t,
         "tokens_per_s": tokens / t if t and tokens else 0.0,
         "tflops_per_gpu": tflops,
-        "mfu": step.model_flops_per_gpu / t / 1e12 / peak if peak and t else 0.0,
-        "hfu": tflops / peak if peak else 0.0,
+        "mfu": utilization(step.model_flops_per_gpu, t, peak),
+        "hfu": utilization(step.flops_per_gpu, t, peak),
         "peak_memory_bytes": step.peaks,
         "max_peak_memory_bytes": max(step.peaks),
         "breakdown": {"compute_s": step.compute_s, "exposed_comm_s": step.exposed,

@@ -194,7 +194,9 @@ def _check_file(path: str | Path) -> None:
     a name ending in a separator), and when it exists and is not empty, a sqlite
     file (whose header sqlite would otherwise only check at the first query, or
     never for a file under a page)."""
-    if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
+    from charon_ir.report.output import names_a_folder
+
+    if names_a_folder(path):
         raise CharonError(f"--db {path}: is a directory, not a file")
     path = Path(path)
     try:

@@ -90,6 +90,7 @@ only a latency's unit, so an iteration time in ms would otherwise be read as s."
 
 
 def _check_unit(record: dict[str, Any], where: str) -> None:
+    """One line unless a compared metric's `unit` is one its value is read in."""
     units = METRIC_UNITS.get(record["metric"])
     if units is None:  # a metric no run compares: reported as not compared
         return

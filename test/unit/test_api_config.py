@@ -81,3 +81,17 @@ def test_impossible_degrees_are_one_line(degrees, message):
     with pytest.raises(CharonError, match=re.escape(message)) as err:
         pass_plan(TrainingConfig(model="deepseek-v2-lite", **degrees))
     assert "\n" not in str(err.value)
+
+
+def test_the_package_entry_points_are_the_cli_s_and_load_on_first_use():
+    import subprocess
+    import sys
+
+    import charon_ir
+    from charon_ir.api import simulate
+    from charon_ir.serving.api import serve
+
+    assert charon_ir.simulate is simulate and charon_ir.serve is serve
+    # importing the package imports neither (charon-opt's start-up stays light)
+    probe = "import sys, charon_ir; print('charon_ir.api' in sys.modules, 'torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.split() == ["False", "False"]

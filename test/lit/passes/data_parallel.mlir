@@ -9,6 +9,8 @@
 // RUN: charon-opt %S/Inputs/moe_router_trained.mlir -p 'shard-expert{ep=4},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=EP
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4 zero=7}' 2>&1 | filecheck %s --check-prefix=ERR
 // RUN: charon-opt %S/shard_context.mlir -p 'shard-context{cp=2},data-parallel{dp=2 zero=1}' | filecheck %s --check-prefix=CP
+// RUN: not charon-opt %S/shard_context.mlir -p 'data-parallel{dp=2 zero=1},shard-context{cp=2}' 2>&1 | filecheck %s --check-prefix=CP-AFTER
+// RUN: not charon-opt %S/Inputs/moe_router_trained.mlir -p 'data-parallel{dp=2},shard-expert{ep=2}' 2>&1 | filecheck %s --check-prefix=EP-AFTER
 
 // Plain DDP reduces each layer's gradient is reduced inside the backward body, as soon as it exists.
 // DDP:      sim.data_parallel = {dp = 4 : i64, zero = 0 : i64, bucket_mb = 25 : i64, overlap = true, overlap_param_gather = false}
@@ -110,3 +112,7 @@
 // CP:      coll.reduce_scatter %{{.*}} on @mesh ["dp", "cp"] axis 0 : tensor<36992xbf16> -> tensor<9248xbf16>
 // CP:      sim.phase "optimizer"
 // CP:      coll.all_gather %{{.*}} on @mesh ["dp", "cp"] axis 0 : tensor<9248xbf16> -> tensor<36992xbf16>
+
+// A cp or ep axis added after data-parallel would not be in its reduction group.
+// CP-AFTER: charon-opt: error: shard-context: run it before data-parallel, which groups the gradients' reduction by the grid axes it finds
+// EP-AFTER: charon-opt: error: shard-expert: run it before data-parallel, which groups the gradients' reduction by the grid axes it finds

@@ -24,14 +24,14 @@ def gradient_stream(report) -> float:
     return report["streams"]["comm_dp_cp"]["busy_s"]
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(cp=st.sampled_from([1, 2, 4]), dp=st.sampled_from([1, 2]), tp=st.sampled_from([1, 2]),
-       per_replica=st.sampled_from([1, 3]))
-def test_tokens_per_second_count_every_token_of_the_step(cp, dp, tp, per_replica):
+       pp=st.sampled_from([1, 2]), per_replica=st.sampled_from([2, 3]))
+def test_tokens_per_second_count_every_token_of_the_step(cp, dp, tp, pp, per_replica):
     """Shard-context cuts each rank's `tokens` input to 1/cp. The report divided
     the step's tokens by cp."""
     batch = dp * per_replica
-    r = run(gpus=cp * dp * tp, cp=cp, dp=dp, tp=tp, global_batch=batch)
+    r = run(gpus=cp * dp * tp * pp, cp=cp, dp=dp, tp=tp, pp=pp, global_batch=batch)
     assert r["tokens_per_s"] * r["iteration_time_s"] == pytest.approx(batch * SEQ, rel=1e-9)
 
 

@@ -25,3 +25,29 @@ def test_recompute_adds_hardware_flops_not_model_flops(pp, tier, microbatches):
     # MFU falls with the step time; HFU does not fall as far
     assert full["mfu"] == pytest.approx(none["mfu"] * none["iteration_time_s"] / full["iteration_time_s"])
     assert full["mfu"] < full["hfu"]
+
+
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_the_fast_tier_extrapolates_model_and_hardware_flops_as_the_fine_tier_counts_them(recompute):
+    options = dict(seq_len=256, gpus=2, pp=2, global_batch=32, micro_batch=1, recompute=recompute)
+    fast = simulate(TINY, **options)
+    fine = simulate(TINY, tier="fine", **options)
+    assert len(fast["microbatches_simulated"]) == 2  # two schedules, extrapolated to 32
+    for key in ("mfu", "hfu", "model_flops_per_gpu", "flops_per_gpu"):
+        assert fast[key] == pytest.approx(fine[key], rel=1e-3), key
+    # without recompute the two are the same number, not two roundings of it
+    assert (fast["mfu"] == fast["hfu"]) == (recompute == "none")
+
+
+def test_the_table_shows_hfu_only_beside_recompute():
+    import io
+
+    from rich.console import Console
+
+    from charon_ir.report.table import print_report
+
+    for recompute, shown in (("none", False), ("full", True)):
+        report = simulate(TINY, seq_len=256, gpus=2, pp=2, global_batch=32, recompute=recompute)
+        out = io.StringIO()
+        print_report(report, Console(file=out, width=100))
+        assert ("HFU" in out.getvalue()) == shown
