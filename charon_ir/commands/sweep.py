@@ -136,10 +136,11 @@ def sweep_command(
     if name:
         raw["name"] = name
     flags = locals()
-    given = frozenset(name for name in AXIS_FLAGS if flags[name])
+    # in AXIS_FLAGS' order, not a set's: it orders the axes and so the points
+    given = tuple(name for name in AXIS_FLAGS if flags[name])
     for name in given:
         raw[name] = _axis(FLAG_NAMES.get(name, f"--{name.replace('_', '-')}"), flags[name])
-    space = load_space(raw, where=str(space_file) if space_file is not None else "space", flag_keys=given)
+    space = load_space(raw, where=str(space_file) if space_file is not None else "space", flag_keys=frozenset(given))
     # every flag and output path is checked before the sweep runs, not after it
     if top < 0:
         raise CharonError(f"--top must be >= 1 (0: the space's, {space.top}), got {top}")

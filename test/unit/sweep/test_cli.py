@@ -369,3 +369,18 @@ def test_which_ray_addresses_are_probed(monkeypatch, address, probed):
     monkeypatch.setattr(socket, "create_connection", connect)
     _check_answers(address, "--ray-address")
     assert asked == ([probed] if probed else [])
+
+
+def test_the_points_of_flag_axes_come_in_the_same_order_whatever_the_hash_seed(tmp_path):
+    """The flags' axes were a frozenset: their order, and so the points', followed
+    the string hash of the process."""
+    orders = []
+    for seed in ("1", "2"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "charon_ir.cli", "sweep", *FLAGS, "--tp", "1,2", "--pp", "1,2",
+             "--recompute", "none,full", "--db", str(tmp_path / f"{seed}.sqlite"), "--json"],
+            capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert proc.returncode == 0, proc.stderr
+        orders.append([r["key"] for r in json.loads(proc.stdout)["results"]])
+    assert orders[0] == orders[1]

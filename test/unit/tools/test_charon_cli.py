@@ -190,3 +190,19 @@ def test_a_hand_written_step_takes_no_sequence_length(charon_fails):
 )
 def test_schedule_errors_name_the_flags(charon_fails, args, line):
     assert charon_fails("simulate", "--model", "llama-3.1-8b", "--gpus", "8", *args) == line
+
+
+def test_a_cluster_names_the_gpu_unless_hardware_is_given(charon_fails):
+    """`--cluster dgx-a100` alone was refused: the --hardware default (H100)
+    contradicted the cluster's GPU."""
+    import json
+
+    tiny = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json")
+    args = ("simulate", "--model", tiny, "--seq-len", "256", "--cluster", "dgx-a100", "--gpus", "8")
+    proc = subprocess.run([sys.executable, "-m", "charon_ir.cli", *args, "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["hardware"] == "A100-SXM4-80GB"
+    assert charon_fails(*args, "--hardware", "H100") == (
+        "error: set-target: option 'hardware' (H100-SXM5-80GB) differs from the GPU of cluster "
+        "'dgx-a100' (A100-SXM4-80GB)")
