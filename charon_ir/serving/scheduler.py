@@ -135,6 +135,13 @@ class IterationRecord:
     kv_blocks: int
 
 
+ADMISSION_WATERMARK = 0.01
+"""Share of the KV blocks a new sequence must leave free when others are running:
+vLLM's `BlockSpaceManager.can_allocate` (v0, `watermark=0.01`), which keeps a
+sequence that decode growth just preempted from taking its blocks straight back
+in a prefill-only iteration, to be preempted again by the next one."""
+
+
 class StagePipeline:
     """The pipeline stages a replica's `pp` virtual engines share. An iteration of
     `dt` seconds crosses them in turn, dt / pp on each, and waits for a stage
@@ -179,6 +186,7 @@ class Replica:
         self.draft = draft
         self.on_prefilled = on_prefilled
         self.kv = BlockManager(kv_blocks, config.block_size)
+        self.watermark_blocks = int(ADMISSION_WATERMARK * kv_blocks)
         self.rate = config.tokens_per_decode if role != "prefill" else 1.0
         self.spec_tokens = config.speculative_k + 1 if role != "prefill" else 1
         self.waiting: deque[Sequence] = deque()
@@ -360,9 +368,18 @@ class Replica:
             self._look_up_prefix(seq)
         remaining = seq.prompt - seq.skip - seq.prefilled
         chunk = min(remaining, budget) if chunked else remaining
-        if chunk > budget or not self._cover(seq, seq.skip + seq.prefilled + chunk):
+        if chunk > budget or not self._admits(seq, seq.skip + seq.prefilled + chunk):
+            return None
+        if not self._cover(seq, seq.skip + seq.prefilled + chunk):
             return None
         return chunk
+
+    def _admits(self, seq: Sequence, tokens: float) -> bool:
+        """Whether a waiting sequence may take the blocks for `tokens`: beside
+        running ones, only above the watermark (alone, always: it would otherwise
+        wait for ever)."""
+        need = self.kv.blocks_for(tokens) - seq.held - seq.shared
+        return not self.running or self.kv.can_allocate(need + self.watermark_blocks)
 
     def _prompt_fits_alone(self) -> bool:
         if self.prefilling:
@@ -370,8 +387,7 @@ class Replica:
         if not self.waiting or len(self.running) >= self.config.max_num_seqs:
             return False
         seq = self.waiting[0]
-        need = self.kv.blocks_for(seq.prompt) - seq.held - seq.shared
-        return seq.prompt - seq.skip <= self.config.max_batch_tokens and self.kv.can_allocate(need)
+        return seq.prompt - seq.skip <= self.config.max_batch_tokens and self._admits(seq, seq.prompt)
 
     def _look_up_prefix(self, seq: Sequence) -> None:
         r = seq.request

@@ -112,3 +112,18 @@ def test_deterministic():
     a = run(requests, MODEL, SchedulerConfig(), Deployment(replicas=2, router="least-loaded"), 2000)
     b = run(requests, MODEL, SchedulerConfig(), Deployment(replicas=2, router="least-loaded"), 2000)
     assert [s.finish_s for s in a.sequences] == [s.finish_s for s in b.sequences]
+
+
+def test_a_preempted_sequence_does_not_take_its_blocks_straight_back():
+    """Without chunked prefill, recompute preemption under KV pressure: a victim
+    readmitted in a prefill-only iteration took back the blocks decode growth had
+    just freed, to be preempted by the next iteration (a loop of ~460 preemptions
+    per request). The admission watermark leaves headroom beside running ones."""
+    requests = [Request(i, i * 0.25, 4096, 512) for i in range(40)]
+    for chunked in (True, False):
+        config = SchedulerConfig(block_size=16, preemption="recompute", chunked_prefill=chunked)
+        # 800 blocks hold three such requests: 4,066 preemptions without chunking
+        result = run(requests, MODEL, config, Deployment(), kv_blocks=800)
+        preemptions = sum(r.preemptions for r in result.replicas)
+        assert 0 < preemptions < len(requests), (chunked, preemptions)
+        assert len(result.replicas[0].finished) == len(requests)
