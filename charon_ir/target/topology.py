@@ -79,8 +79,9 @@ class Placement:
     nic: LinkClass | None
     """None when the group stays inside one domain."""
     nic_off_rail: LinkClass | None
-    """The NIC class for traffic between different local GPU indices (all-to-all)
-    when the group is not rail-aligned and PXN is off: it climbs to the spine."""
+    """The NIC class for traffic between different local GPU indices (all-to-all):
+    with PXN, `nic` (the block crosses NVLink to the GPU on the right rail first);
+    without, on a rail-optimised fat tree it climbs to the spine."""
     multicast: bool
     """The scale-up fabric reduces and multicasts in the switch (NVLS)."""
 
@@ -107,7 +108,9 @@ def _place(cluster: Cluster, ranks: tuple[int, ...]) -> Placement:
     nic = off_rail = None
     if m > 1:
         nic = _nic_class(cluster, nodes, p, rail_aligned or cluster.nics.pxn)
-        off_rail = nic if rail_aligned or cluster.nics.pxn else _nic_class(cluster, nodes, p, False)
+        # between different local GPU indices (all-to-all) traffic changes rails
+        # even in a rail-aligned group: without PXN it crosses above the leaf
+        off_rail = nic if cluster.nics.pxn else _nic_class(cluster, nodes, p, False)
         if not rail_aligned and not cluster.nics.pxn:
             nic = off_rail
     return Placement(

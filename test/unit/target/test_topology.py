@@ -67,6 +67,29 @@ def test_off_rail_traffic_without_pxn_climbs_to_the_spine():
     assert with_pxn.nic.tiers == 1
 
 
+def test_all_to_all_of_a_rail_aligned_group_changes_rails_without_pxn():
+    """Two whole nodes are rail-aligned (every node uses all rails), but GPU i's
+    block for GPU j != i changes rails: without PXN it climbs to the spine (it
+    was priced on the rail, as fast as with PXN)."""
+    from charon_ir.engines.collectives import collective_plan
+
+    text = """
+    nodes = 32
+    node { gpu = H100 gpus = 8 }
+    nic { count = 8 speed = 400Gb/s pxn = false }
+    scale_out fat_tree {
+      rail_optimized = true
+      tier { span = 32 oversubscription = 4:1 }
+      tier { span = 32 }
+    }"""
+    ranks = tuple(range(16))
+    without, with_pxn = (parse_cluster(text.replace("pxn = false", f"pxn = {pxn}")) for pxn in ("false", "true"))
+    assert place(without, ranks).rail_aligned
+    assert place(without, ranks).nic_off_rail.tiers == 2 and place(with_pxn, ranks).nic_off_rail.tiers == 1
+    slow, fast = (collective_plan("all_to_all", 256e6, ranks, c).time_s for c in (without, with_pxn))
+    assert slow > 1.5 * fast
+
+
 def test_fully_connected_groups_use_only_their_peer_links():
     amd = load_cluster("mi300x")
     full = place(amd, tuple(range(8)))
