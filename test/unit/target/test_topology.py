@@ -49,16 +49,19 @@ def test_oversubscribed_spine_cuts_bandwidth():
     assert across.nic.latency > inside.nic.latency
 
 
+RAIL_OPTIMIZED_WITHOUT_PXN = """
+nodes = 32
+node { gpu = H100 gpus = 8 }
+nic { count = 8 speed = 400Gb/s pxn = false }
+scale_out fat_tree {
+  rail_optimized = true
+  tier { span = 32 oversubscription = 4:1 }
+  tier { span = 32 }
+}"""
+
+
 def test_off_rail_traffic_without_pxn_climbs_to_the_spine():
-    text = """
-    nodes = 32
-    node { gpu = H100 gpus = 8 }
-    nic { count = 8 speed = 400Gb/s pxn = false }
-    scale_out fat_tree {
-      rail_optimized = true
-      tier { span = 32 oversubscription = 4:1 }
-      tier { span = 32 }
-    }"""
+    text = RAIL_OPTIMIZED_WITHOUT_PXN
     c = parse_cluster(text)
     skewed = place(c, (0, 9))  # GPU 0 of node 0, GPU 1 of node 1
     assert not skewed.rail_aligned
@@ -73,15 +76,7 @@ def test_all_to_all_of_a_rail_aligned_group_changes_rails_without_pxn():
     was priced on the rail, as fast as with PXN)."""
     from charon_ir.engines.collectives import collective_plan
 
-    text = """
-    nodes = 32
-    node { gpu = H100 gpus = 8 }
-    nic { count = 8 speed = 400Gb/s pxn = false }
-    scale_out fat_tree {
-      rail_optimized = true
-      tier { span = 32 oversubscription = 4:1 }
-      tier { span = 32 }
-    }"""
+    text = RAIL_OPTIMIZED_WITHOUT_PXN
     ranks = tuple(range(16))
     without, with_pxn = (parse_cluster(text.replace("pxn = false", f"pxn = {pxn}")) for pxn in ("false", "true"))
     assert place(without, ranks).rail_aligned
