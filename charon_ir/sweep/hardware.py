@@ -77,14 +77,14 @@ def cluster_text(config: dict[str, Any], gpus: int) -> str:
     if topology == "fullflat":
         cluster = replace(cluster, scale_out=ScaleOut("fullflat", latency=SWITCH_HOP_S))
     elif topology == "rail_fat_tree" or ratio != 1.0:
+        # the leaves' uplinks are what is oversubscribed (down:up at the leaf): the
+        # top tier has none, and nodes under one leaf never use them
         leaf = min(LEAF_NODES, nodes)
         tiers = (Tier(leaf, 1.0, SWITCH_HOP_S),)
         if nodes > leaf:
             top = -(-nodes // leaf) * leaf
-            tiers += (Tier(top, ratio, SWITCH_HOP_S),)
+            tiers = (Tier(leaf, ratio, SWITCH_HOP_S), Tier(top, 1.0, SWITCH_HOP_S))
             cluster = cluster.with_nodes(top) if top != nodes else cluster
-        else:
-            tiers = (Tier(leaf, ratio, SWITCH_HOP_S),)
         cluster = replace(cluster, scale_out=ScaleOut("fat_tree", tiers, topology == "rail_fat_tree"))
     elif topology == "fat_tree":
         cluster = replace(cluster, scale_out=ScaleOut("fat_tree", (Tier(nodes, 1.0, SWITCH_HOP_S),), True))

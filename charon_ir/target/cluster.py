@@ -500,6 +500,11 @@ class _Reader:
                     blk.line, blk.col,
                     f"the top tier spans {tiers[-1].span} nodes but the cluster has {nodes}",
                 )
+            if tiers[-1].oversubscription != 1.0:
+                top = blk.blocks[-1]
+                raise self.fail(top.line, top.col,
+                                "the top tier has no uplinks: its oversubscription can only be 1:1 "
+                                "(oversubscribe the tier below, whose uplinks reach it)")
             return ScaleOut(kind, tuple(tiers), self.boolean(blk, "rail_optimized", True))
         if kind == "fullflat":
             self.check_keys(blk, ("latency",))

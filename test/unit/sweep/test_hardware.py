@@ -22,7 +22,18 @@ def test_rail_fat_tree_with_oversubscription():
     cluster = parse_cluster(cluster_text(config, 1024))
     tiers = cluster.scale_out.tiers
     assert cluster.scale_out.rail_optimized
-    assert [t.span for t in tiers] == [32, 128] and tiers[-1].oversubscription == 2.0
+    # the leaves' uplinks are oversubscribed (on the top tier, which has none, it did nothing)
+    assert [t.span for t in tiers] == [32, 128] and [t.oversubscription for t in tiers] == [2.0, 1.0]
+
+
+def test_oversubscription_slows_traffic_that_leaves_a_leaf():
+    from charon_ir.engines.collectives import collective_plan
+
+    def all_reduce_s(ratio: float) -> float:
+        cluster = parse_cluster(cluster_text({"hardware": "H100", "oversubscription": ratio}, 1024))
+        return collective_plan("all_reduce", 1e9, tuple(range(0, 1024, 8)), cluster).time_s
+
+    assert all_reduce_s(4.0) > 2 * all_reduce_s(1.0)
 
 
 def test_bad_knobs_are_one_line_errors():

@@ -112,6 +112,10 @@ def error_of(text: str) -> str:
          "f.cluster:1:31: the top tier spans 4 nodes but the cluster has 8"),
         ("node { gpu = H100 } scale_out fat_tree { tier { span = 4 oversubscription = 1:2 } }",
          "'oversubscription' must be a ratio down:up >= 1"),
+        # was accepted and had no effect
+        ("nodes = 8 node { gpu = H100 } scale_out fat_tree { tier { span = 4 } "
+         "tier { span = 8 oversubscription = 4:1 } }",
+         "f.cluster:1:70: the top tier has no uplinks: its oversubscription can only be 1:1"),
         ("node { gpu = H100 } rack { }", "f.cluster:1:21: unknown block 'rack' in the file"),
         # a zero bandwidth divided by zero in the collectives; 1e400 became inf, which the
         # IR's printed target could not parse back
