@@ -16,9 +16,18 @@ Options (each on by default):
 - rope: rotary embeddings imported as x * cos + rotate_half(x) * sin (slices, neg,
   cat, two muls and an add) become one `sim.generic "fused.rope"`.
 
-A fusion changes bytes moved, never FLOPs: the fused op carries the sum of its
-parts' FLOPs, and reads each outside input once and writes each value that is used
-outside the group once (a value the backward saves stays an output).
+A fusion changes bytes moved, never the model's FLOPs: the fused op carries the
+sum of its parts' FLOPs, and reads each outside input once and writes each value
+that is used outside the group once. What only the backward read (a norm's fp32
+copy of its input and x * rstd, silu(g), GeLU's tanh pieces) is not written: the
+forward saves the kernel's activation inputs in its place (and small statistics:
+rstd, mean), and a `<callee>.recompute` op recomputes it before its first reader
+in the backward, as the fused kernels' backward does (Apex and Transformer Engine
+norms, Megatron's `bias_gelu_impl` and `bias_swiglu_impl`): memory analysis then
+counts what those kernels save. Its FLOPs are the backward's own, as a flash
+attention gradient's recomputed scores are (the model's FLOPs, not activation
+recompute), and it moves only what it reads: it stands for the start of the
+fused backward kernel, whose recomputed values never reach memory.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -37,11 +46,13 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import sim
 from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
+from charon_ir.memory.liveness import Roots
+from charon_ir.parallel.accounting import walk_with_multiplicity
 
 ACTIVATIONS = frozenset({"gelu", "silu", "relu", "tanh", "sigmoid"})
 
@@ -60,15 +71,42 @@ def _single_user(value: SSAValue) -> Operation | None:
     return next(iter(users)) if len(users) == 1 else None
 
 
-def fuse_group(group: Sequence[Operation], callee: str, rewriter: PatternRewriter) -> bool:
+@dataclass
+class SavedInternals:
+    """Values a fused kernel's group computed only for the backward, which the
+    kernel's backward recomputes from its saved inputs instead (fused RMSNorm and
+    LayerNorm save their input and statistics, a fused bias-GeLU its input and
+    bias, a fused SwiGLU its gate and up inputs: Apex, Transformer Engine,
+    Megatron's `bias_gelu_impl` / `bias_swiglu_impl`)."""
+
+    fused: sim.GenericOp
+    recomputed: list[int]
+    """Indices of the fused op's outputs the backward recomputes."""
+    inputs: list[int]
+    """Indices of the fused op's inputs (activations) the recomputation reads."""
+    statistics: list[int]
+    """Indices of saved outputs the recomputation reads (a norm's rstd)."""
+    flops: float
+    """FLOPs of the group's ops between those and the recomputed values."""
+
+
+STATISTIC_RATIO = 16
+"""A saved output with at most 1/16 the elements of the group's largest input (a
+norm's per-row mean or rstd) is kept: it is what the fused kernels save."""
+
+
+def fuse_group(
+    group: Sequence[Operation], callee: str, rewriter: PatternRewriter
+) -> tuple[sim.GenericOp, SavedInternals | None] | None:
     """Replace `group` (ops of one block) by one `sim.generic` at the place of its
     last op. Inputs: values from outside the group; outputs: group values used
-    outside it. Returns False (changing nothing) when an outside use comes before
-    the last op, where the fused op could not reach it."""
+    outside it. Returns the fused op and what of its outputs the backward should
+    recompute; None (changing nothing) when an outside use comes before the last
+    op, where the fused op could not reach it."""
     members = set(group)
     block = group[0].parent_block()
     if block is None or any(op.parent_block() is not block for op in group):
-        return False
+        return None
     order = {op: i for i, op in enumerate(block.ops)}
     last = max(group, key=lambda op: order[op])
     inputs: list[SSAValue] = []
@@ -84,10 +122,11 @@ def fuse_group(group: Sequence[Operation], callee: str, rewriter: PatternRewrite
             for user in outside:
                 ancestor = block.find_ancestor_op_in_block(user)
                 if ancestor is None or order.get(ancestor, -1) <= order[last]:
-                    return False
+                    return None
             outputs.append(r)
     if not outputs:
-        return False
+        return None
+    saved = _saved_internals(members, inputs, outputs)
     flops = sum(op.flops() for op in group if isinstance(op, sim.ComputeOp))
     tensors = [v for v in (*inputs, *outputs) if isinstance(v.type, TensorType)]
     moved = sum(sim.tensor_bytes(v) for v in tensors)
@@ -98,11 +137,257 @@ def fuse_group(group: Sequence[Operation], callee: str, rewriter: PatternRewrite
         new.name_hint = old.name_hint
     for op in sorted(group, key=lambda o: -order[o]):
         rewriter.erase(op, safe_erase=False)
+    if saved is None:
+        return fused, None
+    recomputed, needed, statistics, recompute_flops = saved
+    return fused, SavedInternals(
+        fused,
+        [outputs.index(v) for v in recomputed],
+        [inputs.index(v) for v in needed],
+        [outputs.index(v) for v in statistics],
+        recompute_flops,
+    )
+
+
+def _saved_internals(
+    members: set[Operation], inputs: list[SSAValue], outputs: list[SSAValue]
+) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue], float] | None:
+    """(recomputed outputs, activation inputs and saved statistics they are
+    recomputed from, FLOPs of that) for the outputs only the backward reads;
+    None when there are none."""
+    largest = max((sim.numel(v.type) for v in inputs if isinstance(v.type, TensorType)), default=0)
+    saved = [v for v in outputs if isinstance(v.type, TensorType) and _only_saved(v, members)]
+    statistics = [v for v in saved if sim.numel(v.type) * STATISTIC_RATIO <= largest]
+    recomputed = [v for v in saved if v not in statistics]
+    if not recomputed:
+        return None
+    boundary = set(inputs) | set(statistics)
+    cone: set[Operation] = set()
+    needed: list[SSAValue] = []
+    used_statistics: list[SSAValue] = []
+    stack = list(recomputed)
+    while stack:
+        v = stack.pop()
+        if v in boundary:
+            target = used_statistics if v in statistics else needed
+            if v not in target:
+                target.append(v)
+            continue
+        op = _owner(v)
+        if op is None or op not in members or op in cone:
+            continue
+        cone.add(op)
+        stack.extend(op.operands)
+    roots = Roots()
+    needed = [v for v in inputs if v in needed and not roots.is_parameter(v)]
+    used_statistics = [v for v in statistics if v in used_statistics]
+    flops = sum(op.flops() for op in cone if isinstance(op, sim.ComputeOp))
+    return recomputed, needed, used_statistics, flops
+
+
+def _only_saved(value: SSAValue, members: set[Operation]) -> bool:
+    """Whether `value` is used outside its group only as what a forward phase
+    yields or a forward layer repeat stacks per iteration: saved for the backward."""
+    outside = [u for u in value.uses if u.operation not in members]
+    return bool(outside) and all(_saved_use(u) for u in outside)
+
+
+def _saved_use(use: Use) -> bool:
+    user = use.operation
+    if not isinstance(user, sim.YieldOp):
+        return False
+    parent = user.parent_op()
+    if isinstance(parent, sim.RepeatOp) and not parent.reverse:
+        if use.index < len(parent.iter_init):
+            return False
+        parent = parent.parent_op()
+    return isinstance(parent, sim.PhaseOp) and parent.kind.data == "forward"
+
+
+@dataclass
+class _Channel:
+    """How the backward reads one value the forward yields: the yield operand,
+    the values it passes through (a layer repeat's stacked result, the forward
+    phase's result, a reverse repeat's slice argument) and the last of them, the
+    one the backward's ops read."""
+
+    yield_op: sim.YieldOp
+    index: int
+    links: list[SSAValue]
+
+    @property
+    def terminal(self) -> SSAValue:
+        return self.links[-1]
+
+    @property
+    def reader_block(self) -> Block | None:
+        t = self.terminal
+        return t.block if isinstance(t, BlockArgument) else _backward_block(t)
+
+    def carry(self, value: SSAValue) -> SSAValue:
+        """Make the channel carry `value` (of the yielding block) instead; returns
+        the new terminal, which the old terminal's readers now read."""
+        self.yield_op.operands[self.index] = value
+        t = value.type
+        assert isinstance(t, TensorType)
+        new_links: list[SSAValue] = []
+        for link in self.links:
+            if isinstance(link, OpResult) and isinstance(link.op, sim.RepeatOp):
+                t = TensorType(t.element_type, [link.op.trip_count, *sim.shape_of(value)])
+            elif isinstance(link, BlockArgument):
+                t = value.type
+            new_links.append(Rewriter.replace_value_with_new_type(link, t))
+        self.links = new_links
+        return self.terminal
+
+
+def _backward_block(value: SSAValue) -> Block | None:
+    """The backward phase's block, when every reader of `value` is an op of it."""
+    blocks = {u.operation.parent_block() for u in value.uses}
+    if len(blocks) != 1:
+        return None
+    block = blocks.pop()
+    phase = block.parent_op() if block else None
+    if isinstance(phase, sim.PhaseOp) and phase.kind.data == "backward":
+        return block
+    return None
+
+
+def _channel(use: Use) -> _Channel | None:
+    term = use.operation
+    assert isinstance(term, sim.YieldOp)
+    links: list[SSAValue] = []
+    parent = term.parent_op()
+    index = use.index
+    if isinstance(parent, sim.RepeatOp):
+        stacked = parent.results[index]
+        uses = list(stacked.uses)
+        if len(uses) != 1 or not isinstance(uses[0].operation, sim.YieldOp):
+            return None
+        links.append(stacked)
+        parent, index = uses[0].operation.parent_op(), uses[0].index
+    assert isinstance(parent, sim.PhaseOp)
+    saved = parent.results[index]
+    links.append(saved)
+    readers = list(saved.uses)
+    if len(readers) == 1 and isinstance(rep := readers[0].operation, sim.RepeatOp):
+        if not (rep.reverse and links[0] is not saved and readers[0].index >= len(rep.iter_init)):
+            return None
+        links.append(rep.body.block.args[readers[0].index])
+    elif links[0] is not saved or _backward_block(saved) is None:
+        return None
+    channel = _Channel(term, use.index, links)
+    return channel if channel.reader_block is not None else None
+
+
+def _channels(value: SSAValue) -> list[_Channel] | None:
+    found = [_channel(u) for u in value.uses]
+    return None if not found or None in found else found  # pyright: ignore[reportReturnType]
+
+
+def _in_block(value: SSAValue, block: Block) -> bool:
+    """Whether `value` is computed in `block` (or is a layer's carried input)."""
+    if isinstance(value, BlockArgument):
+        rep = block.parent_op()
+        return value.block is block and isinstance(rep, sim.RepeatOp) and value.index < len(rep.iter_init)
+    return isinstance(value, OpResult) and value.op.parent_block() is block
+
+
+RECOMPUTE_SUFFIX = ".recompute"
+
+
+def recompute_in_backward(saved: SavedInternals) -> bool:
+    """Save the activation inputs (and statistics) of `saved.fused` in place of
+    the internals only its backward read, which a `<callee>.recompute` op
+    recomputes before their first reader in the backward. Returns False,
+    changing nothing, when the backward does not read them through one layer
+    repeat or the backward phase."""
+    fused = saved.fused
+    block = fused.parent_block()
+    needed = [fused.inputs[i] for i in saved.inputs]
+    if block is None or not needed or not all(_in_block(v, block) for v in needed):
+        return False
+    internal: list[list[_Channel]] = []
+    for i in saved.recomputed:
+        found = _channels(fused.results[i])
+        if found is None:
+            return False
+        internal.append(found)
+    flat = [c for found in internal for c in found]
+    readers = {c.reader_block for c in flat}
+    if len(readers) != 1 or len(flat) < len(needed):
+        return False
+    reader = readers.pop()
+    assert reader is not None
+    statistics: list[SSAValue] = []
+    for i in saved.statistics:
+        found = [c for c in _channels(fused.results[i]) or [] if c.reader_block is reader]
+        if not found:
+            return False
+        statistics.append(found[0].terminal)
+    users = [reader.find_ancestor_op_in_block(u.operation) for c in flat for u in c.terminal.uses]
+    if not users or None in users:
+        return False
+    order = {op: n for n, op in enumerate(reader.ops)}
+    first = min(users, key=order.__getitem__)  # pyright: ignore[reportArgumentType]
+    # a channel per needed input; a surplus channel carries one again (one
+    # storage, counted once), which the recompute pass tolerates
+    terminals = [c.carry(needed[n % len(needed)]) for n, c in enumerate(flat)]
+    sources = [*terminals[: len(needed)], *statistics]
+    types = [fused.results[i].type for i in saved.recomputed]
+    moved = sum(sim.tensor_bytes(v) for v in sources)
+    op = sim.GenericOp(fused.callee.data + RECOMPUTE_SUFFIX, sources, types, saved.flops, moved)
+    reader.insert_op_before(op, first)
+    n = 0
+    for result, i, found in zip(op.results, saved.recomputed, internal):
+        result.name_hint = fused.results[i].name_hint
+        for _ in found:
+            terminals[n].replace_uses_with_if(result, lambda u: u.operation is not op)
+            n += 1
+    _drop_outputs(fused, saved.recomputed)
     return True
+
+
+def recomputed_flops(module: ModuleOp) -> float:
+    """FLOPs one step spends in the fused kernels' backward recomputations: what
+    fusion adds to the unfused step's FLOPs."""
+    return sum(
+        op.flops() * mult
+        for op, mult in walk_with_multiplicity(module)
+        if isinstance(op, sim.GenericOp) and op.callee.data.endswith(RECOMPUTE_SUFFIX)
+    )
+
+
+def _drop_outputs(fused: sim.GenericOp, dropped: list[int]) -> None:
+    """`fused` without the outputs at `dropped` (now unread): it no longer writes them."""
+    kept = [r for i, r in enumerate(fused.results) if i not in dropped]
+    moved = fused.byte_count.value.data - sum(sim.tensor_bytes(fused.results[i]) for i in dropped)
+    new = sim.GenericOp(fused.callee.data, fused.inputs, [r.type for r in kept], fused.flop_count.value.data, moved)
+    new.attributes.update(fused.attributes)
+    block = fused.parent_block()
+    assert block is not None
+    block.insert_op_before(new, fused)
+    for old, result in zip(kept, new.results):
+        old.replace_all_uses_with(result)
+        result.name_hint = old.name_hint
+    fused.detach()
+    fused.erase()
 
 
 ATTENTION_KERNEL_ATTR = "kernel"
 """Which flash-attention kernel runs an attention op (read by the cost engine)."""
+
+
+class FusionPattern(RewritePattern):
+    """A pattern that fuses groups; collects what their backward recomputes."""
+
+    def __init__(self, saved: list[SavedInternals]):
+        self.saved = saved
+
+    def fuse(self, group: Sequence[Operation], callee: str, rewriter: PatternRewriter) -> None:
+        fused = fuse_group(group, callee, rewriter)
+        if fused is not None and fused[1] is not None:
+            self.saved.append(fused[1])
 
 
 class FlashAttention(RewritePattern):
@@ -120,7 +405,7 @@ class FlashAttention(RewritePattern):
             rewriter.handle_operation_modification(op)
 
 
-class FuseRmsNorm(RewritePattern):
+class FuseRmsNorm(FusionPattern):
     """x -> [cast] -> pow -> mean -> add eps -> rsqrt -> mul x -> [cast] -> mul w."""
 
     @op_type_rewrite_pattern
@@ -161,10 +446,10 @@ class FuseRmsNorm(RewritePattern):
         )
         if weight is not None:
             group.append(weight)
-        fuse_group(group, "fused.rms_norm", rewriter)
+        self.fuse(group, "fused.rms_norm", rewriter)
 
 
-class FuseRope(RewritePattern):
+class FuseRope(FusionPattern):
     """x * cos + cat(-x2, x1) * sin, rooted at the add."""
 
     @op_type_rewrite_pattern
@@ -187,11 +472,11 @@ class FuseRope(RewritePattern):
                 sl = _owner(v)
                 if isinstance(sl, sim.GenericOp) and sl.callee.data == "aten.slice" and sl not in group:
                     group.append(sl)
-            fuse_group(group, "fused.rope", rewriter)
+            self.fuse(group, "fused.rope", rewriter)
             return
 
 
-class FuseNormBias(RewritePattern):
+class FuseNormBias(FusionPattern):
     """A LayerNorm and the add of its bias (and the statistics it saves for the
     backward, read from the same input)."""
 
@@ -205,7 +490,7 @@ class FuseNormBias(RewritePattern):
             stats = use.operation
             if isinstance(stats, sim.GenericOp) and stats.callee.data == "layer_norm_stats":
                 group.append(stats)
-        fuse_group(group, "fused.layer_norm", rewriter)
+        self.fuse(group, "fused.layer_norm", rewriter)
 
 
 def _is_bias_add(op: Operation | None) -> bool:
@@ -214,7 +499,7 @@ def _is_bias_add(op: Operation | None) -> bool:
     )
 
 
-class FuseBiasActivation(RewritePattern):
+class FuseBiasActivation(FusionPattern):
     """A bias add and the activation computed from it alone (gelu, or its tanh /
     erf decomposition as imported); SwiGLU's silu(g) * u."""
 
@@ -236,13 +521,13 @@ class FuseBiasActivation(RewritePattern):
                     group.append(later)
                     members.add(later)
             if any(_kind(g, *ACTIVATIONS, "erf") for g in group):
-                fuse_group(group, "fused.bias_act", rewriter)
+                self.fuse(group, "fused.bias_act", rewriter)
             return
         if op.kind.data == "mul" and len(op.inputs) == 2:
             for v in op.inputs:
                 act = _owner(v)
                 if _kind(act, "silu", "gelu") and len(act.operands) == 1:
-                    fuse_group([act, op], "fused.swiglu", rewriter)
+                    self.fuse([act, op], "fused.swiglu", rewriter)
                     return
 
 
@@ -265,18 +550,21 @@ class FusePass(ModulePass):
                 f"fuse: option 'attention-kernel': unknown kernel '{self.attention_kernel}' "
                 f"(known: {', '.join(ATTENTION_KERNELS)})"
             )
+        saved: list[SavedInternals] = []
         patterns: list[RewritePattern] = []
         if self.attention:
             patterns.append(FlashAttention(self.attention_kernel))
         if self.norm:
-            patterns += [FuseRmsNorm(), FuseNormBias()]
+            patterns += [FuseRmsNorm(saved), FuseNormBias(saved)]
         if self.rope:
-            patterns.append(FuseRope())
+            patterns.append(FuseRope(saved))
         if self.bias_act:
-            patterns.append(FuseBiasActivation())
+            patterns.append(FuseBiasActivation(saved))
         if not patterns:
             return
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns, dce_enabled=False),
             apply_recursively=False,
         ).rewrite_module(op)
+        for internals in saved:
+            recompute_in_backward(internals)

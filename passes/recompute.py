@@ -330,9 +330,14 @@ class LayerRecompute:
         b_yields = list(_yielded(new_block))
         _rebuild_repeat(backward, list(backward.iter_init), slices, Region(new_block), b_yields)
 
-        # 3. drop what the forward saved only for that backward
+        # 3. drop what the forward saved only for that backward (a value the
+        # forward repeat yields twice leaves its second phase result unread:
+        # `_replace` moved both readers to the first)
         p_yields = list(_yielded(fwd.body.block))
-        unused = {i for i, r in enumerate(fwd.results) if r in dropped and not r.uses}
+        unused = {
+            i for i, r in enumerate(fwd.results)
+            if not r.uses and (r in dropped or _stacked_output_of(p_yields[i], forward))
+        }
         fwd = _rebuild_phase(fwd, [v for i, v in enumerate(p_yields) if i not in unused])
         f_yields = list(_yielded(forward.body.block))
         keep = [
@@ -381,6 +386,10 @@ class LayerRecompute:
                 return False
             op = op.parent_op()
         return True
+
+
+def _stacked_output_of(value: SSAValue, rep: sim.RepeatOp) -> bool:
+    return isinstance(value, OpResult) and value.op is rep and value.index >= len(rep.iter_init)
 
 
 def _leading_gathers(block: Block) -> list[Operation]:

@@ -7,22 +7,37 @@
 // A 2-layer Llama as the torch frontend imports it (hidden 64, 4 heads, 2 kv heads of
 // 16, SwiGLU 128, seq 24): RMSNorm, RoPE and SwiGLU arrive as their pieces. Each
 // fusion becomes one op with the FLOPs of its pieces, reading its inputs once and
-// writing what is used outside it (the values the backward saves included).
+// writing what is used outside it. What only the backward read (the norm's fp32
+// copy of x and x * rstd, silu(g)) is not written: the forward saves the kernel's
+// input in its place, and the backward recomputes it (`<callee>.recompute`).
 
 // CHECK-LABEL: sim.phase "forward"
 // CHECK:       sim.repeat 2
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: tensor<1x24x64xbf16>,
 // RMSNorm: cast, pow, mean, add eps, rsqrt, mul, cast, mul by the weight (4*N + ...)
-// CHECK:       sim.generic "fused.rms_norm"(%{{.*}}, %{{.*}}) {flop_count = 6.192000e+03 : f64, byte_count = 1.558400e+04 : f64} : (tensor<1x24x64xbf16>, tensor<64xbf16>) -> (tensor<1x24x64xf32>, tensor<1x24x1xf32>, tensor<1x24x64xbf16>, tensor<1x24x64xbf16>)
+// CHECK:       %[[RSTD:.*]], %{{.*}} = sim.generic "fused.rms_norm"(%[[X]], %{{.*}}) {flop_count = 6.192000e+03 : f64, byte_count = 6.368000e+03 : f64} : (tensor<1x24x64xbf16>, tensor<64xbf16>) -> (tensor<1x24x1xf32>, tensor<1x24x64xbf16>)
 // CHECK:       sim.generic "fused.rope"({{.*}}) {{.*}} -> tensor<1x4x24x16xbf16>
 // CHECK:       sim.generic "fused.rope"({{.*}}) {{.*}} -> tensor<1x2x24x16xbf16>
 // CHECK:       sim.attention {{.*}} {causal, flash}
 // CHECK:       sim.generic "fused.rms_norm"
-// silu (4 FLOPs) and mul (1) on 24 x 128
-// CHECK:       sim.generic "fused.swiglu"(%{{.*}}, %{{.*}}) {flop_count = 1.536000e+04 : f64, byte_count = 2.457600e+04 : f64}
-// CHECK:       sim.yield
+// CHECK:       %[[GATE:.*]] = sim.matmul
+// silu (4 FLOPs) and mul (1) on 24 x 128; writes the product only
+// CHECK:       sim.generic "fused.swiglu"(%[[GATE]], %{{.*}}) {flop_count = 1.536000e+04 : f64, byte_count = 1.843200e+04 : f64} : (tensor<1x24x128xbf16>, tensor<1x24x128xbf16>) -> tensor<1x24x128xbf16>
+// the layer saves its input and the gate where the internals were
+// CHECK:       sim.yield %{{[0-9]+}}, %[[X]], %[[RSTD]], %[[RSTD]], %[[X]], %{{[0-9]+}},
+// CHECK-SAME:  %[[GATE]], %[[GATE]],
 // CHECK:       sim.generic "fused.rms_norm"
 // CHECK-LABEL: sim.phase "backward"
+// the final norm's internals, from its saved input and rstd: fp32 copy (cast), x * rstd (1 FLOP each)
+// CHECK:       %[[COPY:.*]], %[[SCALED:.*]] = sim.generic "fused.rms_norm.recompute"(%{{.*}}, %{{.*}}) {flop_count = 1.536000e+03 : f64, byte_count = 3.168000e+03 : f64} : (tensor<1x24x64xbf16>, tensor<1x24x1xf32>) -> (tensor<1x24x64xf32>, tensor<1x24x64xbf16>)
+// CHECK-NEXT:  sim.elementwise "mul" %{{.*}}, %[[SCALED]]
+// CHECK:       sim.elementwise "mul" %{{.*}}, %[[COPY]]
+// CHECK:       sim.repeat 2
+// CHECK:       %[[SILU:.*]] = sim.generic "fused.swiglu.recompute"(%{{.*}}) {flop_count = 1.228800e+04 : f64, byte_count = 6.144000e+03 : f64} : (tensor<1x24x128xbf16>) -> tensor<1x24x128xbf16>
+// CHECK-NEXT:  sim.elementwise "mul" %{{.*}}, %[[SILU]]
+// CHECK:       sim.generic "fused.rms_norm.recompute"
 // CHECK:       sim.attention_grad {{.*}} {causal, flash}
+// CHECK:       sim.generic "fused.rms_norm.recompute"
 
 // FLASH-NOT:   fused.
 // FLASH:       sim.attention {{.*}} {causal, flash}

@@ -26,6 +26,7 @@ from xdsl.context import Context
 
 from charon_ir.dialects import sim
 from charon_ir.memory import layer_saved_values
+from charon_ir.passes.fuse import FusePass
 from charon_ir.passes.recompute import RecomputePass
 
 POLICIES = ("none", "selective", "full")
@@ -151,3 +152,20 @@ def test_gpt3_175b_frontend_breakdown(gpt3_175b):
         2.0,  # LayerNorm 2 output (c_fc input)
         8.0, 8.0, 8.0, 8.0, 8.0,  # gelu_new: input, 0.5x, tanh, 1 + tanh, output
     ]
+
+
+@pytest.mark.parametrize("flash", [False, True])
+def test_gpt3_175b_fused_saves_what_megatron_saves(gpt3_175b, flash: bool):
+    """After `fuse`, the fused bias-GeLU saves its input (the c_fc output) as
+    Megatron's `bias_gelu_impl` does, and the backward recomputes the tanh
+    formula's pieces: Korthikanti's 34 sbh + 5as/h less what dropout saves
+    (the 2 sbh masks, 3as/h of attention mask and dropped probabilities), with
+    the softmax probabilities replaced by the log-sum-exp under flash attention."""
+    s, b, h, a = 2048, 1, 12288, 96
+    module = gpt3_175b.clone()
+    FusePass(attention=flash).apply(Context(), module)
+    measured = sum(n for _, n in per_layer(module))
+    core = 4 * b * s * a if flash else 2 * a * s * s * b
+    stats = 4 * s * b * 2  # LayerNorm mean and rstd, bf16
+    expected = 32 * s * b * h + core + stats
+    assert measured == expected, per_layer(module)

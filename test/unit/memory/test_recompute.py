@@ -134,3 +134,23 @@ def test_full_under_zero3_reuses_the_backward_parameter_gather():
     gathers = sum(isinstance(op, coll.AllGatherOp) for op in module.walk())
     recompute(module, "full")
     assert sum(isinstance(op, coll.AllGatherOp) for op in module.walk()) == gathers
+
+
+def test_full_saves_only_the_layer_input_of_a_fused_import():
+    """A forward that yields one value twice (a norm's rstd; the fused norm's
+    input, once for its backward recomputation) keeps no unread copy after full
+    recompute: the second phase result `_replace` left unread is dropped with
+    the rest, and each stage saves per layer its layer input only."""
+    from pathlib import Path
+
+    from charon_ir.memory.liveness import Roots, phase_memory
+    from charon_ir.passes.fuse import FusePass
+
+    path = Path(__file__).parents[2] / "lit/passes/Inputs/models/tiny-llama.mlir"
+    module = parse_module(path.read_text())
+    FusePass().apply(Context(), module)
+    PipelinePass(pp=2, microbatches=2).apply(Context(), module)
+    recompute(module, "full")
+    for stage in (op for op in module.body.block.ops if isinstance(op, sim.StageOp)):
+        per_layer = [d for d, _ in phase_memory(stage.body.block, Roots()).saved_values if "layers" in d]
+        assert per_layer == ["layer input tensor<1x24x64xbf16>, x1 layers"]
