@@ -120,3 +120,10 @@ class SetTargetPass(ModulePass):
                 f"set-target: options 'gpus' ({gpus}) and 'gpus-per-node' "
                 f"({per_node}) must be >= 1"
             )
+        if gpus > per_node and gpus % per_node:
+            # ranks are placed node after node: a partial last node would put
+            # an uneven share of every group on the network
+            raise CharonError(
+                f"set-target: option 'gpus' ({gpus}) is not a whole number of "
+                f"{per_node}-GPU nodes"
+            )

@@ -98,6 +98,12 @@ def test_simulate_counts_below_one_are_one_line(charon_fails, args, line):
     assert charon_fails("simulate", "--model", EIGHT_LAYERS, "--global-batch", "8", *args) == line
 
 
+def test_simulate_gpus_in_partial_nodes_is_one_line(charon_fails):
+    line = charon_fails("simulate", "--model", EIGHT_LAYERS, "--global-batch", "12",
+                        "--gpus", "12", "--gpus-per-node", "8")
+    assert line == "error: set-target: option 'gpus' (12) is not a whole number of 8-GPU nodes"
+
+
 def test_simulate_hand_written_step_with_no_gpus(charon_fails):
     # set-target reads gpus=0 as "every GPU of the cluster": not what --gpus 0 means
     assert charon_fails("simulate", "--model", MLP, "--gpus", "0") == "error: --gpus must be >= 1, got 0"
