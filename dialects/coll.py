@@ -7,7 +7,10 @@ axes have names (`dp`, `pp`, `cp`, `ep`, `tp`), and the set includes all_gather,
 reduce_scatter and all_to_all, which `xdsl.dialects.shard` lacks.
 
 Tensor types are per-rank (local) shapes. A group is every rank that differs from
-this one only in the named axes; its size is the product of those axes' sizes.
+this one only in the named axes; its size is the product of those axes' sizes. A
+collective over one axis may name a `subgroup`, the positions along that axis its
+group keeps (`{subgroup = array<i64: 0, 3>}` on `["pp"]`: the first and last of 4
+pipeline stages, Megatron-LM's embedding group).
 Each op states the bytes it moves per rank under a ring algorithm
 (`ring_bytes_per_rank`), the closed forms the cost engines and the property tests
 check against.
@@ -39,6 +42,7 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -106,6 +110,10 @@ class CollectiveOp(IRDLOperation, abc.ABC):
 
     grid = prop_def(SymbolRefAttr)
     grid_axes = prop_def(ArrayAttr[StringAttr])
+    subgroup = opt_prop_def(DenseArrayBase[I64])
+    """Positions along the (single) axis the group keeps; absent: all of them."""
+
+    irdl_options = (ParsePropInAttrDict(),)
 
     def lookup_grid(self) -> GridOp:
         op = SymbolTable.lookup_symbol(self, self.grid)
@@ -116,7 +124,13 @@ class CollectiveOp(IRDLOperation, abc.ABC):
     def axis_names(self) -> list[str]:
         return [a.data for a in self.grid_axes.data]
 
+    def subgroup_positions(self) -> tuple[int, ...]:
+        """The `subgroup` positions, empty when the group is the whole axis."""
+        return tuple(self.subgroup.get_values()) if self.subgroup is not None else ()
+
     def group_size(self) -> int:
+        if self.subgroup is not None:
+            return len(self.subgroup.get_values())
         sizes = self.lookup_grid().axis_sizes()
         return prod(sizes[a] for a in self.axis_names())
 
@@ -132,6 +146,18 @@ class CollectiveOp(IRDLOperation, abc.ABC):
                 raise VerifyException(
                     f"axis '{a}' is not an axis of grid {self.grid} ({list(sizes)})"
                 )
+        if self.subgroup is not None:
+            positions = self.subgroup_positions()
+            if len(names) != 1:
+                raise VerifyException(f"a subgroup takes exactly one grid axis, got {names}")
+            if len(positions) < 2 or len(set(positions)) != len(positions) or not all(
+                0 <= p < sizes[names[0]] for p in positions
+            ):
+                raise VerifyException(
+                    f"subgroup must be 2 or more distinct positions along '{names[0]}' "
+                    f"(0..{sizes[names[0]] - 1}), got {list(positions)}"
+                )
+            return len(positions)
         return prod(sizes[a] for a in names)
 
     def op_kind(self) -> str:
@@ -341,6 +367,8 @@ def _verify_point_to_point(op: CollectiveOp, shift: int) -> None:
     size = op._verify_axes()
     if len(op.grid_axes.data) != 1:
         raise VerifyException("point-to-point ops take exactly one grid axis")
+    if op.subgroup is not None:
+        raise VerifyException("point-to-point ops take no subgroup (the shift names the peer)")
     if not 0 < abs(shift) < size:
         raise VerifyException(f"shift must be nonzero and within the axis ({size} ranks), got {shift}")
 

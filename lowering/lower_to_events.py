@@ -252,7 +252,8 @@ class _Emitter:
             if group is None:
                 link = None
                 if self.target is not None:
-                    link = _string_attr(self.target.link_for_group(op.lookup_grid().axis_sizes(), axes).kind)
+                    link = _string_attr(self.target.link_for_group(
+                        op.lookup_grid().axis_sizes(), axes, op.subgroup_positions()).kind)
                 group = self.groups[id(op)] = (_int_attr(op.group_size()), link)
             attrs["group"] = group[0]
             if group[1] is not None:

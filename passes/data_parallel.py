@@ -221,6 +221,14 @@ class _Sync:
         self.reduce_gradients(body, after, [per_layer])
 
 
+def _leaving_backward(grad: SSAValue) -> SSAValue:
+    """The gradient as the backward phase yields it: a tied weight's is summed
+    over the pipeline's end stages in the optimizer phase (`pipeline`), after
+    the data-parallel reduction of what each stage computed."""
+    owner = grad.owner
+    return owner.input if isinstance(owner, coll.AllReduceOp) else grad
+
+
 def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync], gather_in_forward: bool) -> None:
     """Reduce the gradients of one scope (the module, or a pipeline stage), each
     over the group `sync_of(param)` says, and shard what ZeRO shards over it;
@@ -230,7 +238,7 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync], gather_i
     if bwd is None or opt is None:
         return
     steps = [op for op in opt.body.block.ops if isinstance(op, sim.OptimizerStepOp)]
-    param_of = {g: p for s in steps for p, g in zip(s.params, s.grads)}
+    param_of = {_leaving_backward(g): p for s in steps for p, g in zip(s.params, s.grads)}
     term = bwd.body.block.last_op
     assert isinstance(term, sim.YieldOp)
     loose: dict[_Sync, list[SSAValue]] = {}

@@ -22,6 +22,16 @@ their gradients. Activations cross stages with `coll.send`/`coll.recv` on the `p
 axis in forward, gradients in backward. Stages with identical contents share one
 `sim.stage`; the schedule is recorded as the module's `sim.pipeline` attribute, for
 `lower-to-events` to emit each stage's exact order of micro-batches.
+
+A weight the first and the last stage both read (tied input and output
+embeddings, GPT-2's `wte`) is held by both, as in Megatron-LM
+(`share_embeddings_and_output_weights`): each end stage keeps its own partial of
+the weight's gradient (the embedding's, the head's) where the backward summed
+the two, and updates its copy; before the step, in the optimizer phase, the
+partials are summed by a `coll.all_reduce` over the embedding group, the first and
+last positions of the `pp` axis (`{subgroup = array<i64: 0, pp-1>}`): Megatron's
+`_allreduce_embedding_grads`, once per step, after the last micro-batch's
+backward and the data-parallel reduction.
 """
 
 from __future__ import annotations
@@ -32,18 +42,20 @@ from math import prod
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
+from charon_ir.parallel.mesh import GRAD_SYNC, MESH, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
@@ -111,12 +123,40 @@ def _flat(t: TensorType, parts: int) -> TensorType:
     return TensorType(t.element_type, [prod(t.get_shape()) // parts])
 
 
+def _gradient_sum(op: Operation) -> tuple[SSAValue, list[Operation]] | None:
+    """When `op` adds two partials of a parameter's gradient (a tied weight's
+    embedding and head gradients): the parameter, and the ops that carry the sum
+    to the backward phase's yield (the sums over context-parallel ranks that
+    shard-context marks `charon.grad_sync`). None for any other op."""
+    if not (isinstance(op, sim.ElementwiseOp) and op.kind.data == "add" and len(op.inputs) == 2):
+        return None
+    carriers: list[Operation] = []
+    value = op.results[0]
+    while (user := value.get_user_of_unique_use()) is not None:
+        if not (isinstance(user, coll.AllReduceOp) and GRAD_SYNC in user.attributes):
+            break
+        carriers.append(user)
+        value = user.result
+    for use in value.uses:
+        phase = use.operation.parent_op()
+        if not (isinstance(use.operation, sim.YieldOp) and isinstance(phase, sim.PhaseOp)
+                and phase.kind.data == "backward"):
+            continue
+        for grad_use in phase.results[use.index].uses:
+            step = grad_use.operation
+            if isinstance(step, sim.OptimizerStepOp) and grad_use.index >= len(step.params):
+                return step.params[grad_use.index - len(step.params)], carriers
+    return None
+
+
 class _StageBuilder:
     """Specialises a clone of the module's step to one stage shape."""
 
-    def __init__(self, block: Block, shape: StageShape, scatter: int = 1, full_elements: int = 0):
+    def __init__(self, block: Block, shape: StageShape, pp: int, scatter: int = 1,
+                 full_elements: int = 0):
         self.block = block
         self.shape = shape
+        self.pp = pp
         self.scatter = scatter
         """tp size when activations replicated over tp cross stages as 1/tp slices."""
         self.full_elements = full_elements
@@ -125,6 +165,8 @@ class _StageBuilder:
         self.optional: list[Operation] = []
         """Ops before the layers on a later stage: removed unless something this
         stage keeps reads them (rotary tables every layer uses, say)."""
+        self.tied: list[SSAValue] = []
+        """Parameters this stage shares with the other end of the pipeline."""
 
     def build(self) -> None:
         phases = _phases(self.block)
@@ -139,6 +181,7 @@ class _StageBuilder:
         if bwd is not None and b_reps:
             self.cut_backward(bwd, list(reversed(b_reps)))
         self.erase_removed()
+        self.sum_tied_gradients()
 
     # -- stacked values -------------------------------------------------------
 
@@ -256,10 +299,22 @@ class _StageBuilder:
 
     def erase_removed(self) -> None:
         """Erase the removed ops, everything computed from them, phase outputs and
-        optimizer pairs that carried them, and params and inputs left unused."""
+        optimizer pairs that carried them, and params and inputs left unused. A
+        sum of two gradient partials of a parameter (`_gradient_sum`) goes only
+        when both partials go; when one stays, it becomes this stage's gradient
+        of the parameter, which is then tied (`sum_tied_gradients`)."""
         dropped_outputs: dict[sim.PhaseOp, set[int]] = {}
         dropped_pairs: dict[sim.OptimizerStepOp, set[int]] = {}
+        # each sum of gradient partials not decided yet, with what carries it
+        sums: dict[Operation, list[Operation]] = {}
+        for op in list(self.removed):
+            if (found := _gradient_sum(op)) is not None:
+                sums[op] = found[1]
+                self.removed.difference_update([op, *found[1]])
         work = list(self.removed)
+
+        def gone(value: SSAValue) -> bool:
+            return isinstance(value.owner, Operation) and value.owner in self.removed
 
         def drop_uses_of(value: SSAValue) -> None:
             for use in list(value.uses):
@@ -272,14 +327,23 @@ class _StageBuilder:
                         drop_uses_of(phase.results[use.index])
                 elif isinstance(user, sim.OptimizerStepOp):
                     dropped_pairs.setdefault(user, set()).add(use.index % len(user.params))
+                elif user in sums:
+                    continue
+                elif user not in self.removed and (found := _gradient_sum(user)) is not None:
+                    sums[user] = found[1]
                 elif user not in self.removed:
                     self.removed.add(user)
                     work.append(user)
 
         def cascade() -> None:
             while work:
-                for r in work.pop().results:
-                    drop_uses_of(r)
+                while work:
+                    for r in work.pop().results:
+                        drop_uses_of(r)
+                for op in [s for s in sums if all(gone(v) for v in s.operands)]:
+                    del sums[op]
+                    self.removed.add(op)
+                    work.append(op)
 
         def dead(value: SSAValue) -> bool:
             """Only removed ops, or outputs of a phase nobody kept, read `value`."""
@@ -300,6 +364,14 @@ class _StageBuilder:
                 self.removed.add(op)
                 work.append(op)
                 cascade()
+        for op in sums:
+            if any(gone(v) for v in op.operands):
+                found = _gradient_sum(op)
+                assert found is not None
+                self.tied.append(found[0])
+                (partial,) = [v for v in op.operands if not gone(v)]
+                op.results[0].replace_all_uses_with(partial)
+                self.removed.add(op)
         for phase, idx in dropped_outputs.items():
             keep_phase_outputs(phase, [i for i in range(len(phase.outputs)) if i not in idx])
         for step, idx in dropped_pairs.items():
@@ -319,6 +391,23 @@ class _StageBuilder:
             if isinstance(op, (sim.ParamOp, sim.InputOp)) and not op.result.uses:
                 op.detach()
                 op.erase()
+
+    def sum_tied_gradients(self) -> None:
+        """Before the optimizer step that updates a tied parameter, all-reduce this
+        stage's partial gradient over the embedding group (the first and last
+        stage): the step updates this stage's copy with the whole gradient."""
+        if not self.tied:
+            return
+        subgroup = DenseArrayBase.from_list(i64, [0, self.pp - 1])
+        for step in [op for op in self.block.walk() if isinstance(op, sim.OptimizerStepOp)]:
+            block = step.parent_block()
+            assert block is not None
+            for param, grad in zip(step.params, step.grads):
+                if param not in self.tied:
+                    continue
+                total = coll.AllReduceOp(grad, MESH, ["pp"], subgroup=subgroup)
+                block.insert_op_before(total, step)
+                grad.replace_uses_with_if(total.result, lambda use: use.operation is not total)
 
 
 def _program_position(op: Operation) -> tuple[int, ...]:
@@ -375,6 +464,11 @@ class PipelinePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.pp < 1 or self.vpp < 1:
             raise CharonError(f"pipeline: options 'pp' ({self.pp}) and 'vpp' ({self.vpp}) must be >= 1")
+        if self.vpp > 1 and self.pp == 1:
+            # the chunks of one stage would send to themselves, and a weight the
+            # first and last chunk share (tied embeddings) would be held twice
+            raise CharonError(f"pipeline: option 'vpp' ({self.vpp}) needs 'pp' >= 2 "
+                              "(an interleaved schedule of one stage)")
         microbatches = self.microbatches or self.pp
         check_schedule(self.schedule, self.pp, self.vpp, microbatches)
         if any(isinstance(o, sim.StageOp) for o in op.body.block.ops):
@@ -411,7 +505,7 @@ class PipelinePass(ModulePass):
             mapper: dict[SSAValue, SSAValue] = {}
             for o in step_ops:
                 block.add_op(o.clone(mapper))
-            _StageBuilder(block, shape, tp if full else 1, full).build()
+            _StageBuilder(block, shape, self.pp, tp if full else 1, full).build()
             op.body.block.add_op(sim.StageOp(virtual_stages, Region(block)))
         for o in reversed(step_ops):
             o.detach()

@@ -341,7 +341,7 @@ def collective_plan_of(op: CollectiveOp, target: Target) -> CollectivePlan:
     n = op.group_size()
     kind = op.op_kind()
     sizes = op.lookup_grid().axis_sizes()
-    ranks = group_ranks(sizes, op.axis_names())
+    ranks = group_ranks(sizes, op.axis_names(), subgroup=op.subgroup_positions())
     if isinstance(op, SendOp):
         ranks = (ranks[0], ranks[op.shift.value.data % n])
         if ranks[0] == ranks[1]:

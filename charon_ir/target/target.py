@@ -86,22 +86,30 @@ class Target:
             return self.cluster
         return _implicit(self.gpu, self.gpus, self.gpus_per_node)
 
-    def link_for_group(self, axis_sizes: dict[str, int], axes: list[str]) -> Link:
-        """The link a group over `axes` of a grid (axis sizes outermost first) is
-        bound by. Ranks are numbered with the last axis fastest, so a group whose
-        outermost axis spans at most one scale-up domain stays on NVLink."""
+    def link_for_group(self, axis_sizes: dict[str, int], axes: list[str],
+                       subgroup: tuple[int, ...] = ()) -> Link:
+        """The link a group over `axes` of a grid (axis sizes outermost first),
+        or its `subgroup` of positions along one axis, is bound by. Ranks are
+        numbered with the last axis fastest, so a group whose outermost axis spans
+        at most one scale-up domain stays on NVLink, and so does a subgroup whose
+        members all lie in one."""
         from charon_ir.target.topology import group_ranks, place
 
-        names = list(axis_sizes)
-        outer = min(names.index(a) for a in axes)
-        span = prod(axis_sizes[a] for a in names[outer:])
-        if self.cluster is None and span <= min(self.gpus_per_node, self.gpu.scale_up_domain or 1):
+        domain = min(self.gpus_per_node, self.gpu.scale_up_domain or 1)
+        if subgroup:
+            ranks = group_ranks(axis_sizes, axes, subgroup=subgroup)
+            local = min(ranks) // domain == max(ranks) // domain
+        else:
+            names = list(axis_sizes)
+            outer = min(names.index(a) for a in axes)
+            local = prod(axis_sizes[a] for a in names[outer:]) <= domain
+        if self.cluster is None and local:
             return Link("scale-up", self.gpu.scale_up_bandwidth, NVLINK_STEP_LATENCY_S)
         if self.cluster is None:
             return Link(
                 "scale-out", self.gpu.scale_out_bandwidth_per_gpu, NETWORK_STEP_LATENCY_S
             )
-        placement = place(self.cluster, group_ranks(axis_sizes, axes))
+        placement = place(self.cluster, group_ranks(axis_sizes, axes, subgroup=subgroup))
         if placement.nic is None:
             return Link(
                 "scale-up", placement.scale_up.bandwidth,

@@ -25,11 +25,13 @@ SCALE_UP = "scale_up"
 NIC = "nic"
 
 
-def group_ranks(axis_sizes: dict[str, int], axes: list[str] | tuple[str, ...], rank: int = 0
-                ) -> tuple[int, ...]:
+def group_ranks(axis_sizes: dict[str, int], axes: list[str] | tuple[str, ...], rank: int = 0,
+                subgroup: tuple[int, ...] = ()) -> tuple[int, ...]:
     """The global ranks of the group over `axes` that contains `rank`, in the
-    group's own order (its last axis fastest)."""
-    return _group_ranks(tuple(axis_sizes.items()), tuple(axes), rank)
+    group's own order (its last axis fastest); with a `subgroup` (one axis), only
+    the ranks at those positions along it."""
+    ranks = _group_ranks(tuple(axis_sizes.items()), tuple(axes), rank)
+    return tuple(ranks[i] for i in subgroup) if subgroup else ranks
 
 
 @cache

@@ -63,3 +63,24 @@ coll.send %x on @mesh ["pp"] shift 0 : tensor<16x64xbf16>
 coll.grid @mesh(axes = ["pp"], shape = 2)
 %r = coll.recv on @mesh ["pp"] shift 100 : tensor<16x64xbf16>
 // CHECK: error: 'coll.recv' op shift must be nonzero and within the axis (2 ranks), got 100
+
+// -----
+
+coll.grid @mesh(axes = ["pp", "tp"], shape = 4x2)
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.all_reduce %x on @mesh ["pp", "tp"] {subgroup = array<i64: 0, 3>} : tensor<16x64xbf16>
+// CHECK: error: 'coll.all_reduce' op a subgroup takes exactly one grid axis, got ['pp', 'tp']
+
+// -----
+
+coll.grid @mesh(axes = ["pp"], shape = 4)
+%x = sim.input "x" : tensor<16x64xbf16>
+%y = coll.all_reduce %x on @mesh ["pp"] {subgroup = array<i64: 0, 4>} : tensor<16x64xbf16>
+// CHECK: error: 'coll.all_reduce' op subgroup must be 2 or more distinct positions along 'pp' (0..3), got [0, 4]
+
+// -----
+
+coll.grid @mesh(axes = ["pp"], shape = 4)
+%x = sim.input "x" : tensor<16x64xbf16>
+coll.send %x on @mesh ["pp"] shift 1 {subgroup = array<i64: 0, 3>} : tensor<16x64xbf16>
+// CHECK: error: 'coll.send' op point-to-point ops take no subgroup (the shift names the peer)

@@ -19,4 +19,7 @@ builtin.module {
   // CHECK-NEXT: coll.send %{{.*}} on @mesh ["pp"] shift 1 : tensor<16x64xbf16>
   %r = coll.recv on @mesh ["pp"] shift -1 : tensor<16x64xbf16>
   // CHECK-NEXT: coll.recv on @mesh ["pp"] shift -1 : tensor<16x64xbf16>
+  // a group of some positions along one axis: the first and last pipeline stage
+  %ends = coll.all_reduce %x on @mesh ["pp"] {subgroup = array<i64: 0, 1>} : tensor<16x64xbf16>
+  // CHECK-NEXT: coll.all_reduce %{{.*}} on @mesh ["pp"] {subgroup = array<i64: 0, 1>} : tensor<16x64xbf16>
 }
