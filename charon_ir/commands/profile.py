@@ -5,6 +5,7 @@ in the profile database (DESIGN.md sections 5 and 7), and fit the predictor.
     charon profile --device cpu                       # the bundled tiny Llama step
     charon profile --device cpu --ops-from model.mlir
     charon profile --device cpu --model examples/llama_tiny_config.json --seq-len 256 --batch 2
+    charon profile --device cuda --shipped-steps --db k.db  # the kernels Charon ships (GPU)
     charon profile --fit                              # held-out error per op family
 
 Each op is measured on its own shapes and, unless `--sweep ""`, on variants with
@@ -49,6 +50,10 @@ def profile_command(
         str | None,
         typer.Option("--model", help="a model to import and measure: bundled name or config.json"),
     ] = None,
+    shipped_steps: Annotated[
+        bool,
+        typer.Option("--shipped-steps", help="measure the ops of the training steps whose GPU kernels Charon ships"),
+    ] = False,
     seq_len: Annotated[int, typer.Option("--seq-len", help="with --model: tokens per sequence")] = 256,
     batch: Annotated[int, typer.Option("--batch", help="with --model: sequences per step")] = 2,
     db: Annotated[
@@ -78,8 +83,8 @@ def profile_command(
         raise CharonError(f"--device {device}: expected cpu, cuda or cuda:N")
     if device is None and not fit:
         raise CharonError("charon profile: pass --device cpu|cuda to measure, or --fit")
-    if device is None and (ops_from is not None or model is not None):
-        raise CharonError("charon profile: --ops-from and --model need --device cpu|cuda")
+    if device is None and (ops_from is not None or model is not None or shipped_steps):
+        raise CharonError("charon profile: --ops-from, --model and --shipped-steps need --device cpu|cuda")
     if model is None:
         for name, flag in (("seq_len", "--seq-len"), ("batch", "--batch")):
             if on_command_line(ctx, name):
@@ -97,7 +102,7 @@ def profile_command(
         factors = _factors(sweep)
         # read the ops and find the device first: bad input leaves no database
         # file behind
-        opset, source = _ops(ops_from, model, seq_len, batch)
+        opset, source = _ops(ops_from, model, shipped_steps, seq_len, batch)
         torch_device(device)
         with ProfileStore.open(path) as store:
             measured_on = _measure(
@@ -121,11 +126,15 @@ def _factors(text: str) -> tuple[float, ...]:
     return factors
 
 
-def _ops(ops_from: Path | None, model: str | None, seq_len: int, batch: int):
+def _ops(ops_from: Path | None, model: str | None, shipped_steps: bool, seq_len: int, batch: int):
     from charon_ir.profile.collect import OpSet, parse_module_file
 
-    if ops_from is not None and model is not None:
-        raise CharonError("charon profile: pass --ops-from or --model, not both")
+    if (ops_from is not None) + (model is not None) + shipped_steps > 1:
+        raise CharonError("charon profile: pass one of --ops-from, --model and --shipped-steps")
+    if shipped_steps:
+        from charon_ir.profile.shipped import SHIPPED_STEPS, shipped_steps_opset
+
+        return shipped_steps_opset(), f"the shipped training steps ({'; '.join(SHIPPED_STEPS)})"
     opset = OpSet()
     if model is not None:
         from charon_ir.frontend import import_model

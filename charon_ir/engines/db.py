@@ -9,9 +9,10 @@ torch versions it takes the installed version's, else the newest. Collectives
 and ops never measured (most `sim.generic` ops: the IR lacks their arguments)
 fall through to the next engine; a zero-work `sim.generic` view costs 0.
 
-The database is `$CHARON_PROFILE_DB` or `~/.cache/charon/profile.db`; it is read
-once per engine, and a missing file is an empty database (every op misses).
-Looking up imports no torch.
+The database is `$CHARON_PROFILE_DB` or `~/.cache/charon/profile.db`, over the
+GPU kernels shipped with Charon (`charon_ir.profile.shipped`: H100 and H200): an
+op the user measured is priced with the user's measurement. It is read once per
+engine, and a missing file is an empty database. Looking up imports no torch.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from charon_ir.dialects.sim import ComputeOp
 from charon_ir.engines.base import Cost, CostEngine
 from charon_ir.profile.device import lookup_device
 from charon_ir.profile.key import OpKey, is_free_view
+from charon_ir.profile.shipped import shipped_db_path
 from charon_ir.profile.store import Measurement, ProfileStore, default_db_path, latest_by_key
 from charon_ir.target.target import Target
 
@@ -37,6 +39,18 @@ def load_measurements(path: Path, device: str) -> list[Measurement]:
         return list(store.measurements(device))
 
 
+def measurement_table(path: Path, device: str) -> dict[OpKey, Measurement]:
+    """One measurement per op on `device`: the database at `path` over the
+    shipped one."""
+    table: dict[OpKey, Measurement] = {}
+    shipped = shipped_db_path()
+    if shipped is not None and shipped.resolve() != path.resolve():
+        with ProfileStore.open_shipped(shipped) as store:
+            table = latest_by_key(store.measurements(device))
+    table.update(latest_by_key(load_measurements(path, device)))
+    return table
+
+
 class DbEngine(CostEngine):
     name = "db"
 
@@ -46,7 +60,7 @@ class DbEngine(CostEngine):
 
     def table(self, device: str) -> dict[OpKey, Measurement]:
         if device not in self._tables:
-            self._tables[device] = latest_by_key(load_measurements(self.path, device))
+            self._tables[device] = measurement_table(self.path, device)
         return self._tables[device]
 
     def price(self, op: Operation, target: Target) -> Cost | None:

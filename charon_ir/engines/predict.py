@@ -1,8 +1,8 @@
 """
 The `predict` engine: an op's time from a model fitted per family
-(`elementwise[silu]:bf16`, `matmul:bf16`, ...) on the profile database's
-measurements of the device it prices for (chosen as the `db` engine chooses
-it). It prices ops the database lacks, such as another sequence length or
+(`elementwise[silu]:bf16`, `matmul:bf16`, ...) on the measurements of the device
+it prices for that the `db` engine reads (the user's database over the shipped
+one). It prices ops the database lacks, such as another sequence length or
 batch, from their FLOPs, bytes and element count (`charon_ir.profile.fit`;
 `charon profile --fit` prints each family's held-out error). A family with fewer
 than three measurements has no model (a `sim.generic` family has one or two, as
@@ -21,7 +21,7 @@ from xdsl.ir import Operation
 
 from charon_ir.dialects.sim import ComputeOp
 from charon_ir.engines.base import Cost, CostEngine
-from charon_ir.engines.db import load_measurements
+from charon_ir.engines.db import measurement_table
 from charon_ir.profile.device import lookup_device
 from charon_ir.profile.fit import Model, Sample, elements_of, fit_family, samples_by_family
 from charon_ir.profile.key import OpKey, is_free_view
@@ -53,7 +53,7 @@ class FamilyModels:
 
     def samples(self) -> dict[str, list[Sample]]:
         if self._samples is None:
-            self._samples = samples_by_family(load_measurements(self.path, self.device))
+            self._samples = samples_by_family(measurement_table(self.path, self.device).values())
         return self._samples
 
     def model(self, family: str) -> Model | None:

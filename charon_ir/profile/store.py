@@ -103,12 +103,22 @@ class ProfileStore:
         return ProfileStore._connect(path, create=False)
 
     @staticmethod
-    def _connect(path: Path, create: bool) -> ProfileStore:
+    def open_shipped(path: Path) -> ProfileStore:
+        """A database shipped inside the package: read-only and immutable, so
+        reading it writes nothing beside it (site-packages may be read-only)."""
+        return ProfileStore._connect(path, create=False, immutable=True)
+
+    @staticmethod
+    def _connect(path: Path, create: bool, immutable: bool = False) -> ProfileStore:
         if path.is_dir():
             raise CharonError(f"profile database {path} is a directory")
         try:
             # autocommit off in the DB-API sense; `with conn:` commits each write
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if immutable:
+                conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                       isolation_level=None)
+            else:
+                conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as e:
             raise CharonError(f"profile database {path}: cannot open: {e}") from None
         store = ProfileStore(path, conn)

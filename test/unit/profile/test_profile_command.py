@@ -70,6 +70,10 @@ def test_profile_then_fit(tmp_path: Path):
          "error: --device-name must name a device (it keys the measurements), got a blank"),
         (("--device", "cpu", "--model", "llama-3.1-8b", "--batch", "0", "--db", "{new}"),
          "error: --batch must be >= 1, got 0"),
+        (("--fit", "--shipped-steps", "--db", "{new}"),
+         "error: charon profile: --ops-from, --model and --shipped-steps need --device cpu|cuda"),
+        (("--device", "cpu", "--shipped-steps", "--ops-from", "{step}", "--db", "{new}"),
+         "error: charon profile: pass one of --ops-from, --model and --shipped-steps"),
         # a name ending in a separator names a folder (a file named `new.db` was written)
         (("--device", "cpu", "--db", "{new}/"), "error: --db {new}/: is a directory, not a file"),
         pytest.param(

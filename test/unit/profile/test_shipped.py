@@ -1,0 +1,100 @@
+"""The GPU kernel measurements shipped with Charon (`charon_ir.profile.shipped`)."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from charon_ir.api import TrainingConfig, build_training_module
+from charon_ir.dialects.sim import ComputeOp
+from charon_ir.engines.db import measurement_table
+from charon_ir.profile.key import is_free_view
+from charon_ir.profile.shipped import (
+    SHIPPED_GPUS,
+    SHIPPED_STEPS,
+    SHIPPED_DB,
+    SHIPPED_ENV,
+    shipped_db_path,
+    shipped_steps_opset,
+)
+from charon_ir.profile.store import Measurement, ProfileStore
+
+@pytest.fixture
+def user_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv(SHIPPED_ENV, raising=False)
+    monkeypatch.delenv("CHARON_PROFILE_DEVICE", raising=False)
+    return tmp_path / "profile.db"
+
+
+@pytest.fixture(scope="module")
+def shipped_ops():
+    return shipped_steps_opset().ops
+
+
+def test_shipped_database_is_read_only_and_leaves_nothing_beside_it(tmp_path: Path):
+    # a read-only folder, as site-packages can be: WAL mode would need to write -wal/-shm files
+    folder = tmp_path / "site"
+    folder.mkdir()
+    copy = folder / SHIPPED_DB.name
+    shutil.copy(SHIPPED_DB, copy)
+    copy.chmod(stat.S_IRUSR)
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with ProfileStore.open_shipped(copy) as store:
+            assert set(store.devices()) == set(SHIPPED_GPUS)
+            assert sum(1 for _ in store.measurements("H100-SXM5-80GB")) > 3000
+        assert sorted(p.name for p in folder.iterdir()) == [SHIPPED_DB.name]
+    finally:
+        folder.chmod(stat.S_IRWXU)
+
+
+def test_switched_off(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(SHIPPED_ENV, "off")
+    assert shipped_db_path() is None
+    monkeypatch.setenv(SHIPPED_ENV, "")
+    assert shipped_db_path() == SHIPPED_DB
+
+
+@pytest.mark.parametrize("gpu", SHIPPED_GPUS)
+def test_every_runnable_op_of_the_shipped_steps_is_measured(gpu: str, user_db: Path, shipped_ops):
+    """A pass that changes the steps' shapes leaves the shipped kernels stale:
+    re-run `charon profile --device cuda --shipped-steps` on each GPU."""
+    ops = shipped_ops
+    table = measurement_table(user_db, gpu)
+    # what has no torch runner (fused kernels, MoE routing, aten ops whose arguments
+    # the IR lacks) or did not fit the GPU (the 405B stage's AdamW) falls through
+    no_runner = ("fused.", "moe_", "topk", "layer_norm_stats", "aten.", "optimizer_step")
+    missing = {k.family for k, op in ops.items() if k not in table and not is_free_view(op)}
+    assert not {f for f in missing if not f.startswith(no_runner)}
+    assert sum(k in table for k in ops) > 200
+
+
+def test_engines_price_with_the_shipped_kernels(user_db: Path, monkeypatch: pytest.MonkeyPatch):
+    def engines_used() -> dict[str, int]:
+        _, module, _ = build_training_module(TrainingConfig(
+            model="llama-3.1-8b", gpus=64, tp=8, pp=2, sequence_parallel=True, seq_len=4096,
+            global_batch=256, engines=("db", "predict", "analytic")))
+        return dict(Counter(op.attributes["cost"].engine.data for op in module.walk()  # pyright: ignore
+                            if isinstance(op, ComputeOp) and not is_free_view(op)))
+
+    monkeypatch.setenv("CHARON_PROFILE_DB", str(user_db))
+    used = engines_used()
+    assert used["db"] > used.get("analytic", 0) > 0
+    monkeypatch.setenv(SHIPPED_ENV, "off")
+    assert set(engines_used()) == {"analytic"}
+
+
+def test_user_measurement_wins_over_the_shipped_one(user_db: Path, monkeypatch: pytest.MonkeyPatch):
+    key, op = next((k, o) for k, o in shipped_steps_opset(list(SHIPPED_STEPS)[:1]).ops.items()
+                   if k.kind == "matmul")
+    shipped = measurement_table(user_db, "H100-SXM5-80GB")[key]
+    with ProfileStore.open(user_db) as store:
+        store.put(Measurement(key, "H100-SXM5-80GB", "2.13.0", shipped.time_s * 3, op.flops(),
+                              op.bytes_moved(), 5, 0.0))
+    assert measurement_table(user_db, "H100-SXM5-80GB")[key].time_s == pytest.approx(shipped.time_s * 3)
+    monkeypatch.setenv(SHIPPED_ENV, "off")
+    assert list(measurement_table(user_db, "H100-SXM5-80GB")) == [key]
