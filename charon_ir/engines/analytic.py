@@ -42,6 +42,7 @@ from charon_ir.engines.compute_efficiency import (
     gemm_efficiency,
     memory_efficiency,
 )
+from charon_ir.profile.key import is_free_view
 from charon_ir.target.hardware import GpuSpec
 from charon_ir.target.target import Target
 from charon_ir.target.topology import group_ranks
@@ -218,6 +219,8 @@ class AnalyticEngine(CostEngine):
         return None
 
     def price_compute(self, op: ComputeOp, target: Target) -> Cost:
+        if is_free_view(op):
+            return Cost(0.0, 0.0, 0.0, self.name)  # a view: no kernel runs (as `db` prices it)
         gpu = target.gpu
         flops, nbytes = op.flops(), op.bytes_moved()
         dtype = compute_dtype(op)

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-FRONTEND_VERSION = "charon-frontend-4"
+FRONTEND_VERSION = "charon-frontend-5"
 """Bump when the emitted IR changes for the same config and options."""
 
 

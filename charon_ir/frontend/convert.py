@@ -114,6 +114,12 @@ ZERO_FLOP_GENERICS = frozenset({
 
 # FLOPs per element of the first input, for generic ops whose count is not one
 # per output element (softmax-like: max, subtract, exp, sum, divide)
+GATHERING_GENERICS: dict[str, int] = {"nll_loss_forward": 0, "nll_loss2d_forward": 0}
+"""aten ops that read one element per row of one input (the input named by its
+index: the target class's log-probability), not the whole row: its bytes are
+one element per row (the shipped H100 kernel timings read 0.02x a whole-row
+price)."""
+
 GENERIC_FLOPS_PER_INPUT_ELEMENT: dict[str, float] = {
     "_log_softmax": 5.0,
     "_log_softmax_backward_data": 3.0,
@@ -566,6 +572,12 @@ class GraphConverter:
         if per_input is not None and inputs:
             flops = per_input * sim.numel(inputs[0])
         bytes_ = _io_bytes(inputs) + sum(sim.tensor_bytes(t) for t in result_types)
+        gathered = GATHERING_GENERICS.get(callee.split(".", 1)[-1])
+        if gathered is not None and gathered < len(inputs):
+            rows_of = inputs[gathered].type
+            assert isinstance(rows_of, TensorType)
+            row = rows_of.get_shape()[-1] if rows_of.get_shape() else 1
+            bytes_ -= sim.tensor_bytes(inputs[gathered]) * (1 - 1 / max(1, row))
         op = self.add(sim.GenericOp(callee, inputs, result_types, flops, bytes_))
         results = iter(op.results)
         entries = [Lazy(next(results), tuple(o.shape)) if isinstance(o, torch.Tensor) else None for o in outs]

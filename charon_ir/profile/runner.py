@@ -5,8 +5,9 @@ Run one `sim` op with torch on a local device and time it.
 returns a closure that runs the op's kernel(s) once; `calls_per_sample`,
 `take_samples` and `summarize` time it (`time_call` does all three). Each sample
 times enough calls to last `min_sample_s`, so timer resolution and Python
-overhead stay small against the op; on CUDA samples are timed with CUDA events,
-on a CPU with one thread by the thread's CPU clock.
+overhead stay small against the op; on CUDA samples are timed with CUDA events
+over the calls captured in one CUDA graph (`graphed`: the kernels' own time,
+not the host's launch rate), on a CPU with one thread by the thread's CPU clock.
 
 This is the only module of the package that imports torch.
 """
@@ -364,16 +365,56 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+class Graphed:
+    """`calls` calls of an op captured in one CUDA graph: a replay runs their
+    kernels back to back with no host in between. Eager PyTorch launches a
+    kernel every ~8 us (the shortest eager kernel the shipped H100 database held
+    before graphs), longer than a small element-wise kernel runs, so timing eager
+    calls back to back measured the host's launch rate, not the GPU."""
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, calls: int):
+        self.graph, self.calls = graph, calls
+
+    def __call__(self) -> None:
+        self.graph.replay()
+
+
+def graphed(fn: Callable[[], object], device: torch.device, calls: int) -> Callable[[], object]:
+    """On CUDA, `calls` calls of `fn` captured in a `Graphed`; `fn` itself on a
+    CPU or when the op cannot be captured (an optimizer step that is not
+    capturable, a kernel that synchronises)."""
+    if device.type != "cuda":
+        return fn
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.stream(side):  # warm-up on a side stream, as capture requires
+            for _ in range(2):
+                fn()
+        torch.cuda.current_stream(device).wait_stream(side)
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError):
+        torch.cuda.synchronize(device)
+        return fn
+    return Graphed(graph, calls)
+
+
 def _sample(fn: Callable[[], object], calls: int, device: torch.device) -> float:
-    """Seconds per call over `calls` back-to-back calls."""
+    """Seconds per call over `calls` back-to-back calls (a `Graphed` holds them
+    all: one replay)."""
     if device.type == "cuda":
+        per_launch = fn.calls if isinstance(fn, Graphed) else 1
+        launches = max(1, calls // per_launch)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(calls):
+        for _ in range(launches):
             fn()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) / 1e3 / calls
+        return start.elapsed_time(end) / 1e3 / (launches * per_launch)
     # With one intra-op thread the op runs on this thread, and its CPU clock counts
     # only the time the op ran: time other processes held the core (a shared
     # machine) is left out. With more threads, wall time is all there is.

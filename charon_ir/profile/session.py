@@ -122,6 +122,7 @@ def profile_ops(
                 fn = runner.prepare(op, dev)
                 if r == 0:
                     calls[key] = runner.calls_per_sample(fn, dev, warmup, MIN_SAMPLE_S)
+                fn = runner.graphed(fn, dev, calls[key])
                 new = runner.take_samples(fn, dev, 0 if r == 0 else 1, calls[key], per_round)
                 del fn
             except runner.NotRunnable as e:

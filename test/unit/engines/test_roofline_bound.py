@@ -19,3 +19,15 @@ def test_8192_cubed_bf16_matmul_on_h100_is_at_least_flops_over_peak():
     assert cost.flops == flops
     assert cost.time_s >= flops / 989.4e12
     assert cost.time_s >= cost.bytes / 3.35e12
+
+
+def test_a_view_costs_nothing():
+    """A `sim.generic` of no FLOPs and no bytes is a view kept for data flow: no
+    kernel runs, so no launch floor either (the `db` engine prices it 0 too)."""
+    t = TensorType(bf16, (64, 64))
+    a = sim.InputOp("a", t)
+    view = sim.GenericOp("aten.view", [a.result], [t], 0.0, 0.0)
+    copy = sim.GenericOp("aten.clone", [a.result], [t], 0.0, 2.0 * 64 * 64 * 2)
+    target = Target(load_gpu("H100-SXM5-80GB"), gpus=1, gpus_per_node=8)
+    assert AnalyticEngine().price(view, target).time_s == 0.0
+    assert AnalyticEngine().price(copy, target).time_s > 0.0

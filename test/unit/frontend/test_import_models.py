@@ -160,3 +160,18 @@ def test_saved_tensors_are_kept_once(imported):
             assert len(op.slices) == len(set(op.slices))
     views = [(op.input, op.result.type, op.parent_block()) for op in module.walk() if isinstance(op, sim.ViewOp)]
     assert len(views) == len(set(views))
+
+
+def test_loss_reads_one_logit_per_token(imported):
+    """nll_loss_forward gathers the target class's log-probability of each token:
+    its bytes count one element per row of the log-probabilities, the targets
+    and the result, not the whole vocabulary."""
+    module = imported("llama-3.1-8b", seq_len=SEQ).module
+    (loss,) = [op for op in module.walk()
+               if isinstance(op, sim.GenericOp) and op.callee.data == "aten.nll_loss_forward"]
+    logp, target = loss.inputs[0], loss.inputs[1]
+    rows = sim.numel(logp) // logp.type.get_shape()[-1]
+    row_bytes = sim.tensor_bytes(logp) / sim.numel(logp) * rows
+    expected = row_bytes + sim.tensor_bytes(target) + sum(sim.tensor_bytes(r) for r in loss.results)
+    assert loss.bytes_moved() == pytest.approx(expected)
+    assert loss.bytes_moved() < sim.tensor_bytes(logp) / 1000
