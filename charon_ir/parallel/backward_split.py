@@ -7,11 +7,18 @@ flow, never off op names:
 
 - In the body of a reverse `sim.repeat` (a layer's backward), B is everything the
   carried values (the gradient flowing to the previous layer) are computed from;
-  W is the rest: the weight-gradient GEMMs and what consumes them (gradient
+  W is the weight-gradient GEMMs among the rest and what consumes them (gradient
   buckets, their reductions over data-parallel replicas).
 - At the phase level, B is what the sends and the layer repeats read (the loss
-  gradient seed, received gradients, recomputation); W is the rest (the head's and
-  the embedding's weight gradients, gradient reductions after the layers).
+  gradient seed, received gradients, recomputation); W is, among the rest, the
+  head's weight-gradient GEMM and what consumes it, and gradient reductions after
+  the layers.
+
+A weight gradient that is not a GEMM (a norm's weight: a multiply and a sum over
+tokens; an embedding's scatter-add) stays in B, as in Qi et al.'s implementation,
+whose deferral store holds the inputs of linear layers only: deferring it would
+keep its whole-activation operands (the output gradient, the normalised input)
+alive until W for a few microseconds of work.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Iterable
 from xdsl.ir import Block, Operation, SSAValue
 
 from charon_ir.dialects import coll, sim
+from charon_ir.memory.tensors import RECOMPUTE_ATTR
 
 
 def _ancestors(block: Block, roots: Iterable[SSAValue]) -> set[Operation]:
@@ -58,7 +66,33 @@ def weight_gradient_ops(backward: sim.PhaseOp) -> frozenset[Operation]:
             term = body.last_op
             assert isinstance(term, sim.YieldOp)
             carried = _ancestors(body, term.values[: len(op.iter_init)])
-            w_ops.update(o for o in body.ops if o not in carried and o is not term)
+            w_ops.update(_gemm_rooted(o for o in body.ops if o not in carried and o is not term))
         elif op not in b_ops and not isinstance(op, sim.YieldOp):
             w_ops.add(op)
+    phase_level = [op for op in block.ops if op in w_ops]
+    w_ops.difference_update(phase_level)
+    w_ops.update(_gemm_rooted(phase_level, keep_communication=True))
     return frozenset(w_ops)
+
+
+def _gemm_rooted(candidates: Iterable[Operation], keep_communication: bool = False) -> set[Operation]:
+    """Of `candidates` (in program order), the weight-gradient GEMMs, what they
+    are computed from and what reads their results; with `keep_communication`,
+    collectives too (gradient reductions the phase runs after the layers)."""
+    # a recomputed forward GEMM whose result no input gradient reads (a layer's
+    # last one under full recomputation) is recomputation, run before B
+    ordered = [op for op in candidates if RECOMPUTE_ATTR not in op.attributes]
+    pool = set(ordered)
+    w = {op for op in ordered if isinstance(op, sim.MatmulOp)
+         or (keep_communication and isinstance(op, coll.CollectiveOp))}
+    work = [op for op in w if isinstance(op, sim.MatmulOp)]
+    while work:  # what the GEMMs read, among the candidates
+        for value in work.pop().operands:
+            owner = value.owner
+            if isinstance(owner, Operation) and owner in pool and owner not in w:
+                w.add(owner)
+                work.append(owner)
+    for op in ordered:  # what reads them
+        if any(isinstance(v.owner, Operation) and v.owner in w for v in op.operands):
+            w.add(op)
+    return w

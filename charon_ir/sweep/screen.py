@@ -112,6 +112,9 @@ class Probe:
     flops_per_microbatch: float
     recomputed_per_microbatch: float
     """Of those, the FLOPs recompute spends re-running the forward (not model FLOPs)."""
+    tokens_per_microbatch: int
+    """Tokens one micro-batch carries, read off the IR as the fast tier reads them
+    (`count_tokens`): a .mlir step's own shapes, whatever `seq_len` says."""
     activation_bytes: float
     """What a stage sends its neighbour per micro-batch (activations forward,
     their gradients backward)."""
@@ -169,7 +172,7 @@ def build_probe(evaluator, config) -> Probe | None:
     imports; None when the model is not one repeat of identical layers."""
     from charon_ir.api import _pass, pass_plan
     from charon_ir.dialects import coll, sim
-    from charon_ir.lowering.lower_to_events import recomputed_flops
+    from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
     from charon_ir.memory.tensors import value_bytes
     from charon_ir.parallel.mesh import find_grid
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
@@ -217,6 +220,7 @@ def build_probe(evaluator, config) -> Probe | None:
         forward=Phase(), backward=Phase(), weight=None,
         optimizer_s=0.0, flops_per_microbatch=0.0,
         recomputed_per_microbatch=recomputed_flops(phases.get("backward")),
+        tokens_per_microbatch=count_tokens(stages[0]),
         activation_bytes=activation_bytes,
         sizes={},
         params_layer=params_layer,
@@ -462,6 +466,8 @@ class Composed:
     peaks: list[int]
     flops_per_gpu: float
     model_flops_per_gpu: float
+    tokens: int
+    """Tokens the step processes, over every data-parallel replica."""
     memory_band: tuple[float, float] = MEMORY_BAND
 
 
@@ -572,7 +578,8 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     flops = probe.flops_per_microbatch * m / pp
     model_flops = (probe.flops_per_microbatch - probe.recomputed_per_microbatch) * m / pp
     band = MEMORY_BAND if "middle" in probe.stage_memory or pp * vpp == 1 else ROUGH_MEMORY_BAND
-    return Composed(t, stage, compute, exposed, bubble, peaks, flops, model_flops, band)
+    tokens = probe.tokens_per_microbatch * m * dp
+    return Composed(t, stage, compute, exposed, bubble, peaks, flops, model_flops, tokens, band)
 
 
 def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
@@ -794,8 +801,7 @@ def metrics(step: Composed, config, target) -> dict[str, Any]:
     from charon_ir.report.summary import utilization
 
     t = step.iteration_time_s
-    dp = config.data_parallel()
-    tokens = (config.global_batch or dp * config.micro_batch) * config.seq_len
+    tokens = step.tokens
     tflops = step.flops_per_gpu / t / 1e12 if t else 0.0
     peak = target.gpu.peak("bf16") / 1e12
     return {
