@@ -41,7 +41,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
+    Block,
     Dialect,
+    Operation,
     ParametrizedAttribute,
     SSAValue,
     TypeAttribute,
@@ -978,6 +980,45 @@ class PhaseOp(IRDLOperation):
             raise VerifyException("body must end with sim.yield")
         if tuple(v.type for v in term.values) != tuple(r.type for r in self.outputs):
             raise VerifyException("yielded types must equal the phase's result types")
+        _verify_scoped_uses(self)
+
+
+def _verify_scoped_uses(op: Operation) -> None:
+    """Every value an op nested in `op` reads is defined in a block that encloses
+    that op: a phase reads another phase's values only through its results, and
+    nothing reads a layer body's values from outside the body. (xDSL checks no
+    dominance: without this, a pass that clones a forward body into the backward
+    leaves IR that runs but does not parse back.)"""
+    outer: set[Block] = set()
+    block = op.parent_block()
+    while block is not None:
+        outer.add(block)
+        parent = block.parent_op()
+        block = parent.parent_block() if parent is not None else None
+    stack: list[tuple[Block, frozenset[Block]]] = [
+        (b, frozenset((b,))) for r in op.regions for b in r.blocks
+    ]
+    while stack:
+        block, enclosing = stack.pop()
+        for child in block.ops:
+            for value in child.operands:
+                owner = value.owner
+                where = owner if isinstance(owner, Block) else owner.parent_block()
+                if where not in enclosing and where not in outer:
+                    phase = where.parent_op() if where is not None else None
+                    while phase is not None and not isinstance(phase, PhaseOp):
+                        phase = phase.parent_op()
+                    if phase is not None and phase is not op:
+                        raise VerifyException(
+                            f"'{child.name}' reads a value defined inside sim.phase "
+                            f'"{phase.kind.data}": a phase reads another phase\'s values only '
+                            "through its results"
+                        )
+                    raise VerifyException(
+                        f"'{child.name}' reads a value defined in a region that does not "
+                        "enclose it (a layer body's values leave it only as the repeat's results)"
+                    )
+            stack += [(b, enclosing | {b}) for r in child.regions for b in r.blocks]
 
 
 @irdl_op_definition

@@ -23,9 +23,13 @@ repeat starts with a clone of its forward repeat's body, fed by the saved layer
 input; everything else the forward used to save for that repeat (its stacked
 outputs, the forward phase's results and the backward's slices of them) is
 dropped, so the forward saves only the layer input per layer. The backward gains
-exactly one forward of each layer. The forward repeat and the cloned ops are
-marked `sim.recompute = "full"` (a clone runs under autograd: what it saves lives
-until its layer's backward is done, which memory analysis counts there). Under
+exactly one forward of each layer. What else of the forward phase's own the layer
+reads (RoPE's cos/sin tables computed before the repeat, a sliced operand the
+phase computes) the clone reads through the forward phase's results, which yield
+it when they did not already: a phase never reads inside another's region. The
+forward repeat and the cloned ops are marked `sim.recompute = "full"` (a clone
+runs under autograd: what it saves lives until its layer's backward is done,
+which memory analysis counts there). Under
 ZeRO-3 the clone reads the parameters the backward body gathers, rather than
 gathering them a second time; under data-parallel's overlap-param-gather, which
 gathers them once per step in the forward, it reads the parameters. A step with a backward but no layer repeat is an
@@ -258,12 +262,20 @@ class LayerRecompute:
         f_block = forward.body.block
         for arg in carried_args:
             stacked_inputs.append(forward.results[f_yields.index(arg, n_iter)])
+        # ... and whatever else of its own the forward phase hands the layer body
+        # (a value the body reads from around the repeat, a sliced operand): the
+        # backward phase reads those through the forward phase's results, never
+        # from inside the forward phase's region
+        captured = _captured(forward, backward, fwd)
         p_yields = list(_yielded(fwd.body.block))
-        for v in stacked_inputs:
+        for v in [*stacked_inputs, *captured]:
             if v not in p_yields:
                 p_yields.append(v)
         fwd = _rebuild_phase(fwd, p_yields)
         saved_inputs = [fwd.results[p_yields.index(v)] for v in stacked_inputs]
+        from_phase = {v: fwd.results[p_yields.index(v)] for v in captured}
+        for v, result in from_phase.items():
+            result.name_hint = result.name_hint or v.name_hint
 
         # 2. the backward repeat: keep its carried values and the slices that are
         # not the forward repeat's saved outputs, add the saved layer inputs
@@ -288,20 +300,17 @@ class LayerRecompute:
         for old, new in zip(b_block.args[:b_iter], new_block.args):
             mapper[old] = new
 
-        # the forward body's block arguments, seen from the backward body
-        clone_map: dict[SSAValue, SSAValue] = {}
+        # the forward body's block arguments, seen from the backward body; the
+        # forward phase's values the body reads, as the phase's results
+        clone_map: dict[SSAValue, SSAValue] = dict(from_phase)
         for arg, saved in zip(carried_args, saved_inputs):
             clone_map[arg] = new_block.insert_arg(arg.type, len(new_block.args))
             slices.append(saved)
         for s, arg in zip(forward.slices, f_block.args[n_iter:]):
+            s = from_phase.get(s, s)
             if s in slices:
                 clone_map[arg] = new_block.args[b_iter + slices.index(s)]
                 continue
-            if not self.visible_in_backward(s, fwd):
-                raise CharonError(
-                    "recompute: option 'policy=full': the forward layer repeat slices a "
-                    "value computed in the forward phase, which the backward cannot read"
-                )
             slices.insert(len(kept), s)
             clone_map[arg] = new_block.insert_arg(arg.type, b_iter + len(kept))
             kept.append((s, arg))
@@ -377,15 +386,26 @@ class LayerRecompute:
         clone_map.update(shared)
         return set(f_lead)
 
-    @staticmethod
-    def visible_in_backward(value: SSAValue, fwd: sim.PhaseOp) -> bool:
-        owner = value.owner
-        op = owner if isinstance(owner, Operation) else owner.parent_op()
-        while op is not None:
-            if op is fwd:
-                return False
-            op = op.parent_op()
-        return True
+
+def _captured(forward: sim.RepeatOp, backward: sim.RepeatOp, fwd: sim.PhaseOp) -> list[SSAValue]:
+    """The values that `fwd`'s region defines outside the forward repeat and that
+    the recomputed layer reads: what the repeat's body reads from around it, the
+    repeat's sliced operands, and what its body yields unchanged for `backward`
+    to read; in first-use order."""
+    body = forward.body.block
+    yielded = _yielded(body)
+    read_back = {
+        yielded[src.index]
+        for s in backward.slices
+        if isinstance(s, OpResult) and s.op is fwd
+        and isinstance(src := _yielded(fwd.body.block)[s.index], OpResult) and src.op is forward
+    }
+    used = [*forward.slices]
+    for op in body.walk():
+        used += op.operands if op is not body.last_op else [v for v in op.operands if v in read_back]
+    return list(dict.fromkeys(
+        v for v in used if fwd.is_ancestor(v.owner) and not forward.is_ancestor(v.owner)
+    ))
 
 
 def _stacked_output_of(value: SSAValue, rep: sim.RepeatOp) -> bool:
