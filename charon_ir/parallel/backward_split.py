@@ -60,6 +60,7 @@ def weight_gradient_ops(backward: sim.PhaseOp) -> frozenset[Operation]:
     b_ops = _ancestors(block, roots)
     b_ops.update(op for op in block.ops if isinstance(op, coll.SendOp))
     w_ops: set[Operation] = set()
+    phase_level: list[Operation] = []
     for op in block.ops:
         if isinstance(op, sim.RepeatOp):
             body = op.body.block
@@ -68,31 +69,34 @@ def weight_gradient_ops(backward: sim.PhaseOp) -> frozenset[Operation]:
             carried = _ancestors(body, term.values[: len(op.iter_init)])
             w_ops.update(_gemm_rooted(o for o in body.ops if o not in carried and o is not term))
         elif op not in b_ops and not isinstance(op, sim.YieldOp):
-            w_ops.add(op)
-    phase_level = [op for op in block.ops if op in w_ops]
-    w_ops.difference_update(phase_level)
+            phase_level.append(op)
     w_ops.update(_gemm_rooted(phase_level, keep_communication=True))
     return frozenset(w_ops)
 
 
 def _gemm_rooted(candidates: Iterable[Operation], keep_communication: bool = False) -> set[Operation]:
-    """Of `candidates` (in program order), the weight-gradient GEMMs, what they
-    are computed from and what reads their results; with `keep_communication`,
+    """Of `candidates` (in program order), the weight-gradient GEMMs, what reads
+    their results and what only they read; with `keep_communication`,
     collectives too (gradient reductions the phase runs after the layers)."""
     # a recomputed forward GEMM whose result no input gradient reads (a layer's
     # last one under full recomputation) is recomputation, run before B
     ordered = [op for op in candidates if RECOMPUTE_ATTR not in op.attributes]
+    gemms = [op for op in ordered if isinstance(op, sim.MatmulOp)]
+    w = set(gemms)
+    for op in ordered:  # what reads them
+        if (keep_communication and isinstance(op, coll.CollectiveOp)) or any(
+            isinstance(v.owner, Operation) and v.owner in w for v in op.operands
+        ):
+            w.add(op)
     pool = set(ordered)
-    w = {op for op in ordered if isinstance(op, sim.MatmulOp)
-         or (keep_communication and isinstance(op, coll.CollectiveOp))}
-    work = [op for op in w if isinstance(op, sim.MatmulOp)]
-    while work:  # what the GEMMs read, among the candidates
+    work = list(gemms)
+    while work:  # what only W reads, among the candidates (B runs first: it reads no W value)
         for value in work.pop().operands:
             owner = value.owner
-            if isinstance(owner, Operation) and owner in pool and owner not in w:
+            if (
+                isinstance(owner, Operation) and owner in pool and owner not in w
+                and all(use.operation in w for r in owner.results for use in r.uses)
+            ):
                 w.add(owner)
                 work.append(owner)
-    for op in ordered:  # what reads them
-        if any(isinstance(v.owner, Operation) and v.owner in w for v in op.operands):
-            w.add(op)
     return w

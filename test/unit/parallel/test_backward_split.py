@@ -40,3 +40,14 @@ def test_recompute_does_not_change_the_split_of_gemms():
     gemms = [sum(isinstance(op, sim.MatmulOp) for op in weight_gradient_ops(backward_of(recompute=r)))
              for r in ("none", "full")]
     assert gemms[0] == gemms[1] > 0
+
+
+def test_b_never_reads_what_w_computes():
+    """B runs before W: no B op may read a W op's result, in the layers or around them."""
+    for options in ({}, {"recompute": "full"}, {"recompute": "selective"}):
+        bwd = backward_of(**options)
+        w = weight_gradient_ops(bwd)
+        for op in bwd.walk():
+            if op in w or isinstance(op, (sim.PhaseOp, sim.RepeatOp, sim.YieldOp)):
+                continue  # structure: a yield hands on what W computed
+            assert not any(isinstance(v.owner, Operation) and v.owner in w for v in op.operands), (options, op)
