@@ -6,6 +6,7 @@ in the profile database (DESIGN.md sections 5 and 7), and fit the predictor.
     charon profile --device cpu --ops-from model.mlir
     charon profile --device cpu --model examples/llama_tiny_config.json --seq-len 256 --batch 2
     charon profile --device cuda --shipped-steps --db k.db  # the kernels Charon ships (GPU)
+    charon profile --device cuda --shipped-steps --db k.db --refresh-below 1e-4  # small ones again
     charon profile --fit                              # held-out error per op family
 
 Each op is measured on its own shapes and, unless `--sweep ""`, on variants with
@@ -70,6 +71,10 @@ def profile_command(
     device_name: Annotated[
         str | None, typer.Option("--device-name", help="store under this device name instead")
     ] = None,
+    refresh_below: Annotated[
+        float,
+        typer.Option("--refresh-below", help="measure again the stored ops faster than this many seconds"),
+    ] = 0.0,
 ) -> None:
     """Measure ops into the profile database; with --fit, report the predictor's error."""
     from charon_ir.profile.store import ProfileStore, default_db_path
@@ -93,6 +98,8 @@ def profile_command(
     for flag, value in (("--seq-len", seq_len), ("--batch", batch)):
         if value < 1:
             raise CharonError(f"{flag} must be >= 1, got {value}")
+    if not 0 <= refresh_below < math.inf:  # NaN fails too
+        raise CharonError(f"--refresh-below must be a number of seconds >= 0, got {refresh_below}")
     if device_name is not None and not device_name.strip():
         raise CharonError("--device-name must name a device (it keys the measurements), got a blank")
     measured_on: str | None = None
@@ -106,7 +113,7 @@ def profile_command(
         torch_device(device)
         with ProfileStore.open(path) as store:
             measured_on = _measure(
-                store, device, opset, source, factors, repeats, warmup, threads, device_name
+                store, device, opset, source, factors, repeats, warmup, threads, device_name, refresh_below
             )
     if fit:
         store = ProfileStore.open_existing(path)
@@ -151,7 +158,7 @@ def _ops(ops_from: Path | None, model: str | None, shipped_steps: bool, seq_len:
     return opset, "the bundled tiny Llama step (charon_ir/profile/reference_step.py)"
 
 
-def _measure(store, device, opset, source, factors, repeats, warmup, threads, device_name) -> str:
+def _measure(store, device, opset, source, factors, repeats, warmup, threads, device_name, refresh_below) -> str:
     """Measure what the database lacks; return the device name it is stored under."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -180,6 +187,7 @@ def _measure(store, device, opset, source, factors, repeats, warmup, threads, de
             run = profile_ops(
                 store, items, device, warmup=warmup, repeats=repeats, device_name=device_name,
                 cpu_threads=threads, on_start=on_start, on_op=lambda key: progress.advance(task),
+                refresh_below=refresh_below,
             )
         except KeyboardInterrupt:
             progress.stop()

@@ -80,10 +80,13 @@ def profile_ops(
     on_start: Callable[[ProfileRun, int], None] | None = None,
     on_op: Callable[[OpKey], None] | None = None,
     refresh: bool = False,
+    refresh_below: float = 0.0,
 ) -> ProfileRun:
     """Measure every op of `items` the database lacks on `device` (`cpu`, `cuda`
     or `cuda:N`); with `refresh`, every op, replacing the timings already there
-    (a comparison with a step measured now needs the machine as it is now).
+    (a comparison with a step measured now needs the machine as it is now); with
+    `refresh_below`, the ops stored as faster than that many seconds (small CUDA
+    kernels timed before CUDA graphs were: PyTorch's launch rate, not the GPU).
     `on_start(run, steps)` is called once the ops to measure are known and
     `on_op(key)` after each of the `steps` (an op in a round). A
     KeyboardInterrupt leaves what was committed and propagates; `run` holds the
@@ -103,10 +106,12 @@ def profile_ops(
     per_round = max(1, -(-repeats // rounds))
     todo: list[tuple[OpKey, ComputeOp]] = []
     for key, op in items:
-        if not refresh and store.has(key, run.device, run.torch_version):
+        stored = store.time_of(key, run.device, run.torch_version)
+        if stored is not None and not refresh and stored >= refresh_below:
             run.already += 1
         else:
             todo.append((key, op))
+    refresh = refresh or refresh_below > 0
     if on_start is not None:
         on_start(run, len(todo) * rounds)
     samples: dict[OpKey, list[float]] = {}

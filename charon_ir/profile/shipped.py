@@ -9,8 +9,9 @@ runs), and the sweep variants the `predict` engine fits on, measured with torch
     charon profile --device cuda --shipped-steps --db gpu_kernels.db
 
 The H100's timings under 100 us were taken again as CUDA graphs (`runner.graphed`)
-after the first run had timed them eagerly, at PyTorch's launch rate; the
-H200's were not: its small kernels read at least 7.4 us, an upper bound.
+after the first run had timed them eagerly, at PyTorch's launch rate (`charon
+profile ... --refresh-below 1e-4`); the H200's were not: its small kernels read at
+least 7.4 us, an upper bound.
 
 The `db` and `predict` engines read these after the user's own database (a
 measurement of the user's for the same op wins). `CHARON_PROFILE_SHIPPED=off`

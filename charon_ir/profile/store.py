@@ -185,13 +185,17 @@ class ProfileStore:
         return _Guard(self.path, what)
 
     def has(self, key: OpKey, device: str, torch_version: str) -> bool:
+        return self.time_of(key, device, torch_version) is not None
+
+    def time_of(self, key: OpKey, device: str, torch_version: str) -> float | None:
+        """The stored seconds of `key` on `device` with `torch_version`, if any."""
         with self._guard("read"):
             row = self.conn.execute(
-                "SELECT 1 FROM measurement WHERE kind = ? AND variant = ? AND shapes = ? "
+                "SELECT time_s FROM measurement WHERE kind = ? AND variant = ? AND shapes = ? "
                 "AND dtypes = ? AND device = ? AND torch_version = ?",
                 (key.kind, key.variant, key.shapes, key.dtypes, device, torch_version),
             ).fetchone()
-        return row is not None
+        return None if row is None else float(row[0])
 
     def put(self, m: Measurement) -> bool:
         """Commit one measurement; False when a row with its key already exists

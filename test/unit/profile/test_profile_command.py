@@ -50,6 +50,28 @@ def test_profile_then_fit(tmp_path: Path):
     assert again.returncode == 0 and "measured 0," in again.stderr
 
 
+def test_refresh_below_measures_the_small_rows_again(tmp_path: Path):
+    """A row stored as faster than --refresh-below (a kernel timed at PyTorch's
+    launch rate before CUDA graphs) is measured again and replaced; the others stay."""
+    import sqlite3
+
+    step = tmp_path / "step.mlir"
+    step.write_text(STEP)
+    db = tmp_path / "p.db"
+    first = charon("profile", "--device", "cpu", "--ops-from", str(step), "--db", str(db), "--sweep", "",
+                   "--repeats", "2", "--warmup", "1")
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE measurement SET time_s = 1e-12 WHERE kind = 'matmul'")
+    again = charon("profile", "--device", "cpu", "--ops-from", str(step), "--db", str(db), "--sweep", "",
+                   "--repeats", "2", "--warmup", "1", "--refresh-below", "1e-9")
+    assert again.returncode == 0, again.stderr
+    assert "measured 1, already in the database 1," in again.stderr
+    with sqlite3.connect(db) as conn:
+        (matmul,) = conn.execute("SELECT time_s FROM measurement WHERE kind = 'matmul'").fetchone()
+    assert matmul > 1e-9
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -70,6 +92,8 @@ def test_profile_then_fit(tmp_path: Path):
          "error: --device-name must name a device (it keys the measurements), got a blank"),
         (("--device", "cpu", "--model", "llama-3.1-8b", "--batch", "0", "--db", "{new}"),
          "error: --batch must be >= 1, got 0"),
+        (("--device", "cpu", "--refresh-below", "-1", "--db", "{new}"),
+         "error: --refresh-below must be a number of seconds >= 0, got -1.0"),
         (("--fit", "--shipped-steps", "--db", "{new}"),
          "error: charon profile: --ops-from, --model and --shipped-steps need --device cpu|cuda"),
         (("--device", "cpu", "--shipped-steps", "--ops-from", "{step}", "--db", "{new}"),
