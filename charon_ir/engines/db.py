@@ -17,6 +17,7 @@ engine, and a missing file is an empty database. Looking up imports no torch.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from xdsl.ir import Operation
@@ -39,14 +40,21 @@ def load_measurements(path: Path, device: str) -> list[Measurement]:
         return list(store.measurements(device))
 
 
+@cache
+def _shipped_table(shipped: Path, device: str) -> dict[OpKey, Measurement]:
+    """The shipped measurements of `device`, read once per process: the file is
+    immutable (every cost-annotate run builds its engines anew)."""
+    with ProfileStore.open_shipped(shipped) as store:
+        return latest_by_key(store.measurements(device))
+
+
 def measurement_table(path: Path, device: str) -> dict[OpKey, Measurement]:
     """One measurement per op on `device`: the database at `path` over the
     shipped one."""
     table: dict[OpKey, Measurement] = {}
     shipped = shipped_db_path()
     if shipped is not None and shipped.resolve() != path.resolve():
-        with ProfileStore.open_shipped(shipped) as store:
-            table = latest_by_key(store.measurements(device))
+        table.update(_shipped_table(shipped, device))
     table.update(latest_by_key(load_measurements(path, device)))
     return table
 

@@ -112,14 +112,14 @@ ZERO_FLOP_GENERICS = frozenset({
 })
 
 
-# FLOPs per element of the first input, for generic ops whose count is not one
-# per output element (softmax-like: max, subtract, exp, sum, divide)
 GATHERING_GENERICS: dict[str, int] = {"nll_loss_forward": 0, "nll_loss2d_forward": 0}
 """aten ops that read one element per row of one input (the input named by its
 index: the target class's log-probability), not the whole row: its bytes are
 one element per row (the shipped H100 kernel timings read 0.02x a whole-row
 price)."""
 
+# FLOPs per element of the first input, for generic ops whose count is not one
+# per output element (softmax-like: max, subtract, exp, sum, divide)
 GENERIC_FLOPS_PER_INPUT_ELEMENT: dict[str, float] = {
     "_log_softmax": 5.0,
     "_log_softmax_backward_data": 3.0,

@@ -111,7 +111,7 @@ def profile_ops(
             run.already += 1
         else:
             todo.append((key, op))
-    refresh = refresh or refresh_below > 0
+    replace = refresh or refresh_below > 0  # a row already there is overwritten
     if on_start is not None:
         on_start(run, len(todo) * rounds)
     samples: dict[OpKey, list[float]] = {}
@@ -147,7 +147,7 @@ def profile_ops(
                 if r == 0:
                     if store.put(m):
                         run.measured += 1
-                    elif refresh:
+                    elif replace:
                         store.update(m)
                         run.measured += 1
                     else:

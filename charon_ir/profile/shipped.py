@@ -23,8 +23,8 @@ through to the next engine.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 SHIPPED_DB = Path(__file__).with_name("data") / "gpu_kernels.db"
