@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, one_line
 
 COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep")
 """Modules under charon_ir.commands, each adding its subcommands to the app."""
@@ -41,7 +41,7 @@ for _name in COMMAND_MODULES:
 
 def fail(message: str, code: int = 1) -> None:
     """Print one diagnostic line and exit non-zero."""
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -62,6 +62,9 @@ def main() -> None:
         fail("aborted")
     except CharonError as e:
         fail(str(e))
+    except MemoryError:  # a configuration too large for this host, not a bug
+        fail("out of host memory: the configuration is too large to simulate on this machine "
+             "(fewer GPUs or replicas, or --tier fast, need less)")
     except Exception as e:  # a bug, not bad input: one line unless asked for more
         if os.environ.get("CHARON_DEBUG"):
             raise

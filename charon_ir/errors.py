@@ -14,6 +14,19 @@ class CharonError(Exception):
     """A user-facing error; its message is the whole diagnostic."""
 
 
+def one_line(message: str) -> str:
+    """`message` as one printable line: a newline or carriage return in a value
+    the user gave (a model name, a file name) is shown escaped, not printed."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def reason_of(e: BaseException, limit: int = 300) -> str:
+    """A third-party exception's message on one line: its lines joined (a
+    validation error puts the reason on its second line), cut at `limit`."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def read_text(path: str | Path, name: str = "", error: type[CharonError] = CharonError) -> str:
     """The text of a file the user named, or one `error` line naming it (`name`,
     else the path): `NAME: cannot read: REASON`, `NAME: not UTF-8 text (byte N)`."""

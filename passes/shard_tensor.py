@@ -39,7 +39,7 @@ from xdsl.passes import ModulePass
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
-from charon_ir.parallel.mesh import ensure_axis
+from charon_ir.parallel.mesh import ensure_axis, refuse_axis_twice
 from charon_ir.passes.shard_expert import EXPERT_TP_ATTR, expert_weight_dims
 from charon_ir.parallel.sharding import (
     Shard,
@@ -154,6 +154,7 @@ class ShardTensorPass(ModulePass):
         if self.tp == 1:
             return
         tp = self.tp
+        refuse_axis_twice(op, "tp", self.name)
         dims = model_dims(op)
         heads, kv_heads = dims["heads"], dims["kv_heads"]
         if heads and heads % tp:

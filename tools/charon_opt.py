@@ -24,14 +24,14 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation, OpResult
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, one_line
 from charon_ir.registry import ALL_DIALECTS, ALL_PASSES, ALL_TARGETS
 
 
@@ -67,11 +67,31 @@ class LocatedVerifyError(DiagnosticException):
     (a DiagnosticException, so `--verify-diagnostics` prints it and goes on)."""
 
 
+def check_defined_before(op: Operation, order: dict[Block, dict[Operation, int]]) -> None:
+    """Each value `op` reads is defined above it in its block or an enclosing one:
+    xDSL checks no dominance, and a value read before its definition would be
+    simulated as if it were there. (A value of a region that does not enclose `op`
+    is the phase verifier's to report.)"""
+    for i, value in enumerate(op.operands):
+        if not isinstance(value, OpResult) or (block := value.op.parent_block()) is None:
+            continue
+        at = block.find_ancestor_op_in_block(op)
+        if at is None:
+            continue
+        if block not in order:
+            order[block] = {o: k for k, o in enumerate(block.ops)}
+        if order[block][value.op] >= order[block][at]:
+            name = f"%{value.name_hint}" if value.name_hint else f"#{i}"
+            raise VerifyException(f"operand {name} is used before it is defined")
+
+
 def verify_located(module: ModuleOp, spans: dict[int, Span]) -> None:
     """Verify op by op so the first failing op is reported at its own place."""
+    order: dict[Block, dict[Operation, int]] = {}
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
+            check_defined_before(op, order)
         except (VerifyException, DiagnosticException) as e:
             span = spans.get(id(op))
             where = span_location(span) if span else "<unknown>"
@@ -283,14 +303,14 @@ def main(args: Sequence[str] | None = None) -> None:
         print(f"{span_location(e.span)}: error: {e.msg}", file=sys.stderr)
         sys.exit(1)
     except CharonError as e:
-        message = str(e)
+        message = one_line(str(e))
         if ": error: " not in message:
             message = f"charon-opt: error: {message}"
         print(message, file=sys.stderr)
         sys.exit(1)
     except OSError as e:  # the input or -o file: name it, not the errno
         where = f"{e.filename}: " if e.filename else ""
-        print(f"charon-opt: error: {where}{e.strerror or first_line(e)}", file=sys.stderr)
+        print(one_line(f"charon-opt: error: {where}{e.strerror or first_line(e)}"), file=sys.stderr)
         sys.exit(1)
     except (DiagnosticException, ValueError, KeyError) as e:
         message = first_line(e)

@@ -54,6 +54,8 @@ __all__ = [
 
 MODES = ("train", "prefill", "decode")
 DTYPE_NAMES = ("bf16", "fp16", "fp32")
+MAX_TOKENS = 2**31 - 1
+"""Tokens one traced micro-batch may hold (the longest contexts are ~1e7 tokens)."""
 
 
 @dataclass
@@ -77,6 +79,9 @@ def _check_options(seq_len: int, batch: int, mode: str, dtype: str) -> None:
         raise CharonError(f"unknown dtype '{dtype}'; expected one of {', '.join(DTYPE_NAMES)}")
     if seq_len < 1 or batch < 1:
         raise CharonError(f"seq_len and batch must be >= 1, got seq_len={seq_len}, batch={batch}")
+    if seq_len * batch > MAX_TOKENS:
+        raise CharonError(f"seq_len x batch is {seq_len * batch:,} tokens per micro-batch; at most "
+                          f"{MAX_TOKENS:,} (beyond it tensor sizes overflow 64-bit byte counts)")
 
 
 def _versions() -> dict[str, str]:

@@ -109,10 +109,19 @@ REQUIRED_FIELDS = (
 
 MAX_LAYERS = 10_000
 """More layers than any model has: importing a billion (a typo) ran for hours."""
+MAX_SIZE = 2**20
+"""The largest width a config may give (hidden, vocabulary, FFN, heads, experts):
+the largest models stay under 300,000 (Gemma 3's vocabulary, 262,144); a typo
+beyond this made tensors whose byte counts overflow the IR's 64-bit integers."""
+MAX_PARAMETERS = 10**15
+"""A thousand times the largest model (DeepSeek-V3 and Kimi K2: ~1e12)."""
 SIZE_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size", "head_dim",
                "n_routed_experts", "num_local_experts", "num_experts_per_tok")
 """Optional sizes: a zero (a model without an MLP, a zero-width head) traced into
 nonsense or a Python error deep in transformers."""
+WIDTH_FIELDS = ("hidden_size", "n_embd", "num_attention_heads", "n_head", "num_key_value_heads",
+                "vocab_size", *SIZE_FIELDS)
+"""The fields `MAX_SIZE` bounds (every size but the layer count, `MAX_LAYERS`'s)."""
 
 
 def check_config(config: dict[str, Any], where: str) -> None:
@@ -157,6 +166,24 @@ def check_config(config: dict[str, Any], where: str) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
             raise CharonError(f"{where}: malformed config.json: '{key}' must be a positive integer, "
                               f"got {value!r}")
+    for key in WIDTH_FIELDS:
+        value = config.get(key)
+        if isinstance(value, int) and value > MAX_SIZE:
+            raise CharonError(f"{where}: malformed config.json: '{key}' is {value:,}; at most {MAX_SIZE:,} "
+                              "(the largest models stay under 300,000)")
+    experts = next((config[k] for k in ("num_local_experts", "n_routed_experts", "num_experts")
+                    if isinstance(config.get(k), int)), None)
+    top_k = config.get("num_experts_per_tok")
+    if experts is not None and isinstance(top_k, int) and top_k > experts:
+        raise CharonError(f"{where}: malformed config.json: 'num_experts_per_tok' {top_k} is more than "
+                          f"the {experts} experts")
+    ffn = max((config[k] for k in ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size")
+               if isinstance(config.get(k), int)), default=4 * hidden)
+    vocab = config["vocab_size"]
+    bound = layers * (4 * hidden * hidden + 3 * hidden * ffn * max(experts or 1, 1)) + 2 * vocab * hidden
+    if bound > MAX_PARAMETERS:
+        raise CharonError(f"{where}: malformed config.json: about {bound:.1e} parameters; at most "
+                          f"{MAX_PARAMETERS:.0e} (the largest models have ~1e12)")
     head_dim = config.get("head_dim")
     if isinstance(head_dim, int) and head_dim % 2:
         raise CharonError(f"{where}: malformed config.json: 'head_dim' {head_dim} is odd (rotary "

@@ -13,6 +13,7 @@ through make_fx, forward only.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, reason_of
 from charon_ir.frontend import torch_ops
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -258,7 +259,7 @@ def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype, where: str =
     try:
         config = AutoConfig.for_model(model_type, **kwargs)
     except Exception as e:  # ValueError, TypeError, huggingface_hub's StrictDataclass* errors
-        raise CharonError(f"{where}: malformed config.json for {model_type}: {str(e).splitlines()[0]}") from None
+        raise CharonError(f"{where}: malformed config.json for {model_type}: {reason_of(e)}") from None
     config._attn_implementation = torch_ops.IMPLEMENTATION
     if hasattr(config, "_experts_implementation"):
         config._experts_implementation = torch_ops.IMPLEMENTATION
@@ -318,11 +319,31 @@ class StepShape:
         return 1 if self.mode == "decode" else self.seq_len
 
 
+TORCH_TRACE_LOGGERS = ("torch._subclasses.fake_tensor",)
+"""Loggers that print a traceback of their own (`log.exception`) before re-raising
+an op's failure under fake tensors (a top-k past the expert count, a tensor too
+large to size): the tracer turns the exception into one line, so they stay quiet."""
+
+
+@contextlib.contextmanager
+def _quiet_torch_logs() -> Iterator[None]:
+    loggers = [logging.getLogger(name) for name in TORCH_TRACE_LOGGERS]
+    was = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        yield
+    finally:
+        for lg, disabled in zip(loggers, was):
+            lg.disabled = disabled
+
+
 def trace_hf_model(name: str, config_dict: dict[str, Any], family_name: str, shape: StepShape, dtype_name: str) -> TracedModel:
     """Build the HF model of a config on the meta device and trace its parts."""
     model = build_hf_model(config_dict, DTYPES[dtype_name], name)
     try:
-        return trace_parts(name, family_name, FAMILIES[family_name](model), shape, None)
+        with _quiet_torch_logs():
+            return trace_parts(name, family_name, FAMILIES[family_name](model), shape, None)
     except CharonError:
         raise
     except Exception as e:  # an architecture variant the tracer does not handle
@@ -363,7 +384,8 @@ class UserModuleFamily(Family):
 
 def trace_user_module(module: nn.Module, shape: StepShape, dtype_name: str) -> TracedModel:
     try:
-        return trace_parts(type(module).__name__, "module", UserModuleFamily(module), shape, DTYPES[dtype_name])
+        with _quiet_torch_logs():
+            return trace_parts(type(module).__name__, "module", UserModuleFamily(module), shape, DTYPES[dtype_name])
     except CharonError:
         raise
     except Exception as e:

@@ -64,6 +64,8 @@ class ClusterError(CharonError):
 
 SCALE_UP_KINDS = ("nvswitch", "fully_connected", "torus", "none")
 SCALE_OUT_KINDS = ("fat_tree", "fullflat", "torus", "none")
+MAX_CLUSTER_COUNT = 2**31 - 1
+"""The largest count a cluster file gives (nodes, GPUs, NICs, ...), as `charon`'s flags."""
 
 # Decimal scales, so that a value rounds once: 0.4us is 4e-07, not 4.0000000000000003e-07
 _BANDWIDTH_UNITS = {
@@ -320,6 +322,8 @@ class _Reader:
         n = int(v.raw)
         if n < minimum:
             raise self.fail(v.line, v.col, f"'{key}' must be >= {minimum}, got {n}")
+        if n > MAX_CLUSTER_COUNT:  # the IR's integers are 64-bit: products of counts must fit
+            raise self.fail(v.line, v.col, f"'{key}' must be <= {MAX_CLUSTER_COUNT}, got {n}")
         return n
 
     def quantity(self, blk: _Block, key: str, units: dict[str, Decimal], what: str,

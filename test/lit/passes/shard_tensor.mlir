@@ -3,6 +3,7 @@
 // RUN: charon-opt %s -p 'shard-tensor{tp=1}' | filecheck %s --check-prefix=ONE
 // RUN: not charon-opt %s -p 'shard-tensor{tp=3}' 2>&1 | filecheck %s --check-prefix=HEADS
 // RUN: not charon-opt %s -p 'shard-tensor{tp=8}' 2>&1 | filecheck %s --check-prefix=HEADS8
+// RUN: not charon-opt %s -p 'shard-tensor{tp=2},shard-tensor{tp=2}' 2>&1 | filecheck %s --check-prefix=TWICE
 
 // A tiny Llama layer (32 tokens, hidden 64, 4 query heads and 2 kv heads of 16,
 // SwiGLU 128), unsharded. tp=2: q/k/v and gate/up split on their output features,
@@ -134,4 +135,4 @@ builtin.module {
     sim.yield
   }
 }
-
+// TWICE: charon-opt: error: shard-tensor: the module is already sharded along grid axis 'tp'

@@ -73,6 +73,12 @@ def test_missing_field(tmp_path):
     ({"head_dim": 7}, "'head_dim' 7 is odd (rotary embeddings rotate pairs of dimensions)"),
     # a billion layers imported for hours
     ({"num_hidden_layers": 10**9}, "1000000000 layers; at most 10,000 (the largest models have a few hundred)"),
+    # sizes past 64-bit byte counts: an internal error in memory-analysis, or a
+    # MemoryError in data-parallel's buckets
+    ({"vocab_size": 10**15}, "'vocab_size' is 1,000,000,000,000,000; at most 1,048,576 "
+                             "(the largest models stay under 300,000)"),
+    ({"num_hidden_layers": 9000, "hidden_size": 2**19, "intermediate_size": 2**20},
+     "about 2.5e+16 parameters; at most 1e+15 (the largest models have ~1e12)"),
 ])
 def test_malformed_sizes_are_one_line(tmp_path, fields, line):
     bad = tmp_path / "config.json"
@@ -90,3 +96,14 @@ def test_unsupported_architecture(tmp_path):
     with pytest.raises(CharonError) as err:
         load_config(bad)
     assert "unsupported architecture 'bert'" in _one_line(err)
+
+
+def test_more_experts_per_token_than_experts(tmp_path):
+    # traced until torch's top-k failed, with torch's own traceback on stderr
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4,
+                               "num_hidden_layers": 2, "vocab_size": 100, "intermediate_size": 128,
+                               "num_local_experts": 4, "num_experts_per_tok": 8}))
+    with pytest.raises(CharonError) as err:
+        load_config(bad)
+    assert _one_line(err).endswith("malformed config.json: 'num_experts_per_tok' 8 is more than the 4 experts")

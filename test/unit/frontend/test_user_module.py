@@ -96,3 +96,34 @@ def test_untraceable_module_is_one_clear_error():
 
     with pytest.raises(CharonError, match="cannot trace Broken"):
         import_model(Broken(), seq_len=8)
+
+
+TOPK_PAST_THE_DIM = """
+import torch
+from torch import nn
+from charon_ir.frontend import import_model
+
+class TopKPastTheDim(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 4)
+
+    def forward(self, idx):
+        return torch.topk(self.emb(idx), k=8, dim=-1).values
+
+import_model(TopKPastTheDim(), seq_len=8)
+"""
+
+
+def test_a_kernel_failing_under_fake_tensors_prints_no_torch_traceback():
+    """torch logs the failing meta kernel with a traceback of its own (a top-k past
+    its dim, as in a config with more experts per token than experts) before the
+    exception reaches the tracer; only the tracer's error remains. (A subprocess:
+    torch's log handler writes to the stream it found at import.)"""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", TOPK_PAST_THE_DIM], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "fake_tensor.py" not in r.stderr, r.stderr
+    assert "CharonError: cannot trace TopKPastTheDim: RuntimeError" in r.stderr

@@ -157,3 +157,9 @@ def test_clusters_are_hashable_values():
     a, b = load_cluster("dgx-h100"), load_cluster("dgx-h100")
     assert a == b and hash(a) == hash(b)
     assert isinstance(a, Cluster) and a.with_nodes(4).total_gpus == 32
+
+
+def test_a_count_past_64_bit_products(tmp_path):
+    """It reached the IR and failed there as an i64 overflow naming neither file nor key."""
+    assert error_of("nodes = 99999999999999999999999\nnode { gpu = H100 gpus = 8 }\n") == (
+        "f.cluster:1:9: 'nodes' must be <= 2147483647, got 99999999999999999999999")

@@ -212,3 +212,22 @@ def test_a_cluster_names_the_gpu_unless_hardware_is_given(charon_fails):
     assert charon_fails(*args, "--hardware", "H100") == (
         "error: set-target: option 'hardware' (H100-SXM5-80GB) differs from the GPU of cluster "
         "'dgx-a100' (A100-SXM4-80GB)")
+
+
+def test_a_value_with_a_newline_stays_on_one_line(charon_fails):
+    assert charon_fails("simulate", "--model", "no\nsuch", "--gpus", "8").startswith(
+        "error: unknown model 'no\\nsuch'; bundled models: ")
+
+
+def test_running_out_of_host_memory_is_one_line(charon_fails, monkeypatch):
+    """A configuration too large for this host (10^8 ranks enumerated by the fine
+    tier, 10^7 serving replicas) ended in an internal error naming MemoryError."""
+    import charon_ir.api as api
+
+    def too_large(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(api, "simulate", too_large)
+    assert charon_fails("simulate", "--model", "llama-3.1-8b", "--gpus", "8") == (
+        "error: out of host memory: the configuration is too large to simulate on this machine "
+        "(fewer GPUs or replicas, or --tier fast, need less)")

@@ -111,6 +111,11 @@ def test_unreadable_input_names_the_file(tmp_path):
     out = charon_opt(str(missing))
     assert out.returncode == 1
     assert out.stderr == f"charon-opt: error: {missing}: No such file or directory\n"
+    # a newline in the name is shown escaped: the diagnostic stays one line
+    odd = tmp_path / "a\nb.mlir"
+    out = charon_opt(str(odd))
+    assert out.returncode == 1
+    assert out.stderr == f"charon-opt: error: {tmp_path}/a\\nb.mlir: No such file or directory\n"
 
 
 def test_output_file_in_a_missing_folder(tmp_path):

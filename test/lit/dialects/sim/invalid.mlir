@@ -148,3 +148,20 @@ sim.phase "sideways" {
   sim.yield
 }
 // CHECK: error: 'sim.phase' op kind must be one of ['backward', 'decode', 'forward', 'optimizer', 'prefill'], got 'sideways'
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+%y = sim.elementwise "silu" %z : tensor<4xbf16> -> tensor<4xbf16>
+%z = sim.elementwise "neg" %x : tensor<4xbf16> -> tensor<4xbf16>
+// CHECK: error: 'sim.elementwise' op operand %z is used before it is defined
+
+// -----
+
+%x = sim.input "x" : tensor<4xbf16>
+sim.phase "forward" {
+  %y = sim.elementwise "silu" %z : tensor<4xbf16> -> tensor<4xbf16>
+  %z = sim.elementwise "neg" %x : tensor<4xbf16> -> tensor<4xbf16>
+  sim.yield
+}
+// CHECK: error: 'sim.elementwise' op operand %z is used before it is defined
