@@ -198,8 +198,8 @@ SCHEDULE_FLAG_WORDS = {
     "unknown": "--schedule must be one of {known}, got '{schedule}'",
     "vpp-needs-interleaved": "--vpp {vpp} runs the interleaved schedule, not --schedule {schedule}",
     "interleaved-vpp": "--schedule interleaved needs --vpp >= 2 (model chunks per stage)",
-    "interleaved-divisible": "--schedule interleaved needs the micro-batches divisible by --pp {pp}: {counted}",
-    "too-few": "--schedule {schedule} needs at least --pp {pp} micro-batches in flight: {counted}",
+    "interleaved-divisible": "{named} needs the micro-batches divisible by --pp {pp}: {counted}",
+    "too-few": "{named} needs at least --pp {pp} micro-batches in flight: {counted}",
 }
 """`check_schedule`'s rules in the flags' words (the pipeline pass names its
 options, and 'microbatches' is no flag)."""
@@ -213,9 +213,12 @@ def _check_schedule_flags(config: TrainingConfig, schedule: str, dp: int, microb
     except ScheduleError as e:
         counted = (f"--global-batch {config.global_batch or dp * config.micro_batch} / (dp {dp} x "
                    f"--micro-batch {config.micro_batch}) = {microbatches} micro-batches")
+        # a schedule nobody asked for is named as the default it is
+        named = (f"--schedule {schedule}" if config.schedule
+                 else f"the {schedule} schedule (the default with --{'vpp' if config.vpp > 1 else 'pp'})")
         raise CharonError(SCHEDULE_FLAG_WORDS[e.rule].format(
             known=", ".join(SCHEDULES), schedule=schedule, vpp=config.vpp, pp=config.pp,
-            counted=counted)) from None
+            counted=counted, named=named)) from None
 
 
 def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
@@ -297,9 +300,26 @@ def build_training_module(config: TrainingConfig):
     and its per-stage memory."""
     plan = pass_plan(config)
     ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch)
+    if config.model.endswith(".mlir"):
+        _check_layer_stack(module, config.model)
     for name, options in plan:
         _pass(name, **options).apply(ctx, module)
     return ctx, module, _memory(module)
+
+
+def _check_layer_stack(module, path: str) -> None:
+    """The passes a flag asks for schedule micro-batches over a stack of layers (a
+    `sim.repeat` in the forward phase); a hand-written step without one failed in
+    the pipeline pass, which no flag had named."""
+    from charon_ir.dialects import sim
+
+    for phase in module.body.block.ops:
+        if isinstance(phase, sim.PhaseOp) and phase.kind.data == "forward" and any(
+            isinstance(o, sim.RepeatOp) for o in phase.body.block.ops
+        ):
+            return
+    raise CharonError(f"{path} has no stack of layers (a sim.repeat in a forward phase) for the passes "
+                      "that parallel-strategy and batch flags ask for; without them it is simulated as written")
 
 
 def _memory(module) -> list:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from charon_ir.errors import CharonError
 from charon_ir.target.hardware import GpuSpec
 
 # ---------------------------------------------------------------------------
@@ -137,6 +138,12 @@ No record measures the Triton kernel: not fitted."""
 
 def attention_constants(gpu: GpuSpec, kernel: str = DEFAULT_ATTENTION_KERNEL) -> AttentionConstants:
     name = ATTENTION_ALIASES.get(gpu.name, gpu.name)
+    architecture = gpu.architecture
+    if kernel == "flash3" and architecture and not architecture.startswith("Hopper"):
+        # FlashAttention-3 is written for Hopper's TMA and wgmma (sm90); elsewhere
+        # it was priced as FlashAttention-2 without a word
+        raise CharonError(f"attention kernel 'flash3' (FlashAttention-3) runs on Hopper GPUs only; "
+                          f"{gpu.name} is {architecture}")
     if kernel == "triton":
         c = ATTENTION.get((name, "flash2")) or ATTENTION_DEFAULT
         return AttentionConstants(

@@ -66,6 +66,11 @@ class GpuSpec:
         return int(self.raw.get("sm_or_cu_count") or 0)
 
     @property
+    def architecture(self) -> str:
+        """The GPU table's `architecture` ("Hopper (GH100)", ...); empty when unknown."""
+        return str(_details().get(self.name, {}).get("architecture") or "")
+
+    @property
     def vector_peak(self) -> float:
         """FLOP/s of the non-tensor-core units (fp32), what pointwise ops run on."""
         return self.peak_flops.get("f32") or self.peak("bf16") / 16
@@ -79,6 +84,13 @@ class GpuSpec:
 def _table() -> dict[str, dict[str, Any]]:
     text = resources.files("charon_ir.target").joinpath("gpus.json").read_text()
     return json.loads(text)["summary_flat"]
+
+
+@cache
+def _details() -> dict[str, dict[str, Any]]:
+    """The GPU table's full entries (architecture, sources) by name."""
+    text = resources.files("charon_ir.target").joinpath("gpus.json").read_text()
+    return json.loads(text)["gpus"]
 
 
 def gpu_names() -> list[str]:

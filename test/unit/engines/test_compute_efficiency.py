@@ -1,5 +1,6 @@
 """Efficiency curves: bounded, saturating, quantised the way GPUs are."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import TensorType, bf16
@@ -117,3 +118,14 @@ def test_no_gemm_shape_beats_the_best_measured_one():
         )
         assert best * gpu.peak("bf16") / 1e12 <= value * 1.001, name
         assert best * gpu.peak("bf16") / 1e12 >= value * 0.99, name
+
+
+def test_flash3_runs_on_hopper_only():
+    """It was priced as FlashAttention-2 on an A100 without a word."""
+    from charon_ir.errors import CharonError
+    from charon_ir.target.hardware import load_gpu
+
+    assert attention_efficiency(load_gpu("H200"), 8, 16, 2048, 2048, 128, False, kernel="flash3") > 0
+    with pytest.raises(CharonError, match=r"^attention kernel 'flash3' \(FlashAttention-3\) runs on Hopper "
+                                          r"GPUs only; A100-SXM4-80GB is Ampere \(GA100\)$"):
+        attention_efficiency(load_gpu("A100-SXM4-80GB"), 8, 16, 2048, 2048, 128, False, kernel="flash3")

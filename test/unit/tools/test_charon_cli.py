@@ -183,14 +183,16 @@ def test_a_hand_written_step_takes_no_sequence_length(charon_fails):
     "args, line",
     [
         # the pipeline pass named its own options ('microbatches' is no flag)
-        (("--pp", "2"), "error: --schedule 1f1b needs at least --pp 2 micro-batches in flight: "
-                        "--global-batch 4 / (dp 4 x --micro-batch 1) = 1 micro-batches"),
+        (("--pp", "2"), "error: the 1f1b schedule (the default with --pp) needs at least --pp 2 "
+                        "micro-batches in flight: --global-batch 4 / (dp 4 x --micro-batch 1) = 1 micro-batches"),
+        (("--pp", "2", "--schedule", "zb-h1"), "error: --schedule zb-h1 needs at least --pp 2 micro-batches "
+                                               "in flight: --global-batch 4 / (dp 4 x --micro-batch 1) = 1 micro-batches"),
         (("--pp", "2", "--vpp", "2", "--schedule", "1f1b"),
          "error: --vpp 2 runs the interleaved schedule, not --schedule 1f1b"),
         (("--pp", "2", "--schedule", "zigzag"),
          "error: --schedule must be one of gpipe, 1f1b, interleaved, zb-h1, got 'zigzag'"),
         (("--pp", "2", "--vpp", "2", "--global-batch", "12"),
-         "error: --schedule interleaved needs the micro-batches divisible by --pp 2: "
+         "error: the interleaved schedule (the default with --vpp) needs the micro-batches divisible by --pp 2: "
          "--global-batch 12 / (dp 4 x --micro-batch 1) = 3 micro-batches"),
     ],
 )
@@ -231,3 +233,12 @@ def test_running_out_of_host_memory_is_one_line(charon_fails, monkeypatch):
     assert charon_fails("simulate", "--model", "llama-3.1-8b", "--gpus", "8") == (
         "error: out of host memory: the configuration is too large to simulate on this machine "
         "(fewer GPUs or replicas, or --tier fast, need less)")
+
+
+@pytest.mark.parametrize("model", [MLP, str(Path(__file__).resolve().parents[3] / "examples/transformer_layer.mlir")])
+def test_a_hand_written_step_without_layers_takes_no_parallel_flags(charon_fails, model):
+    """It failed in the pipeline pass ("the forward phase has no sim.repeat of layers
+    to split"), which no flag had asked for."""
+    assert charon_fails("simulate", "--model", model, "--gpus", "2", "--tp", "2") == (
+        f"error: {model} has no stack of layers (a sim.repeat in a forward phase) for the passes that "
+        "parallel-strategy and batch flags ask for; without them it is simulated as written")
