@@ -44,20 +44,35 @@ def cache_path(key: str) -> Path:
     return cache_dir() / f"{key}.mlir"
 
 
+CHECKSUM_PREFIX = "// charon-ir-cache sha256 "
+"""The last line of an entry: the digest of the text above it. An entry damaged
+after it was written (truncated, edited) is a miss, not IR that `charon import`
+copies out unparsed."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def read(key: str) -> str | None:
     try:
-        return cache_path(key).read_text()
-    except OSError:
+        stored = cache_path(key).read_text()
+    except (OSError, UnicodeDecodeError):
         return None
+    text, _, last = stored.rstrip("\n").rpartition("\n")
+    if last != CHECKSUM_PREFIX + _digest(text + "\n"):
+        return None
+    return text + "\n"
 
 
 def write(key: str, text: str) -> Path:
     path = cache_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+    text = text if text.endswith("\n") else text + "\n"
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(text)
+            f.write(text + CHECKSUM_PREFIX + _digest(text) + "\n")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

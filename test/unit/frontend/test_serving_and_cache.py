@@ -67,6 +67,13 @@ def test_damaged_cache_entry_is_reimported(tmp_path, monkeypatch):
     again = import_model_with_summary("llama-3.1-8b", seq_len=32)
     assert not again.from_cache
     assert param_count(again.module) == 8030261248
+    # the unparsed path (`charon import -o` copies the text out without parsing
+    # it) passed a truncated entry through: the checksum makes it a miss too
+    text = first.cache_file.read_text()
+    assert text.splitlines()[-1].startswith(ir_cache.CHECKSUM_PREFIX)
+    first.cache_file.write_text(text[: len(text) // 2])
+    copied = import_model_with_summary("llama-3.1-8b", seq_len=32, parse=False)
+    assert not copied.from_cache and copied.text == again.text
 
 
 def test_group_layers_finds_runs_and_periods():
