@@ -49,7 +49,7 @@ def profile_command(
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option("--model", help="a model to import and measure: bundled name or config.json"),
+        typer.Option("--model", help="a model to import and measure: bundled name, config.json or a model folder"),
     ] = None,
     shipped_steps: Annotated[
         bool,

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 
 def simulate_command(
     ctx: typer.Context,
-    model: Annotated[str, Opt("--model", help="bundled name, config.json, or a .mlir file")],
+    model: Annotated[str, Opt("--model", help="bundled name, config.json (or a model folder holding one), or a .mlir file")],
     hardware: Annotated[str, Opt("--hardware", help="GPU, e.g. H100-SXM5-80GB (with --cluster: the cluster's)")] = "H100-SXM5-80GB",
     gpus: Annotated[int, Opt("--gpus", help="GPUs in the job")] = 8,
     gpus_per_node: Annotated[int, Opt("--gpus-per-node", help="0: the GPU's usual node")] = 0,

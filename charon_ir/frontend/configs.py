@@ -54,11 +54,17 @@ def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
     """(display name, HF config dict without the `_`-prefixed notes) of a bundled
     name or a path to a config.json. Raises CharonError with one line on a bad input."""
     path = Path(model)
+    where = str(model)
+    if path.is_dir():  # a Hugging Face model folder: its config.json
+        if not (path / "config.json").is_file():
+            raise CharonError(f"{model}: a folder without a config.json")
+        path = path / "config.json"
+        where = str(path)
     if isinstance(model, Path) or str(model).endswith(".json") or path.is_file():
         if not path.is_file():
             raise CharonError(f"{model}: no such config file")
-        data = _read_json(read_text(path, str(model)), str(model))
-        name = path.stem if path.name != "config.json" else path.parent.name or "config"
+        data = _read_json(read_text(path, where), where)
+        name = path.stem if path.name != "config.json" else path.resolve().parent.name or "config"
     else:
         names = bundled_models()
         if model not in names:
@@ -71,7 +77,7 @@ def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
         data = _read_json(text, f"{model}.json")
         name = str(model)
     config = {k: v for k, v in data.items() if not k.startswith("_")}
-    check_config(config, name)
+    check_config(config, where if path.is_file() else name)
     return name, config
 
 

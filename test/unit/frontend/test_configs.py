@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +44,21 @@ def test_missing_file(tmp_path):
     with pytest.raises(CharonError) as err:
         load_config(tmp_path / "none.json")
     assert "no such config file" in _one_line(err)
+
+
+def test_a_hugging_face_model_folder_reads_its_config(tmp_path):
+    """A folder was taken for a bundled name ("unknown model 'my-model'")."""
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    tiny = Path(__file__).resolve().parents[3] / "examples" / "llama_tiny_config.json"
+    (folder / "config.json").write_text(tiny.read_text())
+    name, config = load_config(str(folder))
+    assert name == "my-model" and config["model_type"] == "llama"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CharonError) as err:
+        load_config(str(empty))
+    assert _one_line(err) == f"{empty}: a folder without a config.json"
 
 
 def test_malformed_json(tmp_path):
