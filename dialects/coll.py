@@ -99,6 +99,10 @@ class GridOp(IRDLOperation):
             raise VerifyException(f"axis names must be distinct, got {names}")
         if any(s < 1 for s in sizes):
             raise VerifyException(f"axis sizes must be >= 1, got {list(sizes)}")
+        block = self.parent_block()
+        if block is not None and any(isinstance(o, GridOp) and o is not self for o in block.ops):
+            # the passes and the interpreter read the one grid of a module
+            raise VerifyException("a module holds one coll.grid")
 
     def num_devices(self) -> int:
         return prod(self.shape.get_values())

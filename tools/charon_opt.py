@@ -235,6 +235,7 @@ class CharonOptMain(xDSLOptMain):
             self.args.passes = strip_module_wrapper(self.args.pass_pipeline)
         if self.args.passes:
             self.args.passes = decimal_numbers(self.args.passes)
+            check_repeated_options(self.args.passes)
         try:
             super().setup_pipeline()
         except CharonError:
@@ -260,6 +261,19 @@ def decimal_numbers(spec: str) -> str:
     parts = QUOTED.split(spec)
     return "".join(part if i % 2 else SCIENTIFIC.sub(lambda m: format(Decimal(m.group(1)), "f"), part)
                    for i, part in enumerate(parts))
+
+
+PASS_OPTIONS = re.compile(r"([\w.-]+)\{([^}]*)\}")
+OPTION_NAME = re.compile(r"(?:^|\s)([\w-]+)\s*=")
+
+
+def check_repeated_options(spec: str) -> None:
+    """`shard-tensor{tp=2 tp=4}`: xDSL keeps the last value without a word."""
+    for match in PASS_OPTIONS.finditer(QUOTED.sub('""', spec)):
+        names = OPTION_NAME.findall(match.group(2))
+        repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if repeated is not None:
+            raise CharonError(f"pass '{match.group(1)}': option '{repeated}' is given twice")
 
 
 def check_option_ranges(module_pass: ModulePass) -> None:

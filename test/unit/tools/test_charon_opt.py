@@ -65,6 +65,8 @@ def test_a_full_simulation_does_not_import_torch():
          "memory-analysis: stage 0 needs"),
         (["-p", f"set-target{{hardware=H100}},memory-analysis{{limit-gb=1e21}},shard-tensor{{tp=1e30}}"],
          f"pass 'shard-tensor': option 'tp' ({10**30}) is out of the 64-bit integer range"),
+        # xDSL kept the last value without a word
+        (["-p", "shard-tensor{tp=2 tp=4}"], "charon-opt: error: pass 'shard-tensor': option 'tp' is given twice"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args, message):

@@ -84,3 +84,9 @@ coll.grid @mesh(axes = ["pp"], shape = 4)
 %x = sim.input "x" : tensor<16x64xbf16>
 coll.send %x on @mesh ["pp"] shift 1 {subgroup = array<i64: 0, 3>} : tensor<16x64xbf16>
 // CHECK: error: 'coll.send' op point-to-point ops take no subgroup (the shift names the peer)
+
+// -----
+
+coll.grid @mesh(axes = ["tp"], shape = 2)
+coll.grid @mesh2(axes = ["dp"], shape = 4)
+// CHECK: error: 'coll.grid' op a module holds one coll.grid
