@@ -499,9 +499,9 @@ def _check_outputs(trace: str | Path | None, plot: str | Path | None) -> None:
     after it (and a trace is never written beside plots that then fail)."""
     from charon_ir.report.output import check_output_dir, check_output_file
 
-    if trace:
+    if trace is not None:  # an empty path was taken for no trace at all
         check_output_file(trace, "--trace")
-    if plot:
+    if plot is not None:
         check_output_dir(plot, "--plot")
 
 

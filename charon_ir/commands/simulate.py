@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -56,7 +55,7 @@ def simulate_command(
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace: Annotated[str | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
-    plot: Annotated[Path | None, Opt("--plot", help="write PNG plots into this folder")] = None,
+    plot: Annotated[str | None, Opt("--plot", help="write PNG plots into this folder")] = None,
 ) -> None:
     """Simulate one training step and print the report.
 

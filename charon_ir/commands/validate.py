@@ -59,6 +59,8 @@ def validate_command(
         if given:
             raise CharonError(f"--live measures a step on this machine: {', '.join(given)} "
                               "apply to the records' comparison")
+    if device and not live:
+        raise CharonError(f"--device {device}: only --live runs on a device (the records are simulated)")
     if live:
         from charon_ir.validation.live import format_live, run_live
 

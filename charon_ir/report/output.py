@@ -24,6 +24,8 @@ def names_a_folder(path: str | Path) -> bool:
 def check_output_file(path: str | Path, flag: str) -> None:
     """Raise unless a file can be written at `path`: `path` does not name a
     folder, and its folder exists and is writable or can be created."""
+    if not str(path):
+        raise CharonError(f"{flag}: an empty path")
     if names_a_folder(path):
         raise CharonError(f"{flag} {path}: is a directory, not a file")
     path = Path(path)
@@ -33,6 +35,8 @@ def check_output_file(path: str | Path, flag: str) -> None:
 def check_output_dir(path: str | Path, flag: str) -> None:
     """Raise unless files can be written into the folder `path` (created, with
     its parents, when the run writes it)."""
+    if not str(path):
+        raise CharonError(f"{flag}: an empty path")
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise CharonError(f"{flag} {path}: exists and is not a directory")

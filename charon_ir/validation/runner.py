@@ -189,6 +189,8 @@ def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]
                     else calibration.comm_comparisons)([record])
         except (ValueError, KeyError, TypeError, CharonError) as e:  # a GPU, shape or size it lacks
             note = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if isinstance(e, KeyError):  # str() of a KeyError is the bare key
+                note = f"the record has no field {note} its reproduction reads"
             results.append(RecordResult(**base, status="unsupported", note=note))
             continue
         primary = [row for row in rows if row.primary]

@@ -300,6 +300,11 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
     model, hardware, strategy = record["model"], record["hardware"], record["strategy"]
     assumptions: list[str] = []
     gpus = int(hardware["num_gpus"])
+    for key in ("tp", "pp"):
+        value = strategy.get(key)
+        degree = _int_in(value)
+        if value is not None and (degree is None or degree < 1):  # ran as 1 with only a note
+            raise Unsupported(f"strategy.{key} {value!r} is not a degree >= 1")
     tp = _int_in(strategy.get("tp")) or 1
     pp = _int_in(strategy.get("pp")) or 1
     for key in ("tp", "pp", "dp"):

@@ -148,6 +148,9 @@ def test_flags_a_hand_written_step_cannot_take_are_one_line(charon_fails, flag):
         (MLP, "--trace", lambda tmp: tmp / "a-file" / "t.json",
          "error: --trace {path}: {parent} is not a writable directory"),
         (MLP, "--trace", lambda tmp: tmp, "error: --trace {path}: is a directory, not a file"),
+        # an empty trace path was taken for no trace, an empty plot folder for "."
+        (EIGHT_LAYERS, "--trace", lambda tmp: "", "error: --trace: an empty path"),
+        (EIGHT_LAYERS, "--plot", lambda tmp: "", "error: --plot: an empty path"),
     ],
 )
 def test_simulate_unwritable_output_fails_before_the_run(charon_fails, tmp_path, model, flag, make_path, line):

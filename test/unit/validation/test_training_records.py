@@ -90,6 +90,15 @@ def test_non_training_records_are_refused():
     assert source_of(record("narayanan21_t1_1.7B")) == "narayanan21"
 
 
+@pytest.mark.parametrize("tp", ["eight", 0, -2])
+def test_a_degree_that_is_no_number_is_refused(tp):
+    """It ran as tp 1 with only a note."""
+    bad = record("narayanan21_t1_1.7B")
+    bad = {**bad, "strategy": {**bad["strategy"], "tp": tp}}
+    with pytest.raises(Unsupported, match=rf"^strategy.tp {tp!r} is not a degree >= 1$"):
+        training_case(bad)
+
+
 def test_stated_overlap_param_gather_means_the_distributed_optimizer():
     assert training_case(record("megatron_readme_h100_weak_70B")).options["zero"] == 1
     assert training_case(record("narayanan21_t2_PTD_174B_384gpu")).options["zero"] == 0

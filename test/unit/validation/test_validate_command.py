@@ -97,6 +97,8 @@ def test_gate_exit_status_and_line(charon_fails, capsys, monkeypatch):
             f"got {float(value):g}")
     assert charon_fails("validate", "--live", "--device", "tpu") == (
         "error: --device tpu: expected cpu, cuda or cuda:N")
+    assert charon_fails("validate", "--device", "bogus") == (  # was ignored without --live
+        "error: --device bogus: only --live runs on a device (the records are simulated)")
     assert charon_fails("validate", "--live", "--only", "comm", "--max-error", "0.1") == (
         "error: --live measures a step on this machine: --only, --max-error apply to the records' "
         "comparison")
@@ -110,6 +112,10 @@ def test_a_set_file_kernel_or_comm_record_is_compared_as_written(tmp_path):
     assert by_id["mine"].measured == pytest.approx(by_id[nccl["id"]].measured / 2)
     assert by_id["mine"].predicted == by_id[nccl["id"]].predicted
     assert by_id["tpu"].status == "unsupported" and "Q9000" in by_id["tpu"].note
+    # a missing field was named as a bare key ("'shape_MxNxK'")
+    shapeless = {**gemm, "id": "shapeless", "model": {}}
+    [result] = validate([shapeless])
+    assert result.note == "the record has no field 'shape_MxNxK' its reproduction reads"
 
 
 def test_inference_records_never_crash():
