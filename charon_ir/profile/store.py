@@ -92,6 +92,9 @@ class ProfileStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
+            blocking = next((p for p in path.parents if p.exists()), None)
+            if blocking is not None and not blocking.is_dir():  # "File exists" said nothing
+                raise CharonError(f"profile database {path}: {blocking} is a file, not a folder") from None
             raise CharonError(f"profile database {path}: cannot create its directory: {e.strerror}") from None
         return ProfileStore._connect(path, create=True)
 

@@ -602,7 +602,12 @@ def parse_cluster(text: str, filename: str = "<cluster>") -> Cluster:
     try:
         tree = _parser().parse(text)
     except lark.exceptions.UnexpectedCharacters as e:
-        ch = text[e.pos_in_stream] if e.pos_in_stream is not None and e.pos_in_stream < len(text) else "?"
+        at = e.pos_in_stream
+        ch = text[at] if at is not None and at < len(text) else "?"
+        if ch == "-" and at + 1 < len(text) and text[at + 1].isdigit():
+            # every number of a cluster is a count, a size, a bandwidth or a latency
+            raise reader.fail(e.line, e.column, "a negative number (counts, bandwidths and latencies "
+                              "are >= 0)") from None
         raise reader.fail(e.line, e.column, f"unexpected character '{ch}'") from None
     except lark.exceptions.UnexpectedToken as e:
         tok = e.token

@@ -146,3 +146,10 @@ def test_concurrent_writers_neither_corrupt_nor_duplicate(tmp_path: Path):
     rows = conn.execute("SELECT COUNT(*) FROM measurement").fetchone()[0]
     shared, own = count // 2, count - count // 2
     assert rows == shared + own * workers
+
+
+def test_a_database_under_a_file_names_the_file(tmp_path: Path):
+    """The message was mkdir's "File exists"."""
+    (tmp_path / "plain").write_text("not a folder")
+    with pytest.raises(CharonError, match=r"plain/x.sqlite: .*/plain is a file, not a folder$"):
+        ProfileStore.open(tmp_path / "plain" / "x.sqlite")

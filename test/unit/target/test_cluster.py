@@ -95,6 +95,7 @@ def error_of(text: str) -> str:
         ("node { gpu H100 }", "f.cluster:1:12: expected '=' between 'gpu' and 'H100'"),
         ("node { gpu = H100 ", "f.cluster:1:19: unexpected end of file"),
         ("node { gpu = H100 } %", "f.cluster:1:21: unexpected character '%'"),
+        ("nodes = -4\nnode { gpu = H100 }", "f.cluster:1:9: a negative number (counts, bandwidths and latencies are >= 0)"),
         ("node { gpu = Z100 }", "f.cluster:1:14: unknown GPU 'Z100' (known: A100-SXM4-40GB"),
         ("node { gpu = H100 gpu = A100 }", "f.cluster:1:19: 'gpu' is set twice"),
         ("node { gpu = H100 colour = 3 }", "f.cluster:1:19: unknown key 'colour' in 'node'"),
