@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +30,13 @@ AXIS_FLAGS = (
 )
 FLAG_NAMES = {"dp_overlap_param_gather": "--overlap-param-gather"}
 """Settings whose flag is not their name with dashes (as `charon simulate` spells it)."""
+POINTS_FAILED = 3
+"""Exit status of a sweep some of whose points failed with an error (the others'
+results are stored): 1 is bad input, or a sweep none of whose points runs."""
+FAILURE_LINES = 10
+"""Distinct errors printed at most (--json lists every point's)."""
+ILLEGAL_REASONS = 5
+"""Pruning rules the summary tallies at most."""
 
 
 def register(app: typer.Typer) -> None:
@@ -113,7 +121,12 @@ def sweep_command(
     no_progress: Annotated[bool, Opt("--no-progress", help="no progress bar")] = False,
 ) -> None:
     """Sweep strategy and hardware axes; print the ranked table, the Pareto
-    frontier and why the best configuration wins."""
+    frontier and why the best configuration wins.
+
+    Exit status: 0 when every point ran or was pruned (illegal, out of memory);
+    1 on bad input, or when no point runs; 3 when some points failed with an
+    error (each distinct error is printed, the other points' results are stored).
+    """
     from charon_ir.report.output import check_output_dir
     from charon_ir.sweep import summarise
     from charon_ir.sweep.analysis import check_pareto_axis
@@ -193,9 +206,33 @@ def sweep_command(
         print(json.dumps(summary, indent=2, default=str), flush=True)
     else:
         _print_summary(summary, space.top, written, result.pending)
+    failed = [r for r in summary["results"] if r["status"] == "error"]
+    # an error is a bug or a bad input the rules did not foresee, not a pruned point:
+    # it is printed, and the exit status says so
+    _print_failures(failed, list(space.axes))
     if nothing_runs:
         # the summary above says why each point fails; the exit status says none runs
         raise CharonError(_nothing_runs(summary))
+    if failed:
+        print(f"error: {len(failed)} point{'s' * (len(failed) != 1)} failed with an error; the others' "
+              f"results are in {db}", file=sys.stderr)
+        raise SystemExit(POINTS_FAILED)
+
+
+def _print_failures(failed: list[dict[str, Any]], axes: list[str]) -> None:
+    """One `error:` line on stderr per distinct error, naming the first point
+    that gave it (by its axis values) and how many more did."""
+    points: dict[str, list[dict[str, Any]]] = {}
+    for r in failed:
+        error = (str(r.get("error") or "").strip().splitlines() or ["no reason stored"])[0]
+        points.setdefault(error, []).append(r["config"])
+    for error, configs in list(points.items())[:FAILURE_LINES]:
+        name = ", ".join(f"{k}={configs[0][k]}" for k in axes if k in configs[0]) or "the point"
+        more = f" (and {len(configs) - 1} more)" if len(configs) > 1 else ""
+        print(f"error: point {name}{more} failed: {error}", file=sys.stderr)
+    if len(points) > FAILURE_LINES:
+        print(f"error: ... and {len(points) - FAILURE_LINES} more distinct errors (--json lists every point's)",
+              file=sys.stderr)
 
 
 def _nothing_runs(summary: dict[str, Any]) -> str:
@@ -228,6 +265,13 @@ def _print_summary(summary: dict[str, Any], top: int, plots: list[str], pending:
            if summary.get("stale") else "")
         + f"; {summary['elapsed_s']:.1f} s {summary['executor']} -> {summary['db']}"
     )
+    reasons = Counter(r["error"] for r in summary["results"] if r["status"] == "illegal")
+    if reasons:
+        # pruning is by design, but the rules it followed are shown, most frequent first
+        shown = [f"{reason} ({n} point{'s' * (n != 1)})" for reason, n in reasons.most_common(ILLEGAL_REASONS)]
+        if len(reasons) > ILLEGAL_REASONS:
+            shown.append(f"{len(reasons) - ILLEGAL_REASONS} more rules")
+        console.print(f"illegal: {'; '.join(shown)}", markup=False, soft_wrap=True)
     ranked = rank(summary["results"])
     if not ranked:
         errors = [r for r in summary["results"] if r["status"] != "ok"][:3]

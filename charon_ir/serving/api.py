@@ -26,9 +26,17 @@ from charon_ir.errors import CharonError
 from charon_ir.serving import cluster as cluster_sim
 from charon_ir.serving import metrics as m
 from charon_ir.serving.latency import ReplicaShape, StepTimeModel, step_model
-from charon_ir.serving.requests import Request, poisson, read_trace, static_batch
+from charon_ir.serving.requests import (
+    MAX_SAMPLED_TOKENS,
+    Request,
+    Stage,
+    check_length_distribution,
+    poisson,
+    read_trace,
+    static_batch,
+)
 from charon_ir.serving.scheduler import SchedulerConfig
-from charon_ir.serving.stages import StageModel
+from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default share of HBM the engine may use (the rest: CUDA context, NCCL,
@@ -84,6 +92,8 @@ class ServingConfig:
         sources = [bool(self.batch), bool(self.rate or self.num_requests), bool(self.trace)]
         if sum(sources) != 1:
             raise CharonError("give one request source: --batch, --rate/--num-requests, or --trace")
+        # whichever source is used: a typo is an error, not a setting ignored
+        check_length_distribution(self.length_distribution, self.length_spread)
         if self.trace:
             if self.stages or self.prefix_tokens or self.prefix_groups:
                 raise CharonError(
@@ -95,7 +105,8 @@ class ServingConfig:
             requests = static_batch(self.batch, self.input_len, self.output_len)
         else:
             if not self.num_requests:
-                raise CharonError("--rate needs --num-requests")
+                raise CharonError(f"--rate needs --num-requests >= 1 (the requests it sends), "
+                                  f"got {self.num_requests}")
             requests = poisson(self.rate, self.num_requests, self.input_len, self.output_len,
                                self.seed, self.length_distribution, self.length_spread)
         if not self.trace:
@@ -103,17 +114,13 @@ class ServingConfig:
         return requests
 
     def _decorate(self, requests: list[Request]) -> None:
-        from charon_ir.serving.requests import Stage
-        from charon_ir.serving.stages import STAGE_KINDS
-
-        stages = []
-        for text in self.stages:
-            kind, _, amount = text.partition(":")
-            if kind not in STAGE_KINDS or (amount and not amount.isdigit()):
-                raise CharonError(
-                    f"--stage '{text}': expected KIND[:N] with KIND one of {', '.join(STAGE_KINDS)}"
-                )
-            stages.append(Stage(kind, int(amount or 0)))
+        stages = [_stage_option(text) for text in self.stages]
+        longest_prompt = max(r.input_tokens for r in requests)
+        for text, stage in zip(self.stages, stages):
+            # the fetched KV is the prompt's own: more of it would be cut to the prompt unseen
+            if stage.kind == "remote_kv" and stage.amount > longest_prompt:
+                raise CharonError(f"--stage '{text}': fetches the KV of {stage.amount} prompt tokens, "
+                                  f"more than the longest prompt ({longest_prompt} tokens)")
         if self.prefix_tokens < 0 or self.prefix_groups < 0:
             raise CharonError("--prefix-tokens and --prefix-groups must be >= 0")
         if bool(self.prefix_tokens) != bool(self.prefix_groups):
@@ -184,14 +191,40 @@ def plan_memory(model: StepTimeModel, config: ServingConfig, scheduler: Schedule
     return MemoryPlan(weights, workspace, capacity, int(capacity // block_bytes), block_bytes)
 
 
-def _check_context(model: str, requests: list[Request]) -> None:
+def _stage_option(text: str) -> Stage:
+    """One `--stage KIND:N`: N documents a retrieval fetches, or tokens of KV a
+    remote_kv fetches, or hidden tokens a reasoning decodes (stages.py)."""
+    kind, colon, amount = text.partition(":")
+    shown = text if len(text) <= 60 else f"{text[:57]}..."
+    if kind not in STAGE_KINDS or not colon or not (amount.isascii() and amount.isdigit()):
+        raise CharonError(
+            f"--stage '{shown}': expected KIND:N with KIND one of {', '.join(STAGE_KINDS)} and N a "
+            "count (retrieval:DOCS, remote_kv:TOKENS, reasoning:TOKENS)"
+        )
+    limit, what = ((MAX_RETRIEVAL_DOCUMENTS, "documents") if kind == "retrieval"
+                   else (int(MAX_SAMPLED_TOKENS), "tokens"))  # as a trace's token counts
+    count = int(amount) if len(amount) <= 18 else math.inf  # int() refuses 4,300 digits
+    if count > limit:
+        raise CharonError(f"--stage '{shown}': N must be at most {limit:,} {what}")
+    return Stage(kind, int(count))
+
+
+def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] = ()) -> None:
     from charon_ir.frontend import load_config
 
     _, model_config = load_config(model)
     limit = int(model_config.get("max_position_embeddings") or 0)
-    longest = max(requests, key=lambda r: r.input_tokens + r.output_tokens)
-    tokens = longest.input_tokens + longest.output_tokens + sum(
-        s.amount for s in longest.stages if s.kind == "reasoning")
+    longest = max(requests, key=lambda r: r.input_tokens + r.output_tokens + sum(
+        s.amount for s in r.stages if s.kind == "reasoning"))
+    reasoning = sum(s.amount for s in longest.stages if s.kind == "reasoning")
+    tokens = longest.input_tokens + longest.output_tokens + reasoning
+    if limit and tokens > limit and reasoning and not longest.source:
+        flags = " ".join(f"--stage '{t}'" for t in stages if t.startswith("reasoning:"))
+        raise CharonError(
+            f"{flags}: request {longest.id} would hold {tokens} tokens ({longest.input_tokens} prompt "
+            f"+ {longest.output_tokens} output + {reasoning} reasoning), more than the {limit}-token "
+            f"context of {model}"
+        )
     if limit and tokens > limit:
         raise CharonError(
             f"{longest.source or f'request {longest.id}'}: {tokens} tokens, more than the "
@@ -206,9 +239,9 @@ def _draft_model(config: ServingConfig) -> StepTimeModel | None:
         try:
             return step_model(ReplicaShape(config.draft_model, config.hardware, tp, 1, 1,
                                            config.precision, config.attention_kernel))
-        except CharonError:
+        except CharonError as e:
             if tp == 1:
-                raise
+                raise CharonError(f"--draft-model {config.draft_model}: {e}") from None
     return None
 
 
@@ -246,8 +279,13 @@ def serve(
     for flag, slo in (("--slo-ttft", config.slo_ttft), ("--slo-tpot", config.slo_tpot)):
         if not 0 <= slo < math.inf:  # NaN fails too; 0 means no SLO
             raise CharonError(f"{flag} must be a finite number of seconds >= 0, got {slo}")
+    deployment = cluster_sim.Deployment(config.replicas, config.prefill_replicas,
+                                        config.decode_replicas, config.router)
+    deployment.check()
+    # before the replicas are built: ten million of them ran out of host memory
+    deployment.check_size(config.tp * config.pp * config.ep)
     requests = config.requests()
-    _check_context(config.model, requests)
+    _check_context(config.model, requests, config.stages)
     scheduler = config.scheduler()
     scheduler.check()
     start = time.perf_counter()
@@ -255,8 +293,6 @@ def serve(
     draft = _draft_model(config)
     built = time.perf_counter()
     memory = plan_memory(latency, config, scheduler, requests, draft)
-    deployment = cluster_sim.Deployment(config.replicas, config.prefill_replicas,
-                                        config.decode_replicas, config.router)
     result = cluster_sim.run(
         requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel(),
         record_iterations=trace_out is not None, hardware=config.hardware,

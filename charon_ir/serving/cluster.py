@@ -22,6 +22,11 @@ from charon_ir.serving.scheduler import Replica, SchedulerConfig, Sequence, Stag
 from charon_ir.serving.stages import StageModel, apply_stages
 
 ROUTERS = ("round-robin", "least-loaded")
+MAX_GPUS = 2**20
+"""GPUs of one simulated deployment at most (1,048,576): five times the largest
+clusters built (about 200,000 GPUs). The scheduler holds about 6 KB per engine:
+one-GPU replicas at the cap take about 6 GB of host memory and a minute to set
+up; ten million of them ran out of memory."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,19 @@ class Deployment:
             )
         if not self.disaggregated and self.replicas < 1:
             raise CharonError(f"--replicas must be >= 1, got {self.replicas}")
+
+    def check_size(self, gpus_per_replica: int) -> None:
+        """At most MAX_GPUS GPUs in all (before any replica is built)."""
+        if self.disaggregated:
+            replicas = self.prefill_replicas + self.decode_replicas
+            given = f"--prefill-replicas {self.prefill_replicas} + --decode-replicas {self.decode_replicas}"
+        else:
+            replicas, given = self.replicas, f"--replicas {self.replicas}"
+        if replicas * gpus_per_replica > MAX_GPUS:
+            raise CharonError(
+                f"{given}: {replicas:,} replicas x {gpus_per_replica} GPUs (tp x pp x ep) = "
+                f"{replicas * gpus_per_replica:,} GPUs, more than the {MAX_GPUS:,} one run simulates"
+            )
 
 
 class Router:

@@ -69,18 +69,23 @@ def static_batch(batch: int, input_len: int, output_len: int) -> list[Request]:
     return [Request(i, 0.0, input_len, output_len) for i in range(batch)]
 
 
+def check_length_distribution(distribution: str, spread: float) -> None:
+    """`--length-dist` and `--length-spread` are known and in range (checked for
+    every request source, not only the one that samples them)."""
+    if distribution not in LENGTH_DISTRIBUTIONS:
+        raise CharonError(
+            f"--length-dist must be one of {', '.join(LENGTH_DISTRIBUTIONS)}, got '{distribution}'"
+        )
+    if not 0 <= spread < math.inf:  # NaN fails too; numpy would fail deep inside
+        raise CharonError(f"--length-spread must be a finite number >= 0, got {spread}")
+
+
 def sample_lengths(
     rng: np.random.Generator, n: int, mean: int, distribution: str, spread: float
 ) -> np.ndarray:
     """`n` lengths around `mean` (>= 1). `spread`: the coefficient of variation
     of lognormal, the half-width / mean of uniform, the exponent of zipf."""
-    if distribution not in LENGTH_DISTRIBUTIONS:
-        raise CharonError(
-            f"unknown length distribution '{distribution}'; expected one of "
-            f"{', '.join(LENGTH_DISTRIBUTIONS)}"
-        )
-    if not 0 <= spread < math.inf:  # NaN fails too; numpy would fail deep inside
-        raise CharonError(f"--length-spread must be a finite number >= 0, got {spread}")
+    check_length_distribution(distribution, spread)
     if distribution == "fixed":
         x = np.full(n, float(mean))
     elif distribution == "uniform":

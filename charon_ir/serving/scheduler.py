@@ -70,8 +70,10 @@ class SchedulerConfig:
             raise CharonError(
                 f"--preemption must be one of {', '.join(PREEMPTION_MODES)}, got '{self.preemption}'"
             )
-        if self.block_size < 1 or self.max_batch_tokens < 1 or self.max_num_seqs < 1:
-            raise CharonError("--block-size, --max-batch-tokens and --max-num-seqs must be >= 1")
+        for flag, value in (("--block-size", self.block_size), ("--max-batch-tokens", self.max_batch_tokens),
+                            ("--max-num-seqs", self.max_num_seqs)):
+            if value < 1:
+                raise CharonError(f"{flag} must be >= 1, got {value}")
         if self.speculative_k < 0 or not 0.0 <= self.acceptance_rate <= 1.0:
             raise CharonError("--speculative-k must be >= 0 and --acceptance-rate in [0, 1]")
         if self.batch_overhead_s < 0:

@@ -27,11 +27,14 @@ Training points also carry the kernel, overlap and optimizer settings of
 memory-analysis' `memory_limit_gb`, so e.g. `tp_comm_overlap: [false, true]` or
 `dp_bucket_mb: [25, 100]` is an axis.
 
-Illegal combinations are found here, before anything is imported or run: a
+A value wrong whatever the other settings are (an unknown model, GPU,
+recompute policy, schedule, optimizer or attention kernel, a cluster file that
+does not parse) is an input error, raised before anything runs (`check_value`).
+Illegal combinations are found here too, before anything is imported or run: a
 point whose parallel degrees cannot tile the GPUs, divide the model, or
-schedule the batch, or that names a value `charon simulate` rejects (an unknown
-optimizer or attention kernel, tp_comm_overlap without sequence parallelism),
-is returned as pruned with the rule it breaks.
+schedule the batch, or that combines settings `charon simulate` rejects
+(tp_comm_overlap without sequence parallelism), is returned as pruned with the
+rule it breaks.
 """
 
 from __future__ import annotations
@@ -194,7 +197,7 @@ class Space:
         for key, values in [*((k, [v]) for k, v in self.fixed.items()), *self.axes.items()]:
             for value in values:
                 try:
-                    _typed(key, value, defaults[key])
+                    check_value(self.kind, key, _typed(key, value, defaults[key]), model_info)
                 except CharonError as e:
                     in_file = self.where and key not in self.flag_keys
                     raise CharonError(f"{self.where}: {e}" if in_file else str(e)) from None
@@ -333,6 +336,87 @@ def _typed(key: str, value: Any, default: Any) -> Any:
     return str(value) if value is not None else ""
 
 
+SERVING_UNUSED = ("cluster", "gpus_per_node", *HARDWARE_AXES)
+"""Settings a serving point carries but `charon serve` has no flag for (it
+models one GPU type's implicit cluster): any other value than the default is
+refused, not ignored."""
+
+
+def _one_of(choices: tuple[Any, ...]) -> str:
+    shown = [str(c) for c in choices if c != ""] + (["empty"] if "" in choices else [])
+    return ", ".join(shown[:-1]) + f" or {shown[-1]}" if len(shown) > 1 else shown[0]
+
+
+def _choices(kind: str) -> dict[str, tuple[Any, ...]]:
+    """The settings whose values are names from a fixed list, and the list."""
+    if kind == "serving":
+        from charon_ir.serving.latency import PRECISIONS
+        from charon_ir.serving.scheduler import POLICIES
+
+        return {"precision": PRECISIONS, "policy": ("", *POLICIES)}
+    from charon_ir.api import OPTIMIZERS
+    from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
+    from charon_ir.parallel.schedules import SCHEDULES
+    from charon_ir.sweep.hardware import TOPOLOGIES
+
+    return {
+        "recompute": ("none", "selective", "full"),
+        "zero": (0, 1, 2, 3),
+        "precision": ("bf16", "fp8"),
+        "schedule": ("", *SCHEDULES),
+        "optimizer": OPTIMIZERS,
+        "attention_kernel": ("", *ATTENTION_KERNELS),
+        "topology": ("", *TOPOLOGIES),
+    }
+
+
+def check_value(kind: str, key: str, value: Any, shapes: dict[str, ModelShape | None]) -> None:
+    """Raise on a (typed) value that is wrong whatever the other settings are: an
+    unknown model, GPU, cluster, engine or other name, a file that does not
+    parse. Such a value is a typo to report before the sweep runs, not a point
+    to prune (a pruned point is a legal value in a combination that cannot run).
+    Counts keep their pruning rules. `shapes` caches the models' shapes."""
+    choices = _choices(kind).get(key)
+    if choices is not None:
+        if value not in choices:
+            raise CharonError(f"'{key}' must be {_one_of(choices)}, got {value!r}")
+        return
+    if kind == "serving" and key in SERVING_UNUSED:
+        if value != _defaults(kind)[key]:
+            raise CharonError(f"'{key}' is not a setting of `charon serve` (it models the implicit "
+                              f"cluster of one GPU type, 'hardware'), got {value!r}")
+        return
+    try:
+        if key == "model" and value not in shapes:
+            shapes[value] = ModelShape.of(value)
+        elif key == "hardware" and value:
+            from charon_ir.target.hardware import resolve_gpu_name
+
+            resolve_gpu_name(value)
+        elif key == "cluster" and value:
+            from charon_ir.target.cluster import load_cluster
+
+            load_cluster(value)
+    except CharonError as e:
+        raise CharonError(f"'{key}': {e}") from None
+    if key == "engines":
+        from charon_ir.engines.base import ENGINES
+
+        if not all(e.strip() in ENGINES for e in str(value).split(",")):
+            raise CharonError(f"'engines' must be a comma-separated list of {_one_of(tuple(ENGINES))}, "
+                              f"got {value!r}")
+    elif key == "nic_speed" and value:
+        from charon_ir.sweep.hardware import _bandwidth
+
+        _bandwidth(value)  # its error names the setting
+    elif key == "prefill_decode_split" and value:
+        counts = value.split(":")
+        if len(counts) != 2 or not all(c.strip().isascii() and c.strip().isdigit() and int(c) >= 1
+                                       for c in counts):
+            raise CharonError(f"'prefill_decode_split' must be 'P:D', counts >= 1 of prefill and decode "
+                              f"replicas, or empty, got {value!r}")
+
+
 def normalise(kind: str, config: dict[str, Any]) -> dict[str, Any]:
     """The canonical form of a point: typed values, derived dp, and settings that
     cannot matter reset to their default so equivalent points share one key."""
@@ -389,6 +473,8 @@ class ModelShape:
     experts: int
     params: int
     """Total parameters (the bundled config's `_derived.total_params`), 0 unknown."""
+    context: int = 0
+    """Tokens of context (`max_position_embeddings`), 0 unknown."""
 
     @staticmethod
     def of(model: str) -> ModelShape | None:
@@ -411,6 +497,7 @@ class ModelShape:
             kv_heads=first("num_key_value_heads", default=heads),
             experts=first("num_local_experts", "n_routed_experts", "num_experts"),
             params=int((config.get("_derived") or {}).get("total_params") or 0),
+            context=first("max_position_embeddings"),
         )
 
 
@@ -499,6 +586,9 @@ def illegal_serving(config: dict[str, Any], shape: ModelShape | None) -> str:
             return f"prefill_decode_split must be 'P:D' replica counts, got '{split}'"
         if min(prefill, decode) < 1:
             return f"prefill_decode_split {split} needs at least one replica of each role"
+        # serve's default policy: static for a batch
+        if (config["policy"] or ("static" if config["batch"] else "continuous")) == "static":
+            return f"prefill_decode_split {split} needs continuous batching (policy continuous)"
     if shape is None:
         return ""
     if shape.heads % tp or shape.kv_heads % tp and tp % shape.kv_heads:
@@ -507,6 +597,9 @@ def illegal_serving(config: dict[str, Any], shape: ModelShape | None) -> str:
         return f"pp {pp} exceeds {shape.layers} layers"
     if ep > 1 and (not shape.experts or shape.experts % ep):
         return f"ep {ep} does not divide {shape.experts} experts"
+    tokens = config["input_len"] + config["output_len"]
+    if shape.context and tokens > shape.context:
+        return f"input_len + output_len = {tokens} exceeds the {shape.context}-token context"
     return ""
 
 

@@ -134,10 +134,64 @@ SMALL = ("--model", "llama-3.1-8b", "--input-len", "128", "--output-len", "16")
          "over that many groups)"),
         (("--batch", "4", "--prefix-tokens", "2048", "--prefix-groups", "1"),
          "error: --prefix-tokens 2048 exceeds --input-len 128"),
+        # checked with --rate only: accepted with --batch
+        (("--batch", "4", "--length-dist", "bogus"),
+         "error: --length-dist must be one of fixed, uniform, exponential, lognormal, zipf, got 'bogus'"),
+        (("--batch", "4", "--length-spread", "-1"), "error: --length-spread must be a finite number >= 0, got -1.0"),
+        (("--batch", "4", "--length-spread", "nan"), "error: --length-spread must be a finite number >= 0, got nan"),
+        # a stage's N was not checked: empty, a TTFT of 4e16 s, a fetch cut to the prompt unseen
+        (("--batch", "4", "--stage", "reasoning:"),
+         "error: --stage 'reasoning:': expected KIND:N with KIND one of retrieval, remote_kv, reasoning and N "
+         "a count (retrieval:DOCS, remote_kv:TOKENS, reasoning:TOKENS)"),
+        (("--batch", "4", "--stage", "retrieval:99999999999999999999"),
+         "error: --stage 'retrieval:99999999999999999999': N must be at most 100,000 documents"),
+        (("--batch", "4", "--stage", "remote_kv:100000000"),
+         "error: --stage 'remote_kv:100000000': fetches the KV of 100000000 prompt tokens, more than the "
+         "longest prompt (128 tokens)"),
+        (("--batch", "4", "--stage", "reasoning:200000"),
+         "error: --stage 'reasoning:200000': request 0 would hold 200144 tokens (128 prompt + 16 output + "
+         "200000 reasoning), more than the 131072-token context of llama-3.1-8b"),
+        # one message for three options, without the value
+        (("--batch", "4", "--block-size", "0"), "error: --block-size must be >= 1, got 0"),
+        (("--batch", "4", "--max-batch-tokens", "0"), "error: --max-batch-tokens must be >= 1, got 0"),
+        (("--batch", "4", "--max-num-seqs", "-1"), "error: --max-num-seqs must be >= 1, got -1"),
+        # "--rate needs --num-requests" though it was given
+        (("--rate", "2", "--num-requests", "0"),
+         "error: --rate needs --num-requests >= 1 (the requests it sends), got 0"),
+        # ran out of host memory after a while
+        (("--batch", "4", "--replicas", "10000000"),
+         "error: --replicas 10000000: 10,000,000 replicas x 1 GPUs (tp x pp x ep) = 10,000,000 GPUs, more "
+         "than the 1,048,576 one run simulates"),
+        (("--rate", "1", "--num-requests", "4", "--tp", "2", "--prefill-replicas", "100000000",
+          "--decode-replicas", "100000000"),
+         "error: --prefill-replicas 100000000 + --decode-replicas 100000000: 200,000,000 replicas x 2 GPUs "
+         "(tp x pp x ep) = 400,000,000 GPUs, more than the 1,048,576 one run simulates"),
     ],
 )
 def test_bad_numbers_are_one_line(charon_fails, args, line):
     assert charon_fails("serve", *SMALL, *args) == line
+
+
+def test_the_deployment_cap_counts_every_gpu():
+    from charon_ir.errors import CharonError
+    from charon_ir.serving.cluster import MAX_GPUS, Deployment
+
+    Deployment(replicas=MAX_GPUS // 8).check_size(8)  # at the cap: runs
+    with pytest.raises(CharonError, match=r"^--replicas 131073: 131,073 replicas x 8 GPUs"):
+        Deployment(replicas=MAX_GPUS // 8 + 1).check_size(8)
+
+
+def test_stages_in_range_run():
+    from charon_ir.serving import serve
+
+    report = serve("llama-3.1-8b", batch=2, input_len=128, output_len=16,
+                   stages=("retrieval:8", "remote_kv:128", "reasoning:32"))
+    assert report["output_tokens"] == 2 * (16 + 32)  # reasoning decodes more
+
+
+def test_an_unknown_draft_model_names_its_option(charon_fails):
+    line = charon_fails("serve", *SMALL, "--batch", "4", "--speculative-k", "2", "--draft-model", "nosuch")
+    assert line.startswith("error: --draft-model nosuch: unknown model 'nosuch'; bundled models: "), line
 
 
 def test_a_hand_written_step_is_not_a_serving_model(charon_fails):

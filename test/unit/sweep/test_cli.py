@@ -71,15 +71,93 @@ def test_a_bad_value_is_one_line_naming_its_setting(charon_fails, tmp_path):
     assert line == "error: 'tp_comm_overlap' must be true or false, got 'perhaps'"
 
 
-def test_an_unknown_optimizer_is_pruned_by_its_rule(tmp_path):
+TINY_CONFIG = str(Path(__file__).resolve().parents[3] / "examples" / "llama_tiny_config.json")
+
+
+@pytest.mark.parametrize("kind, setting, values, error", [
+    # each was counted as "1 illegal" and the sweep exited 0 without saying why
+    ("training", "hardware", "[H100-SXM5-80GB, Z100]", "'hardware': unknown GPU 'Z100' (known: "),
+    ("training", "recompute", "[none, bogus]", "'recompute' must be none, selective or full, got 'bogus'"),
+    ("training", "cluster", "[dgx-h100, BROKEN]",
+     "'cluster': BROKEN:1:12: unexpected end of file (a '}' is missing?)"),
+    ("training", "schedule", "[1f1b, 2f2b]", "'schedule' must be gpipe, 1f1b, interleaved, zb-h1 or empty, "
+                                            "got '2f2b'"),
+    ("training", "optimizer", "[fused, adamw9]", "'optimizer' must be fused, unfused-fp16 or unfused-bf16, "
+                                                 "got 'adamw9'"),
+    ("training", "attention_kernel", "flash9", "'attention_kernel' must be flash2, flash3, triton or empty, "
+                                              "got 'flash9'"),
+    ("training", "zero", "[0, 4]", "'zero' must be 0, 1, 2 or 3, got 4"),
+    ("training", "engines", "analytic,magic", "'engines' must be a comma-separated list of analytic, db or "
+                                              "predict, got 'analytic,magic'"),
+    ("training", "topology", "[fat_tree, torus]", "'topology' must be fat_tree, rail_fat_tree, fullflat or "
+                                                 "empty, got 'torus'"),
+    ("serving", "hardware", "[H100-SXM5-80GB, Z100]", "'hardware': unknown GPU 'Z100' (known: "),
+    ("serving", "policy", "[static, greedy]", "'policy' must be continuous, static or empty, got 'greedy'"),
+    ("serving", "precision", "fp4", "'precision' must be bf16 or fp8, got 'fp4'"),
+    ("serving", "prefill_decode_split", "['', '1:0']", "'prefill_decode_split' must be 'P:D', counts >= 1 of "
+                                                    "prefill and decode replicas, or empty, got '1:0'"),
+    # serve has no cluster: the setting was carried by every point and ignored
+    ("serving", "cluster", "dgx-h100", "'cluster' is not a setting of `charon serve` (it models the implicit "
+                                       "cluster of one GPU type, 'hardware'), got 'dgx-h100'"),
+    ("serving", "model", f"[{TINY_CONFIG}, llama-9000b]", "'model': unknown model 'llama-9000b'; bundled models:"),
+])
+def test_a_value_wrong_on_its_own_is_refused_before_the_sweep(charon_fails, tmp_path, kind, setting, values,
+                                                             error):
+    broken = tmp_path / "broken.cluster"
+    broken.write_text("cluster x {\n")
     space = tmp_path / "s.yaml"
-    space.write_text(f"model: {TINY_STEP}\ngpus: 8\nglobal_batch: 16\noptimizer: [fused, adamw9]\n")
-    run = charon("sweep", str(space), "--tier", "fast", "--json", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    results = {r["config"]["optimizer"]: r for r in json.loads(run.stdout)["results"]}
-    assert results["fused"]["status"] == "ok"
-    assert results["adamw9"]["status"] == "illegal"
-    assert results["adamw9"]["error"] == "optimizer must be fused, unfused-fp16, unfused-bf16, got 'adamw9'"
+    workload = "gpus: 8\nglobal_batch: 16" if kind == "training" else "batch: 4"
+    space.write_text(f"kind: {kind}\nmodel: {TINY_CONFIG}\n{workload}\n"
+                     f"{setting}: {values.replace('BROKEN', str(broken))}\n")
+    db = tmp_path / "s.sqlite"
+    line = charon_fails("sweep", str(space), "--db", str(db))
+    assert line.startswith(f"error: {space}: {error.replace('BROKEN', str(broken))}"), line
+    assert not db.exists()
+
+
+def test_a_flag_value_wrong_on_its_own_names_the_setting(charon_fails, tmp_path):
+    line = charon_fails("sweep", "--model", TINY_CONFIG, "--gpus", "8", "--recompute", "none,bogus",
+                        "--db", str(tmp_path / "r.sqlite"))
+    assert line == "error: 'recompute' must be none, selective or full, got 'bogus'"
+
+
+def test_the_summary_says_why_points_were_pruned(tmp_path):
+    run = charon("sweep", "--model", TINY_CONFIG, "--gpus", "8", "--global-batch", "16", "--tp", "1,3",
+                 "--pp", "1,3", "--recompute", "none,full", "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr  # pruning by design is no failure
+    assert "(6 illegal, 2 ok)" in run.stdout
+    # the rules, on one line, with how many points each pruned
+    [line] = [line for line in run.stdout.splitlines() if line.startswith("illegal: ")]
+    assert sorted(line.removeprefix("illegal: ").split("; ")) == [
+        f"gpus 8 != tp x pp x cp x dp = {tp} x {pp} x 1 x ? (2 points)" for tp, pp in ((1, 3), (3, 1), (3, 3))]
+
+
+def test_points_that_fail_are_printed_and_the_exit_status_says_so(monkeypatch, capsys, tmp_path):
+    import charon_ir.serving
+
+    real = charon_ir.serving.serve
+
+    def serve(model, **options):
+        if options["batch"] == 3:
+            raise ZeroDivisionError("division by zero")
+        return real(model, **options)
+
+    monkeypatch.setattr(charon_ir.serving, "serve", serve)
+    db = tmp_path / "r.sqlite"
+    code, out = _run_in_process(monkeypatch, capsys, "sweep", "--kind", "serving", "--model", TINY_CONFIG,
+                                "--batch", "2,3", "--input-len", "64", "--output-len", "8", "--db", str(db))
+    assert code == 3 and "Traceback" not in out.err
+    lines = out.err.splitlines()
+    assert len(lines) == 2, out.err
+    assert lines[0].startswith("error: point batch=3 failed: ZeroDivisionError: division by zero ("), lines[0]
+    assert lines[1] == f"error: 1 point failed with an error; the others' results are in {db}"
+    assert "(1 error, 1 ok)" in out.out and "best 1 of 1 runnable" in out.out
+    # the other point's result is kept: a rerun evaluates nothing and fails the same way
+    code, out = _run_in_process(monkeypatch, capsys, "sweep", "--kind", "serving", "--model", TINY_CONFIG,
+                                "--batch", "2,3", "--input-len", "64", "--output-len", "8", "--db", str(db),
+                                "--json")
+    assert code == 3 and json.loads(out.out)["reused"] == 2
+    assert out.err.splitlines()[0].startswith("error: point batch=3 failed: ZeroDivisionError")
 
 
 # Bad input is one `error:` line naming what and where, exit 1, before the sweep

@@ -10,6 +10,7 @@ from charon_ir.sweep.space import (
     TRAINING_DEFAULTS,
     ModelShape,
     config_key,
+    illegal_serving,
     illegal_training,
     load_space,
     normalise,
@@ -117,6 +118,19 @@ LLAMA = ModelShape(layers=8, heads=8, kv_heads=2, experts=0, params=10**9)
 )
 def test_illegal_points_name_the_rule(settings, rule):
     assert rule in illegal_training(point(**settings), LLAMA)
+
+
+def test_serving_combinations_serve_refuses_are_pruned():
+    """They were run and stored as errors (serve's checks): an input length a
+    model of the sweep cannot take, a split of a static batch."""
+    shape = ModelShape(layers=8, heads=8, kv_heads=2, experts=0, params=10**9, context=4096)
+    config = normalise("serving", {"model": "m", "batch": 4, "input_len": 4000, "output_len": 256})
+    assert illegal_serving(config, shape) == "input_len + output_len = 4256 exceeds the 4096-token context"
+    assert illegal_serving({**config, "output_len": 96}, shape) == ""
+    # serve refused it: a static batch is not disaggregated (policy static, the default of a batch)
+    split = {**config, "output_len": 96, "prefill_decode_split": "1:1"}
+    assert illegal_serving(split, shape) == "prefill_decode_split 1:1 needs continuous batching (policy continuous)"
+    assert illegal_serving({**split, "policy": "continuous"}, shape) == ""
 
 
 def test_legal_point():
