@@ -38,9 +38,11 @@ def test_fp8_prices_the_gemms_on_the_fp8_tensor_cores():
 
 
 def test_a_flag_that_needs_the_passes_is_not_dropped(charon_fails):
-    # no layers to split into micro-batches: the passes say so, rather than the
-    # step being simulated without the recomputation asked for
-    assert "pipeline" in charon_fails("simulate", "--model", str(LAYER), "--recompute", "full")
+    # no layers to split into micro-batches: said so, rather than the step being
+    # simulated without the recomputation asked for
+    assert charon_fails("simulate", "--model", str(LAYER), "--recompute", "full") == (
+        f"error: {LAYER} has no stack of layers (a sim.repeat in a forward phase) for the passes "
+        "that parallel-strategy and batch flags ask for; without them it is simulated as written")
     assert charon_fails("simulate", "--model", str(LAYER), "--plot", "plots").startswith("error: --plot: ")
 
 
