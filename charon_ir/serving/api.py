@@ -94,6 +94,10 @@ class ServingConfig:
             raise CharonError("give one request source: --batch, --rate/--num-requests, or --trace")
         # whichever source is used: a typo is an error, not a setting ignored
         check_length_distribution(self.length_distribution, self.length_spread)
+        if self.length_distribution != "fixed" and not (self.rate or self.num_requests):
+            raise CharonError(f"--length-dist {self.length_distribution}: lengths are drawn for the "
+                              "requests --rate sends; a static --batch has --input-len and --output-len, "
+                              "a --trace its own")
         if self.trace:
             if self.stages or self.prefix_tokens or self.prefix_groups:
                 raise CharonError(

@@ -164,8 +164,12 @@ def _stage(obj: Any, where: str) -> Stage:
         raise CharonError(
             f"{where}: stage kind {kind!r} is not one of {', '.join(STAGE_KINDS)}"
         )
+    from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS
+
     key = "documents" if obj["kind"] == "retrieval" else "tokens"
     amount = _positive_int(obj, key, where, 0) if key in obj else 0
+    if key == "documents" and amount > MAX_RETRIEVAL_DOCUMENTS:  # as --stage retrieval:N
+        raise CharonError(f"{where}: 'documents' must be at most {MAX_RETRIEVAL_DOCUMENTS:,}, got {amount}")
     return Stage(obj["kind"], amount)
 
 
@@ -212,6 +216,9 @@ def read_trace(path: str | Path) -> list[Request]:
         )
         if request.prefix_tokens > request.input_tokens:
             raise CharonError(f"{where}: 'prefix_tokens' exceeds 'input_tokens'")
+        if any(st.kind == "remote_kv" and st.amount > request.input_tokens for st in request.stages):
+            # the fetched KV is the prompt's own: more of it was cut to the prompt unseen
+            raise CharonError(f"{where}: a remote_kv stage fetches more 'tokens' than 'input_tokens'")
         requests.append(request)
     if not requests:
         raise CharonError(f"{path}: the trace holds no request")

@@ -70,6 +70,12 @@ def test_trace_with_stages_and_prefix(tmp_path):
         ('{"arrival_s": 0, "output_tokens": 5}', "'input_tokens' must be an integer in 1..2^31"),
         ('{"arrival_s": 0, "input_tokens": 5, "output_tokens": 0}', "'output_tokens' must be an integer in 1..2^31"),
         ('{"arrival_s": 0, "input_tokens": 5, "output_tokens": 5, "stages": [{"kind": "x"}]}', "stage kind 'x'"),
+        # bounded as --stage is: 2e9 documents gave a TTFT of 800,000 s; a longer
+        # remote KV than the prompt was cut to the prompt unseen
+        ('{"arrival_s": 0, "input_tokens": 5, "output_tokens": 5, "stages": [{"kind": "retrieval", '
+         '"documents": 2000000000}]}', "trace.jsonl:2: 'documents' must be at most 100,000, got 2000000000"),
+        ('{"arrival_s": 0, "input_tokens": 5, "output_tokens": 5, "stages": [{"kind": "remote_kv", '
+         '"tokens": 6}]}', "trace.jsonl:2: a remote_kv stage fetches more 'tokens' than 'input_tokens'"),
     ],
 )
 def test_malformed_trace_lines(tmp_path, line, fragment):

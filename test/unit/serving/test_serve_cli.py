@@ -137,6 +137,10 @@ SMALL = ("--model", "llama-3.1-8b", "--input-len", "128", "--output-len", "16")
         # checked with --rate only: accepted with --batch
         (("--batch", "4", "--length-dist", "bogus"),
          "error: --length-dist must be one of fixed, uniform, exponential, lognormal, zipf, got 'bogus'"),
+        # a valid distribution was dropped without a word: a batch has fixed lengths
+        (("--batch", "4", "--length-dist", "lognormal"),
+         "error: --length-dist lognormal: lengths are drawn for the requests --rate sends; a static "
+         "--batch has --input-len and --output-len, a --trace its own"),
         (("--batch", "4", "--length-spread", "-1"), "error: --length-spread must be a finite number >= 0, got -1.0"),
         (("--batch", "4", "--length-spread", "nan"), "error: --length-spread must be a finite number >= 0, got nan"),
         # a stage's N was not checked: empty, a TTFT of 4e16 s, a fetch cut to the prompt unseen
