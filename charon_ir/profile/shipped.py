@@ -11,7 +11,7 @@ runs), and the sweep variants the `predict` engine fits on, measured with torch
 The H100's timings under 100 us were taken again as CUDA graphs (`runner.graphed`)
 after the first run had timed them eagerly, at PyTorch's launch rate (`charon
 profile ... --refresh-below 1e-4`); the H200's were not: its small kernels read at
-least 7.4 us, an upper bound.
+least 7.4 us, an upper bound, and the engines do not read its rows (`NOT_READ`).
 
 The `db` and `predict` engines read these after the user's own database (a
 measurement of the user's for the same op wins). `CHARON_PROFILE_SHIPPED=off`
@@ -50,6 +50,22 @@ SHIPPED_STEPS: dict[str, dict[str, Any]] = {
     ),
 }
 """The training steps whose kernels were measured: `TrainingConfig` fields."""
+
+NOT_READ: dict[str, str] = {
+    "H200-SXM-141GB": "timed eagerly, the first run on its machine: not yet re-timed as CUDA graphs",
+}
+"""Devices whose shipped rows stay in the file but the engines do not read (their
+ops are priced by the next engine). The H200's: against the same ops' CUDA-graph
+timings on the H100 (H200 / H100, median and quartiles, by the H200 time) 7-9 us
+3.52 (2.30-4.27), 9-11 us 2.54, 11-13 us 1.56, 13-15 us 1.23, 15-20 us 1.35
+(0.93-7.71): PyTorch's launch interval, not the kernel; its flash-attention
+backward rows read 0.9-2.35 times the H100's with spreads up to 1.96. Read, they
+priced README's llama-3.1-8b step (64 GPUs, tp 8, pp 2) at 3.176 s on the H200
+against 2.784 s on the H100 (`--engines db,predict,analytic`), a faster GPU 14 %
+slower; without the rows under 20 us, 3.210 s (the `predict` engine extrapolates
+them from the larger ones) and 2.883 s with `db,analytic`. Re-timing on an H200
+(`charon profile --device cuda --shipped-steps --refresh-below 1` refreshes every
+row, as CUDA graphs) removes the entry."""
 
 SHIPPED_GPUS = ("H100-SXM5-80GB", "H200-SXM-141GB")
 """The GPUs the shipped kernels were measured on, each for every step."""
