@@ -4,7 +4,8 @@ The `predict` engine: an op's time from a model fitted per family
 it prices for that the `db` engine reads (the user's database over the shipped
 one). It prices ops the database lacks, such as another sequence length or
 batch, from their FLOPs, bytes and element count (`charon_ir.profile.fit`;
-`charon profile --fit` prints each family's held-out error). A family with fewer
+`charon profile --fit` prints each family's held-out error), down to half the
+smallest work of the family's measurements (`fit.BELOW_RANGE`). A family with fewer
 than three measurements has no model (a `sim.generic` family has one or two, as
 generics are not swept): its ops and collectives fall through to the next
 engine; a zero-work `sim.generic` view costs 0.
@@ -23,13 +24,13 @@ from charon_ir.dialects.sim import ComputeOp
 from charon_ir.engines.base import Cost, CostEngine
 from charon_ir.engines.db import measurement_table
 from charon_ir.profile.device import lookup_device
-from charon_ir.profile.fit import Model, Sample, elements_of, fit_family, samples_by_family
+from charon_ir.profile.fit import Bounded, Sample, elements_of, fit_family, samples_by_family
 from charon_ir.profile.key import OpKey, is_free_view
 from charon_ir.profile.store import default_db_path
 from charon_ir.target.target import Target
 
 # (database path, modification times of it and its WAL, device) -> family -> model
-_FITTED: dict[tuple[str, tuple[float, ...], str], dict[str, Model | None]] = {}
+_FITTED: dict[tuple[str, tuple[float, ...], str], dict[str, Bounded | None]] = {}
 
 
 def _stamp(path: Path) -> tuple[float, ...]:
@@ -56,7 +57,7 @@ class FamilyModels:
             self._samples = samples_by_family(measurement_table(self.path, self.device).values())
         return self._samples
 
-    def model(self, family: str) -> Model | None:
+    def model(self, family: str) -> Bounded | None:
         if family not in self.models:
             self.models[family] = fit_family(self.samples().get(family, []))
         return self.models[family]
@@ -82,5 +83,7 @@ class PredictEngine(CostEngine):
         if model is None:
             return None
         flops, nbytes = op.flops(), op.bytes_moved()
-        time_s = model.predict(Sample(flops, nbytes, elements_of(key.shape_list())))
-        return Cost(max(time_s, 0.0), flops, nbytes, self.name)
+        sample = Sample(flops, nbytes, elements_of(key.shape_list()))
+        if not model.covers(sample):
+            return None
+        return Cost(max(model.predict(sample), 0.0), flops, nbytes, self.name)

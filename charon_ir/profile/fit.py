@@ -204,10 +204,44 @@ def _choose(samples: Sequence[Sample]) -> Callable[[Sequence[Sample]], Model]:
     return min(CANDIDATES, key=lambda make: _cv_error(samples, make))
 
 
-def fit_family(samples: Sequence[Sample]) -> Model | None:
+BELOW_RANGE = 2.0
+"""How far below the smallest work a family was fitted on `Bounded.covers` an op:
+a family measured on large kernels says little of small ones (launch floors,
+other kernels), which the next engine prices instead."""
+
+
+class Bounded(Model):
+    """A fitted model held, beyond its family's measured sizes, to the rule
+    `LogInterp` extrapolates by: past the largest measured work time grows at most
+    linearly with the work and does not fall, below the smallest it shrinks at
+    most linearly and does not grow. Unbounded, a log-quadratic fitted on large
+    kernels alone priced small ones slower than the large ones it had seen."""
+
+    def covers(self, s: Sample) -> bool:
+        """Whether `s` is within `BELOW_RANGE` of the measured sizes, or above them."""
+        return _work(s, self.by_flops) >= self.low[0] - float(np.log(BELOW_RANGE))
+
+    def __init__(self, model: Model, samples: Sequence[Sample]):
+        self.model, self.name = model, model.name
+        self.by_flops = all(s.flops > 0 for s in samples)
+        ordered = sorted(samples, key=lambda s: _work(s, self.by_flops))
+        self.low, self.high = ((_work(s, self.by_flops), model.predict(s)) for s in (ordered[0], ordered[-1]))
+
+    def predict(self, s: Sample) -> float:
+        t, w = self.model.predict(s), _work(s, self.by_flops)
+        if w < self.low[0]:
+            edge_w, edge_t = self.low
+            return min(max(t, edge_t * float(np.exp(w - edge_w))), edge_t)
+        if w > self.high[0]:
+            edge_w, edge_t = self.high
+            return min(max(t, edge_t), edge_t * float(np.exp(w - edge_w)))
+        return t
+
+
+def fit_family(samples: Sequence[Sample]) -> Bounded | None:
     if len(samples) < MIN_RECORDS:
         return None
-    return _choose(samples)(samples)
+    return Bounded(_choose(samples)(samples), samples)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from charon_ir.profile.fit import (
+    Bounded,
     HeldOut,
     LogInterp,
+    LogQuadratic,
     Roofline,
     Sample,
     error_by_kind,
@@ -37,6 +39,27 @@ def test_loginterp_follows_steps_and_extrapolates_at_most_linearly():
     assert abs(model.predict(Sample(2e6, 2e6, 2e6)) - 1.1) < 1e-9
     assert 1.1 < model.predict(Sample(3e6, 3e6, 3e6)) < 4.0
     assert abs(model.predict(Sample(16e6, 16e6, 16e6)) - 16.0) < 1e-6
+
+
+def test_beyond_the_measured_sizes_time_is_bounded_by_linear_scaling():
+    """A log-quadratic fitted on large kernels alone (a parabola in log work that
+    turns up below its data) priced a small kernel slower than the large ones."""
+    samples = [Sample(f, f, f, t) for f, t in ((1e8, 1.0), (2e8, 1.5), (4e8, 4.0), (8e8, 16.0))]
+    raw = LogQuadratic(samples)
+    small = Sample(1e6, 1e6, 1e6)
+    assert raw.predict(small) > 1.0  # the unbounded curve: slower than the smallest measured
+    bounded = Bounded(raw, samples)
+    edge = raw.predict(samples[0])
+    assert edge * 1e-2 - 1e-12 <= bounded.predict(small) <= edge  # shrinks at most linearly, never grows
+    big = Sample(1.6e10, 1.6e10, 1.6e10)
+    high = raw.predict(samples[-1])
+    assert high <= bounded.predict(big) <= high * 20 + 1e-9  # grows at most linearly
+    inside = Sample(3e8, 3e8, 3e8)
+    assert bounded.predict(inside) == raw.predict(inside)
+    assert isinstance(fit_family(samples), Bounded)
+    # far below the measured sizes the family says nothing: the next engine prices it
+    assert bounded.covers(Sample(6e7, 6e7, 6e7)) and not bounded.covers(small)
+    assert bounded.covers(big) and bounded.covers(inside)
 
 
 def test_held_out_error_is_small_on_clean_data_and_measures_noise():
