@@ -14,10 +14,14 @@ class CharonError(Exception):
     """A user-facing error; its message is the whole diagnostic."""
 
 
+LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+"""What `str.splitlines` breaks at, each as its escape."""
+
+
 def one_line(message: str) -> str:
-    """`message` as one printable line: a newline or carriage return in a value
-    the user gave (a model name, a file name) is shown escaped, not printed."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
+    """`message` as one printable line: a line break in a value the user gave (a
+    model name, a file name) is shown escaped, not printed."""
+    return message.translate(LINE_BREAKS)
 
 
 def reason_of(e: BaseException, limit: int = 300) -> str:

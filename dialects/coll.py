@@ -100,8 +100,8 @@ class GridOp(IRDLOperation):
         if any(s < 1 for s in sizes):
             raise VerifyException(f"axis sizes must be >= 1, got {list(sizes)}")
         block = self.parent_block()
-        if block is not None and any(isinstance(o, GridOp) and o is not self for o in block.ops):
-            # the passes and the interpreter read the one grid of a module
+        first = next((o for o in block.ops if isinstance(o, GridOp)), self) if block is not None else self
+        if first is not self:  # reported at the second grid: the passes and the interpreter read one
             raise VerifyException("a module holds one coll.grid")
 
     def num_devices(self) -> int:

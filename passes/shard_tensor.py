@@ -39,7 +39,7 @@ from xdsl.passes import ModulePass
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
-from charon_ir.parallel.mesh import ensure_axis, refuse_axis_twice
+from charon_ir.parallel.mesh import ensure_axis, find_grid
 from charon_ir.passes.shard_expert import EXPERT_TP_ATTR, expert_weight_dims
 from charon_ir.parallel.sharding import (
     Shard,
@@ -142,6 +142,22 @@ def model_dims(module: ModuleOp) -> dict[str, int]:
     return {"heads": 0, "kv_heads": 0, "seq": 0}
 
 
+TENSOR_PARALLEL_ATTR = "charon.tensor_parallel"
+"""Module attribute: shard-tensor has split the module over this many tp ranks."""
+
+
+def _refuse_a_second_run(module: ModuleOp) -> None:
+    """A second shard-tensor split the split shapes again (a hand-written rank
+    of TP 8 became 64-way). A tp axis that shard-expert{etp} added first is not
+    one: shard-tensor then shards the rest of the model."""
+    grid = find_grid(module)
+    from_experts = EXPERT_TP_ATTR in module.attributes and TENSOR_PARALLEL_ATTR not in module.attributes
+    if TENSOR_PARALLEL_ATTR in module.attributes or (
+        grid is not None and "tp" in grid.axis_sizes() and not from_experts
+    ):
+        raise CharonError("shard-tensor: the module is already sharded along grid axis 'tp'")
+
+
 @dataclass(frozen=True)
 class ShardTensorPass(ModulePass):
     name = "shard-tensor"
@@ -154,7 +170,7 @@ class ShardTensorPass(ModulePass):
         if self.tp == 1:
             return
         tp = self.tp
-        refuse_axis_twice(op, "tp", self.name)
+        _refuse_a_second_run(op)
         dims = model_dims(op)
         heads, kv_heads = dims["heads"], dims["kv_heads"]
         if heads and heads % tp:
@@ -225,3 +241,4 @@ class ShardTensorPass(ModulePass):
             )
         st.run(op, [ShardAttention(st), ShardGeneric(st, split_results=split_results)])
         record_replicated_flops(op, self.name, st.replicated_flops)
+        op.attributes[TENSOR_PARALLEL_ATTR] = IntegerAttr(tp, 64)

@@ -136,14 +136,20 @@ FlashAttention in Triton" on A100; 1.8 is the geometric middle of that range.
 No record measures the Triton kernel: not fitted."""
 
 
-def attention_constants(gpu: GpuSpec, kernel: str = DEFAULT_ATTENTION_KERNEL) -> AttentionConstants:
-    name = ATTENTION_ALIASES.get(gpu.name, gpu.name)
+def kernel_refusal(gpu: GpuSpec, kernel: str) -> str:
+    """Why `gpu` cannot run the attention kernel `kernel` ("" when it can):
+    FlashAttention-3 is written for Hopper's TMA and wgmma (sm90); elsewhere it was
+    priced as FlashAttention-2 without a word."""
     architecture = gpu.architecture
     if kernel == "flash3" and architecture and not architecture.startswith("Hopper"):
-        # FlashAttention-3 is written for Hopper's TMA and wgmma (sm90); elsewhere
-        # it was priced as FlashAttention-2 without a word
-        raise CharonError(f"attention kernel 'flash3' (FlashAttention-3) runs on Hopper GPUs only; "
-                          f"{gpu.name} is {architecture}")
+        return f"attention kernel 'flash3' (FlashAttention-3) runs on Hopper GPUs only; {gpu.name} is {architecture}"
+    return ""
+
+
+def attention_constants(gpu: GpuSpec, kernel: str = DEFAULT_ATTENTION_KERNEL) -> AttentionConstants:
+    name = ATTENTION_ALIASES.get(gpu.name, gpu.name)
+    if refusal := kernel_refusal(gpu, kernel):
+        raise CharonError(refusal)
     if kernel == "triton":
         c = ATTENTION.get((name, "flash2")) or ATTENTION_DEFAULT
         return AttentionConstants(

@@ -80,8 +80,8 @@ def _check_options(seq_len: int, batch: int, mode: str, dtype: str) -> None:
     if seq_len < 1 or batch < 1:
         raise CharonError(f"seq_len and batch must be >= 1, got seq_len={seq_len}, batch={batch}")
     if seq_len * batch > MAX_TOKENS:
-        raise CharonError(f"seq_len x batch is {seq_len * batch:,} tokens per micro-batch; at most "
-                          f"{MAX_TOKENS:,} (beyond it tensor sizes overflow 64-bit byte counts)")
+        raise CharonError(f"sequence length x batch is {seq_len:,} x {batch:,} = {seq_len * batch:,} tokens; "
+                          f"at most {MAX_TOKENS:,} (torch's and the IR's sizes are 64-bit)")
 
 
 def _versions() -> dict[str, str]:

@@ -55,16 +55,18 @@ def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
     name or a path to a config.json. Raises CharonError with one line on a bad input."""
     path = Path(model)
     where = str(model)
-    if path.is_dir():  # a Hugging Face model folder: its config.json
-        if not (path / "config.json").is_file():
-            raise CharonError(f"{model}: a folder without a config.json")
+    if path.is_dir() and (path / "config.json").is_file():  # a Hugging Face model folder
         path = path / "config.json"
         where = str(path)
+    elif path.is_dir() and (isinstance(model, Path) or model not in bundled_models()):
+        # a folder of a bundled model's name (`--plot llama-3.1-8b` makes one) is not the model
+        raise CharonError(f"{model}: a folder without a config.json")
     if isinstance(model, Path) or str(model).endswith(".json") or path.is_file():
         if not path.is_file():
             raise CharonError(f"{model}: no such config file")
         data = _read_json(read_text(path, where), where)
-        name = path.stem if path.name != "config.json" else path.resolve().parent.name or "config"
+        # absolute, not resolved: a Hugging Face cache's config.json links into its blobs
+        name = path.stem if path.name != "config.json" else path.absolute().parent.name or "config"
     else:
         names = bundled_models()
         if model not in names:
@@ -130,6 +132,15 @@ WIDTH_FIELDS = ("hidden_size", "n_embd", "num_attention_heads", "n_head", "num_k
 """The fields `MAX_SIZE` bounds (every size but the layer count, `MAX_LAYERS`'s)."""
 
 
+EXPERT_COUNT_FIELDS = ("num_local_experts", "n_routed_experts", "num_experts")
+"""Where the families' configs give the routed experts (Mixtral, DeepSeek, Qwen-MoE)."""
+
+
+def expert_count(config: dict[str, Any]) -> int:
+    """The routed experts of a config; 0 for a dense model."""
+    return next((int(config[k]) for k in EXPERT_COUNT_FIELDS if isinstance(config.get(k), int)), 0)
+
+
 def check_config(config: dict[str, Any], where: str) -> None:
     """The fields every supported family needs, with sane values. Fills in
     `model_type` from `architectures` when only the latter is given."""
@@ -177,8 +188,7 @@ def check_config(config: dict[str, Any], where: str) -> None:
         if isinstance(value, int) and value > MAX_SIZE:
             raise CharonError(f"{where}: malformed config.json: '{key}' is {value:,}; at most {MAX_SIZE:,} "
                               "(the largest models stay under 300,000)")
-    experts = next((config[k] for k in ("num_local_experts", "n_routed_experts", "num_experts")
-                    if isinstance(config.get(k), int)), None)
+    experts = expert_count(config) or None
     top_k = config.get("num_experts_per_tok")
     if experts is not None and isinstance(top_k, int) and top_k > experts:
         raise CharonError(f"{where}: malformed config.json: 'num_experts_per_tok' {top_k} is more than "

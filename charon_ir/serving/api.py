@@ -196,15 +196,17 @@ def plan_memory(model: StepTimeModel, config: ServingConfig, scheduler: Schedule
 
 
 def _stage_option(text: str) -> Stage:
-    """One `--stage KIND:N`: N documents a retrieval fetches, or tokens of KV a
-    remote_kv fetches, or hidden tokens a reasoning decodes (stages.py)."""
+    """One `--stage KIND[:N]`: N documents a retrieval fetches, or tokens of KV a
+    remote_kv fetches, or hidden tokens a reasoning decodes (stages.py); 0 without N."""
     kind, colon, amount = text.partition(":")
     shown = text if len(text) <= 60 else f"{text[:57]}..."
-    if kind not in STAGE_KINDS or not colon or not (amount.isascii() and amount.isdigit()):
+    # a bare KIND is the stage's base latency alone (N = 0), as a trace stage without a count
+    if kind not in STAGE_KINDS or colon and not (amount.isascii() and amount.isdigit()):
         raise CharonError(
-            f"--stage '{shown}': expected KIND:N with KIND one of {', '.join(STAGE_KINDS)} and N a "
+            f"--stage '{shown}': expected KIND[:N] with KIND one of {', '.join(STAGE_KINDS)} and N a "
             "count (retrieval:DOCS, remote_kv:TOKENS, reasoning:TOKENS)"
         )
+    amount = amount or "0"
     limit, what = ((MAX_RETRIEVAL_DOCUMENTS, "documents") if kind == "retrieval"
                    else (int(MAX_SAMPLED_TOKENS), "tokens"))  # as a trace's token counts
     count = int(amount) if len(amount) <= 18 else math.inf  # int() refuses 4,300 digits
@@ -222,7 +224,8 @@ def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] 
         s.amount for s in r.stages if s.kind == "reasoning"))
     reasoning = sum(s.amount for s in longest.stages if s.kind == "reasoning")
     tokens = longest.input_tokens + longest.output_tokens + reasoning
-    if limit and tokens > limit and reasoning and not longest.source:
+    # the stage is to blame only when the request fits without it
+    if limit and tokens > limit and reasoning and not longest.source and tokens - reasoning <= limit:
         flags = " ".join(f"--stage '{t}'" for t in stages if t.startswith("reasoning:"))
         raise CharonError(
             f"{flags}: request {longest.id} would hold {tokens} tokens ({longest.input_tokens} prompt "

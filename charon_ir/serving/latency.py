@@ -48,6 +48,7 @@ from typing import Any
 
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError
+from charon_ir.frontend.configs import expert_count
 from charon_ir.target.hardware import check_fp8, load_gpu
 
 PREFILL_LENGTHS = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -308,8 +309,7 @@ def check_shape(config: dict[str, Any], shape: ReplicaShape) -> None:
     layers = int(config["num_hidden_layers"])
     if shape.pp > layers:
         raise CharonError(f"--pp {shape.pp} exceeds the {layers} layers of {shape.model}")
-    experts = int(config.get("num_local_experts") or config.get("n_routed_experts")
-                  or config.get("num_experts") or 0)
+    experts = expert_count(config)
     if shape.ep > 1 and (not experts or experts % shape.ep):
         what = f"the {experts} experts" if experts else "a dense model (no experts)"
         raise CharonError(f"--ep {shape.ep} does not divide {what} of {shape.model}")
@@ -327,8 +327,7 @@ def estimated_weight_bytes(config: dict[str, Any], shape: ReplicaShape) -> float
     head_dim = int(config.get("head_dim") or h // heads)
     layers = int(config["num_hidden_layers"])
     attention = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim
-    experts = int(config.get("num_local_experts") or config.get("n_routed_experts")
-                  or config.get("num_experts") or 0)
+    experts = expert_count(config)
     if experts:
         ffn = int(config.get("moe_intermediate_size") or config["intermediate_size"])
         mlp = experts * 3 * h * ffn / shape.ep

@@ -480,7 +480,7 @@ class ModelShape:
     def of(model: str) -> ModelShape | None:
         if model.endswith(".mlir"):
             return None  # a hand-written step: the passes check it
-        from charon_ir.frontend.configs import load_config
+        from charon_ir.frontend.configs import expert_count, load_config
 
         _, config = load_config(model)
 
@@ -495,7 +495,7 @@ class ModelShape:
             layers=first("num_hidden_layers", "n_layer"),
             heads=heads,
             kv_heads=first("num_key_value_heads", default=heads),
-            experts=first("num_local_experts", "n_routed_experts", "num_experts"),
+            experts=expert_count(config),
             params=int((config.get("_derived") or {}).get("total_params") or 0),
             context=first("max_position_embeddings"),
         )
@@ -520,6 +520,12 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
     if config["attention_kernel"] and config["attention_kernel"] not in ATTENTION_KERNELS:
         return (f"attention_kernel must be {', '.join(ATTENTION_KERNELS)} or empty, "
                 f"got '{config['attention_kernel']}'")
+    if config["attention_kernel"] and config["hardware"]:
+        from charon_ir.engines.compute_efficiency import kernel_refusal
+        from charon_ir.target.hardware import load_gpu
+
+        if refusal := kernel_refusal(load_gpu(config["hardware"]), config["attention_kernel"]):
+            return refusal
     if config["dp_bucket_mb"] < 1:
         return f"dp_bucket_mb must be >= 1, got {config['dp_bucket_mb']}"
     if config["dp_overlap_param_gather"] and config["zero"] not in (1, 2):

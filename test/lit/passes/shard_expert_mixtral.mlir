@@ -1,6 +1,7 @@
 // RUN: charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=8}' | filecheck %s
 // RUN: charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=4 etp=2}' | filecheck %s --check-prefix=ETP
 // RUN: charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=8},shard-tensor{tp=2}' | filecheck %s --check-prefix=EPTP
+// RUN: charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=4 etp=2},shard-tensor{tp=2}' | filecheck %s --check-prefix=ETPTP
 // RUN: not charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=3}' 2>&1 | filecheck %s --check-prefix=ERR
 
 // Mixtral-8x7B (32 layers, 8 experts, top-2; seq 64 so 16 rows per expert): ep=8
@@ -33,3 +34,9 @@
 // EPTP:       sim.param "model.layers[0:32].mlp.experts.gate_up_proj" : tensor<32x1x28672x4096xbf16>
 
 // ERR: charon-opt: error: shard-expert: option 'ep' (3) does not divide the experts (8)
+
+// shard-expert{etp} adds the tp axis first: shard-tensor then splits the rest of
+// the model over it (the experts stay as etp left them), as the other order does.
+// ETPTP:       coll.grid @mesh(axes = ["ep", "tp"], shape = 4x2)
+// ETPTP:       sim.param "model.layers[0:32].self_attn.q_proj.weight" : tensor<32x2048x4096xbf16>
+// ETPTP:       sim.param "model.layers[0:32].mlp.experts.gate_up_proj" : tensor<32x2x14336x4096xbf16>

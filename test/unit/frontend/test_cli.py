@@ -92,8 +92,8 @@ def test_ir_and_sizes_import_cannot_take(charon_fails):
     assert charon_fails("import", str(TINY), "--batch", "0") == "error: --batch must be in 1..2147483647, got 0"
     # each in range, their product past 64-bit byte counts: torch's traceback, then one line
     assert charon_fails("import", str(TINY), "--seq-len", "2000000000", "--batch", "100000") == (
-        "error: seq_len x batch is 200,000,000,000,000 tokens per micro-batch; at most 2,147,483,647 "
-        "(beyond it tensor sizes overflow 64-bit byte counts)")
+        "error: sequence length x batch is 2,000,000,000 x 100,000 = 200,000,000,000,000 tokens; "
+        "at most 2,147,483,647 (torch's and the IR's sizes are 64-bit)")
 
 
 def test_list_needs_no_model_and_a_missing_model_is_a_usage_error(charon_fails):

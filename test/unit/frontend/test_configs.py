@@ -54,11 +54,26 @@ def test_a_hugging_face_model_folder_reads_its_config(tmp_path):
     (folder / "config.json").write_text(tiny.read_text())
     name, config = load_config(str(folder))
     assert name == "my-model" and config["model_type"] == "llama"
+    # a Hugging Face cache: snapshots/<rev>/config.json links to ../../blobs/<hash>
+    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshots" / "abc123"
+    blobs.mkdir()
+    snapshot.mkdir(parents=True)
+    (blobs / "0f3e").write_text(tiny.read_text())
+    (snapshot / "config.json").symlink_to("../../blobs/0f3e")
+    assert load_config(str(snapshot))[0] == "abc123"
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(CharonError) as err:
         load_config(str(empty))
     assert _one_line(err) == f"{empty}: a folder without a config.json"
+
+
+
+def test_a_folder_named_like_a_bundled_model_does_not_hide_it(tmp_path, monkeypatch):
+    """`--plot llama-3.1-8b` makes such a folder; the next run took it for the model."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "llama-3.1-8b").mkdir()
+    assert load_config("llama-3.1-8b")[1]["hidden_size"] == 4096
 
 
 def test_malformed_json(tmp_path):

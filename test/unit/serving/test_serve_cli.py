@@ -145,7 +145,7 @@ SMALL = ("--model", "llama-3.1-8b", "--input-len", "128", "--output-len", "16")
         (("--batch", "4", "--length-spread", "nan"), "error: --length-spread must be a finite number >= 0, got nan"),
         # a stage's N was not checked: empty, a TTFT of 4e16 s, a fetch cut to the prompt unseen
         (("--batch", "4", "--stage", "reasoning:"),
-         "error: --stage 'reasoning:': expected KIND:N with KIND one of retrieval, remote_kv, reasoning and N "
+         "error: --stage 'reasoning:': expected KIND[:N] with KIND one of retrieval, remote_kv, reasoning and N "
          "a count (retrieval:DOCS, remote_kv:TOKENS, reasoning:TOKENS)"),
         (("--batch", "4", "--stage", "retrieval:99999999999999999999"),
          "error: --stage 'retrieval:99999999999999999999': N must be at most 100,000 documents"),
@@ -191,6 +191,9 @@ def test_stages_in_range_run():
     report = serve("llama-3.1-8b", batch=2, input_len=128, output_len=16,
                    stages=("retrieval:8", "remote_kv:128", "reasoning:32"))
     assert report["output_tokens"] == 2 * (16 + 32)  # reasoning decodes more
+    # a bare KIND is its base latency alone, as a trace stage without a count
+    bare = serve("llama-3.1-8b", batch=2, input_len=128, output_len=16, stages=("retrieval",))
+    assert bare["output_tokens"] == 2 * 16
 
 
 def test_an_unknown_draft_model_names_its_option(charon_fails):

@@ -110,6 +110,9 @@ LLAMA = ModelShape(layers=8, heads=8, kv_heads=2, experts=0, params=10**9)
         ({"gpus": 8, "recompute": "some"}, "recompute must be"),
         ({"gpus": 8, "optimizer": "adamw9"}, "optimizer must be fused, unfused-fp16, unfused-bf16, got 'adamw9'"),
         ({"gpus": 8, "attention_kernel": "flash9"}, "attention_kernel must be flash2, flash3, triton or empty"),
+        # a combination simulate refuses: a failed point (exit 3) of an ordinary cross product
+        ({"gpus": 8, "attention_kernel": "flash3", "hardware": "A100-SXM4-80GB"},
+         "attention kernel 'flash3' (FlashAttention-3) runs on Hopper GPUs only; A100-SXM4-80GB is Ampere (GA100)"),
         ({"gpus": 8, "dp_bucket_mb": 0}, "dp_bucket_mb must be >= 1, got 0"),
         ({"gpus": 8, "zero": 3, "dp_overlap_param_gather": True}, "dp_overlap_param_gather needs zero 1 or 2"),
         ({"gpus": 8, "tp": 2, "tp_comm_overlap": True}, "tp_comm_overlap needs tp > 1 and sequence_parallel"),

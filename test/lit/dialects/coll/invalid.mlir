@@ -89,4 +89,4 @@ coll.send %x on @mesh ["pp"] shift 1 {subgroup = array<i64: 0, 3>} : tensor<16x6
 
 coll.grid @mesh(axes = ["tp"], shape = 2)
 coll.grid @mesh2(axes = ["dp"], shape = 4)
-// CHECK: error: 'coll.grid' op a module holds one coll.grid
+// CHECK: invalid.mlir:91:1: error: 'coll.grid' op a module holds one coll.grid
