@@ -5,18 +5,16 @@ For every distinct compute op of the shipped training steps
 (`charon_ir.profile.shipped.SHIPPED_STEPS`) that the shipped database measured
 on the GPU, the measured time over the analytic engine's, per op kind: median
 and 10th/90th percentiles of the ratio, and the summed times (each distinct op
-once, not weighted by how often a step runs it). Reads no user database.
+once, not weighted by how often a step runs it). Reads the shipped file itself,
+rows the engines leave out included (`shipped.NOT_READ`), and no user database.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 from collections import defaultdict
-from pathlib import Path
 
 from rows import print_rows
 
@@ -26,18 +24,17 @@ def main() -> int:
     parser.add_argument("--gpu", default="H100-SXM5-80GB")
     parser.add_argument("--json", action="store_true", help="rows as JSON")
     args = parser.parse_args()
-    os.environ.pop("CHARON_PROFILE_SHIPPED", None)
 
     from charon_ir.api import TrainingConfig, build_training_module
     from charon_ir.dialects.sim import ComputeOp
     from charon_ir.engines.analytic import AnalyticEngine
-    from charon_ir.engines.db import measurement_table
     from charon_ir.profile.key import OpKey, is_free_view
-    from charon_ir.profile.shipped import SHIPPED_STEPS
+    from charon_ir.profile.shipped import SHIPPED_DB, SHIPPED_STEPS
+    from charon_ir.profile.store import ProfileStore, latest_by_key
     from charon_ir.target.target import Target
 
-    with tempfile.TemporaryDirectory() as empty:  # the shipped measurements alone
-        table = measurement_table(Path(empty) / "none.db", args.gpu)
+    with ProfileStore.open_shipped(SHIPPED_DB) as store:
+        table = latest_by_key(store.measurements(args.gpu))
     if not table:
         print(f"no shipped measurements for {args.gpu}", file=sys.stderr)
         return 1

@@ -151,10 +151,8 @@ def _refuse_a_second_run(module: ModuleOp) -> None:
     of TP 8 became 64-way). A tp axis that shard-expert{etp} added first is not
     one: shard-tensor then shards the rest of the model."""
     grid = find_grid(module)
-    from_experts = EXPERT_TP_ATTR in module.attributes and TENSOR_PARALLEL_ATTR not in module.attributes
-    if TENSOR_PARALLEL_ATTR in module.attributes or (
-        grid is not None and "tp" in grid.axis_sizes() and not from_experts
-    ):
+    tp_axis = grid is not None and "tp" in grid.axis_sizes()
+    if TENSOR_PARALLEL_ATTR in module.attributes or (tp_axis and EXPERT_TP_ATTR not in module.attributes):
         raise CharonError("shard-tensor: the module is already sharded along grid axis 'tp'")
 
 

@@ -123,8 +123,9 @@ the largest models stay under 300,000 (Gemma 3's vocabulary, 262,144); a typo
 beyond this made tensors whose byte counts overflow the IR's 64-bit integers."""
 MAX_PARAMETERS = 10**15
 """A thousand times the largest model (DeepSeek-V3 and Kimi K2: ~1e12)."""
-SIZE_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size", "head_dim",
-               "n_routed_experts", "num_local_experts", "num_experts_per_tok")
+FFN_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size")
+"""Where the families' configs give an MLP's width (dense, or one expert's)."""
+SIZE_FIELDS = (*FFN_FIELDS, "head_dim", "n_routed_experts", "num_local_experts", "num_experts_per_tok")
 """Optional sizes: a zero (a model without an MLP, a zero-width head) traced into
 nonsense or a Python error deep in transformers."""
 WIDTH_FIELDS = ("hidden_size", "n_embd", "num_attention_heads", "n_head", "num_key_value_heads",
@@ -188,15 +189,14 @@ def check_config(config: dict[str, Any], where: str) -> None:
         if isinstance(value, int) and value > MAX_SIZE:
             raise CharonError(f"{where}: malformed config.json: '{key}' is {value:,}; at most {MAX_SIZE:,} "
                               "(the largest models stay under 300,000)")
-    experts = expert_count(config) or None
+    experts = expert_count(config)
     top_k = config.get("num_experts_per_tok")
-    if experts is not None and isinstance(top_k, int) and top_k > experts:
+    if experts and isinstance(top_k, int) and top_k > experts:
         raise CharonError(f"{where}: malformed config.json: 'num_experts_per_tok' {top_k} is more than "
                           f"the {experts} experts")
-    ffn = max((config[k] for k in ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size")
-               if isinstance(config.get(k), int)), default=4 * hidden)
+    ffn = max((config[k] for k in FFN_FIELDS if isinstance(config.get(k), int)), default=4 * hidden)
     vocab = config["vocab_size"]
-    bound = layers * (4 * hidden * hidden + 3 * hidden * ffn * max(experts or 1, 1)) + 2 * vocab * hidden
+    bound = layers * (4 * hidden * hidden + 3 * hidden * ffn * max(experts, 1)) + 2 * vocab * hidden
     if bound > MAX_PARAMETERS:
         raise CharonError(f"{where}: malformed config.json: about {bound:.1e} parameters; at most "
                           f"{MAX_PARAMETERS:.0e} (the largest models have ~1e12)")

@@ -217,15 +217,16 @@ class Bounded(Model):
     most linearly and does not grow. Unbounded, a log-quadratic fitted on large
     kernels alone priced small ones slower than the large ones it had seen."""
 
-    def covers(self, s: Sample) -> bool:
-        """Whether `s` is within `BELOW_RANGE` of the measured sizes, or above them."""
-        return _work(s, self.by_flops) >= self.low[0] - float(np.log(BELOW_RANGE))
-
     def __init__(self, model: Model, samples: Sequence[Sample]):
         self.model, self.name = model, model.name
         self.by_flops = all(s.flops > 0 for s in samples)
-        ordered = sorted(samples, key=lambda s: _work(s, self.by_flops))
-        self.low, self.high = ((_work(s, self.by_flops), model.predict(s)) for s in (ordered[0], ordered[-1]))
+        smallest = min(samples, key=lambda s: _work(s, self.by_flops))
+        largest = max(samples, key=lambda s: _work(s, self.by_flops))
+        self.low, self.high = ((_work(s, self.by_flops), model.predict(s)) for s in (smallest, largest))
+
+    def covers(self, s: Sample) -> bool:
+        """Whether `s` is within `BELOW_RANGE` of the measured sizes, or above them."""
+        return _work(s, self.by_flops) >= self.low[0] - float(np.log(BELOW_RANGE))
 
     def predict(self, s: Sample) -> float:
         t, w = self.model.predict(s), _work(s, self.by_flops)

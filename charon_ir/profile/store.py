@@ -187,9 +187,6 @@ class ProfileStore:
     def _guard(self, what: str):
         return _Guard(self.path, what)
 
-    def has(self, key: OpKey, device: str, torch_version: str) -> bool:
-        return self.time_of(key, device, torch_version) is not None
-
     def time_of(self, key: OpKey, device: str, torch_version: str) -> float | None:
         """The stored seconds of `key` on `device` with `torch_version`, if any."""
         with self._guard("read"):

@@ -157,15 +157,13 @@ def _positive_int(obj: dict[str, Any], key: str, where: str, minimum: int = 1) -
 
 
 def _stage(obj: Any, where: str) -> Stage:
-    from charon_ir.serving.stages import STAGE_KINDS
+    from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS  # stages imports this module
 
     if not isinstance(obj, dict) or obj.get("kind") not in STAGE_KINDS:
         kind = obj.get("kind") if isinstance(obj, dict) else obj
         raise CharonError(
             f"{where}: stage kind {kind!r} is not one of {', '.join(STAGE_KINDS)}"
         )
-    from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS
-
     key = "documents" if obj["kind"] == "retrieval" else "tokens"
     amount = _positive_int(obj, key, where, 0) if key in obj else 0
     if key == "documents" and amount > MAX_RETRIEVAL_DOCUMENTS:  # as --stage retrieval:N

@@ -28,7 +28,7 @@ LEAF_NODES = 32
 SWITCH_HOP_S = 0.3e-6
 
 
-def _bandwidth(text: str) -> float:
+def nic_bandwidth(text: str) -> float:
     """Bytes/s from `400Gb/s`, `50GB/s` or a bare number of Gb/s."""
     match = re.fullmatch(r"\s*([0-9.]+)\s*(Gb/s|GB/s|Tb/s|TB/s)?\s*", str(text))
     if not match:
@@ -68,7 +68,7 @@ def cluster_text(config: dict[str, Any], gpus: int) -> str:
             )
         cluster = replace(cluster, scale_up=replace(cluster.scale_up, domain=domain))
     if config.get("nic_speed"):
-        cluster = replace(cluster, nics=replace(cluster.nics, bandwidth=_bandwidth(config["nic_speed"])))
+        cluster = replace(cluster, nics=replace(cluster.nics, bandwidth=nic_bandwidth(config["nic_speed"])))
     topology = config.get("topology") or ""
     ratio = float(config.get("oversubscription") or 1.0)
     if topology and topology not in TOPOLOGIES:

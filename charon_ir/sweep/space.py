@@ -357,10 +357,11 @@ def _choices(kind: str) -> dict[str, tuple[Any, ...]]:
     from charon_ir.api import OPTIMIZERS
     from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
     from charon_ir.parallel.schedules import SCHEDULES
+    from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES
     from charon_ir.sweep.hardware import TOPOLOGIES
 
     return {
-        "recompute": ("none", "selective", "full"),
+        "recompute": RECOMPUTE_POLICIES,
         "zero": (0, 1, 2, 3),
         "precision": ("bf16", "fp8"),
         "schedule": ("", *SCHEDULES),
@@ -406,9 +407,9 @@ def check_value(kind: str, key: str, value: Any, shapes: dict[str, ModelShape | 
             raise CharonError(f"'engines' must be a comma-separated list of {_one_of(tuple(ENGINES))}, "
                               f"got {value!r}")
     elif key == "nic_speed" and value:
-        from charon_ir.sweep.hardware import _bandwidth
+        from charon_ir.sweep.hardware import nic_bandwidth
 
-        _bandwidth(value)  # its error names the setting
+        nic_bandwidth(value)  # its error names the setting
     elif key == "prefill_decode_split" and value:
         counts = value.split(":")
         if len(counts) != 2 or not all(c.strip().isascii() and c.strip().isdigit() and int(c) >= 1

@@ -81,16 +81,17 @@ class GpuSpec:
 
 
 @cache
+def _gpus_json() -> dict[str, Any]:
+    return json.loads(resources.files("charon_ir.target").joinpath("gpus.json").read_text())
+
+
 def _table() -> dict[str, dict[str, Any]]:
-    text = resources.files("charon_ir.target").joinpath("gpus.json").read_text()
-    return json.loads(text)["summary_flat"]
+    return _gpus_json()["summary_flat"]
 
 
-@cache
 def _details() -> dict[str, dict[str, Any]]:
     """The GPU table's full entries (architecture, sources) by name."""
-    text = resources.files("charon_ir.target").joinpath("gpus.json").read_text()
-    return json.loads(text)["gpus"]
+    return _gpus_json()["gpus"]
 
 
 def gpu_names() -> list[str]:

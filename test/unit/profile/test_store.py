@@ -40,9 +40,9 @@ def test_put_keeps_first_measurement_of_a_key(tmp_path: Path):
         assert store.put(measurement(time_s=1e-3))
         assert not store.put(measurement(time_s=5e-3))
         assert [m.time_s for m in store.measurements("cpu")] == [1e-3]
-        assert store.has(KEY, "cpu", "2.13.0")
-        assert not store.has(KEY, "cpu", "2.14.0")
-        assert not store.has(KEY, "H100-SXM5-80GB", "2.13.0")
+        assert store.time_of(KEY, "cpu", "2.13.0") is not None
+        assert store.time_of(KEY, "cpu", "2.14.0") is None
+        assert store.time_of(KEY, "H100-SXM5-80GB", "2.13.0") is None
 
 
 def test_device_and_torch_version_are_part_of_the_key(tmp_path: Path):

@@ -152,6 +152,9 @@ SMALL = ("--model", "llama-3.1-8b", "--input-len", "128", "--output-len", "16")
         (("--batch", "4", "--stage", "remote_kv:100000000"),
          "error: --stage 'remote_kv:100000000': fetches the KV of 100000000 prompt tokens, more than the "
          "longest prompt (128 tokens)"),
+        # a prompt past the context on its own was blamed on the reasoning stage
+        (("--batch", "4", "--input-len", "200000", "--stage", "reasoning:10"),
+         "error: request 0: 200026 tokens, more than the 131072-token context of llama-3.1-8b"),
         (("--batch", "4", "--stage", "reasoning:200000"),
          "error: --stage 'reasoning:200000': request 0 would hold 200144 tokens (128 prompt + 16 output + "
          "200000 reasoning), more than the 131072-token context of llama-3.1-8b"),

@@ -222,6 +222,9 @@ def test_a_cluster_names_the_gpu_unless_hardware_is_given(charon_fails):
 def test_a_value_with_a_newline_stays_on_one_line(charon_fails):
     assert charon_fails("simulate", "--model", "no\nsuch", "--gpus", "8").startswith(
         "error: unknown model 'no\\nsuch'; bundled models: ")
+    # any character `str.splitlines` breaks at, not only a newline
+    assert charon_fails("simulate", "--model", "no\u2028such", "--gpus", "8").startswith(
+        "error: unknown model 'no\\u2028such'; bundled models: ")
 
 
 def test_running_out_of_host_memory_is_one_line(charon_fails, monkeypatch):
