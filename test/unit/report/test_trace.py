@@ -67,7 +67,7 @@ def test_a_trace_that_cannot_be_written_is_one_line(tmp_path):
     assert str(info.value) == f"cannot write {a_file / 't.json'}: File exists"
     with pytest.raises(CharonError) as info:
         write_trace(tmp_path, [])
-    assert str(info.value) == f"cannot write {tmp_path}: Is a directory"
+    assert str(info.value) == f"{tmp_path}: is a directory, not a regular file; refusing to replace it"
     # nor its temporary file, written beside it
     assert list(tmp_path.iterdir()) == [a_file]
     assert not list(tmp_path.parent.glob(f".{tmp_path.name}.*"))
