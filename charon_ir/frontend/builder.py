@@ -29,7 +29,8 @@ from charon_ir.frontend.tracing import Primal, TracedModel, TracedPart
 
 INVARIANT_INPUTS = frozenset({"positions", "rope_cos", "rope_sin", "tokens", "labels"})
 """Inputs every part sees unchanged: a saved view of one is re-derived in the
-backward, not stacked or yielded."""
+backward, not stacked or yielded. A table per attention kind (Gemma 3's
+`rope_cos.sliding_attention`) counts as its kind's."""
 
 
 def _view_chain(node: fx.Node) -> tuple[fx.Node, list[fx.Node]]:
@@ -79,6 +80,7 @@ class ModuleBuilder:
         self.inputs: dict[str, SSAValue] = {}
         self.params: dict[str, SSAValue] = {}  # canonical or stacked name -> value
         self.param_order: list[str] = []
+        self.invariant = INVARIANT_INPUTS | {e for e in traced.extras if e.partition(".")[0] in INVARIANT_INPUTS}
 
     # -- module-level values ------------------------------------------------
 
@@ -209,7 +211,7 @@ class ModuleBuilder:
         yielded: list[SSAValue] = []
         record: dict = {"stem_saved": [], "runs": [], "head_saved": []}
         if keep_saved:
-            plan = _saved_plan(tm.stem, INVARIANT_INPUTS)
+            plan = _saved_plan(tm.stem, self.invariant)
             for node in plan.stacked:
                 idx = plan.fwd_nodes.index(node)
                 record["stem_saved"].append((node.name, len(yielded)))
@@ -231,7 +233,7 @@ class ModuleBuilder:
                 outs, saved = self.run_fwd(body_conv, part, local)
                 h = body_conv.materialize(outs[0])
                 if keep_saved:
-                    plan = _saved_plan(part, INVARIANT_INPUTS)
+                    plan = _saved_plan(part, self.invariant)
                     names = []
                     for node in plan.stacked:
                         names.append(node.name)
@@ -249,7 +251,7 @@ class ModuleBuilder:
         values["hidden"] = hidden
         head_outs, head_saved = self.run_fwd(conv, tm.head, values)
         if keep_saved:
-            plan = _saved_plan(tm.head, INVARIANT_INPUTS)
+            plan = _saved_plan(tm.head, self.invariant)
             for node in plan.stacked:
                 record["head_saved"].append((node.name, len(yielded)))
                 yielded.append(conv.materialize(head_saved[plan.fwd_nodes.index(node)]))

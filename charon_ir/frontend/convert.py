@@ -317,6 +317,8 @@ class GraphConverter:
                     outputs.append(self.env.get(arg) if isinstance(arg, fx.Node) else None)
             elif node.op == "call_function":
                 self.call(node)
+            elif node.op == "get_attr" and isinstance(node.meta.get("val"), torch.Tensor):
+                self.constant(node)
             else:
                 raise NotImplementedError(f"fx node kind {node.op} ({node.target})")
         return outputs
@@ -353,6 +355,14 @@ class GraphConverter:
         self.summary.generic[full] += 1
         self.generic(node, full, zero_flops=name in ZERO_FLOP_GENERICS or name in FACTORY_OPS,
                      no_inputs=name in FACTORY_OPS)
+
+    def constant(self, node: fx.Node) -> None:
+        """A tensor the traced code built from Python values (Falcon's index
+        list): read from memory, computed by nothing."""
+        t = type_of(self.meta(node))
+        self.summary.generic["constant"] += 1
+        op = self.add(sim.GenericOp("constant", [], [t], 0.0, float(sim.tensor_bytes(t))))
+        self.bind(node, op.results[0])
 
     # -- views ------------------------------------------------------------
 

@@ -224,16 +224,28 @@ moe_combine.register_autograd(_combine_grad, setup_context=_combine_setup)
 
 def hf_experts(self, hidden_states: Tensor, top_k_index: Tensor, top_k_weights: Tensor) -> Tensor:
     """HF ExpertsInterface entry for experts stored as stacked 3-D weights
-    (gate_up_proj [E, 2I, h], down_proj [E, h, I]): every expert runs one batched
-    matmul on its balanced share of the tokens."""
-    experts = self.gate_up_proj.shape[0]
-    x = moe_dispatch(hidden_states, top_k_index, experts)
-    up = self.gate_up_proj if getattr(self, "is_transposed", False) else self.gate_up_proj.transpose(1, 2)
-    h = torch.bmm(x, up)
-    h = self._apply_gate(h) if getattr(self, "has_gate", True) else self.act_fn(h)
-    down = self.down_proj if getattr(self, "is_transposed", False) else self.down_proj.transpose(1, 2)
-    out = torch.bmm(h, down)
+    (gate_up_proj [E, 2I, h], down_proj [E, h, I]; [E, h, 2I] and [E, I, h] when
+    `is_transposed`, as GPT-OSS; up_proj for ungated experts; [E, out] biases when
+    `has_bias`): every expert runs one batched matmul on its balanced share of the
+    tokens."""
+    gated = getattr(self, "has_gate", True)
+    transposed = getattr(self, "is_transposed", False)
+    biased = getattr(self, "has_bias", False)
+    first = self.gate_up_proj if gated else self.up_proj
+    x = moe_dispatch(hidden_states, top_k_index, first.shape[0])
+    h = _expert_linear(x, first, getattr(self, "gate_up_proj_bias" if gated else "up_proj_bias", None) if biased else None, transposed)
+    h = self._apply_gate(h) if gated else self.act_fn(h)
+    out = _expert_linear(h, self.down_proj, self.down_proj_bias if biased else None, transposed)
+    if getattr(self, "has_post_expert_norm", False):
+        out = self.post_expert_norm(out)
     return moe_combine(out, top_k_index, top_k_weights.to(out.dtype))
+
+
+def _expert_linear(x: Tensor, weight: Tensor, bias: Tensor | None, transposed: bool) -> Tensor:
+    """x [E, C, in] through each expert's weight ([E, out, in], or [E, in, out]
+    when transposed) and bias [E, out]."""
+    out = torch.bmm(x, weight if transposed else weight.transpose(1, 2))
+    return out if bias is None else out + bias.unsqueeze(1)
 
 
 def register_hf_implementations() -> None:

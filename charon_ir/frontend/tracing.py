@@ -13,6 +13,7 @@ through make_fx, forward only.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -183,17 +184,45 @@ class Family:
 
 
 class LlamaFamily(Family):
-    """model.model.{embed_tokens, rotary_emb, layers, norm} + model.lm_head."""
+    """model.model.{embed_tokens, rotary_emb, layers, norm} + model.lm_head: the
+    layout of most HF causal LMs (Llama, Mistral, Qwen, DeepSeek, Gemma, Phi-3,
+    OLMo, Granite, Cohere, StarCoder2, Nemotron, GPT-OSS, ...). Subclasses rename
+    the parts."""
 
+    inner = "model"
+    embed = "embed_tokens"
+    stack = "layers"
+    norm = "norm"
+    head = "lm_head"
     layer_prefix = "model.layers"
     extras = ["rope_cos", "rope_sin"]
 
+    def __init__(self, model: nn.Module):
+        super().__init__(model)
+        config = getattr(model, "config", None)
+        # Gemma 3 keeps one rotary table per attention kind (sliding, full)
+        types = getattr(config, "layer_types", None)
+        if types and "layer_type" in inspect.signature(self._inner().rotary_emb.forward).parameters:
+            self.rope_types = sorted(set(types))
+            self.extras = [f"rope_{part}.{kind}" for kind in self.rope_types for part in ("cos", "sin")]
+        else:
+            self.rope_types = []
+
+    def _inner(self) -> nn.Module:
+        return getattr(self.model, self.inner)
+
     def layers(self):
-        return self.model.model.layers
+        return getattr(self._inner(), self.stack)
 
     def stem(self, ids, positions):
-        inner = self.model.model
-        h = inner.embed_tokens(ids)
+        inner = self._inner()
+        h = getattr(inner, self.embed)(ids)
+        # Granite scales the embeddings in the model's forward, not in a module
+        multiplier = getattr(self.model.config, "embedding_multiplier", None)
+        if multiplier is not None and multiplier != 1.0:
+            h = h * multiplier
+        if self.rope_types:
+            return (h, *(t for kind in self.rope_types for t in inner.rotary_emb(h, positions, kind)))
         rope = inner.rotary_emb(h, positions)
         if isinstance(rope, torch.Tensor):
             # one table (DeepSeek-V2's complex freqs_cis) instead of cos and sin
@@ -201,19 +230,64 @@ class LlamaFamily(Family):
             return h, rope
         return (h, *rope)
 
+    def rope_of(self, layer: nn.Module, extras: Sequence[torch.Tensor]) -> Any:
+        """The rotary table(s) `layer` reads, from the stem's extras."""
+        if self.rope_types:
+            kind = self.rope_types.index(layer.self_attn.layer_type)
+            return tuple(extras[2 * kind: 2 * kind + 2])
+        return extras[0] if len(extras) == 1 else tuple(extras)
+
     def layer(self, layer, x, extras, positions):
-        rope = extras[0] if len(extras) == 1 else tuple(extras)
-        out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=rope)
+        out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=self.rope_of(layer, extras))
         return out[0] if isinstance(out, tuple) else out
 
     def final(self, h):
-        return self.model.lm_head(self.model.model.norm(h))
+        logits = getattr(self.model, self.head)(getattr(self._inner(), self.norm)(h))
+        # what the CausalLM's forward does to the logits after the head
+        config = self.model.config
+        if (scaling := getattr(config, "logits_scaling", None)) not in (None, 1.0):  # Granite
+            logits = logits / scaling
+        if (scale := getattr(config, "logit_scale", None)) not in (None, 1.0):  # Cohere
+            logits = logits * scale
+        if (cap := getattr(config, "final_logit_softcapping", None)) is not None:  # Gemma 2 and 3
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     def stem_modules(self):
-        return [self.model.model.embed_tokens, self.model.model.rotary_emb]
+        return [getattr(self._inner(), self.embed), self._inner().rotary_emb]
 
     def head_modules(self):
-        return [self.model.model.norm, self.model.lm_head]
+        return [getattr(self._inner(), self.norm), getattr(self.model, self.head)]
+
+
+class GPTNeoXFamily(LlamaFamily):
+    """model.gpt_neox.{embed_in, rotary_emb, layers, final_layer_norm} + model.lm_head."""
+
+    inner = "gpt_neox"
+    embed = "embed_in"
+    norm = "final_layer_norm"
+    layer_prefix = "gpt_neox.layers"
+
+
+class FalconFamily(LlamaFamily):
+    """model.transformer.{word_embeddings, rotary_emb, h, ln_f} + model.lm_head;
+    a layer takes ALiBi biases (None: rotary Falcons) before its mask."""
+
+    inner = "transformer"
+    embed = "word_embeddings"
+    stack = "h"
+    norm = "ln_f"
+    layer_prefix = "transformer.h"
+
+    def __init__(self, model: nn.Module):
+        if getattr(model.config, "alibi", False):
+            raise CharonError("falcon with ALiBi ('alibi': true) is not supported: only rotary Falcons "
+                              "(Falcon-7B/40B/180B and later) import")
+        super().__init__(model)
+
+    def layer(self, layer, x, extras, positions):
+        out = layer(x, None, None, position_ids=positions, position_embeddings=self.rope_of(layer, extras))
+        return out[0] if isinstance(out, tuple) else out
 
 
 class GPT2Family(Family):
@@ -243,7 +317,16 @@ class GPT2Family(Family):
         return [self.model.transformer.ln_f, self.model.lm_head]
 
 
-FAMILIES: dict[str, type[Family]] = {"llama": LlamaFamily, "gpt2": GPT2Family}
+FAMILIES: dict[str, type[Family]] = {
+    "llama": LlamaFamily, "gpt2": GPT2Family, "gpt_neox": GPTNeoXFamily, "falcon": FalconFamily,
+}
+
+
+SDPA_ATTENTION = frozenset({"falcon"})
+"""model_types that pick their attention class from a table of their own, not
+from HF's AttentionInterface: built for "sdpa", whose
+F.scaled_dot_product_attention call `_patched_for_tracing` makes the opaque
+attention op."""
 
 
 def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype, where: str = "config.json") -> nn.Module:
@@ -260,7 +343,7 @@ def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype, where: str =
         config = AutoConfig.for_model(model_type, **kwargs)
     except Exception as e:  # ValueError, TypeError, huggingface_hub's StrictDataclass* errors
         raise CharonError(f"{where}: malformed config.json for {model_type}: {reason_of(e)}") from None
-    config._attn_implementation = torch_ops.IMPLEMENTATION
+    config._attn_implementation = "sdpa" if model_type in SDPA_ATTENTION else torch_ops.IMPLEMENTATION
     if hasattr(config, "_experts_implementation"):
         config._experts_implementation = torch_ops.IMPLEMENTATION
     for attr in ("attn_pdrop", "resid_pdrop", "embd_pdrop", "attention_dropout", "hidden_dropout"):
