@@ -41,7 +41,7 @@ for _name in COMMAND_MODULES:
 
 def fail(message: str, code: int = 1) -> None:
     """Print one diagnostic line and exit non-zero."""
-    print(f"error: {one_line(message)}", file=sys.stderr)
+    print(one_line(f"error: {message}"), file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -18,10 +18,18 @@ LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2
 """What `str.splitlines` breaks at, each as its escape."""
 
 
-def one_line(message: str) -> str:
-    """`message` as one printable line: a line break in a value the user gave (a
-    model name, a file name) is shown escaped, not printed."""
-    return message.translate(LINE_BREAKS)
+MAX_LINE = 500
+"""The most characters of an error line: a value the user gave can be huge (a
+100k-character model name, a YAML of nested aliases expanding to 300 MB)."""
+
+
+def one_line(message: str, limit: int = MAX_LINE) -> str:
+    """`message` as one printable line of at most `limit` characters: a line
+    break in a value the user gave (a model name, a file name) is shown escaped,
+    not printed, and a longer line is cut, ending in "…"."""
+    # escaping only lengthens the text: cut first, so a huge message costs nothing
+    line = message[: limit + 1].translate(LINE_BREAKS)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def reason_of(e: BaseException, limit: int = 300) -> str:

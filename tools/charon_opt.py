@@ -217,7 +217,7 @@ class CharonOptMain(xDSLOptMain):
         def one_line_error(message: str):
             # argparse prints the whole usage first; a mistyped flag is bad input
             # like any other, so it gets the same one line (and argparse's exit 2)
-            print(f"charon-opt: error: {message}", file=sys.stderr)
+            print_error(message)
             sys.exit(2)
 
         arg_parser.error = one_line_error  # pyright: ignore[reportAttributeAccessIssue]
@@ -310,33 +310,39 @@ def strip_module_wrapper(pipeline: str) -> str:
     return text
 
 
+def print_error(message: str, located: bool = False) -> None:
+    """Every diagnostic of charon-opt goes out here, as one line capped by
+    `one_line`: `FILE:LINE:COL: error: ...` when `located` (the message is
+    already placed in the input), else `charon-opt: error: ...`."""
+    print(one_line(message if located else f"charon-opt: error: {message}"), file=sys.stderr)
+
+
+def print_diagnostic(message: str) -> None:
+    """A CharonError's or a verifier's message: it may already be placed."""
+    print_error(message, located=": error: " in message)
+
+
 def main(args: Sequence[str] | None = None) -> None:
     try:
         CharonOptMain(description="Charon-IR modular optimizer driver", args=args).run()
     except ParseError as e:
-        print(f"{span_location(e.span)}: error: {e.msg}", file=sys.stderr)
+        print_error(f"{span_location(e.span)}: error: {e.msg}", located=True)
         sys.exit(1)
     except CharonError as e:
-        message = one_line(str(e))
-        if ": error: " not in message:
-            message = f"charon-opt: error: {message}"
-        print(message, file=sys.stderr)
+        print_diagnostic(str(e))
         sys.exit(1)
     except OSError as e:  # the input or -o file: name it, not the errno
         where = f"{e.filename}: " if e.filename else ""
-        print(one_line(f"charon-opt: error: {where}{e.strerror or first_line(e)}"), file=sys.stderr)
+        print_error(f"{where}{e.strerror or first_line(e)}")
         sys.exit(1)
     except (DiagnosticException, ValueError, KeyError) as e:
-        message = first_line(e)
-        if ": error: " not in message:
-            message = f"charon-opt: error: {message}"
-        print(message, file=sys.stderr)
+        print_diagnostic(first_line(e))
         sys.exit(1)
     except Exception as e:  # a bug, not bad input: one line unless asked for more (as `charon`)
         if os.environ.get("CHARON_DEBUG"):
             raise
-        print(f"charon-opt: error: internal error, please report it (CHARON_DEBUG=1 shows the "
-              f"traceback): {type(e).__name__}: {first_line(e)}", file=sys.stderr)
+        print_error(f"internal error, please report it (CHARON_DEBUG=1 shows the traceback): "
+                    f"{type(e).__name__}: {first_line(e)}")
         sys.exit(1)
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from charon_ir.commands import on_command_line
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, one_line
 
 Opt = typer.Option
 
@@ -229,7 +229,7 @@ def _print_failures(failed: list[dict[str, Any]], axes: list[str]) -> None:
     for error, configs in list(points.items())[:FAILURE_LINES]:
         name = ", ".join(f"{k}={configs[0][k]}" for k in axes if k in configs[0]) or "the point"
         more = f" (and {len(configs) - 1} more)" if len(configs) > 1 else ""
-        print(f"error: point {name}{more} failed: {error}", file=sys.stderr)
+        print(one_line(f"error: point {name}{more} failed: {error}"), file=sys.stderr)
     if len(points) > FAILURE_LINES:
         print(f"error: ... and {len(points) - FAILURE_LINES} more distinct errors (--json lists every point's)",
               file=sys.stderr)

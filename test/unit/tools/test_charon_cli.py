@@ -248,3 +248,10 @@ def test_a_hand_written_step_without_layers_takes_no_parallel_flags(charon_fails
     assert charon_fails("simulate", "--model", model, "--gpus", "2", "--tp", "2") == (
         f"error: {model} has no stack of layers (a sim.repeat in a forward phase) for the passes that "
         "parallel-strategy and batch flags ask for; without them it is simulated as written")
+
+
+def test_a_huge_value_makes_an_error_line_of_at_most_500_characters(charon_fails):
+    mlp = str(Path(__file__).resolve().parents[3] / "examples" / "mlp.mlir")
+    line = charon_fails("simulate", "--model", mlp, "--hardware", "x" * 100_000)
+    assert line.startswith("error: set-target: option 'hardware': unknown GPU 'xxx")
+    assert line.endswith("…") and len(line) == 500

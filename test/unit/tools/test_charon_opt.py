@@ -204,3 +204,14 @@ def test_scientific_numbers_become_decimals_outside_quotes():
 
     assert decimal_numbers('a{x=1e-9 c="runs/1e5 x.cluster"},b{y=[1e2,3] z=2.5E+1}') == (
         'a{x=0.000000001 c="runs/1e5 x.cluster"},b{y=[100,3] z=25}')
+
+
+def test_a_huge_value_makes_an_error_line_of_at_most_500_characters(capsys):
+    from charon_ir.tools.charon_opt import main
+
+    with pytest.raises(SystemExit) as info:
+        main([str(EXAMPLES / "mlp.mlir"), "-p", "no-such-pass-" + "x" * 100_000])
+    err = capsys.readouterr().err
+    assert info.value.code == 1 and err.count("\n") == 1
+    line = err.rstrip("\n")
+    assert line.startswith("charon-opt: error: ") and line.endswith("…") and len(line) == 500
