@@ -47,6 +47,7 @@ from charon_ir.parallel.sharding import (
     set_type,
     shape,
     split,
+    weight_layouts,
     with_shape,
 )
 
@@ -55,19 +56,32 @@ EXPERT_TP_ATTR = "charon.expert_tp"
 by shard-tensor): shard-tensor leaves expert weights alone when it is there."""
 
 
-def expert_weight_dims(name: str, rank: int) -> tuple[int, int] | None:
+EXPERT_BIASES = {"gate_up_proj_bias": True, "up_proj_bias": True, "down_proj_bias": False}
+"""HF's stacked experts' biases ([E, out]) -> whether out is the ffn dim."""
+
+
+def expert_weight_dims(name: str, rank: int, out_first: bool = True) -> tuple[int, int | None] | None:
     """(experts dim, ffn dim) of a routed-expert weight named like HF's stacked
-    experts (`mlp.experts.gate_up_proj` [E, 2I, h], `mlp.experts.down_proj` [E, h, I]),
-    or None. Shared experts (`shared_experts`) are dense MLPs, not matched."""
+    experts (`mlp.experts.gate_up_proj` [E, 2I, h], `mlp.experts.down_proj` [E, h, I];
+    [E, h, 2I] and [E, I, h] where a matmul reads them [in, out], `out_first`
+    False: GPT-OSS's) or of their biases (`gate_up_proj_bias` [E, 2I];
+    `down_proj_bias` [E, h], whose ffn dim is None), or None. Shared experts
+    (`shared_experts`) are dense MLPs, not matched."""
     parts = name.split(".")
     lead = 1 if "[" in name else 0
-    if "experts" not in parts or rank - lead != 3:
+    if "experts" not in parts:
+        return None
+    if rank - lead == 2 and parts[-1] in EXPERT_BIASES:
+        return lead, lead + 1 if EXPERT_BIASES[parts[-1]] else None
+    if rank - lead != 3:
         return None
     last = parts[-1] if parts[-1] not in ("weight", "bias") else parts[-2]
+    # the ffn dim of a column weight (its out features) and of a row weight (its in features)
+    column, row = (lead + 1, lead + 2) if out_first else (lead + 2, lead + 1)
     if last in ("gate_up_proj", "gate_proj", "up_proj", "w1", "w3"):
-        return lead, lead + 1
+        return lead, column
     if last in ("down_proj", "w2"):
-        return lead, lead + 2
+        return lead, row
     return None
 
 
@@ -222,12 +236,14 @@ class ShardExpertPass(ModulePass):
                 f"shard-expert: option 'ep' ({self.ep}) does not divide the experts ({experts})"
             )
         weights = []
+        layouts = weight_layouts(op)
         for p in op.body.block.ops:
             if isinstance(p, sim.ParamOp):
-                dims = expert_weight_dims(p.sym_name.data, len(shape(p.result)))
+                name = p.sym_name.data
+                dims = expert_weight_dims(name, len(shape(p.result)), layouts.get(name, True))
                 if dims is not None:
                     weights.append((p, dims))
-                    if shape(p.result)[dims[1]] % self.etp:
+                    if dims[1] is not None and shape(p.result)[dims[1]] % self.etp:
                         raise CharonError(
                             f"shard-expert: option 'etp' ({self.etp}) does not divide the expert ffn size "
                             f"({shape(p.result)[dims[1]]}) of '{p.sym_name.data}'"
@@ -261,6 +277,8 @@ class ShardExpertPass(ModulePass):
                 tp = ShardingState("tp", self.etp, self.name, hints={"ffn": set()})
                 tp.snapshot(op)
                 for p, (_, fdim) in weights:
+                    if fdim is None:
+                        continue  # a bias added after the down projection's all_reduce
                     tp.hints["ffn"].add(shape(p.result)[fdim])
                     tp.assign(p.result, split(fdim, self.etp, "ffn"))
                 tp.run(op, [ShardAttention(tp), ShardGeneric(tp)])

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
-from xdsl.ir import BlockArgument
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import sim
@@ -49,6 +48,7 @@ from charon_ir.parallel.sharding import (
     set_type,
     shape,
     split,
+    weight_layouts,
     with_shape,
 )
 
@@ -63,7 +63,7 @@ COLUMN = {
 ROW = frozenset({"o_proj", "down_proj", "c_proj", "fc2", "w2", "dense", "dense_4h_to_h"})
 """Split on the input features; the bias (added after the all_reduce) stays whole."""
 
-VOCAB = frozenset({"embed_tokens", "wte", "lm_head", "word_embeddings", "embed_out"})
+VOCAB = frozenset({"embed_tokens", "wte", "lm_head", "word_embeddings", "embed_out", "embed_in"})
 KV_MODULES = frozenset({"k_proj", "v_proj"})
 
 
@@ -93,27 +93,14 @@ def weight_rule(name: str, rank: int, stacked: bool, out_first: bool = True) -> 
     if module in ROW and kind == "weight":
         if experts:
             return WeightRule(lead + 2, "ffn")
-        attention = module in ("o_proj", "dense", "c_proj") and "attn" in name
+        attention = module in ("o_proj", "dense", "c_proj") and ("attn" in name or "attention" in name)
         return WeightRule(in_dim, "heads" if attention else "ffn")
-    if module == "experts" and kind in ("gate_up_proj", "down_proj") and rank - lead == 3:
-        # HF's stacked experts: gate_up_proj [E, 2I, h], down_proj [E, h, I]
-        return WeightRule(lead + (1 if kind == "gate_up_proj" else 2), "ffn")
+    if module == "experts" and (dims := expert_weight_dims(name, rank, out_first)) is not None:
+        # HF's stacked experts (gate_up_proj [E, 2I, h], down_proj [E, h, I], or
+        # [E, h, 2I] and [E, I, h] read [in, out]) and their biases ([E, 2I] split,
+        # [E, h] added after the all_reduce, whole)
+        return None if dims[1] is None else WeightRule(dims[1], "ffn")
     return None
-
-
-def weight_layouts(module: ModuleOp) -> dict[str, bool]:
-    """Parameter name -> True when a forward matmul reads it as [out, in]
-    (`transpose_rhs`, nn.Linear), False when as [in, out] (Conv1D)."""
-    layouts: dict[str, bool] = {}
-    for op in module.walk():
-        if not isinstance(op, sim.MatmulOp):
-            continue
-        rhs = op.rhs
-        if isinstance(rhs, BlockArgument) and isinstance(rhs.block.parent_op(), sim.RepeatOp):
-            rhs = rhs.block.parent_op().operands[rhs.index]  # pyright: ignore[reportOptionalMemberAccess]
-        if isinstance(rhs.owner, sim.ParamOp):
-            layouts.setdefault(rhs.owner.sym_name.data, op.transpose_rhs is not None)
-    return layouts
 
 
 def pad_vocabulary(module: ModuleOp, vocab: int, padded: int) -> None:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -994,3 +994,18 @@ def default_patterns(st: ShardingState) -> list[RewritePattern]:
         ShardReduce(st), ShardSoftmax(st), ShardEmbedding(st), ShardOptimizer(st), ShardMoe(st),
         ShardRepeat(st), ShardYield(st), ShardCollective(st),
     ]
+
+
+def weight_layouts(module: ModuleOp) -> dict[str, bool]:
+    """Parameter name -> True when a forward matmul reads it as [out, in]
+    (`transpose_rhs`, nn.Linear), False when as [in, out] (Conv1D)."""
+    layouts: dict[str, bool] = {}
+    for op in module.walk():
+        if not isinstance(op, sim.MatmulOp):
+            continue
+        rhs = op.rhs
+        if isinstance(rhs, BlockArgument) and isinstance(rhs.block.parent_op(), sim.RepeatOp):
+            rhs = rhs.block.parent_op().operands[rhs.index]  # pyright: ignore[reportOptionalMemberAccess]
+        if isinstance(rhs.owner, sim.ParamOp):
+            layouts.setdefault(rhs.owner.sym_name.data, op.transpose_rhs is not None)
+    return layouts
