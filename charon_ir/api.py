@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError, read_text
+from charon_ir.frameworks import DEFAULT_FRAMEWORK
 
 GIB = 1 << 30
 
@@ -50,6 +51,10 @@ class TrainingConfig:
     micro_batch: int = 1
     recompute: str = "none"
     precision: str = "bf16"
+    fp8_recipe: str = "delayed"
+    """With fp8: how Transformer Engine scales its casts (`cost-annotate{fp8-recipe}`):
+    delayed (amax history), current (per-tensor amax of the tensor itself),
+    mxfp8 (Blackwell's 1x32 block scales), blockwise (DeepSeek-V3's 1x128 / 128x128)."""
     schedule: str = ""
     fuse: bool = True
     """Run `fuse` (flash attention, fused norms, activations, RoPE), as Megatron
@@ -93,6 +98,10 @@ class TrainingConfig:
     (`unfuse-optimizer`: Megatron-LM's mixed-precision optimizer, separate kernels
     for the gradient copy and unscale (fp16 only), the gradient norm and the
     parameter copy around a multi-tensor Adam)."""
+    grad_bytes: int = 2
+    """Bytes per element of the gradient buffer (memory-analysis' `grad-bytes`):
+    2, gradients kept in bf16; 4, Megatron's fp32 main gradients (`--bf16` without
+    `--grad-reduce-in-bf16`). The reductions are priced at the IR's bf16 either way."""
     memory_limit_gb: float = 0.0
     """memory-analysis' limit per GPU; 0: the GPU's HBM. A huge value reports the
     memory without stopping at an out-of-memory (validation of runs that did fit)."""
@@ -288,10 +297,13 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.cluster:
         target["cluster"] = config.cluster
     plan.append(("set-target", target))
-    plan.append(("memory-analysis", {"limit_gb": config.memory_limit_gb}))
+    plan.append(("memory-analysis", {"limit_gb": config.memory_limit_gb, "grad_bytes": config.grad_bytes}))
     # Transformer Engine's fp8 training: fp8 GEMMs and the casts around them
     fp8 = config.precision == "fp8"
-    plan.append(("cost-annotate", {"engines": config.engines, "fp8_gemms": fp8, "fp8_casts": fp8}))
+    cost: dict[str, Any] = {"engines": config.engines, "fp8_gemms": fp8, "fp8_casts": fp8}
+    if fp8:
+        cost["fp8_recipe"] = config.fp8_recipe
+    plan.append(("cost-annotate", cost))
     return plan
 
 
@@ -304,7 +316,7 @@ def build_training_module(config: TrainingConfig):
         _check_layer_stack(module, config.model)
     for name, options in plan:
         _pass(name, **options).apply(ctx, module)
-    return ctx, module, _memory(module)
+    return ctx, module, _memory(module, config.grad_bytes)
 
 
 def _check_layer_stack(module, path: str) -> None:
@@ -322,12 +334,12 @@ def _check_layer_stack(module, path: str) -> None:
                       "that parallel-strategy and batch flags ask for; without them it is simulated as written")
 
 
-def _memory(module) -> list:
+def _memory(module, grad_bytes: int = 2) -> list:
     """Per-stage memory of a module memory-analysis has checked."""
     from charon_ir.memory import analyze_memory
     from charon_ir.target.target import Target
 
-    return analyze_memory(module, Target.from_module(module))
+    return analyze_memory(module, Target.from_module(module), grad_bytes=grad_bytes)
 
 
 def _with_microbatches(module, microbatches: int, copy: bool = True):
@@ -455,16 +467,33 @@ def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
     return out
 
 
+def configure(model: str, framework: str = DEFAULT_FRAMEWORK, **options: Any
+              ) -> tuple[TrainingConfig, dict[str, Any]]:
+    """The TrainingConfig of a run under `framework`'s presets (the settings
+    given in `options` win), and the report's `framework` entry: its name and,
+    for every setting a preset decides, the value in force and where it came from."""
+    from charon_ir.frameworks import field_defaults, resolve
+
+    unknown = sorted(set(options) - set(field_defaults(TrainingConfig)))
+    if unknown:
+        raise CharonError(f"unknown training option(s): {', '.join(unknown)}")
+    resolved, settings = resolve(framework, options, field_defaults(TrainingConfig))
+    return TrainingConfig(model=model, **resolved), {"name": framework, "settings": settings}
+
+
 def simulate(
     model: str,
     *,
+    framework: str = DEFAULT_FRAMEWORK,
     trace: str | Path | None = None,
     plot: str | Path | None = None,
     tier: str = "fast",
     allow_oom: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
-    """Simulate one training step; keyword options are TrainingConfig's fields.
+    """Simulate one training step; keyword options are TrainingConfig's fields,
+    the ones not given taken from `framework`'s presets (`charon_ir.frameworks`;
+    "none": TrainingConfig's own defaults).
 
     The fast tier folds identical layers inside the interpreter and identical
     micro-batches here: it simulates the schedule at two small micro-batch counts
@@ -476,12 +505,13 @@ def simulate(
     diagnostic (a CharonError); with `allow_oom`, it is timed as if memory were
     unlimited and the report says `"fits": false` with the diagnostic under
     `"oom"` (no trace or plot is written for it)."""
-    config = TrainingConfig(model=model, **options)
+    config, settings = configure(model, framework, **options)
     _check_outputs(trace, plot)
     if not allow_oom:
         ctx, module, memory = build_training_module(config)
         report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
         report["fits"] = True
+        report["framework"] = settings
         return report
     ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB))
     oom = out_of_memory(module, memory, config.memory_limit_gb)
@@ -489,6 +519,7 @@ def simulate(
         trace = plot = None
     report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
     report["fits"] = oom is None
+    report["framework"] = settings
     if oom is not None:
         report["oom"] = oom
     return report
@@ -564,7 +595,7 @@ def time_module(
     if tier not in ("fast", "fine"):
         raise CharonError(f"--tier must be fast or fine, got '{tier}'")
     if memory is None:
-        memory = _memory(module)
+        memory = _memory(module, config.grad_bytes)
     overlap = overlap_model(config, Target.from_module(module).gpu)
     pipeline = module.attributes[PIPELINE_ATTR]
     m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]

@@ -16,6 +16,10 @@ Options:
   element); the GEMMs outside the layers (the output layer: llm-foundry's tied
   head, Megatron-Core's `output_layer`, not TE modules) stay 16-bit. Serving's
   fp8 weights and activations are not cast per GEMM (default false).
+- fp8-recipe: with fp8-casts, how the casts find their scales: `delayed` (amax
+  history: one pass), `current` (the tensor's own amax first: one more read),
+  `mxfp8` or `blockwise` (block scales written beside the data); bytes per
+  operand element in `analytic.FP8_CAST_BYTES_PER_OPERAND_ELEMENT` (default delayed).
 
 Ops inside a `sim.repeat` are priced once: the cost is per iteration. Compute ops
 are priced before collectives: a collective overlapped with GEMMs
@@ -37,7 +41,7 @@ from xdsl.pattern_rewriter import (
 
 from charon_ir.dialects.coll import CollectiveOp
 from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp, RepeatOp
-from charon_ir.engines.analytic import AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
+from charon_ir.engines.analytic import FP8_RECIPES, AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
 from charon_ir.errors import CharonError
 from charon_ir.target.target import Target
@@ -77,6 +81,7 @@ class PriceFp8Gemm(RewritePattern):
     fp8_target: Target
     target: Target
     casts: bool = False
+    recipe: str = "delayed"
     engine: AnalyticEngine = field(default_factory=AnalyticEngine)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
@@ -87,7 +92,7 @@ class PriceFp8Gemm(RewritePattern):
         cost = self.engine.price_compute(op, self.fp8_target)
         time_s, nbytes = cost.time_s, cost.bytes
         if self.casts:
-            cast_s, cast_bytes = fp8_cast_time_s(op, self.target.gpu)
+            cast_s, cast_bytes = fp8_cast_time_s(op, self.target.gpu, self.recipe)
             time_s, nbytes = time_s + cast_s, nbytes + cast_bytes
         op.attributes[COST_ATTR] = CostAttr(time_s, cost.flops, nbytes, cost.engine)
         rewriter.handle_operation_modification(op)
@@ -109,6 +114,7 @@ class CostAnnotatePass(ModulePass):
     engines: tuple[str, ...] | str = ("analytic",)
     fp8_gemms: bool = False
     fp8_casts: bool = False
+    fp8_recipe: str = "delayed"
 
     def engine_chain(self) -> tuple[CostEngine, ...]:
         names = (self.engines,) if isinstance(self.engines, str) else self.engines
@@ -127,12 +133,15 @@ class CostAnnotatePass(ModulePass):
         target = Target.from_module(op)
         if self.fp8_casts and not self.fp8_gemms:
             raise CharonError("cost-annotate: option 'fp8-casts' needs fp8-gemms=true")
+        if self.fp8_recipe not in FP8_RECIPES:
+            raise CharonError(f"cost-annotate: option 'fp8-recipe' must be one of "
+                              f"{', '.join(FP8_RECIPES)}, got '{self.fp8_recipe}'")
         # compute first: a collective overlapped with GEMMs (--tp-comm-overlap)
         # is priced by the GEMMs' own times, whichever engine gave them
         compute: list[RewritePattern] = [PriceOp(chain, target, (ComputeOp,))]
         if self.fp8_gemms:
             fp8_target = fp8_gemm_target(target, "cost-annotate: option 'fp8-gemms'")
-            compute.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts))
+            compute.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts, self.fp8_recipe))
         for patterns in (compute, [PriceOp(chain, target)]):
             PatternRewriteWalker(
                 GreedyRewritePatternApplier(patterns, dce_enabled=False),

@@ -13,10 +13,19 @@ Opt = typer.Option
 
 HAND_WRITTEN_IGNORES = (
     ("seq_len", "--seq-len"), ("micro_batch", "--micro-batch"), ("schedule", "--schedule"),
-    ("fuse", "--fuse/--no-fuse"), ("tier", "--tier"),
+    ("fuse", "--fuse/--no-fuse"), ("tier", "--tier"), ("framework", "--framework"),
+    ("overlap_grad_reduce", "--overlap-grad-reduce/--no-overlap-grad-reduce"),
+    ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"),
 )
 """Flags that shape what the passes build: a .mlir step simulated as written has
 its own shapes, kernels and schedule, and its one run is the fine tier's."""
+
+
+PRESET_FLAG_PARAMETERS = {
+    "dp_overlap_param_gather": "overlap_param_gather", "dp_overlap": "overlap_grad_reduce",
+    "dp_bucket_mb": "bucket_mb",
+}
+"""TrainingConfig fields whose flag's parameter is named otherwise."""
 
 
 def register(app: typer.Typer) -> None:
@@ -36,21 +45,27 @@ def simulate_command(
     cp: Annotated[int, Opt("--cp", help="context parallel")] = 1,
     ep: Annotated[int, Opt("--ep", help="expert parallel")] = 1,
     vpp: Annotated[int, Opt("--vpp", help="model chunks per pipeline stage")] = 1,
-    sequence_parallel: Annotated[bool, Opt("--sequence-parallel", help="Megatron SP")] = False,
-    zero: Annotated[int, Opt("--zero", help="ZeRO stage 0..3")] = 0,
-    overlap_param_gather: Annotated[bool, Opt("--overlap-param-gather", help="ZeRO 1/2: gather updated parameters in the next forward, overlapping it (Megatron-Core)")] = False,
-    fsdp: Annotated[bool, Opt("--fsdp", help="FSDP (ZeRO-3)")] = False,
+    framework: Annotated[str, Opt("--framework", help="the training stack whose defaults fill the flags not given: "
+                                  "megatron-core (default), nemo-24.07, megatron-bridge, megatron-lm-2021, "
+                                  "megatron-lm-2022, deepspeed-0.3, deepspeed, fsdp2, llm-foundry, none")] = "megatron-core",
+    sequence_parallel: Annotated[bool, Opt("--sequence-parallel/--no-sequence-parallel", help="Megatron SP (megatron-core: on with --tp > 1)")] = False,
+    zero: Annotated[int, Opt("--zero", help="ZeRO stage 0..3 (megatron-core: 1, its distributed optimizer)")] = 0,
+    overlap_param_gather: Annotated[bool, Opt("--overlap-param-gather/--no-overlap-param-gather", help="ZeRO 1/2: gather updated parameters in the next forward, overlapping it (Megatron-Core)")] = False,
+    overlap_grad_reduce: Annotated[bool, Opt("--overlap-grad-reduce/--no-overlap-grad-reduce", help="reduce gradients bucket by bucket during the backward (off: after it)")] = True,
+    bucket_mb: Annotated[int, Opt("--bucket-mb", help="MiB per gradient-reduction bucket (megatron-core: max(40M, 1M x dp) parameters; none: 25)")] = 25,
+    fsdp: Annotated[bool, Opt("--fsdp/--no-fsdp", help="FSDP (ZeRO-3)")] = False,
     seq_len: Annotated[int, Opt("--seq-len")] = 2048,
     global_batch: Annotated[int, Opt("--global-batch", help="sequences per step (0: dp x micro-batch)")] = 0,
     micro_batch: Annotated[int, Opt("--micro-batch")] = 1,
     recompute: Annotated[str, Opt("--recompute", help="none | selective | full")] = "none",
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
+    fp8_recipe: Annotated[str, Opt("--fp8-recipe", help="with fp8: delayed | current | mxfp8 | blockwise (megatron-core: delayed, mxfp8 on Blackwell)")] = "delayed",
     schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved | zb-h1")] = "",
     fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
-    tp_comm_overlap: Annotated[bool, Opt("--tp-comm-overlap", help="pipeline tp all-gathers / reduce-scatters with their GEMMs (Megatron-Core; needs --sequence-parallel)")] = False,
+    tp_comm_overlap: Annotated[bool, Opt("--tp-comm-overlap/--no-tp-comm-overlap", help="pipeline tp all-gathers / reduce-scatters with their GEMMs (Megatron-Core; needs --sequence-parallel)")] = False,
     attention_kernel: Annotated[str, Opt("--attention-kernel", help="flash2 | flash3 | triton (default: flash2)")] = "",
     optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16 (Megatron-LM's mixed-precision optimizer)")] = "fused",
-    unfused_grad_accumulation: Annotated[bool, Opt("--unfused-grad-accumulation", help="add each micro-batch's weight gradients into the buffer in a kernel of their own (Megatron-LM 2021-22)")] = False,
+    unfused_grad_accumulation: Annotated[bool, Opt("--unfused-grad-accumulation/--no-unfused-grad-accumulation", help="add each micro-batch's weight gradients into the buffer in a kernel of their own (Megatron-LM 2021-22)")] = False,
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
@@ -95,20 +110,27 @@ def simulate_command(
             precision=precision, engines=tuple(engines.split(",")), trace=trace,
         )
     else:
+        # the settings a framework preset decides are passed only when given:
+        # the rest are the preset's (`charon_ir.frameworks`)
+        given = {name: value for name, value in (
+            ("sequence_parallel", sequence_parallel), ("zero", zero), ("fsdp", fsdp),
+            ("dp_overlap_param_gather", overlap_param_gather), ("dp_overlap", overlap_grad_reduce),
+            ("dp_bucket_mb", bucket_mb), ("tp_comm_overlap", tp_comm_overlap),
+            ("attention_kernel", attention_kernel), ("optimizer", optimizer),
+            ("unfused_grad_accumulation", unfused_grad_accumulation), ("fp8_recipe", fp8_recipe),
+        ) if on_command_line(ctx, PRESET_FLAG_PARAMETERS.get(name, name))}
         report = simulate(
             model,
+            framework=framework,
             trace=trace,
             plot=plot,
             # with --json a configuration that does not fit still prints its
             # whole report ("fits": false, "oom": ...), then fails below
             allow_oom=as_json,
             hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
-            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, sequence_parallel=sequence_parallel,
-            zero=zero, dp_overlap_param_gather=overlap_param_gather, fsdp=fsdp, seq_len=seq_len, global_batch=global_batch,
+            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, seq_len=seq_len, global_batch=global_batch,
             micro_batch=micro_batch, recompute=recompute, precision=precision,
-            schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier,
-            tp_comm_overlap=tp_comm_overlap, attention_kernel=attention_kernel,
-            optimizer=optimizer, unfused_grad_accumulation=unfused_grad_accumulation,
+            schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier, **given,
         )
     if as_json:
         print(json.dumps(report, indent=2), flush=True)

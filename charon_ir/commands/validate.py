@@ -36,6 +36,8 @@ def validate_command(
         bool, typer.Option("--live", help="measure a small Llama step here and compare")
     ] = False,
     device: Annotated[str, typer.Option("--device", help="--live: cpu or cuda (default: cuda if present)")] = "",
+    framework: Annotated[str, typer.Option("--framework", help="simulate every training record under this "
+                                           "framework's defaults (default: each record's own)")] = "",
     jobs: Annotated[int, typer.Option("--jobs", help="processes for training records (default: CPUs)")] = 0,
     max_mape: Annotated[
         float, typer.Option("--max-mape", help="exit 1 if the overall MAPE exceeds this fraction (0.10: 10 %)")
@@ -55,6 +57,7 @@ def validate_command(
                               f"got {value:g}")
     if live:
         given = [flag for flag, value in (("--set", record_set), ("--only", only is not None), ("--jobs", jobs),
+                                          ("--framework", framework),
                                           ("--max-mape", max_mape), ("--max-error", max_error)) if value]
         if given:
             raise CharonError(f"--live measures a step on this machine: {', '.join(given)} "
@@ -72,7 +75,7 @@ def validate_command(
     from charon_ir.validation.runner import gate_failure, summarize, validate
 
     records = load_record_set(Path(record_set) if record_set else None)
-    results = validate(records, only=only, jobs=jobs)
+    results = validate(records, only=only, jobs=jobs, framework=framework)
     summary = summarize(results)
     print(json.dumps(results_json(results, summary), indent=2) if as_json
           else format_results(results, summary), flush=True)

@@ -190,21 +190,34 @@ def fp8_gemm_target(target: Target, flag: str) -> Target:
                                        hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
 
 
-FP8_CAST_BYTES_PER_OPERAND_ELEMENT = 2.0
-"""Transformer Engine's fp8 training (`transformer_engine/pytorch/module/linear.py`,
-`_Linear`) casts each of a linear layer's three 16-bit tensors once, with its
-transpose, in one kernel (`fp8_cast_transpose_fused`: read 2 bytes, write 1 + 1
-per element): the input and the weight in the forward, the output gradient in
-the backward. Each of them feeds two of the layer's three GEMMs (forward, data
-gradient, weight gradient), so each GEMM operand carries half of its cast."""
+FP8_CAST_BYTES_PER_OPERAND_ELEMENT: dict[str, float] = {
+    "delayed": 2.0,
+    "current": 3.0,
+    "mxfp8": 2.0 + 1 / 32,
+    "blockwise": 2.0 + 1 / 128,
+}
+"""HBM bytes of Transformer Engine's casts per element of a GEMM operand, by fp8
+recipe. TE (`transformer_engine/pytorch/module/linear.py`, `_Linear`) casts each
+of a linear layer's three 16-bit tensors once, with its transpose, in one kernel
+(read 2 bytes, write 1 + 1 per element): the input and the weight in the forward,
+the output gradient in the backward. Each of them feeds two of the layer's three
+GEMMs (forward, data gradient, weight gradient), so each GEMM operand carries half
+of its cast: 2 bytes. `delayed` scaling takes the scale from the amax history, so
+the cast is that one pass; `current` (per-tensor) scaling reduces the tensor's own
+amax first, one more 2-byte read (3 bytes per operand element); `mxfp8` (1x32
+blocks, Blackwell) and `blockwise` (1x128 / 128x128, DeepSeek-V3) compute each
+block's scale inside the cast kernel and write one byte of scale per 32 (128)
+elements for each of the two orientations."""
+
+FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_OPERAND_ELEMENT)
 
 
-def fp8_cast_time_s(op: MatmulOp, gpu: GpuSpec) -> tuple[float, float]:
+def fp8_cast_time_s(op: MatmulOp, gpu: GpuSpec, recipe: str = "delayed") -> tuple[float, float]:
     """(seconds, bytes) of Transformer Engine's cast and transpose kernels that
     one fp8 GEMM of a training step carries (FP8_CAST_BYTES_PER_OPERAND_ELEMENT
-    per element of each operand), as memory-bound kernels at the GPU's 16-bit
-    HBM bandwidth."""
-    nbytes = FP8_CAST_BYTES_PER_OPERAND_ELEMENT * (numel(op.lhs) + numel(op.rhs))
+    of `recipe` per element of each operand), as memory-bound kernels at the
+    GPU's 16-bit HBM bandwidth."""
+    nbytes = FP8_CAST_BYTES_PER_OPERAND_ELEMENT[recipe] * (numel(op.lhs) + numel(op.rhs))
     return roofline_time_s(0.0, memory_time_s(gpu, nbytes)), nbytes
 
 

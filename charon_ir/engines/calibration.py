@@ -57,6 +57,8 @@ _GPU_PATTERNS = (
     (r"A100.*40GB", "A100-SXM4-40GB"),
     (r"A100", "A100-SXM4-80GB"),
     (r"GH200", "H200-SXM-141GB"),
+    (r"GB200", "GB200-per-GPU"),
+    (r"B200", "B200-SXM-180GB"),
     (r"H100", "H100-SXM5-80GB"),
 )
 

@@ -41,7 +41,39 @@ def _summary(report: dict) -> Table:
         table.add_row("peak memory per GPU", f"{max(peaks) / GIB:.1f} GiB")
     engines = ", ".join(f"{k}: {v}" for k, v in report["engines"].items())
     table.add_row("ops priced by", engines)
+    framework = report.get("framework")
+    if framework:
+        table.add_row("framework defaults", _framework_defaults(framework))
     return table
+
+
+SETTING_WORDS = {
+    "sequence_parallel": "sequence parallel", "zero": "ZeRO-{}", "dp_overlap": "overlapped grad reduce",
+    "dp_overlap_param_gather": "overlapped param gather", "dp_bucket_mb": "{} MiB buckets",
+    "tp_comm_overlap": "tp-comm overlap", "fp8_recipe": "fp8 {}", "fsdp": "FSDP",
+    "attention_kernel": "{} attention", "fuse_attention": "unfused attention",
+    "optimizer": "{} optimizer", "unfused_grad_accumulation": "unfused grad accumulation",
+    "pipeline_scatter_gather": "pipeline scatter-gather", "blocking_comm": "blocking {} comm",
+}
+"""How the table names a setting a framework preset turned on."""
+
+
+def _framework_defaults(framework: dict) -> str:
+    """The framework's name and the settings its preset decided (not the flags'),
+    in words: `megatron-core: sequence parallel, ZeRO-1, ...`."""
+    words = []
+    for setting, entry in framework.get("settings", {}).items():
+        value = entry["value"]
+        if not entry["from"].startswith("framework"):
+            continue
+        if setting == "fuse_attention":  # only its off state is news
+            value = not value
+        if value in (False, 0, "", [], None):
+            continue
+        text = SETTING_WORDS.get(setting, setting)
+        shown = ",".join(value) if isinstance(value, list) else value
+        words.append(text.format(shown) if "{}" in text else text)
+    return f"{framework['name']}: {', '.join(words) or 'none'}"
 
 
 def _per_stage(report: dict) -> Table | None:

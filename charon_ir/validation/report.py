@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from charon_ir.validation.runner import RecordResult, Summary
+from charon_ir.validation.runner import GATE_EXCEPTIONS, RecordResult, Summary
 from charon_ir.validation.training import SOURCE_FLOPS
 
 
@@ -36,6 +36,11 @@ def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) 
                              f"{_pct(r.error):>7}  {what}")
             else:
                 lines.append(f"{r.id:{width}}  {'':>9} {'':>9} {'':>7}  {r.status}: {r.note}")
+    excepted = [r.id for r in results if r.id in GATE_EXCEPTIONS and r.error is not None]
+    if excepted:
+        lines.append("")
+        lines.append("Not judged by --max-error (kept in the MAPE):")
+        lines += [f"  {rid}: {GATE_EXCEPTIONS[rid]}" for rid in excepted]
     formulas = sorted({r.source for r in results if r.group == "training"} & set(SOURCE_FLOPS))
     if formulas:
         lines.append("")
@@ -56,4 +61,5 @@ def results_json(results: Sequence[RecordResult], summary: Sequence[Summary]) ->
     return {
         "records": [r.to_json() for r in results],
         "summary": [asdict(s) for s in summary],
+        "max_error_exceptions": {r.id: GATE_EXCEPTIONS[r.id] for r in results if r.id in GATE_EXCEPTIONS},
     }

@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +42,6 @@ CATEGORY_GROUP = {
     "kernel_microbenchmark": "kernel",
     "comm_microbenchmark": "comm",
 }
-
-UNFUSED_ATTENTION_SOURCES = ("narayanan21", "korthikanti22")
-"""Sources whose runs computed attention unfused: Megatron-LM 2021/2022 wrote the
-score matrix to HBM around its fused scale-mask-softmax kernel (Korthikanti's
-5as/h activation term; FlashAttention reached Megatron in 2023). Their other
-fusions (bias-GeLU, bias-dropout-add, apex LayerNorm) are `fuse`'s. The other
-sources ran FlashAttention: llm-foundry's `attn_impl: flash/triton`, Megatron-Core
-r0.8 through Transformer Engine."""
-
 
 @dataclass(frozen=True)
 class RecordResult:
@@ -88,20 +79,17 @@ class RecordResult:
 
 def case_options(case: TrainingCase) -> dict[str, Any]:
     """The case's `api.simulate` options, with the memory check reported, not
-    enforced (a published run did fit: the time is compared even where
-    memory-analysis disagrees, and the row is flagged), and attention left
-    unfused where the source's framework did not fuse it."""
-    options = dict(case.options, memory_limit_gb=1e9)
-    if case.source in UNFUSED_ATTENTION_SOURCES:
-        options["fuse_attention"] = False
-    return options
+    enforced: a published run did fit, so the time is compared even where
+    memory-analysis disagrees, and the row is flagged."""
+    return dict(case.options, memory_limit_gb=1e9)
 
 
 def simulate_case(case: TrainingCase, directory: Path) -> dict[str, Any]:
-    """`api.simulate` of one case (`case_options`)."""
+    """`api.simulate` of one case (`case_options`) under its framework's preset."""
     from charon_ir import api
 
-    return api.simulate(str(config_path(case.config, directory)), **case_options(case))
+    return api.simulate(str(config_path(case.config, directory)), framework=case.framework,
+                        **case_options(case))
 
 
 def _gpu_memory_bytes(hardware: str) -> float:
@@ -110,12 +98,15 @@ def _gpu_memory_bytes(hardware: str) -> float:
     return load_gpu(hardware).hbm_bytes
 
 
-def run_training_record(record: dict[str, Any], directory: str) -> RecordResult:
-    """One training record (top-level so worker processes can run it)."""
+def run_training_record(record: dict[str, Any], directory: str, framework: str = "") -> RecordResult:
+    """One training record (top-level so worker processes can run it), under its
+    own framework's preset or, given one, under `framework`'s."""
     source = source_of(record)
     base = dict(id=record["id"], group="training", source=source)
     try:
         case = training_case(record)
+        if framework:
+            case = replace(case, framework=framework)
     except Unsupported as e:
         return RecordResult(**base, status="unsupported", note=str(e))
     start = time.perf_counter()
@@ -124,7 +115,7 @@ def run_training_record(record: dict[str, Any], directory: str) -> RecordResult:
     except CharonError as e:
         return RecordResult(**base, status="failed", note=str(e),
                             seconds=time.perf_counter() - start)
-    notes = list(case.assumptions)
+    notes = [*case.assumptions, f"framework {case.framework}"]
     peak = max(report.get("peak_memory_bytes") or [0])
     try:
         capacity = _gpu_memory_bytes(case.options["hardware"])
@@ -147,18 +138,19 @@ def cache_directory() -> Path:
     return cache_root() / "validation"
 
 
-def run_training(records: Sequence[dict[str, Any]], jobs: int = 0) -> list[RecordResult]:
+def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: str = ""
+                 ) -> list[RecordResult]:
     """Training records in `jobs` processes (default: one per CPU); each record's
     imports are cached on disk, so a second run is mostly interpretation."""
     directory = str(cache_directory())
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1 or len(records) == 1:
-        return [run_training_record(r, directory) for r in records]
+        return [run_training_record(r, directory, framework) for r in records]
     # the longest runs (most layers x stages) first, so no worker ends alone
     order = sorted(range(len(records)), key=lambda i: -_weight(records[i]))
     with ProcessPoolExecutor(jobs) as pool:
         done = list(pool.map(run_training_record, [records[i] for i in order],
-                             [directory] * len(order)))
+                             [directory] * len(order), [framework] * len(order)))
     results: list[RecordResult | None] = [None] * len(records)
     for i, result in zip(order, done):
         results[i] = result
@@ -281,14 +273,20 @@ def run_inference(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
 # ---------------------------------------------------------------------------
 
 
-def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: int = 0
-             ) -> list[RecordResult]:
+def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: int = 0,
+             framework: str = "") -> list[RecordResult]:
+    """Every record's result; training records under their own framework's
+    preset, or all under `framework`'s when one is given."""
     if only is not None and only not in GROUPS:
         raise CharonError(f"--only {only!r}: expected one of {', '.join(GROUPS)}")
+    if framework:
+        from charon_ir.frameworks import framework as check_framework
+
+        check_framework(framework)
     selected = [r for r in records if only is None or CATEGORY_GROUP.get(r["category"]) == only]
     results: list[RecordResult] = []
     training = [r for r in selected if CATEGORY_GROUP.get(r["category"]) == "training"]
-    results += run_training(training, jobs)
+    results += run_training(training, jobs, framework)
     results += run_inference([r for r in selected if r["category"] == "inference"])
     results += run_kernel_and_comm(
         [r for r in selected if CATEGORY_GROUP.get(r["category"]) in ("kernel", "comm")]
@@ -324,6 +322,15 @@ class Summary:
     """Mean signed error (MAPE hides a one-sided error; this shows it)."""
 
 
+GATE_EXCEPTIONS: dict[str, str] = {
+    "narayanan21_t2_ZeRO-3_529B_2240gpu": "DeepSpeed 0.3.x's host-side costs at 2,240 GPUs, which no "
+    "public source quantifies (the ZeRO-3 rows plateau where the per-GPU compute halves); kept in the "
+    "MAPE, left out of --max-error by the decision on issue #10",
+}
+"""Records `--max-error` does not judge, each with the reason (named in the
+report); they stay in the MAPE."""
+
+
 def gate_failure(results: Sequence[RecordResult], summary: Sequence[Summary], *,
                  max_mape: float = 0.0, max_error: float = 0.0) -> str | None:
     """The one line `charon validate --max-mape/--max-error` exits 1 with, or
@@ -342,7 +349,8 @@ def gate_failure(results: Sequence[RecordResult], summary: Sequence[Summary], *,
         problems.append(f"MAPE {overall.mape:.1%} over {overall.compared} records exceeds "
                         f"--max-mape {max_mape * 100:g}%")
     if max_error:
-        beyond = sorted((r for r in results if r.error is not None and abs(r.error) > max_error),
+        beyond = sorted((r for r in results if r.error is not None and abs(r.error) > max_error
+                         and r.id not in GATE_EXCEPTIONS),
                         key=lambda r: -abs(r.error or 0.0))
         if beyond:
             worst = ", ".join(f"{r.id} ({r.error:+.1%})" for r in beyond[:3])

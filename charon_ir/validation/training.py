@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,8 @@ class Unsupported(Exception):
 def source_of(record: dict[str, Any]) -> str:
     """The publication a record comes from, as a short key (the id's prefix)."""
     rid = record["id"]
-    for prefix in ("narayanan21", "korthikanti22", "megatron_readme", "mpt"):
+    for prefix in ("narayanan21", "korthikanti22", "megatron_readme", "megatron_examples",
+                   "nemo2407", "nemo_longseq", "mbridge", "mpt"):
         if rid.startswith(prefix):
             return prefix
     return rid.split("_")[0]
@@ -88,9 +89,9 @@ DEFAULT_MICRO_BATCH = 1
 (examples/pretrain_gpt3_175B.sh: 1, with TP 8 x PP 16, fp16, activation
 checkpointing); it divides every row's batch per data-parallel rank."""
 
-DEFAULT_RECOMPUTE_MEGATRON_CORE = "none"
-"""Megatron-Core's default (no `--recompute-*` flag): the README's H100 table
-states no recomputation."""
+DEFAULT_RECOMPUTE = "none"
+"""No `--recompute-*` flag: Megatron-Core's default, and the README's H100 table
+and the NeMo / Megatron-Bridge performance tables state no recomputation."""
 
 
 def _int_in(value: Any) -> int | None:
@@ -106,7 +107,33 @@ def _int_in(value: Any) -> int | None:
     return None
 
 
-def _recompute(strategy: dict[str, Any], source: str, assumptions: list[str]) -> str:
+# ---------------------------------------------------------------------------
+# Frameworks: the preset each record ran under
+# ---------------------------------------------------------------------------
+
+FRAMEWORK_OF_TEXT: tuple[tuple[str, str], ...] = (
+    (r"DeepSpeed", "deepspeed-0.3"),
+    (r"Megatron-LM \(2021\)|Megatron-LM PTD-P", "megatron-lm-2021"),
+    (r"Megatron-LM \(2022\)|^Megatron-LM$", "megatron-lm-2022"),
+    (r"llm-foundry|Composer", "llm-foundry"),
+    (r"Megatron-Bridge|NeMo 2[5-9]\.", "megatron-bridge"),
+    (r"NeMo 24\.", "nemo-24.07"),
+    (r"Megatron-Core", "megatron-core"),
+)
+"""A record's `strategy.framework` text -> the `--framework` preset of that stack
+(first match; `charon_ir.frameworks` lists the presets)."""
+
+
+def framework_of(record: dict[str, Any]) -> str:
+    """The framework preset a record ran under."""
+    text = str(record["strategy"].get("framework", ""))
+    for pattern, name in FRAMEWORK_OF_TEXT:
+        if re.search(pattern, text):
+            return name
+    raise Unsupported(f"no framework preset for strategy.framework {text!r}")
+
+
+def _recompute(strategy: dict[str, Any], assumptions: list[str]) -> str:
     text = str(strategy.get("recompute", "")).lower()
     if strategy.get("activation_checkpointing") is True:
         return "full"
@@ -120,63 +147,51 @@ def _recompute(strategy: dict[str, Any], source: str, assumptions: list[str]) ->
         return "selective"
     if "baseline" in text or text in ("none", "false"):
         return "none"
-    assumptions.append(f"recompute {DEFAULT_RECOMPUTE_MEGATRON_CORE} (not stated)")
-    return DEFAULT_RECOMPUTE_MEGATRON_CORE
+    assumptions.append(f"recompute {DEFAULT_RECOMPUTE} (not stated)")
+    return DEFAULT_RECOMPUTE
 
 
-def _sequence_parallel(strategy: dict[str, Any], source: str, tp: int, assumptions: list[str]) -> bool:
-    if "sequence_parallel" not in strategy and source == "megatron_readme":
-        # the strong-scaling rows state no flags; they are the weak-scaling runs' setup
-        strategy = {"sequence_parallel": "likely, as the weak-scaling rows"}
-    value = strategy.get("sequence_parallel", False)
-    if isinstance(value, bool):
-        return value and tp > 1
-    if "likely" in str(value).lower() and tp > 1:
-        assumptions.append("sequence parallel (likely, not stated)")
-        return True
-    return False
-
-
-def _distributed_optimizer(strategy: dict[str, Any], source: str, assumptions: list[str]) -> int:
-    """ZeRO stage 1 where the run used Megatron's distributed optimizer: its
-    `--overlap-param-gather` is refused without `--use-distributed-optimizer`
-    (megatron/training/arguments.py)."""
+def _stated_settings(strategy: dict[str, Any], tp: int) -> dict[str, Any]:
+    """The settings a record states itself (its framework's preset decides the
+    rest): sequence parallelism, the ZeRO stage or FSDP, Megatron-Core's overlap
+    flags as listed in `overlaps`."""
+    stated: dict[str, Any] = {}
+    sequence_parallel = strategy.get("sequence_parallel")
+    if isinstance(sequence_parallel, bool):
+        stated["sequence_parallel"] = sequence_parallel and tp > 1
+    if "FULL_SHARD" in str(strategy.get("fsdp", "")) or "ZeRO-3" in str(strategy.get("zero") or ""):
+        stated["fsdp"] = True
+        stated["zero"] = 0
     overlaps = strategy.get("overlaps")
-    if overlaps is None and source == "megatron_readme":
-        assumptions.append("distributed optimizer (as the weak-scaling rows)")
-        return 1
-    return 1 if "overlap-param-gather" in str(overlaps or "") else 0
+    if overlaps is not None:
+        # `--overlap-param-gather` is refused without `--use-distributed-optimizer`
+        # (megatron/training/arguments.py)
+        gather = "overlap-param-gather" in str(overlaps)
+        stated["zero"] = 1 if gather else 0
+        stated["dp_overlap_param_gather"] = gather
+        stated["dp_overlap"] = "overlap-grad-reduce" in str(overlaps)
+        if "tp-comm-overlap" not in str(overlaps):
+            stated["tp_comm_overlap"] = False
+    return stated
 
 
-def _overlap_param_gather(strategy: dict[str, Any], source: str, assumptions: list[str]) -> bool:
-    """Megatron-Core's `--overlap-param-gather` where the record states it; the
-    strong-scaling rows, which state no flags, as the weak-scaling ones."""
-    overlaps = strategy.get("overlaps")
-    if overlaps is None and source == "megatron_readme":
-        assumptions.append("overlap-param-gather (as the weak-scaling rows)")
-        return True
-    return "overlap-param-gather" in str(overlaps or "")
+FP8_RECIPE_OF_TEXT: tuple[tuple[str, str], ...] = (
+    (r"FP8-CS|current", "current"),
+    (r"FP8-MX|MXFP8", "mxfp8"),
+    (r"blockwise", "blockwise"),
+    (r"hybrid|delayed|FP8-DS", "delayed"),
+)
+"""A record's precision text -> the fp8 recipe it names; none named: the preset's."""
 
 
-def _tp_comm_overlap(strategy: dict[str, Any], source: str, sequence_parallel: bool,
-                     assumptions: list[str]) -> bool:
-    """Megatron-Core's `--tp-comm-overlap` where the record states it (it needs
-    sequence parallelism); the strong-scaling rows, which state no flags, as the
-    weak-scaling ones."""
-    if not sequence_parallel:
-        return False
-    overlaps = strategy.get("overlaps")
-    if overlaps is None and source == "megatron_readme":
-        assumptions.append("tp-comm-overlap (as the weak-scaling rows)")
-        return True
-    return "tp-comm-overlap" in str(overlaps or "")
-
-
-def megatron_core_bucket_mb(dp: int, element_bytes: int = 2) -> int:
-    """Megatron-Core's gradient bucket when `--ddp-bucket-size` is not given:
-    max(40M, 1M x dp) parameters (megatron/core/distributed/
-    distributed_data_parallel.py, r0.8), in MiB of bf16 gradients."""
-    return -(-max(40_000_000, 1_000_000 * dp) * element_bytes // 2**20)
+def _precision(strategy: dict[str, Any]) -> dict[str, Any]:
+    text = str(strategy.get("precision", ""))
+    if "fp8" not in text.lower():
+        return {"precision": "bf16"}
+    for pattern, recipe in FP8_RECIPE_OF_TEXT:
+        if re.search(pattern, text, re.IGNORECASE):
+            return {"precision": "fp8", "fp8_recipe": recipe}
+    return {"precision": "fp8"}
 
 
 # ---------------------------------------------------------------------------
@@ -196,15 +211,58 @@ def padded_vocab(vocab: int, tp: int) -> int:
     return -(-vocab // multiple) * multiple
 
 
+BUNDLED_MODEL_OF_NAME: dict[str, str] = {
+    "deepseek-v3": "deepseek-v3",
+    "qwen3-30b-a3b": "qwen3-30b-a3b",
+    "gpt-oss-120b": "gpt-oss-120b",
+}
+"""Records whose model a few dimensions cannot describe (MoE routing, MLA, sliding
+windows): their published config, bundled with the frontend, by the record's
+model name in lower case. Used only where its layers and hidden size agree."""
+
+
+def _bundled_config(model: dict[str, Any]) -> dict[str, Any] | None:
+    from charon_ir.frontend.configs import bundled_models, load_config
+
+    name = BUNDLED_MODEL_OF_NAME.get(str(model.get("name", "")).lower())
+    if name is None or name not in bundled_models():
+        return None
+    _, config = load_config(name)
+    if (config.get("num_hidden_layers"), config.get("hidden_size")) != (model["layers"], model["hidden"]):
+        return None
+    return config
+
+
+def _is_squared_relu(model: dict[str, Any]) -> bool:
+    return "squared-relu" in str(model.get("arch", "")).lower()
+
+
 def hf_config(model: dict[str, Any], tp: int) -> dict[str, Any]:
     """An HF config.json for a record's model dimensions: GPT-style models (MHA,
     GeLU MLP, LayerNorm; MPT too, whose ALiBi and bias-free layers change no
-    matmul) as GPT-2, SwiGLU/GQA ones as Llama."""
+    matmul) as GPT-2, SwiGLU/GQA ones as Llama, squared-ReLU ones as Nemotron;
+    MoE models as their bundled config (`BUNDLED_MODEL_OF_NAME`). Raises
+    Unsupported for a model the frontend cannot import."""
+    if model.get("moe") or model.get("active_params_b"):
+        config = _bundled_config(model)
+        if config is None:
+            raise Unsupported(f"MoE model {model.get('name')!r}: no bundled config of its dimensions")
+        return _importable(config)
     layers, hidden, heads = model["layers"], model["hidden"], model["heads"]
-    kv_heads = model.get("kv_heads") or heads
-    ffn = model.get("ffn") or 4 * hidden
+    kv_heads = _int_in(model.get("kv_heads")) or heads
+    ffn = _int_in(model.get("ffn")) or 4 * hidden
     seq = model["seq_len"]
     vocab = model["vocab"] if tp == 1 else padded_vocab(model["vocab"], tp)
+    if _is_squared_relu(model):
+        # Nemotron-4 (NeMo's NemotronConfig): squared ReLU without a gate,
+        # LayerNorm1P, half the head dims rotated, no biases, untied embeddings
+        return _importable({
+            "model_type": "nemotron", "architectures": ["NemotronForCausalLM"], "hidden_act": "relu2",
+            "hidden_size": hidden, "num_hidden_layers": layers,
+            "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+            "intermediate_size": ffn, "vocab_size": vocab, "partial_rotary_factor": 0.5,
+            "max_position_embeddings": seq, "tie_word_embeddings": False,
+        })
     if _is_llama(model):
         return {
             "model_type": "llama", "architectures": ["LlamaForCausalLM"],
@@ -222,6 +280,18 @@ def hf_config(model: dict[str, Any], tp: int) -> dict[str, Any]:
         "n_head": heads, "n_inner": ffn, "n_positions": seq, "n_ctx": seq,
         "vocab_size": vocab, "tie_word_embeddings": True,
     }
+
+
+def _importable(config: dict[str, Any]) -> dict[str, Any]:
+    """`config`, or Unsupported naming why the frontend refuses its family."""
+    from charon_ir.errors import CharonError
+    from charon_ir.frontend.configs import check_config
+
+    try:
+        check_config(dict(config), "the record's model")
+    except CharonError as e:
+        raise Unsupported(f"the frontend cannot import it yet: {e}") from None
+    return config
 
 
 def config_path(config: dict[str, Any], directory: Path) -> Path:
@@ -251,7 +321,11 @@ class TrainingCase:
     config: dict[str, Any]
     """The HF config.json of the record's model."""
     options: dict[str, Any]
-    """Keyword arguments of `charon_ir.api.simulate` (besides the model)."""
+    """Keyword arguments of `charon_ir.api.simulate` (besides the model and the
+    framework): what the record states, and the defaults of `DEFAULT_*` for what
+    it leaves out that no framework decides."""
+    framework: str
+    """The `--framework` preset of the record's stack (`framework_of`)."""
     measured_iteration_s: float
     measured_text: str
     """The record's own number, as published (`137 TFLOP/s per GPU`)."""
@@ -260,6 +334,15 @@ class TrainingCase:
     @property
     def gpus(self) -> int:
         return self.options["gpus"]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Every TrainingConfig setting of the run: the record's, then its
+        framework's preset, then the defaults."""
+        from charon_ir.api import configure
+
+        config, _ = configure("", self.framework, **self.options)
+        return {f.name: getattr(config, f.name) for f in fields(config) if f.name != "model"}
 
 
 def _measured_iteration_s(record: dict[str, Any], source: str, tokens: int, gpus: int,
@@ -293,102 +376,61 @@ def _source_flops(source: str) -> Callable[[dict[str, Any]], float]:
 
 
 def training_case(record: dict[str, Any]) -> TrainingCase:
-    """The simulate run of one training record (raises Unsupported)."""
+    """The simulate run of one training record (raises Unsupported): the record's
+    stated layout, batch and settings, under its framework's preset."""
     if record["category"] != "training":
         raise Unsupported(f"category '{record['category']}' is not a training step")
     source = source_of(record)
     model, hardware, strategy = record["model"], record["hardware"], record["strategy"]
+    framework = framework_of(record)
     assumptions: list[str] = []
     gpus = int(hardware["num_gpus"])
-    for key in ("tp", "pp"):
+    for key in ("tp", "pp", "cp", "ep"):
         value = strategy.get(key)
         degree = _int_in(value)
         if value is not None and (degree is None or degree < 1):  # ran as 1 with only a note
             raise Unsupported(f"strategy.{key} {value!r} is not a degree >= 1")
     tp = _int_in(strategy.get("tp")) or 1
     pp = _int_in(strategy.get("pp")) or 1
+    cp = _int_in(strategy.get("cp")) or 1
+    ep = _int_in(strategy.get("ep")) or 1
     for key in ("tp", "pp", "dp"):
         if isinstance(strategy.get(key), str):
             assumptions.append(f"{key} {strategy[key]}")
-    if gpus % (tp * pp):
-        raise Unsupported(f"{gpus} GPUs do not divide by tp x pp = {tp} x {pp}")
-    dp = gpus // (tp * pp)
+    if gpus % (tp * pp * cp):
+        raise Unsupported(f"{gpus} GPUs do not divide by tp x pp x cp = {tp} x {pp} x {cp}")
+    dp = gpus // (tp * pp * cp)
     global_batch = _int_in(strategy.get("global_batch"))
     if not global_batch:
-        raise Unsupported("no global batch")
+        raise Unsupported(f"no global batch (strategy.global_batch {strategy.get('global_batch')!r})")
     micro_batch = _int_in(strategy.get("micro_batch"))
     if micro_batch is None:
         micro_batch = DEFAULT_MICRO_BATCH
         assumptions.append(f"micro-batch {DEFAULT_MICRO_BATCH} (not stated)")
-    vpp = _int_in(strategy.get("interleaved_virtual_stages")) or 1
-    zero_text = str(strategy.get("zero") or "")
-    fsdp = "FULL_SHARD" in str(strategy.get("fsdp", "")) or "ZeRO-3" in zero_text
-    zero = 0 if fsdp else _distributed_optimizer(strategy, source, assumptions)
-    precision = "fp8" if "fp8" in str(strategy.get("precision", "")).lower() else "bf16"
+    vpp = _int_in(strategy.get("interleaved_virtual_stages", strategy.get("vp"))) or 1
     seq = int(model["seq_len"])
-    sequence_parallel = _sequence_parallel(strategy, source, tp, assumptions)
     options: dict[str, Any] = {
         "hardware": record_gpu(record),
         "gpus": gpus,
-        "gpus_per_node": int(hardware.get("gpus_per_node") or 8),
-        "tp": tp, "pp": pp, "dp": dp, "vpp": vpp,
-        "sequence_parallel": sequence_parallel,
-        "tp_comm_overlap": _tp_comm_overlap(strategy, source, sequence_parallel, assumptions),
-        "fsdp": fsdp,
-        "zero": zero,
+        "gpus_per_node": _int_in(hardware.get("gpus_per_node")) or 0,
+        "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp,
         "seq_len": seq,
         "global_batch": global_batch,
         "micro_batch": micro_batch,
-        "recompute": _recompute(strategy, source, assumptions),
-        "precision": precision,
+        "recompute": _recompute(strategy, assumptions),
+        **_precision(strategy),
+        **_stated_settings(strategy, tp),
     }
-    if source == "megatron_readme":
-        options["dp_bucket_mb"] = megatron_core_bucket_mb(dp)
-    if zero == 1 and _overlap_param_gather(strategy, source, assumptions):
-        options["dp_overlap_param_gather"] = True
-    if source in ("narayanan21", "korthikanti22") and "DeepSpeed" not in str(strategy.get("framework", "")):
-        # Megatron-LM 2021-22, `DDP_impl local`: `allreduce_gradients()` after
-        # `forward_backward_func` in `train_step`, one all-reduce per buffer
-        options["dp_overlap"] = False
-        # its pipeline (megatron/p2p_communication.py `_communicate`): a TP-
-        # replicated tensor crosses stages as 1/tp slices all-gathered on arrival
-        # (`scatter_gather_tensors_in_pipeline`, on by default; Narayanan et al.
-        # 2021, sec. 4.1), and every batched isend/irecv is waited for
-        # (`req.wait()`, then `torch.cuda.synchronize()`)
-        options["pipeline_scatter_gather"] = True
-        blocking = ["pp"]
-        if source == "narayanan21":
-            # Megatron-LM 2021 (v2.x, megatron/mpu/layers.py): the column-parallel
-            # backward all-reduce is `copy_to_tensor_model_parallel_region`'s plain
-            # `torch.distributed.all_reduce`; the async one that overlaps it with
-            # the weight-gradient GEMM (`--no-async-tensor-model-parallel-allreduce`)
-            # came with the 2022 code Korthikanti et al. ran
-            blocking.insert(0, "tp")
-        options["blocking_comm"] = tuple(blocking)
-        # Megatron-LM's Float16OptimizerWithFloat16Params (megatron/optimizer/
-        # optimizer.py) around apex FusedAdam: fp16 gradients copied to fp32 main
-        # gradients and unscaled, the gradient norm, then the fp32 -> fp16 copy,
-        # each its own kernel; fp16 as the era's example scripts (`--fp16`)
-        options["optimizer"] = "unfused-fp16"
-        # its local DDP adds each micro-batch's weight gradients into the
-        # contiguous gradient buffer in a kernel of its own (`param.main_grad.
-        # add_(param.grad.data)`, megatron/model/distributed.py), fp16 buffer: 6 B
-        # per parameter; gradient-accumulation fusion came in mid-2022
-        options["unfused_grad_accumulation"] = True
-    if "triton" in str(strategy.get("framework", "")).lower():
-        # llm-foundry's benchmark runs: `--attn_impl triton` by default
-        # (scripts/train/benchmarking/submit_benchmarks.py)
-        options["attention_kernel"] = "triton"
     config = hf_config(model, tp)
     dims = {
         "batch": global_batch, "seq": seq, "layers": model["layers"], "hidden": model["hidden"],
         "vocab": model["vocab"], "padded_vocab": padded_vocab(model["vocab"], tp),
-        "heads": model["heads"], "kv_heads": model.get("kv_heads") or model["heads"],
-        "ffn": model.get("ffn") or 4 * model["hidden"], "swiglu": _is_llama(model),
+        "heads": model["heads"], "kv_heads": _int_in(model.get("kv_heads")) or model["heads"],
+        "ffn": _int_in(model.get("ffn")) or 4 * model["hidden"], "swiglu": _is_llama(model),
     }
     measured = _measured_iteration_s(record, source, global_batch * seq, gpus, dims)
     return TrainingCase(
-        id=record["id"], source=source, config=config, options=options,
+        id=record["id"], source=source, config=config, options=options, framework=framework,
         measured_iteration_s=measured,
         measured_text=f"{record['value']:g} {record['unit']}",
         assumptions=tuple(assumptions),

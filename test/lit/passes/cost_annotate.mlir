@@ -6,6 +6,9 @@
 // RUN: not charon-opt %s -p 'set-target{hardware=A100-SXM4-80GB},cost-annotate{fp8-gemms=true}' 2>&1 | filecheck %s --check-prefix=NO-FP8
 // RUN: charon-opt %S/Inputs/fp8_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true}' | filecheck %s --check-prefix=CASTS
 // RUN: not charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-casts=true}' 2>&1 | filecheck %s --check-prefix=CASTS-ERR
+// RUN: charon-opt %S/Inputs/fp8_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-recipe=current}' | filecheck %s --check-prefix=CURRENT
+// RUN: charon-opt %S/Inputs/fp8_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-recipe=mxfp8}' | filecheck %s --check-prefix=MXFP8
+// RUN: not charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-recipe=nvfp4}' 2>&1 | filecheck %s --check-prefix=RECIPE-ERR
 
 // An 8192^3 bf16 GEMM on H100 (989.4 TFLOP/s dense, 3.35 TB/s) is compute bound:
 // 2 * 8192^3 = 1.0995e12 FLOPs, at least 1.111e-3 s (the exact bound is a pytest).
@@ -32,6 +35,14 @@
 // CASTS: sim.matmul {{.*}} {cost = #sim.cost<time_s = {{[6-9]\.[0-9]+}}e-04, flops = 1.099512e+12, bytes = 6.710886e+08, engine = "analytic">, transpose_rhs}
 // CASTS: sim.matmul {{.*}} {cost = #sim.cost<time_s = {{[1-9]\.[0-9]+}}e-03, flops = 1.099512e+12, bytes = 4.026532e+08, engine = "analytic">, transpose_rhs}
 // CASTS-ERR: charon-opt: error: cost-annotate: option 'fp8-casts' needs fp8-gemms=true
+// Current scaling reads each tensor once more for its amax: 3 bytes per operand
+// element, 3 * 2 * 8192^2 = 4.026532e+08 bytes of casts (8.053064e+08 in all).
+// CURRENT: sim.repeat
+// CURRENT: sim.matmul {{.*}} bytes = 8.053064e+08, engine = "analytic">, transpose_rhs}
+// MXFP8 writes a one-byte scale per 32 elements in each orientation: 2 + 1/32 bytes.
+// MXFP8: sim.repeat
+// MXFP8: sim.matmul {{.*}} bytes = 6.752829e+08, engine = "analytic">, transpose_rhs}
+// RECIPE-ERR: charon-opt: error: cost-annotate: option 'fp8-recipe' must be one of delayed, current, mxfp8, blockwise, got 'nvfp4'
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
   %a = sim.input "a" : tensor<8192x8192xbf16>

@@ -1,0 +1,116 @@
+"""Framework presets: the settings a user leaves unset come from the stack's
+documented defaults, a setting given wins, and every decided setting says where
+its value came from."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from charon_ir.api import TrainingConfig, configure
+from charon_ir.errors import CharonError
+from charon_ir.frameworks import (
+    DEFAULT_FRAMEWORK,
+    FRAMEWORKS,
+    field_defaults,
+    megatron_core_bucket_mb,
+    preset_settings,
+)
+
+
+def test_the_default_is_megatron_core():
+    assert DEFAULT_FRAMEWORK == "megatron-core"
+    config, report = configure("m", gpus=64, tp=8, pp=2)
+    assert report["name"] == "megatron-core"
+    assert config.sequence_parallel and config.tp_comm_overlap
+    assert config.zero == 1 and config.dp_overlap and config.dp_overlap_param_gather
+    assert config.dp_bucket_mb == megatron_core_bucket_mb(4) == 77
+    assert config.grad_bytes == 4
+
+
+def test_none_is_the_bare_simulator():
+    config, report = configure("m", "none", gpus=64, tp=8, pp=2)
+    assert config == TrainingConfig(model="m", gpus=64, tp=8, pp=2)
+    assert all(entry["from"] == "default" for entry in report["settings"].values())
+
+
+def test_defaults_follow_the_layout():
+    """Sequence parallelism only with tp > 1; tp-comm overlap only under it; the
+    distributed optimizer not beside FSDP; parameter gathers overlapped only
+    where a sharded optimizer gathers them."""
+    single, _ = configure("m", gpus=8)
+    assert not single.sequence_parallel and not single.tp_comm_overlap
+    fsdp, _ = configure("m", gpus=8, fsdp=True)
+    assert fsdp.zero == 0 and not fsdp.dp_overlap_param_gather
+    no_sp, _ = configure("m", gpus=8, tp=8, sequence_parallel=False)
+    assert not no_sp.tp_comm_overlap
+    zero0, _ = configure("m", gpus=16, zero=0)
+    assert not zero0.dp_overlap_param_gather
+    # Megatron-Core's bucket counts the dp x cp group's ranks: max(40M, 1M x 16 x 4)
+    cp, _ = configure("m", gpus=512, tp=8, cp=4)
+    assert cp.dp_bucket_mb == megatron_core_bucket_mb(64) == 123
+
+
+def test_fp8_recipe_by_stack_and_gpu():
+    assert configure("m", "nemo-24.07", precision="fp8")[0].fp8_recipe == "delayed"
+    assert configure("m", "megatron-bridge", precision="fp8")[0].fp8_recipe == "current"
+    blackwell = configure("m", "megatron-bridge", precision="fp8", hardware="B200-SXM-180GB")[0]
+    assert blackwell.fp8_recipe == "mxfp8"
+    # under bf16 no recipe is decided
+    _, report = configure("m", "megatron-bridge")
+    assert report["settings"]["fp8_recipe"]["from"] == "default"
+
+
+def test_megatron_lm_2021_and_2022_differ_in_the_tp_all_reduce():
+    old, _ = configure("m", "megatron-lm-2021", gpus=8, tp=8)
+    new, _ = configure("m", "megatron-lm-2022", gpus=8, tp=8)
+    assert old.blocking_comm == ("tp", "pp") and new.blocking_comm == ("pp",)
+    for config in (old, new):
+        assert not config.fuse_attention and not config.dp_overlap and config.optimizer == "unfused-fp16"
+        assert config.zero == 0 and not config.sequence_parallel
+
+
+def test_report_says_where_each_setting_came_from():
+    _, report = configure("m", gpus=16, tp=2, sequence_parallel=False, dp_bucket_mb=50)
+    settings_ = report["settings"]
+    assert settings_["sequence_parallel"] == {"value": False, "from": "flag"}
+    assert settings_["dp_bucket_mb"] == {"value": 50, "from": "flag"}
+    assert settings_["zero"]["from"] == "framework megatron-core"
+    assert "use-distributed-optimizer" in settings_["zero"]["why"]
+    assert settings_["blocking_comm"] == {"value": [], "from": "default"}
+    assert set(settings_) == set(preset_settings())
+
+
+def test_unknown_framework_and_option_are_one_line_errors():
+    with pytest.raises(CharonError, match=r"^--framework must be one of .*megatron-core.*, got 'megatron-9'$"):
+        configure("m", "megatron-9")
+    with pytest.raises(CharonError, match=r"^unknown training option\(s\): tensor_parallel$"):
+        configure("m", tensor_parallel=8)
+
+
+SETTING_VALUES = {
+    "sequence_parallel": st.booleans(), "zero": st.sampled_from([0, 1, 2]),
+    "dp_overlap": st.booleans(), "dp_bucket_mb": st.integers(1, 512),
+    "tp_comm_overlap": st.booleans(), "optimizer": st.sampled_from(["fused", "unfused-fp16"]),
+    "grad_bytes": st.sampled_from([2, 4]), "fuse_attention": st.booleans(),
+    "fp8_recipe": st.sampled_from(["delayed", "current", "mxfp8"]),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(FRAMEWORKS)), chosen=st.dictionaries(
+    st.sampled_from(sorted(SETTING_VALUES)), st.none(), max_size=len(SETTING_VALUES)),
+       tp=st.sampled_from([1, 2, 8]), data=st.data())
+def test_a_setting_given_always_wins(name, chosen, tp, data):
+    given_ = {key: data.draw(SETTING_VALUES[key]) for key in chosen}
+    config, report = configure("m", name, gpus=64, tp=tp, precision="fp8", **given_)
+    for key, value in given_.items():
+        assert getattr(config, key) == value
+        if key in report["settings"]:
+            assert report["settings"][key]["from"] == "flag"
+    # and what no one decided is TrainingConfig's default
+    defaults = field_defaults(TrainingConfig)
+    decided = {k for k, v in report["settings"].items() if v["from"] != "default"} | set(given_)
+    for key in set(preset_settings()) - decided:
+        assert getattr(config, key) == defaults[key]
