@@ -5,7 +5,11 @@ Differences from stock xdsl-opt:
 - every op parsed remembers its file:line:col, and the module is verified right after
   parsing, so a verifier error names the op's place in the file;
 - any error is one line `FILE:LINE:COL: error: ...` or `charon-opt: error: ...`,
-  exit code 1, never a traceback.
+  exit code 1, never a traceback;
+- the module is verified after every pass, use before definition included, and a
+  failure names the pass (`--no-verify-each` skips it, as MLIR's
+  `--verify-each=false`); a pass that rewrites `sim` IR refuses a module already
+  lowered to events instead of finding nothing to do.
 
 It never imports torch: dialects, passes and targets load through lazy factories.
 """
@@ -26,7 +30,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, OpResult
 from xdsl.parser import Parser
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -96,6 +100,37 @@ def verify_located(module: ModuleOp, spans: dict[int, Span]) -> None:
             span = spans.get(id(op))
             where = span_location(span) if span else "<unknown>"
             raise LocatedVerifyError(f"{where}: error: '{op.name}' op {first_line(e)}") from None
+
+
+def verify_after(module_pass: ModulePass, module: ModuleOp) -> None:
+    """Verify the module a pass returned, as the parser's output is verified (use
+    before definition included): invalid IR is the pass's bug, so the error names
+    the pass, not a place in the input."""
+    order: dict[Block, dict[Operation, int]] = {}
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+            check_defined_before(op, order)
+        except (VerifyException, DiagnosticException) as e:
+            raise CharonError(f"{module_pass.name}: produced invalid IR (a bug, please report it): "
+                              f"'{op.name}' op {first_line(e)}") from None
+
+
+WORK_ON_EVENTS = frozenset({"set-target"})
+"""Charon's passes that also take a module lowered to events: set-target attaches
+the target a hand-written event program is simulated on. Every other Charon pass
+rewrites `sim` IR, of which a lowered module has none left."""
+
+
+def refuse_lowered(module_pass: ModulePass, module: ModuleOp) -> None:
+    """A `sim` pass after lower-to-events found nothing to rewrite and changed
+    nothing, silently (`lower-to-events,data-parallel{dp=2}` simulated dp = 1)."""
+    if module_pass.name not in ALL_PASSES or module_pass.name in WORK_ON_EVENTS:
+        return
+    if any(op.name == "event.program" for op in module.body.block.ops):
+        name = module_pass.name
+        before = f"; run {name} before lower-to-events" if name != "lower-to-events" else ""
+        raise CharonError(f"{name}: the module is already lowered to events{before}")
 
 
 def parse_located(ctx: Context, text: str, name: str) -> ModuleOp:
@@ -222,6 +257,11 @@ class CharonOptMain(xDSLOptMain):
 
         arg_parser.error = one_line_error  # pyright: ignore[reportAttributeAccessIssue]
         arg_parser.add_argument(
+            "--no-verify-each",
+            action="store_true",
+            help="do not verify the module after each pass (it is still verified when parsed)",
+        )
+        arg_parser.add_argument(
             "--pass-pipeline",
             type=str,
             default=None,
@@ -246,6 +286,27 @@ class CharonOptMain(xDSLOptMain):
             raise CharonError(f"invalid pass pipeline '{self.args.passes}': {first_line(e)}") from None
         for module_pass in self.pipeline.passes:
             check_option_ranges(module_pass)
+        self.pipeline = PassPipeline(self.pipeline.passes, self.between_passes(self.pipeline.callback))
+
+    def between_passes(self, xdsl_callback):
+        """The callback run before the first pass, between passes and after the
+        last: our verification (`verify_after`) and refusal (`refuse_lowered`),
+        then xDSL's own (--print-between-passes, --time-passes) without its
+        `module.verify()`, which would verify each module a second time."""
+
+        def callback(previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None) -> None:
+            if previous is not None and not (self.args.disable_verify or self.args.no_verify_each):
+                verify_after(previous, module)
+            if next_pass is not None:
+                refuse_lowered(next_pass, module)
+            if xdsl_callback is not None:
+                disable_verify, self.args.disable_verify = self.args.disable_verify, True
+                try:
+                    xdsl_callback(previous, module, next_pass)
+                finally:
+                    self.args.disable_verify = disable_verify
+
+        return callback
 
 
 I64 = range(-(2**63), 2**63)

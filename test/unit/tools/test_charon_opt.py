@@ -1,11 +1,14 @@
 """charon-opt as a user meets it: start-up without torch, one-line errors."""
 
+import dataclasses
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
@@ -215,3 +218,59 @@ def test_a_huge_value_makes_an_error_line_of_at_most_500_characters(capsys):
     assert info.value.code == 1 and err.count("\n") == 1
     line = err.rstrip("\n")
     assert line.startswith("charon-opt: error: ") and line.endswith("…") and len(line) == 500
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveInputLast(ModulePass):
+    """A broken pass: the module's first op (an input the phases read) moved to the
+    end, so it is used before it is defined, which xDSL's verifier does not see."""
+
+    name = "move-input-last"
+
+    def apply(self, ctx, op: ModuleOp) -> None:
+        first = op.body.block.first_op
+        assert first is not None
+        first.detach()
+        op.body.block.add_op(first)
+
+
+@dataclasses.dataclass(frozen=True)
+class UntransposeMatmul(ModulePass):
+    """A broken pass: the first matmul's `transpose_rhs` dropped, so its operands'
+    contracting dimensions no longer agree."""
+
+    name = "untranspose-matmul"
+
+    def apply(self, ctx, op: ModuleOp) -> None:
+        matmul = next(o for o in op.walk() if o.name == "sim.matmul")
+        del matmul.properties["transpose_rhs"]
+
+
+def run_main(capsys, *args: str) -> tuple[int, str, str]:
+    from charon_ir.tools.charon_opt import main
+
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+@pytest.mark.parametrize("broken, line", [
+    (MoveInputLast, "charon-opt: error: move-input-last: produced invalid IR (a bug, please report it): "
+                    "'sim.matmul' op operand %x is used before it is defined"),
+    (UntransposeMatmul, "charon-opt: error: untranspose-matmul: produced invalid IR (a bug, please report "
+                        "it): 'sim.matmul' op contracting dims differ"),
+])
+def test_the_module_is_verified_after_every_pass_and_the_pass_named(capsys, monkeypatch, broken, line):
+    from charon_ir.registry import ALL_PASSES
+
+    monkeypatch.setitem(ALL_PASSES, broken.name, lambda: broken)
+    mlp = str(EXAMPLES / "mlp.mlir")
+    code, out, err = run_main(capsys, mlp, "-p", f"{broken.name},set-target{{hardware=H100}}")
+    assert code == 1 and out == "" and err.count("\n") == 1 and err.startswith(line), err
+    # --no-verify-each: the module goes on unverified, to the printer
+    from charon_ir.tools.charon_opt import main
+
+    main([mlp, "-p", broken.name, "--no-verify-each"])
+    out = capsys.readouterr()
+    assert out.err == "" and "sim.matmul" in out.out
