@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Region, SSAValue
 
 from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
 from charon_ir.frontend.convert import VIEW_OPS, GraphConverter, ImportSummary, Lazy, tensor_type, type_of
 from charon_ir.frontend.dedupe import merge_duplicate_saved
 from charon_ir.frontend.tracing import Primal, TracedModel, TracedPart
@@ -179,10 +180,13 @@ class ModuleBuilder:
                     value = self.param(name, stacked_t) if p.kind == "param" else self.input(f"buffer:{name}", stacked_t)
                     slices.append((p, name, value))
             run_slices.append(slices)
-        if self.mode == "train":
-            self.build_train(run_slices)
-        else:
-            self.build_serving(run_slices)
+        try:
+            if self.mode == "train":
+                self.build_train(run_slices)
+            else:
+                self.build_serving(run_slices)
+        except NotImplementedError as e:  # a graph node the converter has no sim op for
+            raise CharonError(f"cannot import {tm.name}: no sim op for {e}") from None
         module = ModuleOp(Region(self.top))
         merge_duplicate_saved(module)
         return module
