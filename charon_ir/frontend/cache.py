@@ -3,7 +3,9 @@
 The key covers the model config (its JSON, keys sorted), every import option and
 FRONTEND_VERSION plus the torch/transformers versions, so a change to any of them
 is a miss. Entries are text IR written atomically (temp file + rename): a crash
-never leaves a half-written entry for the next run to parse.
+never leaves a half-written entry for the next run to parse. Each entry ends in a
+seal over those inputs and its text: an entry damaged or edited after it was
+written is a miss, resealed or not.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,47 +35,63 @@ def cache_dir() -> Path:
     return cache_root() / "ir"
 
 
-def cache_key(config: dict[str, Any], options: dict[str, Any], versions: dict[str, str]) -> str:
+@dataclass(frozen=True)
+class CacheKey:
+    """What one import's entry is found and sealed by."""
+
+    inputs: str
+    """The sha256 of the inputs: the config, the options, the versions."""
+
+    @property
+    def name(self) -> str:
+        """The entry's file name: the first half of `inputs`. The other half is
+        written nowhere, so an entry cannot be resealed from what is on disk."""
+        return self.inputs[:32]
+
+
+def cache_key(config: dict[str, Any], options: dict[str, Any], versions: dict[str, str]) -> CacheKey:
     payload = json.dumps(
         {"config": config, "options": options, "versions": versions, "frontend": FRONTEND_VERSION},
         sort_keys=True, default=str,
     )
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+    return CacheKey(hashlib.sha256(payload.encode()).hexdigest())
 
 
-def cache_path(key: str) -> Path:
-    return cache_dir() / f"{key}.mlir"
+def cache_path(key: CacheKey) -> Path:
+    return cache_dir() / f"{key.name}.mlir"
 
 
-CHECKSUM_PREFIX = "// charon-ir-cache sha256 "
-"""The last line of an entry: the digest of the text above it. An entry damaged
-after it was written (truncated, edited) is a miss, not IR that `charon import`
-copies out unparsed."""
+SEAL_PREFIX = "// charon-ir-cache seal "
+"""The last line of an entry: the digest of the inputs' digest and the text above
+it. An entry damaged after it was written (truncated, edited) is a miss, not IR
+that `charon import` copies out unparsed; so is one edited and resealed with the
+digest of its own text (a vocabulary changed tenfold changed the step time with
+no word), or one copied under another entry's name."""
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+def seal(key: CacheKey, text: str) -> str:
+    return hashlib.sha256(f"{key.inputs}\n{text}".encode()).hexdigest()
 
 
-def read(key: str) -> str | None:
+def read(key: CacheKey) -> str | None:
     try:
         stored = cache_path(key).read_text()
     except (OSError, UnicodeDecodeError):
         return None
     text, _, last = stored.rstrip("\n").rpartition("\n")
-    if last != CHECKSUM_PREFIX + _digest(text + "\n"):
+    if last != SEAL_PREFIX + seal(key, text + "\n"):
         return None
     return text + "\n"
 
 
-def write(key: str, text: str) -> Path:
+def write(key: CacheKey, text: str) -> Path:
     path = cache_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key.name}.", suffix=".tmp")
     text = text if text.endswith("\n") else text + "\n"
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(text + CHECKSUM_PREFIX + _digest(text) + "\n")
+            f.write(text + SEAL_PREFIX + seal(key, text) + "\n")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

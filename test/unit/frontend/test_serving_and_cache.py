@@ -60,6 +60,30 @@ def test_cache_key_covers_config_and_options():
     assert base != ir_cache.cache_key({"a": 1}, {"seq_len": 8}, {"torch": "y"})
 
 
+def test_an_entry_edited_and_resealed_is_a_miss(tmp_path, monkeypatch):
+    """The seal covers the inputs, not only the entry: an entry resealed with the
+    digest of its own text (all an editor can compute from what is on disk), or
+    copied under another entry's name, is a miss."""
+    import hashlib
+
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
+    key = ir_cache.cache_key({"vocab_size": 1000}, {"seq_len": 8}, {"torch": "x"})
+    other = ir_cache.cache_key({"vocab_size": 10000}, {"seq_len": 8}, {"torch": "x"})
+    path = ir_cache.write(key, "builtin.module {}\n")
+    assert ir_cache.read(key) == "builtin.module {}\n"
+    assert path.name == f"{key.name}.mlir" and key.inputs[32:] not in path.read_text()
+
+    edited = "builtin.module {\n}\n"
+    for resealed in (hashlib.sha256(edited.encode()).hexdigest(),
+                     hashlib.sha256(f"{key.name}\n{edited}".encode()).hexdigest()):
+        path.write_text(edited + ir_cache.SEAL_PREFIX + resealed + "\n")
+        assert ir_cache.read(key) is None
+    # another entry's text, seal and all, under this entry's name
+    ir_cache.write(other, "builtin.module {}\n")
+    path.write_text(ir_cache.cache_path(other).read_text())
+    assert ir_cache.read(key) is None and ir_cache.read(other) == "builtin.module {}\n"
+
+
 def test_damaged_cache_entry_is_reimported(tmp_path, monkeypatch):
     monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
     first = import_model_with_summary("llama-3.1-8b", seq_len=32)
@@ -70,7 +94,7 @@ def test_damaged_cache_entry_is_reimported(tmp_path, monkeypatch):
     # the unparsed path (`charon import -o` copies the text out without parsing
     # it) passed a truncated entry through: the checksum makes it a miss too
     text = first.cache_file.read_text()
-    assert text.splitlines()[-1].startswith(ir_cache.CHECKSUM_PREFIX)
+    assert text.splitlines()[-1].startswith(ir_cache.SEAL_PREFIX)
     first.cache_file.write_text(text[: len(text) // 2])
     copied = import_model_with_summary("llama-3.1-8b", seq_len=32, parse=False)
     assert not copied.from_cache and copied.text == again.text
