@@ -16,6 +16,7 @@ SEQ = 128  # a multiple of every model's experts / top-k, so expert buffers are 
 
 MODELS = [
     "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "deepseek-v2-lite", "gpt3-175b",
+    "nemotron-4-340b", "gpt-oss-120b",
 ]
 
 
