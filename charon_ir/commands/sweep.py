@@ -27,6 +27,7 @@ AXIS_FLAGS = (
     "prefill_decode_split", "input_len", "output_len", "nic_speed", "scale_up_domain", "topology",
     "fuse_attention", "attention_kernel", "tp_comm_overlap", "pipeline_scatter_gather", "dp_bucket_mb",
     "dp_overlap", "dp_overlap_param_gather", "optimizer", "memory_limit_gb", "unfused_grad_accumulation",
+    "framework", "fp8_recipe", "grad_bytes",
 )
 FLAG_NAMES = {"dp_overlap_param_gather": "--overlap-param-gather"}
 """Settings whose flag is not their name with dashes (as `charon simulate` spells it)."""
@@ -105,6 +106,10 @@ def sweep_command(
     optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16")] = "",
     unfused_grad_accumulation: Annotated[str, Opt("--unfused-grad-accumulation", help="true, false or true,false")] = "",
     memory_limit_gb: Annotated[str, Opt("--memory-limit-gb", help="memory-analysis' limit per GPU (0: its HBM)")] = "",
+    framework: Annotated[str, Opt("--framework", help="training: the stack whose defaults fill the settings not given "
+                                  "(megatron-core, the default; none: only the space's; a comma list is an axis)")] = "",
+    fp8_recipe: Annotated[str, Opt("--fp8-recipe", help="delayed | current | mxfp8 | blockwise (with precision fp8)")] = "",
+    grad_bytes: Annotated[str, Opt("--grad-bytes", help="2 (bf16 gradients) | 4 (fp32 main gradients)")] = "",
     db: Annotated[str | None, Opt("--db", help="results sqlite (default: ./<space name>.sqlite)")] = None,
     jobs: Annotated[int, Opt("--jobs", "-j", help="local worker processes (1: in-process)")] = 1,
     ray: Annotated[bool, Opt("--ray", help="run on a local Ray cluster")] = False,

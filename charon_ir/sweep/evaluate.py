@@ -110,6 +110,8 @@ def training_config(config: dict[str, Any]):
         optimizer=config["optimizer"],
         unfused_grad_accumulation=config["unfused_grad_accumulation"],
         memory_limit_gb=config["memory_limit_gb"],
+        fp8_recipe=config["fp8_recipe"],
+        grad_bytes=config["grad_bytes"],
         engines=engines,
     )
 

@@ -81,9 +81,14 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "optimizer": "fused",
     "unfused_grad_accumulation": False,
     "memory_limit_gb": 0.0,
+    "fp8_recipe": "delayed",
+    "grad_bytes": 2,
+    "framework": "megatron-core",
 }
-"""Every training setting a point carries, with `charon simulate`'s defaults
-(`charon_ir.api.TrainingConfig`'s; `engines` is its comma-separated string)."""
+"""Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
+defaults (`engines` is its comma-separated string), and the framework whose
+preset fills the settings the space leaves unset (`charon simulate`'s default:
+`charon_ir.frameworks.DEFAULT_FRAMEWORK`)."""
 
 LATER_SETTINGS = (
     "fuse_attention",
@@ -96,6 +101,8 @@ LATER_SETTINGS = (
     "optimizer",
     "memory_limit_gb",
     "unfused_grad_accumulation",
+    "fp8_recipe",
+    "grad_bytes",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that
@@ -202,7 +209,10 @@ class Space:
                     in_file = self.where and key not in self.flag_keys
                     raise CharonError(f"{self.where}: {e}" if in_file else str(e)) from None
         for values in itertools.product(*(self.axes[n] for n in names)):
-            config = normalise(self.kind, {**defaults, **self.fixed, **dict(zip(names, values))})
+            config = {**defaults, **self.fixed, **dict(zip(names, values))}
+            if self.kind == "training":
+                config = with_framework(config, {*self.fixed, *names})
+            config = normalise(self.kind, config)
             key = config_key(config)
             if key in seen:
                 continue
@@ -215,6 +225,17 @@ class Space:
             )
             out.append(Point(config, key, rule))
         return out
+
+
+def with_framework(config: dict[str, Any], given: set[str]) -> dict[str, Any]:
+    """A training point's settings under its framework's preset: the space's
+    own settings (`given`) win, the preset fills what it decides of the rest."""
+    from charon_ir.frameworks import resolve
+
+    defaults = _defaults("training")
+    typed = {key: _typed(key, config[key], defaults[key]) for key in config}
+    resolved, _ = resolve(typed["framework"], {k: typed[k] for k in given if k in typed}, typed)
+    return resolved
 
 
 def _defaults(kind: str) -> dict[str, Any]:
@@ -355,7 +376,9 @@ def _choices(kind: str) -> dict[str, tuple[Any, ...]]:
 
         return {"precision": PRECISIONS, "policy": ("", *POLICIES)}
     from charon_ir.api import OPTIMIZERS
+    from charon_ir.engines.analytic import FP8_RECIPES
     from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
+    from charon_ir.frameworks import FRAMEWORKS
     from charon_ir.parallel.schedules import SCHEDULES
     from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES
     from charon_ir.sweep.hardware import TOPOLOGIES
@@ -368,6 +391,9 @@ def _choices(kind: str) -> dict[str, tuple[Any, ...]]:
         "optimizer": OPTIMIZERS,
         "attention_kernel": ("", *ATTENTION_KERNELS),
         "topology": ("", *TOPOLOGIES),
+        "framework": tuple(FRAMEWORKS),
+        "fp8_recipe": FP8_RECIPES,
+        "grad_bytes": (2, 4),
     }
 
 
@@ -452,8 +478,9 @@ def normalise(kind: str, config: dict[str, Any]) -> dict[str, Any]:
 def config_key(config: dict[str, Any]) -> str:
     """A stable identity of a normalised point: the hash of its canonical JSON,
     without the `LATER_SETTINGS` that are at their defaults."""
+    # the framework is not a setting of the run: the ones its preset decided are
     keyed = {k: v for k, v in config.items()
-             if k not in LATER_SETTINGS or v != TRAINING_DEFAULTS[k]}
+             if k != "framework" and (k not in LATER_SETTINGS or v != TRAINING_DEFAULTS[k])}
     text = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
@@ -505,7 +532,9 @@ class ModelShape:
 def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
     """The first rule a training point breaks, or "" when it may run."""
     from charon_ir.api import OPTIMIZERS
+    from charon_ir.engines.analytic import FP8_RECIPES
     from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
+    from charon_ir.frameworks import FRAMEWORKS
     from charon_ir.parallel.schedules import check_schedule
 
     tp, pp, cp, ep, vpp = (config[k] for k in ("tp", "pp", "cp", "ep", "vpp"))

@@ -138,13 +138,14 @@ def _check_record(record: dict[str, Any], where: str) -> None:
             and "batch_size" not in record["strategy"]):
         raise CharonError(f"{where} ('{record['id']}'): an inference throughput record needs "
                           "'strategy.batch_size' (its static batch)")
-    degrees = [record["strategy"].get(k) for k in ("tp", "pp", "dp")]
+    # context-parallel ranks are a degree of their own (dp counts replicas)
+    degrees = [record["strategy"].get(k, 1 if k == "cp" else None) for k in ("tp", "pp", "cp", "dp")]
     if record["category"] == "training" and all(isinstance(d, int) and not isinstance(d, bool)
                                                 for d in degrees):
         gpus = record["hardware"].get("num_gpus")
-        if degrees[0] * degrees[1] * degrees[2] != gpus:
-            raise CharonError(f"{where} ('{record['id']}'): tp x pp x dp = {' x '.join(map(str, degrees))} "
-                              f"is not 'hardware.num_gpus' ({json.dumps(gpus)})")
+        if math.prod(degrees) != gpus:
+            raise CharonError(f"{where} ('{record['id']}'): tp x pp x cp x dp = "
+                              f"{' x '.join(map(str, degrees))} is not 'hardware.num_gpus' ({json.dumps(gpus)})")
     if record["category"] == "comm_microbenchmark":
         op = str(record["strategy"].get("op", "allreduce")).replace("_", "")
         if op != "allreduce":  # nccl-tests' all_reduce_perf is the one compared

@@ -210,7 +210,7 @@ INFERENCE = {**KERNEL, "id": "i", "category": "inference", "metric": "output_tok
          "'us', got 'unit' \"minutes\""),
         ([{**KERNEL, "unit": 1}], "error: {path}: record 0: 'unit' must be a string, got 1"),
         ([{**TRAINING, "strategy": {"tp": 1, "pp": 1, "dp": 7}}],
-         "error: {path}: record 0 ('t'): tp x pp x dp = 1 x 1 x 7 is not 'hardware.num_gpus' (8)"),
+         "error: {path}: record 0 ('t'): tp x pp x cp x dp = 1 x 1 x 1 x 7 is not 'hardware.num_gpus' (8)"),
     ],
 )
 def test_bad_set_file_is_one_line(charon_fails, tmp_path, content, line):
