@@ -97,8 +97,8 @@ def _build_flat_step(case: Any, directory: str):
     from charon_ir.runtime.flatten import flatten_all
     from charon_ir.validation.runner import case_options
 
-    config = api.TrainingConfig(model=str(config_path(case.config, Path(directory))),
-                                **case_options(case))
+    config, _ = api.configure(str(config_path(case.config, Path(directory))), case.framework,
+                              **case_options(case))
     ctx, module, _ = api.build_training_module(config)
     api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]

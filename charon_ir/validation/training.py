@@ -124,12 +124,25 @@ FRAMEWORK_OF_TEXT: tuple[tuple[str, str], ...] = (
 (first match; `charon_ir.frameworks` lists the presets)."""
 
 
+FRAMEWORK_OF_SOURCE: dict[str, str] = {
+    "narayanan21": "megatron-lm-2021",
+    "korthikanti22": "megatron-lm-2022",
+    "megatron_readme": "megatron-core",
+    "mpt": "llm-foundry",
+}
+"""The preset of a record that names no framework (Korthikanti's per-layer rows):
+the code its publication ran."""
+
+
 def framework_of(record: dict[str, Any]) -> str:
-    """The framework preset a record ran under."""
+    """The framework preset a record ran under: its `strategy.framework`, else
+    its publication's."""
     text = str(record["strategy"].get("framework", ""))
     for pattern, name in FRAMEWORK_OF_TEXT:
         if re.search(pattern, text):
             return name
+    if source_of(record) in FRAMEWORK_OF_SOURCE:
+        return FRAMEWORK_OF_SOURCE[source_of(record)]
     raise Unsupported(f"no framework preset for strategy.framework {text!r}")
 
 
