@@ -297,9 +297,13 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.cluster:
         target["cluster"] = config.cluster
     plan.append(("set-target", target))
-    plan.append(("memory-analysis", {"limit_gb": config.memory_limit_gb, "grad_bytes": config.grad_bytes}))
-    # Transformer Engine's fp8 training: fp8 GEMMs and the casts around them
+    # Transformer Engine's fp8 training: fp8 GEMMs and the casts around them, the
+    # linears' inputs saved in fp8
     fp8 = config.precision == "fp8"
+    memory: dict[str, Any] = {"limit_gb": config.memory_limit_gb, "grad_bytes": config.grad_bytes}
+    if fp8:
+        memory["fp8"] = True
+    plan.append(("memory-analysis", memory))
     cost: dict[str, Any] = {"engines": config.engines, "fp8_gemms": fp8, "fp8_casts": fp8}
     if fp8:
         cost["fp8_recipe"] = config.fp8_recipe
@@ -316,7 +320,7 @@ def build_training_module(config: TrainingConfig):
         _check_layer_stack(module, config.model)
     for name, options in plan:
         _pass(name, **options).apply(ctx, module)
-    return ctx, module, _memory(module, config.grad_bytes)
+    return ctx, module, _memory(module, config)
 
 
 def _check_layer_stack(module, path: str) -> None:
@@ -334,12 +338,13 @@ def _check_layer_stack(module, path: str) -> None:
                       "that parallel-strategy and batch flags ask for; without them it is simulated as written")
 
 
-def _memory(module, grad_bytes: int = 2) -> list:
+def _memory(module, config: TrainingConfig) -> list:
     """Per-stage memory of a module memory-analysis has checked."""
     from charon_ir.memory import analyze_memory
     from charon_ir.target.target import Target
 
-    return analyze_memory(module, Target.from_module(module), grad_bytes=grad_bytes)
+    return analyze_memory(module, Target.from_module(module), grad_bytes=config.grad_bytes,
+                          fp8=config.precision == "fp8")
 
 
 def _with_microbatches(module, microbatches: int, copy: bool = True):
@@ -595,7 +600,7 @@ def time_module(
     if tier not in ("fast", "fine"):
         raise CharonError(f"--tier must be fast or fine, got '{tier}'")
     if memory is None:
-        memory = _memory(module, config.grad_bytes)
+        memory = _memory(module, config)
     overlap = overlap_model(config, Target.from_module(module).gpu)
     pipeline = module.attributes[PIPELINE_ATTR]
     m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]

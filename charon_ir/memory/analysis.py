@@ -37,7 +37,7 @@ from xdsl.ir import Block
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, phase_memory
+from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, fp8_saved_gemm_inputs, phase_memory
 from charon_ir.memory.schedule import scheduled_activations
 from charon_ir.memory.states import GRAD_BYTES, DataParallel, model_states
 from charon_ir.memory.tensors import value_bytes
@@ -149,10 +149,13 @@ class _StageClass:
 
 
 def _stage_class(
-    block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False
+    block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False,
+    fp8: bool = False,
 ) -> _StageClass:
     states = model_states(block, data_parallel, grad_bytes)
     roots = Roots()
+    if fp8:
+        roots = Roots(fp8_saved_gemm_inputs(block, roots))
     return _StageClass(
         block,
         phase_memory(block, roots, split_backward=split_backward),
@@ -184,22 +187,25 @@ def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
 
 
 def analyze_memory(
-    module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES
+    module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES,
+    fp8: bool = False,
 ) -> list[StageMemory]:
     """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
     target is not needed for the byte counts; it is accepted so that callers
-    that hold one pass it as for every other analysis."""
+    that hold one pass it as for every other analysis. `fp8`: Transformer
+    Engine's fp8 training, whose linears save their inputs in fp8
+    (`liveness.fp8_saved_gemm_inputs`)."""
     del target
     data_parallel = DataParallel.from_module(module)
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if not stages:
-        cls = _stage_class(module.body.block, data_parallel, grad_bytes)
+        cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
         return [_result(0, [cls], acts)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, _StageClass] = {}
     for op in stages:
-        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD)
+        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8)
         for v in op.stage_ids():
             by_virtual[v] = cls
     results = []

@@ -34,10 +34,15 @@ STATIC = "static"
 
 
 class Roots:
-    """Storage roots of values and their bytes, memoised over one stage's program."""
+    """Storage roots of values and their bytes, memoised over one stage's program.
 
-    def __init__(self) -> None:
+    `fp8_saved`: the layer values the backward reads only as GEMM operands, which
+    Transformer Engine's fp8 linears save as their fp8 cast (one byte an element;
+    `fp8_saved_gemm_inputs`)."""
+
+    def __init__(self, fp8_saved: frozenset[Root] = frozenset()) -> None:
         self._root: dict[SSAValue, Root] = {}
+        self.fp8_saved = fp8_saved
 
     def root(self, value: SSAValue) -> Root:
         if value in self._root:
@@ -115,6 +120,9 @@ class Roots:
         carried block argument (the layer input) is kept whole."""
         if isinstance(inner, tuple) and inner[0] == "arg":
             return tensors.value_bytes(inner[1])
+        if inner in self.fp8_saved:
+            assert isinstance(inner, SSAValue)
+            return sim.numel(inner.type)  # pyright: ignore[reportArgumentType]
         return self.size(inner)
 
 
@@ -224,6 +232,56 @@ def _is_slice_arg(key: Root, block: Block, n_iter: int) -> bool:
         and key[1].owner is block
         and key[1].index >= n_iter
     )
+
+
+def fp8_saved_gemm_inputs(block: Block, roots: Roots) -> frozenset[Root]:
+    """The values a forward layer saves that the backward layer reads only as
+    GEMM operands (through views): under Transformer Engine's fp8 training each
+    linear saves the fp8 cast of its input for its weight-gradient GEMM
+    (`_Linear.forward`: `saved_inputmat` is the fp8 tensor), so such a value is
+    kept at one byte an element. A value some other backward op reads (the
+    attention output its backward needs, SwiGLU's inputs) stays 16-bit; so does an
+    attention's output, which flash attention's backward reads (TE's
+    `DotProductAttention` saves it) though the IR's backward takes only the
+    row statistics. Keys are the forward layer body's roots, as
+    `Roots.iteration_size` sees them."""
+    phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
+    fwd, bwd = phases.get("forward"), phases.get("backward")
+    if fwd is None or bwd is None:
+        return frozenset()
+    f_term = fwd.body.block.last_op
+    assert isinstance(f_term, sim.YieldOp)
+    # a forward phase result -> the root of what the layer yields for it
+    stacked: dict[SSAValue, Root] = {}
+    for result, value in zip(fwd.results, f_term.values):
+        key = roots.root(value)
+        if isinstance(key, tuple) and key[0] == "stacked" and isinstance(key[2], SSAValue):
+            stacked[result] = key[2]
+    fp8: set[Root] = set()
+    for rep in bwd.body.block.ops:
+        if not isinstance(rep, sim.RepeatOp):
+            continue
+        n_iter = len(rep.iter_init)
+        for i, sliced in enumerate(rep.slices):
+            inner = stacked.get(sliced)
+            if inner is None or isinstance(inner, OpResult) and isinstance(inner.op, sim.AttentionOp):
+                continue
+            if _read_only_by_gemms(rep.body.block.args[n_iter + i]):
+                fp8.add(inner)
+    return frozenset(fp8)
+
+
+def _read_only_by_gemms(value: SSAValue) -> bool:
+    readers = [use.operation for use in value.uses]
+    if not readers:
+        return False
+    for op in readers:
+        if tensors.is_alias_op(op):
+            if not _read_only_by_gemms(op.results[0]):
+                return False
+        elif not isinstance(op, sim.MatmulOp):
+            return False
+    return True
 
 
 def layer_saved_values(rep: sim.RepeatOp, roots: Roots | None = None) -> list[tuple[str, int]]:

@@ -8,6 +8,7 @@
 // RUN: not charon-opt %s -p 'pipeline{pp=2 microbatches=4},memory-analysis{limit-gb=10}' 2>&1 | filecheck %s --check-prefix=OOM-PP
 // RUN: not charon-opt %s -p 'memory-analysis{limit-gb=-1}' 2>&1 | filecheck %s --check-prefix=BAD-LIMIT
 // RUN: not charon-opt %s -p 'memory-analysis{grad-bytes=3}' 2>&1 | filecheck %s --check-prefix=BAD-GRAD
+// RUN: charon-opt %s -p 'memory-analysis{limit-gb=80 fp8=true}' | filecheck %s --check-prefix=FP8
 
 // Four GPT layers, s = 2048, b = 1, h = 4096, a = 32 (sbh = 8388608), saving
 // what Megatron-LM saves. Per layer (Korthikanti et al. 2022):
@@ -19,6 +20,12 @@
 // grad-bytes=4); Adam: 12 B per parameter.
 
 // CHECK: builtin.module attributes {sim.target = {{.*}}, sim.memory = [{stage = 0 : i64, params = 1610678272 : i64, grads = 1610678272 : i64, optimizer = 9664069632 : i64, activations = {{[0-9]+}} : i64, saved_per_microbatch = 3841982464 : i64, in_flight = 1 : i64, comm_buffers = 0 : i64, peak = {{[0-9]+}} : i64, top = ["optimizer states", "activations", "parameters"]}]}
+
+// Under fp8 (Transformer Engine) the values only GEMMs read back are saved as
+// their fp8 cast: the two LayerNorm outputs (QKV and fc1 inputs, 2 sbh each) and
+// the GeLU output (fc2 input, 8 sbh) halve, 6 sbh a layer: 3841982464 - 4 x 6 sbh.
+// The attention output stays 16-bit (flash attention's backward reads it).
+// FP8: saved_per_microbatch = 3640655872 : i64
 
 // SEL: sim.memory = [{stage = 0 : i64, {{.*}} saved_per_microbatch = 1157627904 : i64, in_flight = 1 : i64
 
