@@ -314,6 +314,19 @@ class AllToAllOp(_UnaryCollective):
 
     split_axis = prop_def(IntegerAttr[I64])
     concat_axis = prop_def(IntegerAttr[I64])
+    top_k = opt_prop_def(IntegerAttr[I64])
+    """On MoE tokens (dim 0 of the input split, a dispatch, or of the result
+    concatenated, a combine, counting experts): each token is there top_k times,
+    and the dispatcher sends it once per destination rank and once per
+    destination node (DeepEP, HybridEP), not once per copy."""
+    groups = opt_prop_def(IntegerAttr[I64])
+    groups_per_token = opt_prop_def(IntegerAttr[I64])
+    """With `top_k`: group-limited routing, a token's experts within
+    `groups_per_token` of `groups` contiguous groups of experts."""
+    token_replicas = opt_prop_def(IntegerAttr[I64])
+    """On MoE tokens: this many neighbouring ranks (tensor parallelism) hold the
+    same tokens; each sends 1/token_replicas of them, and a dispatch all-gathers
+    what arrives among them."""
 
     assembly_format = (
         "$input `on` $grid $grid_axes `split` $split_axis `concat` $concat_axis attr-dict"
@@ -335,6 +348,40 @@ class AllToAllOp(_UnaryCollective):
         want[c] *= n
         if list(r) != want:
             raise VerifyException(f"result shape must be {want}, got {list(r)}")
+        self._verify_route(n)
+
+    def routed_experts(self) -> int | None:
+        """The experts of an all_to_all of MoE tokens: dim 0 of the input of a
+        dispatch (split along it) or of the result of a combine (concatenated
+        along it); None for any other all_to_all."""
+        if self.split_axis.value.data == 0:
+            return shape_of(self.input)[0]
+        if self.concat_axis.value.data == 0:
+            return shape_of(self.result)[0]
+        return None
+
+    def _verify_route(self, n: int) -> None:
+        values = {name: getattr(self, name) for name in
+                  ("top_k", "groups", "groups_per_token", "token_replicas")}
+        given = {k: v.value.data for k, v in values.items() if v is not None}
+        if not given:
+            return
+        if any(v < 1 for v in given.values()):
+            raise VerifyException(f"routing attributes must be >= 1, got {given}")
+        experts = self.routed_experts()
+        if experts is None:
+            raise VerifyException("routing attributes need the experts on dim 0 (split 0 or concat 0)")
+        if ("groups" in given) != ("groups_per_token" in given) or ("groups" in given and "top_k" not in given):
+            raise VerifyException("groups and groups_per_token come together, with top_k")
+        if "top_k" in given and given["top_k"] > experts:
+            raise VerifyException(f"top_k ({given['top_k']}) exceeds the experts ({experts})")
+        if "groups" in given:
+            g, pick = given["groups"], given["groups_per_token"]
+            if experts % g or pick > g or given["top_k"] > pick * (experts // g):
+                raise VerifyException(
+                    f"groups ({g}) must divide the experts ({experts}) and groups_per_token "
+                    f"({pick}) <= groups hold top_k ({given['top_k']}) experts"
+                )
 
     def payload_bytes(self) -> float:
         return tensor_bytes(self.input)

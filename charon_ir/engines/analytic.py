@@ -20,7 +20,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation
 
-from charon_ir.dialects.coll import CollectiveOp, RecvOp, SendOp
+from charon_ir.dialects.coll import AllToAllOp, CollectiveOp, RecvOp, SendOp
 from charon_ir.dialects.sim import (
     AttentionGradOp,
     AttentionOp,
@@ -32,7 +32,7 @@ from charon_ir.dialects.sim import (
     shape_of,
 )
 from charon_ir.engines.base import Cost, CostEngine
-from charon_ir.engines.collectives import CollectivePlan, cached_plan
+from charon_ir.engines.collectives import CollectivePlan, TokenRoute, cached_plan
 from charon_ir.engines.compute_efficiency import (
     DEFAULT_ATTENTION_KERNEL,
     GEMM_MAX_DEFAULT,
@@ -364,4 +364,21 @@ def collective_plan_of(op: CollectiveOp, target: Target) -> CollectivePlan:
             ranks = ranks[:1]
     if isinstance(op, RecvOp):
         kind = "recv"  # the sender is charged
-    return cached_plan(kind, op.payload_bytes(), ranks, target.topology)
+    route = token_route(op) if isinstance(op, AllToAllOp) else None
+    return cached_plan(kind, op.payload_bytes(), ranks, target.topology, route)
+
+
+def token_route(op: AllToAllOp) -> TokenRoute | None:
+    """How an all_to_all of MoE tokens runs, from its routing attributes; None
+    for a plain all_to_all."""
+    experts = op.routed_experts()
+    if experts is None or (op.top_k is None and op.token_replicas is None):
+        return None
+
+    def value(attr) -> int:
+        return attr.value.data if attr is not None else 0
+
+    return TokenRoute(
+        experts, value(op.top_k), value(op.groups), value(op.groups_per_token),
+        max(1, value(op.token_replicas)), to_experts=op.split_axis.value.data == 0,
+    )

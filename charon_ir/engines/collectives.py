@@ -24,9 +24,9 @@ docs/calibration.md lists every constant below and where it comes from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
-from math import ceil, log2, sqrt
+from math import ceil, comb, log2, sqrt
 
 from charon_ir.target.cluster import (
     DEFAULT_NIC_LATENCY_S,
@@ -168,16 +168,18 @@ def collective_plan(
     ranks: tuple[int, ...] | list[int],
     cluster: Cluster,
     algorithm: str | None = None,
+    route: TokenRoute | None = None,
 ) -> CollectivePlan:
     """The fastest NCCL-like plan for `kind` over the group `ranks` (global rank
-    ids), or the best plan of `algorithm` when one is named."""
+    ids), or the best plan of `algorithm` when one is named. An all_to_all that
+    moves routed tokens may say how (`route`)."""
     if kind not in KINDS:
         raise ValueError(f"unknown collective '{kind}' (known: {', '.join(KINDS)})")
     ranks = tuple(ranks)
     n = len(ranks)
     if n <= 1 or payload_bytes <= 0 or kind == "recv":
         return CollectivePlan(kind, "none", "none", n, payload_bytes, 0, 0.0, 0.0, ())
-    candidates = _candidates(kind, float(payload_bytes), ranks, cluster)
+    candidates = _candidates(kind, float(payload_bytes), ranks, cluster, route)
     if algorithm is not None:
         candidates = [c for c in candidates if c.algorithm == algorithm]
         if not candidates:
@@ -185,8 +187,8 @@ def collective_plan(
     return min(candidates, key=lambda c: c.time_s)
 
 
-def _candidates(kind: str, s: float, ranks: tuple[int, ...], cluster: Cluster
-                ) -> list[CollectivePlan]:
+def _candidates(kind: str, s: float, ranks: tuple[int, ...], cluster: Cluster,
+                route: TokenRoute | None = None) -> list[CollectivePlan]:
     pl = place(cluster, ranks)
     k = constants_for(cluster.gpu.name)
     if kind == "all_reduce":
@@ -208,6 +210,8 @@ def _candidates(kind: str, s: float, ranks: tuple[int, ...], cluster: Cluster
     if kind == "broadcast":
         return [_ring(kind, s, pl, cluster, k, proto) for proto in PROTOCOLS]
     if kind == "all_to_all":
+        if route is not None:
+            return [_token_all_to_all(s, pl, cluster, k, route)]
         return [_all_to_all(s, pl, cluster, k)]
     return [_send(s, pl, cluster, k)]
 
@@ -410,7 +414,125 @@ def _send(s: float, pl: Placement, cluster: Cluster, k: CollectiveConstants) -> 
     return CollectivePlan("send", "p2p", "Simple", pl.size, s, 1, lat, 0.0, links)
 
 
+# ---------------------------------------------------------------------------
+# Routed tokens: MoE dispatch and combine by a routing-aware dispatcher
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenRoute:
+    """How an all_to_all of MoE tokens is run (docs/calibration.md, "MoE
+    all-to-all"). The expert-major side [experts, capacity, h] holds `top_k`
+    copies of each token, one per routed expert, experts laid out contiguously
+    over the group (experts / n a rank, Megatron-Core's local experts)."""
+
+    experts: int
+    top_k: int = 0
+    """0: every copy travels on its own (NCCL's all-to-all: Megatron-Core's
+    `alltoall` dispatcher). k > 0: a token crosses the network once per
+    destination domain and is fanned out over the scale-up links there, once per
+    destination rank (DeepEP's and HybridEP's dispatch; their combine reduces in
+    the domain first and sends one partial sum back per domain)."""
+    groups: int = 0
+    groups_per_token: int = 0
+    """Group-limited routing (DeepSeek-V2/V3's `n_group` / `topk_group`): the
+    experts form `groups` contiguous groups and a token's copies go to experts of
+    `groups_per_token` of them; 0: any expert."""
+    replicas: int = 1
+    """Ranks next to each other (tensor parallelism) that hold the same tokens:
+    each sends 1/replicas of them, as Megatron-Core's sequence-parallel MoE input
+    does, and a dispatch all-gathers what arrives among them over the scale-up
+    links."""
+    to_experts: bool = True
+    """A dispatch (tokens to their experts; what all-gathers among replicas)
+    rather than a combine."""
+
+
+def _miss_probability(share: tuple[int, ...], route: TokenRoute) -> float:
+    """Probability that none of a token's k copies lands on a unit (a rank or a
+    domain) holding `share[g]` experts of group g (only the groups it touches),
+    experts drawn uniformly without replacement from the allowed ones: all of
+    them, or those of `groups_per_token` groups drawn uniformly."""
+    k = route.top_k
+    if not route.groups:
+        allowed, mine = route.experts, sum(share)
+        return comb(allowed - mine, k) / comb(allowed, k)
+    g, pick = route.groups, route.groups_per_token
+    per_group = route.experts // g
+    allowed = pick * per_group
+    # ways to pick j of the touched groups with b of the unit's experts among them
+    ways: dict[tuple[int, int], int] = {(0, 0): 1}
+    for a in share:
+        for (j, b), w in list(ways.items()):
+            ways[(j + 1, b + a)] = ways.get((j + 1, b + a), 0) + w
+    untouched = g - len(share)
+    total = comb(g, pick)
+    miss = 0.0
+    for (j, b), w in ways.items():
+        if j <= pick:
+            miss += w * comb(untouched, pick - j) / total * comb(allowed - b, k) / comb(allowed, k)
+    return miss
+
+
+def expected_destinations(route: TokenRoute, ranks: int, per_unit: int = 1) -> float:
+    """Expected number of units (blocks of `per_unit` neighbouring ranks of a
+    group of `ranks`: the ranks themselves, or their domains) that one token's
+    copies reach, experts / ranks of them on each rank in order."""
+    per_rank = route.experts // ranks
+    per_group = route.experts // route.groups if route.groups else route.experts
+    hits = 0.0
+    cache: dict[tuple[int, ...], float] = {}
+    for first in range(0, ranks, per_unit):
+        lo, hi = first * per_rank, min(ranks, first + per_unit) * per_rank
+        share = tuple(sorted(
+            min(hi, (g + 1) * per_group) - max(lo, g * per_group)
+            for g in range(lo // per_group, (hi - 1) // per_group + 1)
+        ))
+        if share not in cache:
+            cache[share] = 1.0 - _miss_probability(share, route)
+        hits += cache[share]
+    return hits
+
+
+def _token_all_to_all(s: float, pl: Placement, cluster: Cluster, k: CollectiveConstants,
+                      route: TokenRoute) -> CollectivePlan:
+    """An all_to_all of routed tokens. Each of `replicas` ranks holding the same
+    tokens sends 1/replicas of them. Without `top_k` every copy travels (the
+    pairwise plan); with it, a token of S / k bytes goes once to each remote
+    domain it reaches, on its own rail (to the GPU of the same local index), and
+    from there, and in its own domain, once to each other rank it reaches over the
+    scale-up links: per rank
+
+        network:  S / k * D * (m - 1) / m      D: expected domains reached
+        scale-up: S / k * R * (p - 1) / p      R: expected ranks reached
+
+    (a domain's entry rank, one of its p, already holds the token). A dispatch
+    among replicas then all-gathers what arrived: (r - 1) / r * S more on the
+    scale-up links."""
+    r = max(1, route.replicas)
+    share = s / r
+    if route.top_k:
+        n, m, p = pl.size, pl.domains, pl.per_domain
+        row = share / route.top_k
+        ranks_reached = expected_destinations(route, n)
+        uses = [LinkUse(SCALE_UP, row * ranks_reached * (p - 1) / p, _scale_up_bw(pl, k))]
+        if m > 1:
+            domains = expected_destinations(route, n, p)
+            uses.append(_nic_use(row * domains * (m - 1) / m, pl, k))
+        step = inter_step_s("ring", "Simple", pl)
+        lat = BASE_LATENCY_US[("ring", "Simple")] * 1e-6 + step + (n - 1) * ALL_TO_ALL_PEER_US * 1e-6
+        plan = CollectivePlan("all_to_all", "routed", "Simple", n, s, 1, lat, 0.0, tuple(uses))
+    else:
+        plan = _all_to_all(share, pl, cluster, k)
+    if r == 1 or not route.to_experts:
+        return plan
+    links = tuple(
+        replace(u, bytes=u.bytes + (r - 1) / r * s) if u.link == SCALE_UP else u for u in plan.links
+    )
+    return replace(plan, payload_bytes=s, links=links)
+
+
 @cache
-def cached_plan(kind: str, payload_bytes: float, ranks: tuple[int, ...], cluster: Cluster
-                ) -> CollectivePlan:
-    return collective_plan(kind, payload_bytes, ranks, cluster)
+def cached_plan(kind: str, payload_bytes: float, ranks: tuple[int, ...], cluster: Cluster,
+                route: TokenRoute | None = None) -> CollectivePlan:
+    return collective_plan(kind, payload_bytes, ranks, cluster, route=route)

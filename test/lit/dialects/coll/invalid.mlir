@@ -90,3 +90,25 @@ coll.send %x on @mesh ["pp"] shift 1 {subgroup = array<i64: 0, 3>} : tensor<16x6
 coll.grid @mesh(axes = ["tp"], shape = 2)
 coll.grid @mesh2(axes = ["dp"], shape = 4)
 // CHECK: invalid.mlir:91:1: error: 'coll.grid' op a module holds one coll.grid
+
+// -----
+
+coll.grid @mesh(axes = ["ep"], shape = 4)
+%x = sim.input "x" : tensor<16x4x64xbf16>
+%y = coll.all_to_all %x on @mesh ["ep"] split 0 concat 1 {groups = 4 : i64, groups_per_token = 2 : i64} : tensor<16x4x64xbf16> -> tensor<4x16x64xbf16>
+// CHECK: error: 'coll.all_to_all' op groups and groups_per_token come together, with top_k
+
+// -----
+
+coll.grid @mesh(axes = ["ep"], shape = 4)
+%x = sim.input "x" : tensor<16x4x64xbf16>
+%y = coll.all_to_all %x on @mesh ["ep"] split 0 concat 1 {top_k = 8 : i64, groups = 4 : i64, groups_per_token = 1 : i64} : tensor<16x4x64xbf16> -> tensor<4x16x64xbf16>
+// CHECK: error: 'coll.all_to_all' op groups (4) must divide the experts (16) and groups_per_token (1) <= groups hold top_k (8) experts
+
+// -----
+
+coll.grid @mesh(axes = ["ep"], shape = 4)
+%x = sim.input "x" : tensor<4x16x64xbf16>
+%y = coll.all_to_all %x on @mesh ["ep"] split 1 concat 2 {top_k = 2 : i64} : tensor<4x16x64xbf16> -> tensor<4x4x256xbf16>
+// CHECK: error: 'coll.all_to_all' op routing attributes need the experts on dim 0 (split 0 or concat 0)
+

@@ -13,6 +13,9 @@ builtin.module {
   // CHECK-NEXT: %[[RS:.*]] = coll.reduce_scatter %[[AG]] on @mesh ["dp", "tp"] axis 0 : tensor<128x64xbf16> -> tensor<4x64xbf16>
   %a2a = coll.all_to_all %x on @mesh ["tp"] split 0 concat 1 : tensor<16x64xbf16> -> tensor<2x512xbf16>
   // CHECK-NEXT: coll.all_to_all %{{.*}} on @mesh ["tp"] split 0 concat 1 : tensor<16x64xbf16> -> tensor<2x512xbf16>
+  %tok = sim.input "tok" : tensor<64x4x32xbf16>
+  %disp = coll.all_to_all %tok on @mesh ["tp"] split 0 concat 1 {top_k = 8 : i64, groups = 8 : i64, groups_per_token = 4 : i64, token_replicas = 2 : i64} : tensor<64x4x32xbf16> -> tensor<8x32x32xbf16>
+  // CHECK: coll.all_to_all %{{.*}} on @mesh ["tp"] split 0 concat 1 {top_k = 8 : i64, groups = 8 : i64, groups_per_token = 4 : i64, token_replicas = 2 : i64} : tensor<64x4x32xbf16> -> tensor<8x32x32xbf16>
   %bc = coll.broadcast %x on @mesh ["dp"] : tensor<16x64xbf16>
   // CHECK-NEXT: coll.broadcast %{{.*}} on @mesh ["dp"] : tensor<16x64xbf16>
   coll.send %x on @mesh ["pp"] shift 1 : tensor<16x64xbf16>
