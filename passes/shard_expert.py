@@ -10,6 +10,13 @@ Options:
 - capacity-factor: 0 (default) keeps the balanced, dropless routing the model was
   imported with (capacity = tokens * top_k / experts per expert); c > 0 pads every
   expert's buffer to c times that, and the padding is reported as replicated work.
+- dispatcher: how the all_to_alls run, Megatron-Core's `moe_token_dispatcher_type`:
+  `alltoall` (default: NCCL, every (token, expert) copy travels) or `flex` (DeepEP /
+  HybridEP: a token goes once to each destination node over the network and once
+  to each destination rank over NVLink; the a2a ops get `top_k`).
+- groups, groups-per-token: group-limited routing (DeepSeek-V3's `n_group` 8,
+  `topk_group` 4: a token's experts within 4 of 8 groups); 0: none. Only `flex`
+  gains from it (fewer destination nodes).
 
 The ep ranks are data-parallel ranks for everything but the routed experts: each
 brings its own tokens. After `sim.moe_dispatch` fills the per-expert buffers
@@ -17,7 +24,9 @@ brings its own tokens. After `sim.moe_dispatch` fills the per-expert buffers
 the rank that holds it, which then sees [experts / ep, capacity * ep, h]; before
 `sim.moe_combine` another all_to_all brings them back (the backward mirrors both).
 Per token and per call each all_to_all moves tokens * top_k * h * 2 bytes (bf16),
-(ep - 1) / ep of it off the rank. The router, attention and the shared experts stay
+(ep - 1) / ep of it off the rank. With a `tp` axis the tp ranks hold the same
+tokens here; Megatron-Core's MoE layer takes the sequence-parallel input, so each
+dispatches its 1/tp of them: the a2a ops get `token_replicas` = tp. The router, attention and the shared experts stay
 dense. FLOPs per rank are unchanged (dropless): the group does ep ranks' worth of
 work, as without expert parallelism.
 """
@@ -26,10 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -37,7 +47,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops, total_flops
-from charon_ir.parallel.mesh import MESH, ensure_axis, refuse_after_data_parallel, refuse_axis_twice
+from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes, refuse_after_data_parallel, refuse_axis_twice
 from charon_ir.parallel.sharding import (
     REPLICATED,
     ShardAttention,
@@ -91,6 +101,8 @@ class DispatchToExperts(ShardPattern):
 
     op_types: tuple[type[Operation], ...] = (sim.MoeDispatchOp,)
     capacity: int = 0
+    route: dict[str, Attribute] | None = None
+    """The a2a ops' routing attributes (`coll.all_to_all`'s top_k, groups, ...)."""
 
     def shard_op(self, op: sim.MoeDispatchOp, rewriter: PatternRewriter) -> None:
         st = self.state
@@ -105,7 +117,7 @@ class DispatchToExperts(ShardPattern):
         ep = st.size
         a2a = coll.AllToAllOp(
             op.result, MESH, [st.axis], with_shape(op.result.type, (e // ep, c * ep, h)),
-            split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(1, 64),
+            split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(1, 64), **(self.route or {}),
         )
         Rewriter.insert_op(a2a, InsertPoint.after(op))
         op.result.replace_uses_with_if(a2a.result, lambda use: use.operation is not a2a)
@@ -113,7 +125,8 @@ class DispatchToExperts(ShardPattern):
         st.done.add(a2a)
 
 
-def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValue]) -> SSAValue:
+def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValue],
+               route: dict[str, Attribute] | None = None) -> SSAValue:
     """all_to_all expert outputs [experts/ep, capacity*ep, h] back to the ranks
     their tokens came from: [experts, capacity, h]."""
     if value in cache:
@@ -125,7 +138,7 @@ def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValu
     ep = st.size
     a2a = coll.AllToAllOp(
         value, MESH, [st.axis], with_shape(value.type, (e * ep, c // ep, h)),
-        split_axis=IntegerAttr(1, 64), concat_axis=IntegerAttr(0, 64),
+        split_axis=IntegerAttr(1, 64), concat_axis=IntegerAttr(0, 64), **(route or {}),
     )
     owner = value.owner
     point = InsertPoint.after(owner) if isinstance(owner, Operation) else InsertPoint.at_start(value.block)  # pyright: ignore
@@ -143,6 +156,7 @@ class CombineFromExperts(ShardPattern):
 
     op_types: tuple[type[Operation], ...] = (sim.MoeCombineOp, sim.GenericOp)
     cache: dict[SSAValue, SSAValue] | None = None
+    route: dict[str, Attribute] | None = None
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, sim.GenericOp) and op.callee.data != "moe_combine_weight_grad":
@@ -156,7 +170,7 @@ class CombineFromExperts(ShardPattern):
         for i, v in enumerate(op.operands):
             t = v.type
             if isinstance(t, TensorType) and len(shape(v)) == 3 and st.shard(v).dim == 0:
-                back = _to_tokens(st, v, cache)
+                back = _to_tokens(st, v, cache, self.route)
                 op.operands[i] = back
                 block = op.parent_block()
                 last = block.last_op if block else None
@@ -218,6 +232,31 @@ class ShardExpertPass(ModulePass):
     ep: int = 1
     etp: int = 1
     capacity_factor: float = 0.0
+    dispatcher: Literal["alltoall", "flex"] = "alltoall"
+    groups: int = 0
+    groups_per_token: int = 0
+
+    def _route(self, op: ModuleOp, experts: int, top_k: int) -> dict[str, Attribute]:
+        """The routing attributes of the a2a ops (see the module docstring)."""
+        if (self.groups == 0) != (self.groups_per_token == 0) or self.groups < 0 or not (
+            self.groups == 0 or (experts % self.groups == 0 and top_k <= self.groups_per_token
+                                 * (experts // self.groups) and self.groups_per_token <= self.groups)
+        ):
+            raise CharonError(
+                f"shard-expert: options 'groups' ({self.groups}) and 'groups-per-token' "
+                f"({self.groups_per_token}) must divide the {experts} experts into groups of "
+                f"which groups-per-token hold the top-{top_k}"
+            )
+        route: dict[str, Attribute] = {}
+        tp = grid_axes(op).get("tp", 1)
+        if tp > 1:
+            route["token_replicas"] = IntegerAttr(tp, 64)
+        if self.dispatcher == "flex":
+            route["top_k"] = IntegerAttr(top_k, 64)
+            if self.groups:
+                route["groups"] = IntegerAttr(self.groups, 64)
+                route["groups_per_token"] = IntegerAttr(self.groups_per_token, 64)
+        return route
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.ep < 1 or self.etp < 1:
@@ -254,13 +293,15 @@ class ShardExpertPass(ModulePass):
             if self.capacity_factor > 0:
                 new_capacity = max(1, ceil(self.capacity_factor * tokens * top_k / experts))
             ensure_axis(op, "ep", self.ep, self.name)
+            route = self._route(op, experts, top_k)
             _scale_capacity(_expert_region(dispatches), experts, capacity, new_capacity * self.ep)
             st = ShardingState("ep", self.ep, self.name, hints={"experts": {experts}})
             for p, (edim, _) in weights:
                 st.assign(p.result, split(edim, self.ep, "experts"))
             st.run(op, [
-                DispatchToExperts(st, capacity=new_capacity if new_capacity != capacity else 0),
-                CombineFromExperts(st, cache={}),
+                DispatchToExperts(st, capacity=new_capacity if new_capacity != capacity else 0,
+                                  route=route),
+                CombineFromExperts(st, cache={}, route=route),
                 ShardAttention(st), ShardGeneric(st),
             ])
         ep_flops = total_flops(op)
