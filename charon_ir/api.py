@@ -111,6 +111,12 @@ class TrainingConfig:
     None: the GPU type's calibrated value (`compute_efficiency.OVERLAP_SLOWDOWN`)."""
     comm_slowdown: float | None = None
     """The same for the collective; None: the GPU type's calibrated value."""
+    moe_dispatcher: str = "alltoall"
+    """How expert parallelism's all-to-alls run (`shard-expert{dispatcher}`,
+    Megatron-Core's `moe_token_dispatcher_type`): `alltoall`, NCCL's all-to-all of
+    every (token, expert) copy; `flex`, DeepEP / HybridEP, a token once per
+    destination node over the network and once per destination rank over NVLink,
+    within the model's group-limited routing (DeepSeek-V3's n_group / topk_group)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check_counts(self) -> None:
@@ -230,6 +236,25 @@ def _check_schedule_flags(config: TrainingConfig, schedule: str, dp: int, microb
             counted=counted, named=named)) from None
 
 
+MOE_DISPATCHERS = ("alltoall", "flex")
+
+
+def _routing_groups(model: str) -> dict[str, int]:
+    """shard-expert's group-limited routing options from the model's config:
+    DeepSeek-V2/V3's `n_group` groups of experts, a token's within `topk_group`
+    of them (Megatron-Core's moe_router_num_groups / moe_router_group_topk).
+    Nothing for an .mlir input, which states no config."""
+    if model.endswith(".mlir"):
+        return {}
+    from charon_ir.frontend.configs import load_config
+
+    _, hf = load_config(model)
+    groups, pick = hf.get("n_group"), hf.get("topk_group")
+    if isinstance(groups, int) and isinstance(pick, int) and 1 < groups and 0 < pick < groups:
+        return {"groups": groups, "groups_per_token": pick}
+    return {}
+
+
 def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     """The passes of one training run, in order, with their options: the one
     definition `build_training_module` and `charon sweep` both follow.
@@ -262,7 +287,14 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.cp > 1:
         plan.append(("shard-context", {"cp": config.cp}))
     if config.ep > 1:
-        plan.append(("shard-expert", {"ep": config.ep}))
+        if config.moe_dispatcher not in MOE_DISPATCHERS:
+            raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "
+                              f"got '{config.moe_dispatcher}'")
+        expert: dict[str, Any] = {"ep": config.ep}
+        if config.moe_dispatcher != "alltoall":
+            expert["dispatcher"] = config.moe_dispatcher
+            expert.update(_routing_groups(config.model))
+        plan.append(("shard-expert", expert))
     if config.fuse:
         fuse: dict[str, Any] = {"attention": config.fuse_attention}
         if config.attention_kernel:

@@ -16,6 +16,7 @@ HAND_WRITTEN_IGNORES = (
     ("fuse", "--fuse/--no-fuse"), ("tier", "--tier"), ("framework", "--framework"),
     ("overlap_grad_reduce", "--overlap-grad-reduce/--no-overlap-grad-reduce"),
     ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"),
+    ("moe_dispatcher", "--moe-dispatcher"),
 )
 """Flags that shape what the passes build: a .mlir step simulated as written has
 its own shapes, kernels and schedule, and its one run is the fine tier's."""
@@ -61,6 +62,7 @@ def simulate_command(
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
     fp8_recipe: Annotated[str, Opt("--fp8-recipe", help="with fp8: delayed | current | mxfp8 | blockwise (megatron-core: delayed, mxfp8 on Blackwell)")] = "delayed",
     schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved | zb-h1")] = "",
+    moe_dispatcher: Annotated[str, Opt("--moe-dispatcher", help="with --ep: alltoall (NCCL, every token copy) | flex (DeepEP / HybridEP: once per destination node and rank)")] = "alltoall",
     fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
     tp_comm_overlap: Annotated[bool, Opt("--tp-comm-overlap/--no-tp-comm-overlap", help="pipeline tp all-gathers / reduce-scatters with their GEMMs (Megatron-Core; needs --sequence-parallel)")] = False,
     attention_kernel: Annotated[str, Opt("--attention-kernel", help="flash2 | flash3 | triton (default: flash2)")] = "",
@@ -118,6 +120,7 @@ def simulate_command(
             ("dp_bucket_mb", bucket_mb), ("tp_comm_overlap", tp_comm_overlap),
             ("attention_kernel", attention_kernel), ("optimizer", optimizer),
             ("unfused_grad_accumulation", unfused_grad_accumulation), ("fp8_recipe", fp8_recipe),
+            ("moe_dispatcher", moe_dispatcher),
         ) if on_command_line(ctx, PRESET_FLAG_PARAMETERS.get(name, name))}
         report = simulate(
             model,
