@@ -8,13 +8,21 @@ runs writing the same file at once neither corrupt it nor duplicate rows.
 
 The file's location: `--db PATH`, else `$CHARON_PROFILE_DB`, else
 `~/.cache/charon/profile.db`.
+
+A row whose time is not a number of seconds in [0, MAX_TIME_S], or whose FLOPs or
+bytes are not finite numbers >= 0 (a file edited or damaged by hand: `time_s = -1`
+priced a step at 0.6 ms, `'abc'` was an internal error, `1e308` an infinite step),
+is read as missing: the engines price the op otherwise, `charon profile` measures
+it again and replaces the row, and one warning line per file says how many.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -50,6 +58,43 @@ CREATE TABLE IF NOT EXISTS measurement (
     PRIMARY KEY (kind, variant, shapes, dtypes, device, torch_version)
 ) WITHOUT ROWID;
 """
+
+
+MAX_TIME_S = 3600.0
+"""The longest time a row may hold: no kernel runs for an hour."""
+
+USABLE_ROW = (
+    f"typeof(time_s) IN ('real', 'integer') AND time_s BETWEEN 0 AND {MAX_TIME_S} "
+    # 9e999 is how SQL spells infinity
+    "AND typeof(flops) IN ('real', 'integer') AND flops >= 0 AND flops < 9e999 "
+    "AND typeof(bytes) IN ('real', 'integer') AND bytes >= 0 AND bytes < 9e999"
+)
+"""`usable` in SQL: the rows a lookup reads, which a new measurement does not replace."""
+
+
+def usable(time_s: object, flops: object, bytes_: object) -> bool:
+    """Whether a row's numbers can be priced with: a time in [0, MAX_TIME_S] and
+    finite, non-negative FLOPs and bytes (sqlite keeps text in a REAL column)."""
+    numbers = (time_s, flops, bytes_)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in numbers):
+        return False
+    return 0 <= time_s <= MAX_TIME_S and flops >= 0 and bytes_ >= 0  # pyright: ignore[reportOperatorIssue]
+
+
+_WARNED: set[Path] = set()
+"""The files whose unusable rows were reported: once per process, not per read."""
+
+
+def _warn_unusable(path: Path, rows: list[tuple]) -> None:
+    if path in _WARNED:
+        return
+    _WARNED.add(path)
+    kind, _, shapes, _, device, _, time_s = rows[0][:7]
+    what = "row" if len(rows) == 1 else "rows"
+    print(f"warning: profile database {path}: {len(rows)} {what} with a time that is not a number of "
+          f"seconds in [0, {MAX_TIME_S:g}] (or bad FLOPs or bytes) ignored, measured again by "
+          f"`charon profile`; the first: {kind} {shapes} on {device}, time_s = {time_s!r}",
+          file=sys.stderr)
 
 
 def default_db_path() -> Path:
@@ -188,23 +233,28 @@ class ProfileStore:
         return _Guard(self.path, what)
 
     def time_of(self, key: OpKey, device: str, torch_version: str) -> float | None:
-        """The stored seconds of `key` on `device` with `torch_version`, if any."""
+        """The stored seconds of `key` on `device` with `torch_version`, if any
+        (an unusable row is none)."""
         with self._guard("read"):
             row = self.conn.execute(
-                "SELECT time_s FROM measurement WHERE kind = ? AND variant = ? AND shapes = ? "
-                "AND dtypes = ? AND device = ? AND torch_version = ?",
+                "SELECT time_s, flops, bytes FROM measurement WHERE kind = ? AND variant = ? "
+                "AND shapes = ? AND dtypes = ? AND device = ? AND torch_version = ?",
                 (key.kind, key.variant, key.shapes, key.dtypes, device, torch_version),
             ).fetchone()
-        return None if row is None else float(row[0])
+        return float(row[0]) if row is not None and usable(*row) else None
 
     def put(self, m: Measurement) -> bool:
-        """Commit one measurement; False when a row with its key already exists
-        (another run measured it first: the first measurement stays)."""
+        """Commit one measurement; False when a usable row with its key already
+        exists (another run measured it first: the first measurement stays). An
+        unusable row is replaced."""
         with self._guard("write"):
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO measurement (kind, variant, shapes, dtypes, device, "
+                "INSERT INTO measurement (kind, variant, shapes, dtypes, device, "
                 "torch_version, time_s, flops, bytes, repeats, spread, measured_at, host) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT DO UPDATE SET time_s = excluded.time_s, flops = excluded.flops, "
+                "bytes = excluded.bytes, repeats = excluded.repeats, spread = excluded.spread, "
+                f"measured_at = excluded.measured_at, host = excluded.host WHERE NOT ({USABLE_ROW})",
                 (
                     m.key.kind, m.key.variant, m.key.shapes, m.key.dtypes, m.device,
                     m.torch_version, m.time_s, m.flops, m.bytes, m.repeats, m.spread,
@@ -238,8 +288,12 @@ class ProfileStore:
             args = (device,)
         with self._guard("read"):
             rows = self.conn.execute(query + " ORDER BY kind, variant, shapes, dtypes", args).fetchall()
+        unusable = [r for r in rows if not usable(r[6], r[7], r[8])]
+        if unusable:
+            _warn_unusable(self.path, unusable)
         for r in rows:
-            yield Measurement(OpKey(r[0], r[1], r[2], r[3]), *r[4:])
+            if usable(r[6], r[7], r[8]):
+                yield Measurement(OpKey(r[0], r[1], r[2], r[3]), *r[4:])
 
     def devices(self) -> list[str]:
         with self._guard("read"):

@@ -153,3 +153,40 @@ def test_a_database_under_a_file_names_the_file(tmp_path: Path):
     (tmp_path / "plain").write_text("not a folder")
     with pytest.raises(CharonError, match=r"plain/x.sqlite: .*/plain is a file, not a folder$"):
         ProfileStore.open(tmp_path / "plain" / "x.sqlite")
+
+
+@pytest.mark.parametrize("bad", [-1.0, "abc", 1e308, float("inf"), b"\x00"])
+def test_an_unusable_time_is_a_miss_with_one_warning_and_is_measured_again(tmp_path: Path, capsys, bad):
+    """A row edited or damaged by hand: `time_s = -1` priced a step at 0.6 ms,
+    `'abc'` was an internal error, `1e308` an infinite step."""
+    from charon_ir.engines.db import DbEngine
+    from charon_ir.profile.store import MAX_TIME_S
+
+    path = tmp_path / "p.db"
+    other = OpKey("matmul", "", "[[2,2],[2,2],[2,2]]", '["f32","f32","f32"]')
+    with ProfileStore.open(path) as store:
+        assert store.put(measurement()) and store.put(measurement(other))
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE measurement SET time_s = ? WHERE shapes = ?", (bad, KEY.shapes))
+    with ProfileStore.open(path) as store:
+        assert [m.key for m in store.measurements("cpu")] == [other]
+        assert store.time_of(KEY, "cpu", "2.13.0") is None
+        assert [m.key for m in store.measurements("cpu")] == [other]  # warned once, not per read
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"warning: profile database {path}: 1 row with a time "
+                                                       f"that is not a number of seconds in [0, {MAX_TIME_S:g}]")
+        assert DbEngine(path).table("cpu").keys() == {other}
+        # measured again, the row is replaced; a usable row stays as it was
+        assert store.put(measurement(time_s=2e-3)) and not store.put(measurement(other, time_s=5.0))
+        assert {m.key: m.time_s for m in store.measurements("cpu")} == {KEY: 2e-3, other: 1e-3}
+
+
+def test_bad_flops_or_bytes_are_a_miss(tmp_path: Path, capsys):
+    path = tmp_path / "p.db"
+    with ProfileStore.open(path) as store:
+        store.put(measurement())
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE measurement SET flops = -5")
+    with ProfileStore.open(path) as store:
+        assert list(store.measurements("cpu")) == [] and store.time_of(KEY, "cpu", "2.13.0") is None
+    assert "1 row with a time that is not" in capsys.readouterr().err
