@@ -62,12 +62,13 @@ def megatron_core_bucket_mb(dp: int, element_bytes: int = 2) -> int:
 
 def _data_parallel(resolved: Resolved) -> int:
     """The dense replicas (gpus / (tp pp cp) when --dp is unset), as
-    TrainingConfig.data_parallel counts them; 1 where the layout does not divide
-    (the configuration's own check names that)."""
-    if resolved.get("dp"):
+    TrainingConfig.data_parallel counts them; 1 where the layout is no layout
+    (a count below 1, or degrees that do not divide: the configuration's own
+    checks name that)."""
+    if resolved.get("dp", 0) > 0:
         return int(resolved["dp"])
     model_parallel = resolved.get("tp", 1) * resolved.get("pp", 1) * resolved.get("cp", 1)
-    return max(1, resolved.get("gpus", 8) // model_parallel)
+    return max(1, resolved.get("gpus", 8) // model_parallel) if model_parallel > 0 else 1
 
 
 def _sharded_optimizer(resolved: Resolved) -> bool:
@@ -87,7 +88,7 @@ _MEGATRON_CORE: tuple[Rule, ...] = (
     Rule("dp_overlap", lambda r: True, "--overlap-grad-reduce: each bucket reduced as its backward ends"),
     Rule("dp_overlap_param_gather", _sharded_optimizer,
          "--overlap-param-gather: updated parameters gathered in the next forward"),
-    Rule("dp_bucket_mb", lambda r: megatron_core_bucket_mb(_data_parallel(r) * r.get("cp", 1)),
+    Rule("dp_bucket_mb", lambda r: megatron_core_bucket_mb(_data_parallel(r) * max(1, r.get("cp", 1))),
          "ddp bucket size max(40M, 1M x dp x cp) parameters (distributed_data_parallel.py)"),
     Rule("tp_comm_overlap", lambda r: bool(r.get("sequence_parallel")) and r.get("tp", 1) > 1,
          "--tp-comm-overlap: Transformer Engine userbuffers overlap tp all-gathers / reduce-scatters "

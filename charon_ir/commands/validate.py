@@ -45,6 +45,9 @@ def validate_command(
     max_error: Annotated[
         float, typer.Option("--max-error", help="exit 1 if a record's |error| exceeds this fraction")
     ] = 0.0,
+    require_fit: Annotated[
+        bool, typer.Option("--require-fit", help="exit 1 if a published training run is predicted not to fit")
+    ] = False,
 ) -> None:
     """Compare predictions with published (or, with --live, local) measurements."""
     from charon_ir.errors import CharonError
@@ -58,7 +61,8 @@ def validate_command(
     if live:
         given = [flag for flag, value in (("--set", record_set), ("--only", only is not None), ("--jobs", jobs),
                                           ("--framework", framework),
-                                          ("--max-mape", max_mape), ("--max-error", max_error)) if value]
+                                          ("--max-mape", max_mape), ("--max-error", max_error),
+                                          ("--require-fit", require_fit)) if value]
         if given:
             raise CharonError(f"--live measures a step on this machine: {', '.join(given)} "
                               "apply to the records' comparison")
@@ -79,6 +83,7 @@ def validate_command(
     summary = summarize(results)
     print(json.dumps(results_json(results, summary), indent=2) if as_json
           else format_results(results, summary), flush=True)
-    failure = gate_failure(results, summary, max_mape=max_mape, max_error=max_error)
+    failure = gate_failure(results, summary, max_mape=max_mape, max_error=max_error,
+                           require_fit=require_fit)
     if failure:
         raise CharonError(failure)

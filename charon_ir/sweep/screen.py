@@ -38,12 +38,14 @@ is within `MEMORY_BAND` of the GPU with the fast tier. `bench/bench_sweep.py
 
 Points it does not model (context or expert parallelism, ZeRO-3/FSDP, models
 with more than one kind of layer, gradients reduced after the whole backward
-(`dp_overlap` false), parameters gathered in the next forward
-(`dp_overlap_param_gather`), the blocking collectives, scatter/gather sends and
+(`dp_overlap` false), the blocking collectives, scatter/gather sends and
 unfused optimizer of the Megatron-LM 2021 validation runs) return None: the
 caller runs the fast tier. The kernel and tensor-parallel overlap settings
 (`fuse_attention`, `attention_kernel`, `tp_comm_overlap`) are the probe's own
-passes, and `dp_bucket_mb` its gradient buckets and the composed ZeRO gathers.
+passes, and `dp_bucket_mb` its gradient buckets and the composed ZeRO gathers;
+parameters gathered in the next forward (`dp_overlap_param_gather`, Megatron-
+Core's default) delay each stage's first forward by the first bucket's gather
+and run the rest beside it.
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def class_key(config: dict[str, Any]) -> tuple:
     one: the probe is analysed without a limit, each point against its own."""
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
-    skip = {"pp", "vpp", "dp", "zero", "schedule", "global_batch", "gpus", "memory_limit_gb"}
+    skip = {"pp", "vpp", "dp", "zero", "dp_overlap_param_gather", "schedule", "global_batch", "gpus",
+            "memory_limit_gb", "framework"}
     split = (config.get("schedule") or "") in SPLIT_BACKWARD
     return (("split", split), *sorted((k, str(v)) for k, v in config.items() if k not in skip))
 
@@ -157,7 +160,7 @@ def class_key(config: dict[str, Any]) -> tuple:
 def screenable(config) -> bool:
     """Whether the screening tier models this TrainingConfig."""
     return (config.cp == 1 and config.ep == 1 and config.zero < 3 and not config.fsdp
-            and config.dp_overlap and not config.dp_overlap_param_gather
+            and config.dp_overlap
             and not getattr(config, "blocking_comm", ())
             and not getattr(config, "pipeline_scatter_gather", False)
             and getattr(config, "optimizer", "fused") == "fused"
@@ -178,8 +181,9 @@ def build_probe(evaluator, config) -> Probe | None:
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
     split = (config.schedule or "") in SPLIT_BACKWARD
-    base = replace(config, pp=1, vpp=1, dp=1, zero=0, gpus=config.tp, global_batch=config.micro_batch,
-                   schedule="zb-h1" if split else "1f1b", memory_limit_gb=1e6)
+    base = replace(config, pp=1, vpp=1, dp=1, zero=0, dp_overlap_param_gather=False, gpus=config.tp,
+                   global_batch=config.micro_batch, schedule="zb-h1" if split else "1f1b",
+                   memory_limit_gb=1e6)
     ctx = evaluator.ctx
     plan = pass_plan(base)
     # the passes before the pipeline (tp, sequence parallelism, fusion) are the
@@ -210,7 +214,7 @@ def build_probe(evaluator, config) -> Probe | None:
     out = fwd_repeats[0].outputs[0]
     activation_bytes = float(value_bytes(out))
 
-    whole = _stage_classes(module, split)
+    whole = _stage_classes(module, split, config)
     params_layer, params_first, params_last = _param_split(phases["forward"], fwd_repeats[0])
     from charon_ir.memory.liveness import layer_saved_values
 
@@ -279,16 +283,18 @@ MEMORY_SPLIT = (1, 1, 2)
 stage takes the rest)."""
 
 
-def _stage_classes(module, split: bool) -> dict[int, Any]:
-    """memory-analysis's stage classes of a built module, by virtual stage."""
+def _stage_classes(module, split: bool, config) -> dict[int, Any]:
+    """memory-analysis's stage classes of a built module, by virtual stage, with
+    the point's gradient bytes and fp8 activations."""
     from charon_ir.dialects import sim
     from charon_ir.memory.analysis import _stage_class
-    from charon_ir.memory.states import GRAD_BYTES, DataParallel
+    from charon_ir.memory.states import DataParallel
 
     classes = {}
     for op in module.body.block.ops:
         if isinstance(op, sim.StageOp):
-            cls = _stage_class(op.body.block, DataParallel(), GRAD_BYTES, split)
+            cls = _stage_class(op.body.block, DataParallel(), config.grad_bytes, split,
+                               config.precision == "fp8")
             for v in op.stage_ids():
                 classes[v] = cls
     return classes
@@ -332,7 +338,7 @@ def _memory_split(evaluator, prefix, base, layers: int, split: bool) -> dict[str
         if name == "pipeline":
             options = {**options, "layers": counts}
         _pass(name, **options).apply(evaluator.ctx, module)
-    classes = _stage_classes(module, split)
+    classes = _stage_classes(module, split, base)
     return {"first": classes[0], "middle": (classes[1], classes[2]), "last": classes[3]}
 
 
@@ -537,8 +543,12 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
 
     share = [stage_params(s) / probe.params_total if probe.params_total else 1.0 / pp for s in range(pp)]
     opt = [probe.optimizer_s * share[s] / (dp if config.zero >= 1 else 1) for s in range(pp)]
-    gathers = [sum(_sync_time(updated_gathers(stage_params(s), dp, config.dp_bucket_mb), sizes, cluster))
-               if dp > 1 and config.zero >= 1 else 0.0 for s in range(pp)]
+    gather_times = [_sync_time(updated_gathers(stage_params(s), dp, config.dp_bucket_mb), sizes, cluster)
+                    if dp > 1 and config.zero >= 1 else [] for s in range(pp)]
+    gathers = [sum(g) for g in gather_times]
+    # --overlap-param-gather: the gathers run in the next step's first forward,
+    # the first bucket ahead of it, the rest beside it
+    first_gather = [g[0] if g and config.dp_overlap_param_gather else None for g in gather_times]
 
     # a collective of time M beside compute stretches the compute by M (1 + comm
     # slowdown) x compute slowdown / (1 + compute slowdown), and itself by M x comm
@@ -551,7 +561,7 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     def run(microbatches: int) -> tuple[float, int, list[float], list[float]]:
         return _schedule(schedule, pp, vpp, microbatches, counts, F, B, W, split, send,
                          probe.backward if not split else probe.weight, sync_layer, sync_pre,
-                         sync_post, dp > 1, opt, gathers, stretch, comm_stretch)
+                         sync_post, dp > 1, opt, gathers, stretch, comm_stretch, first_gather)
 
     points = _fold_points(schedule, pp, m)
     if points is None:
@@ -583,11 +593,16 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
 
 
 def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
-              sync_pre, sync_post, sync, opt, gathers, stretch=0.0, comm_stretch=0.0):
+              sync_pre, sync_post, sync, opt, gathers, stretch=0.0, comm_stretch=0.0,
+              first_gather=None):
     """Run every stage's item order against the others: (step seconds, slowest
     stage, compute-busy seconds per stage, dp seconds exposed per stage). The
     gradient reductions that run beside an item lengthen it by `stretch` times
-    their overlap, and themselves by `comm_stretch` times it (`compose`)."""
+    their overlap, and themselves by `comm_stretch` times it (`compose`). A
+    stage with a `first_gather` time gathers its updated parameters in its first
+    forward (`--overlap-param-gather`): that item waits for the first bucket and
+    runs beside the others; otherwise they are gathered after the step."""
+    first_gather = first_gather or [None] * pp
     from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
 
     V = pp * vpp
@@ -625,7 +640,17 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
                 if ready is None:
                     break
                 t0 = max(free[s], ready)
+                overlapped_gather = k == "F" and ptr[s] == 0 and first_gather[s] is not None
+                if overlapped_gather:
+                    t0 = max(t0, first_gather[s])
                 t1 = t0 + d
+                if overlapped_gather:
+                    # each layer waits for its own gather: the item ends no
+                    # sooner than the last gather plus one layer's forward
+                    beside = min(gathers[s] - first_gather[s], d)
+                    end = max(t1 + stretch * beside, gathers[s] + d / max(1, counts[v]))
+                    t1, d = end, d + (end - t1)
+                    dp_free[s] = gathers[s] + comm_stretch * beside
                 # the gradients reduce where they are made: W+ under a split
                 # backward (B+ is then only its input gradients), else B+
                 if kind.endswith("+") and sync and (k == "W" or not split):
@@ -683,8 +708,9 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
     for s in range(pp):
         compute_end = free[s]
         sync_end = max(compute_end, dp_free[s])
-        exposed.append(sync_end - compute_end + gathers[s])
-        ends.append(sync_end + opt[s] + gathers[s])
+        after = 0.0 if first_gather[s] is not None else gathers[s]
+        exposed.append(sync_end - compute_end + after + (first_gather[s] or 0.0))
+        ends.append(sync_end + opt[s] + after)
         busy[s] += opt[s]
     t = max(ends)
     return t, ends.index(t), busy, exposed

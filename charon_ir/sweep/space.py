@@ -83,6 +83,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "memory_limit_gb": 0.0,
     "fp8_recipe": "delayed",
     "grad_bytes": 2,
+    "blocking_comm": "",
     "framework": "megatron-core",
 }
 """Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
@@ -103,6 +104,7 @@ LATER_SETTINGS = (
     "unfused_grad_accumulation",
     "fp8_recipe",
     "grad_bytes",
+    "blocking_comm",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that
@@ -235,6 +237,9 @@ def with_framework(config: dict[str, Any], given: set[str]) -> dict[str, Any]:
     defaults = _defaults("training")
     typed = {key: _typed(key, config[key], defaults[key]) for key in config}
     resolved, _ = resolve(typed["framework"], {k: typed[k] for k in given if k in typed}, typed)
+    # a point's settings are scalars: the blocking axes as "tp,pp"
+    if isinstance(resolved.get("blocking_comm"), tuple):
+        resolved["blocking_comm"] = ",".join(resolved["blocking_comm"])
     return resolved
 
 

@@ -41,6 +41,13 @@ def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) 
         lines.append("")
         lines.append("Not judged by --max-error (kept in the MAPE):")
         lines += [f"  {rid}: {GATE_EXCEPTIONS[rid]}" for rid in excepted]
+    margins = sorted(r.memory_margin for r in results if r.memory_margin is not None)
+    if margins:
+        over = sum(m < 0 for m in margins)
+        lines.append("")
+        lines.append(f"Memory: {len(margins) - over} of {len(margins)} published runs predicted to fit; "
+                     f"margin (1 - peak / GPU memory) from {margins[0]:+.0%} to {margins[-1]:+.0%}, "
+                     f"median {margins[len(margins) // 2]:+.0%} (--json: memory_margin per record)")
     formulas = sorted({r.source for r in results if r.group == "training"} & set(SOURCE_FLOPS))
     if formulas:
         lines.append("")

@@ -59,6 +59,9 @@ class RecordResult:
     note: str = ""
     seconds: float = 0.0
     """Wall time the simulator took for this record."""
+    memory_margin: float | None = None
+    """Training: 1 - the predicted peak of the fullest stage / the GPU's memory.
+    The run was published, so it fitted: a margin below 0 is a memory-model error."""
 
     @property
     def error(self) -> float | None:
@@ -128,6 +131,7 @@ def run_training_record(record: dict[str, Any], directory: str, framework: str =
         measured=case.measured_iteration_s, predicted=float(report["iteration_time_s"]),
         published=case.measured_text, note="; ".join(notes),
         seconds=time.perf_counter() - start,
+        memory_margin=1 - peak / capacity if capacity and peak else None,
     )
 
 
@@ -332,11 +336,12 @@ report); they stay in the MAPE."""
 
 
 def gate_failure(results: Sequence[RecordResult], summary: Sequence[Summary], *,
-                 max_mape: float = 0.0, max_error: float = 0.0) -> str | None:
+                 max_mape: float = 0.0, max_error: float = 0.0, require_fit: bool = False
+                 ) -> str | None:
     """The one line `charon validate --max-mape/--max-error` exits 1 with, or
     None. With a gate set, a record that failed to run fails it too: a change
     that breaks a record must not pass by dropping it from the MAPE."""
-    if not (max_mape or max_error):
+    if not (max_mape or max_error or require_fit):
         return None
     overall = summary[-1] if summary else None
     if overall is None or not overall.compared:
@@ -356,6 +361,13 @@ def gate_failure(results: Sequence[RecordResult], summary: Sequence[Summary], *,
             worst = ", ".join(f"{r.id} ({r.error:+.1%})" for r in beyond[:3])
             more = f" and {len(beyond) - 3} more" if len(beyond) > 3 else ""
             problems.append(f"{len(beyond)} record(s) beyond --max-error {max_error * 100:g}%: {worst}{more}")
+    if require_fit:
+        over = sorted((r for r in results if r.memory_margin is not None and r.memory_margin < 0),
+                      key=lambda r: r.memory_margin or 0.0)
+        if over:
+            worst = ", ".join(f"{r.id} ({-(r.memory_margin or 0.0):.0%} over)" for r in over[:3])
+            more = f" and {len(over) - 3} more" if len(over) > 3 else ""
+            problems.append(f"{len(over)} published run(s) predicted not to fit in memory: {worst}{more}")
     return "validate: " + "; ".join(problems) if problems else None
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.engines.calibration import record_gpu
+from charon_ir.frameworks import DEFAULT_FRAMEWORK
 
 
 class Unsupported(Exception):
@@ -134,16 +135,14 @@ FRAMEWORK_OF_SOURCE: dict[str, str] = {
 the code its publication ran."""
 
 
-def framework_of(record: dict[str, Any]) -> str:
+def framework_of(record: dict[str, Any]) -> str | None:
     """The framework preset a record ran under: its `strategy.framework`, else
-    its publication's."""
+    its publication's; None when neither says (the caller assumes the default)."""
     text = str(record["strategy"].get("framework", ""))
     for pattern, name in FRAMEWORK_OF_TEXT:
         if re.search(pattern, text):
             return name
-    if source_of(record) in FRAMEWORK_OF_SOURCE:
-        return FRAMEWORK_OF_SOURCE[source_of(record)]
-    raise Unsupported(f"no framework preset for strategy.framework {text!r}")
+    return FRAMEWORK_OF_SOURCE.get(source_of(record))
 
 
 def _recompute(strategy: dict[str, Any], assumptions: list[str]) -> str:
@@ -395,8 +394,11 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         raise Unsupported(f"category '{record['category']}' is not a training step")
     source = source_of(record)
     model, hardware, strategy = record["model"], record["hardware"], record["strategy"]
-    framework = framework_of(record)
     assumptions: list[str] = []
+    framework = framework_of(record)
+    if framework is None:
+        framework = DEFAULT_FRAMEWORK
+        assumptions.append(f"framework {DEFAULT_FRAMEWORK} (not stated)")
     gpus = int(hardware["num_gpus"])
     for key in ("tp", "pp", "cp", "ep"):
         value = strategy.get(key)

@@ -116,7 +116,7 @@ def test_tp_comm_overlap_hides_sequence_parallel_collectives(tiny_gpt, monkeypat
     monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "ir"))
     options = dict(hardware="H100-SXM5-80GB", gpus=8, tp=8, sequence_parallel=True,
                    seq_len=1024, global_batch=4, micro_batch=1)
-    plain = simulate(tiny_gpt, **options)
+    plain = simulate(tiny_gpt, tp_comm_overlap=False, **options)
     overlapped = simulate(tiny_gpt, tp_comm_overlap=True, **options)
     assert overlapped["iteration_time_s"] < plain["iteration_time_s"]
     assert overlapped["breakdown"]["exposed_comm_s"]["tp"] < plain["breakdown"]["exposed_comm_s"]["tp"]
@@ -129,24 +129,26 @@ def test_tp_comm_overlap_needs_sequence_parallelism(tiny_gpt):
     from charon_ir.errors import CharonError
 
     with pytest.raises(CharonError, match="sequence-parallel"):
-        simulate(tiny_gpt, gpus=8, tp=8, seq_len=1024, global_batch=4, tp_comm_overlap=True)
+        simulate(tiny_gpt, gpus=8, tp=8, seq_len=1024, global_batch=4, tp_comm_overlap=True,
+                 sequence_parallel=False)
 
 
 def test_records_state_the_software_they_ran():
+    from charon_ir.frameworks import megatron_core_bucket_mb
     from charon_ir.validation import published_records
-    from charon_ir.validation.training import megatron_core_bucket_mb, training_case
+    from charon_ir.validation.training import training_case
 
     by_id = {r["id"]: r for r in published_records()}
-    mcore = training_case(by_id["megatron_readme_h100_weak_32B"])
-    assert mcore.options["tp_comm_overlap"] and mcore.options["sequence_parallel"]
-    assert mcore.options["dp_bucket_mb"] == megatron_core_bucket_mb(48) == 92
+    mcore = training_case(by_id["megatron_readme_h100_weak_32B"]).settings
+    assert mcore["tp_comm_overlap"] and mcore["sequence_parallel"]
+    assert mcore["dp_bucket_mb"] == megatron_core_bucket_mb(48) == 92
     assert megatron_core_bucket_mb(8) == 77  # the 40M-parameter floor
     mpt = training_case(by_id["mpt_13b_h100_80gb_8gpu_seq32768_amp_bf16"])
-    assert mpt.options["attention_kernel"] == "triton"
+    assert mpt.settings["attention_kernel"] == "triton"
     assert mpt.config["activation_function"] == "gelu"
     megatron_2021 = training_case(by_id["narayanan21_t1_1.7B"])
-    assert "attention_kernel" not in megatron_2021.options
-    assert not megatron_2021.options["tp_comm_overlap"]
+    assert megatron_2021.settings["attention_kernel"] == ""
+    assert not megatron_2021.settings["tp_comm_overlap"]
     assert megatron_2021.config["activation_function"] == "gelu_new"
 
 

@@ -40,7 +40,7 @@ def test_scale_out_inside_the_micro_batch_loop_is_extrapolated():
 
 
 def test_pipeline_is_extrapolated_from_two_schedules():
-    options = dict(gpus=4, pp=2, dp=2, global_batch=2 * 32)
+    options = dict(gpus=4, pp=2, dp=2, global_batch=2 * 32, framework="none")
     fast = simulate(EIGHT_LAYERS, **options)
     fine = simulate(EIGHT_LAYERS, tier="fine", **options)
     assert fast["microbatches_simulated"] == [4, 5]

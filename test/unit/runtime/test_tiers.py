@@ -200,7 +200,7 @@ def test_the_bubble_is_what_nothing_runs_in_both_tiers(hardware, dp):
     from charon_ir.api import simulate
 
     step = str(Path(__file__).resolve().parents[2] / "lit/lowering/Inputs/eight_layers.mlir")
-    options = dict(hardware=hardware, gpus=2 * dp, pp=2, dp=dp, global_batch=4 * dp)
+    options = dict(hardware=hardware, gpus=2 * dp, pp=2, dp=dp, global_batch=4 * dp, framework="none")
     fast, fine = (simulate(step, tier=tier, **options) for tier in ("fast", "fine"))
     t = fine["iteration_time_s"]
     for f, n in zip(fast["stages"], fine["stages"]):

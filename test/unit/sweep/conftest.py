@@ -22,6 +22,9 @@ def tiny_space() -> dict:
         "pp": [1, 2],
         "recompute": ["none", "full"],
         "zero": [0, 1],
+        # the settings as given, no framework's defaults: what these tests vary
+        # is what they set (test_screen.py times megatron-core's on its own)
+        "framework": "none",
     }
 
 

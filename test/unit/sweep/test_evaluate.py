@@ -20,7 +20,7 @@ def test_sweep_records_match_simulate(tiny_space):
     assert [r["status"] for r in records] == ["ok"] * len(points)
     for r in records[:: max(1, len(records) // 6)]:
         config = r["config"]
-        reference = simulate(config["model"], **{k: config[k] for k in SIMULATE_KEYS})
+        reference = simulate(config["model"], framework=config["framework"], **{k: config[k] for k in SIMULATE_KEYS})
         assert r["metrics"]["iteration_time_s"] == pytest.approx(reference["iteration_time_s"], rel=1e-12)
         assert r["metrics"]["peak_memory_bytes"] == reference["peak_memory_bytes"]
         ours, theirs = r["metrics"]["breakdown"], reference["breakdown"]

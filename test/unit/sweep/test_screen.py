@@ -47,6 +47,25 @@ def test_screen_is_close_to_the_fast_tier(tiny_space):
     assert max(abs(e) for e in errors) < 0.15, errors
 
 
+def test_screen_times_megatron_core_defaults_close_to_the_fast_tier(tiny_space):
+    """Under the default framework (distributed optimizer with its parameter
+    gathers overlapped in the next forward, sequence parallelism and tp-comm
+    overlap with tp > 1, fp32 main gradients) points are screened, not sent to
+    the fast tier, and land as near it as the bare settings do."""
+    space = {**tiny_space, "framework": "megatron-core", "zero": 1}
+    screened = run_sweep(space, tier="screen", retime=-1)
+    fast = by_key(run_sweep(space, tier="fast"))
+    errors = []
+    for r in screened.records:
+        if r["status"] != "ok":
+            continue
+        assert r["metrics"]["tier"] == "screen", r["config"]
+        assert r["config"]["dp_overlap_param_gather"] == (r["config"]["dp"] > 1)
+        errors.append(r["metrics"]["iteration_time_s"] / fast[r["key"]]["metrics"]["iteration_time_s"] - 1)
+    assert len(errors) >= 8
+    assert max(abs(e) for e in errors) < 0.15, errors
+
+
 def test_screen_is_deterministic(tiny_space):
     a = run_sweep(tiny_space, tier="screen", retime=-1)
     b = run_sweep(tiny_space, tier="screen", retime=-1)
@@ -129,7 +148,7 @@ def test_screen_follows_the_settings_it_models(unflashed_step, fixed, axis, valu
     """A setting the probe's passes or the composed gathers take in changes a
     screened step the way it changes the fast tier's, by as much to within a
     factor of 2 (how close the steps themselves are is the first test's)."""
-    space = {"model": unflashed_step, "gpus": 8, "global_batch": 16, **fixed, axis: values}
+    space = {"model": unflashed_step, "gpus": 8, "global_batch": 16, "framework": "none", **fixed, axis: values}
     screened = run_sweep(space, tier="screen", retime=-1).records
     fast = run_sweep(space, tier="fast").records
     assert [r["metrics"]["tier"] for r in screened] == ["screen", "screen"]
@@ -139,7 +158,7 @@ def test_screen_follows_the_settings_it_models(unflashed_step, fixed, axis, valu
 
 @pytest.mark.parametrize(
     "fixed, axis, values",
-    [({}, "dp_overlap", [True, False]), ({"zero": 1}, "dp_overlap_param_gather", [False, True]),
+    [({}, "dp_overlap", [True, False]),
      ({"tp": 2, "pp": 2}, "pipeline_scatter_gather", [False, True]),
      ({}, "optimizer", ["fused", "unfused-bf16"]), ({}, "unfused_grad_accumulation", [False, True])],
 )
@@ -193,7 +212,8 @@ def test_screen_prices_the_contention_of_gradient_reductions_beside_the_backward
     run, as the fast tier does (it was 2-10 % fast on these points without)."""
     space = {"kind": "training", "name": "a100", "model": "gpt3-175b", "hardware": "A100-SXM4-80GB",
              "gpus": 1024, "seq_len": 2048, "global_batch": 1536, "tp": 4, "pp": [8, 16],
-             "vpp": [1, 2], "sequence_parallel": True, "recompute": "selective", "zero": 1}
+             "vpp": [1, 2], "sequence_parallel": True, "recompute": "selective", "zero": 1,
+             "framework": "none"}
     screened = run_sweep(space, tier="screen", retime=-1)
     fast = by_key(run_sweep(space, tier="fast"))
     errors = [r["metrics"]["iteration_time_s"] / fast[r["key"]]["metrics"]["iteration_time_s"] - 1

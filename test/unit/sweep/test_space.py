@@ -1,5 +1,6 @@
 """Spaces: expansion, normalisation, stable keys and the pruning rules."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,12 +43,36 @@ def test_key_ignores_spelling_and_order():
 
 
 def test_settings_default_as_simulate_does():
+    """A point's settings default as TrainingConfig's, and its framework as
+    `charon simulate`'s, whose preset then fills what the space leaves unset."""
     from charon_ir.api import TrainingConfig
+    from charon_ir.frameworks import DEFAULT_FRAMEWORK
 
     simulate = TrainingConfig(model="")
+    assert TRAINING_DEFAULTS["framework"] == DEFAULT_FRAMEWORK
     for key, default in TRAINING_DEFAULTS.items():
-        expected = ",".join(simulate.engines) if key == "engines" else getattr(simulate, key)
+        if key == "framework":
+            continue
+        expected = getattr(simulate, key)
+        if key in ("engines", "blocking_comm"):  # comma-separated in a point
+            expected = ",".join(expected)
         assert default == expected and type(default) is type(expected), key
+
+
+def test_points_follow_their_framework_as_simulate_does():
+    from charon_ir.api import configure
+    from charon_ir.sweep.evaluate import training_config
+
+    given = {"model": "llama-3.1-8b", "gpus": 16, "tp": 2, "pp": 2, "global_batch": 64}
+    for framework in ("megatron-core", "none", "megatron-lm-2021"):
+        space = load_space({"kind": "training", "name": "f", **given, "framework": framework})
+        (point,) = space.points()
+        expected, _ = configure(given["model"], framework, **{k: v for k, v in given.items() if k != "model"})
+        assert training_config(point.config) == replace(expected, dp=4), framework  # dp derived
+    # a setting the space gives wins over the preset
+    space = load_space({"kind": "training", "name": "f", **given, "sequence_parallel": False})
+    (point,) = space.points()
+    assert not point.config["sequence_parallel"] and not point.config["tp_comm_overlap"]
 
 
 PINNED = {"model": "llama-3.1-8b", "gpus": 16, "tp": 2, "pp": 2, "sequence_parallel": True, "zero": 1,
