@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,14 +29,33 @@ def test_default_sweep_is_the_sweep_modules():
     assert tuple(float(f) for f in DEFAULT_SWEEP.split(",")) == DEFAULT_FACTORS
 
 
-def charon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    code = "from charon_ir.cli import main; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120
-    )
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_profile_then_fit(tmp_path: Path):
+@pytest.fixture
+def charon(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """`charon ARGS` run in this process as the console script runs it: no
+    interpreter and torch start-up per call (2-6 s each)."""
+    from charon_ir import cli
+
+    def run(*args: str) -> Result:
+        monkeypatch.setattr(sys, "argv", ["charon", *args])
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out = capsys.readouterr()
+        return Result(code, out.out, out.err)
+
+    return run
+
+
+def test_profile_then_fit(tmp_path: Path, charon):
     step = tmp_path / "step.mlir"
     step.write_text(STEP)
     db = tmp_path / "p.db"
@@ -50,7 +69,7 @@ def test_profile_then_fit(tmp_path: Path):
     assert again.returncode == 0 and "measured 0," in again.stderr
 
 
-def test_refresh_below_measures_the_small_rows_again(tmp_path: Path):
+def test_refresh_below_measures_the_small_rows_again(tmp_path: Path, charon):
     """A row stored as faster than --refresh-below (a kernel timed at PyTorch's
     launch rate before CUDA graphs) is measured again and replaced; the others stay."""
     import sqlite3
@@ -108,7 +127,7 @@ def test_refresh_below_measures_the_small_rows_again(tmp_path: Path):
         ),
     ],
 )
-def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str):
+def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str, charon):
     paths = {"bad": tmp_path / "bad.db", "missing": tmp_path / "missing.mlir", "new": tmp_path / "new.db",
              "binary": tmp_path / "binary.mlir", "step": tmp_path / "step.mlir"}
     paths["bad"].write_bytes(b"random bytes, not sqlite" * 100)

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,34 @@ TINY_STEP = str(Path(__file__).resolve().parents[3] / "examples" / "llama_tiny_s
 CHARON = [sys.executable, "-m", "charon_ir.cli"]
 
 
-def charon(*args, cwd):
-    return subprocess.run([*CHARON, *args], capture_output=True, text=True, cwd=cwd, env=os.environ.copy())
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_flags_sweep_prints_json_results_and_pareto(tmp_path):
+@pytest.fixture
+def charon(monkeypatch, capsys):
+    """`charon ARGS` run from the folder `cwd` in this process, as the console
+    script runs it: no interpreter and torch start-up per call."""
+    from charon_ir import cli
+
+    def run(*args: str, cwd: Path) -> Result:
+        monkeypatch.chdir(cwd)
+        monkeypatch.setattr(sys, "argv", ["charon", *args])
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out = capsys.readouterr()
+        return Result(code, out.out, out.err)
+
+    return run
+
+
+def test_flags_sweep_prints_json_results_and_pareto(tmp_path, charon):
     run = charon("sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "1,2",
                  "--pp", "1,2", "--db", str(tmp_path / "r.sqlite"), "--plot", str(tmp_path / "plots"),
                  "--json", cwd=tmp_path)
@@ -28,14 +52,14 @@ def test_flags_sweep_prints_json_results_and_pareto(tmp_path):
     assert sorted(Path(p).name for p in out["plots"]) == ["breakdown.png", "pareto.png"]
 
 
-def test_table_and_why(tmp_path):
+def test_table_and_why(tmp_path, charon):
     run = charon("sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "1,2",
                  "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "best 2 of 2 runnable" in run.stdout and "why:" in run.stdout
 
 
-def test_bad_space_is_one_line(tmp_path):
+def test_bad_space_is_one_line(tmp_path, charon):
     space = tmp_path / "s.yaml"
     space.write_text("model: m\ntensor_parallel: [1, 2]\n")
     run = charon("sweep", str(space), cwd=tmp_path)
@@ -45,7 +69,7 @@ def test_bad_space_is_one_line(tmp_path):
     assert not (tmp_path / "s.sqlite").exists()
 
 
-def test_unknown_tier_is_one_line(tmp_path):
+def test_unknown_tier_is_one_line(tmp_path, charon):
     run = charon("sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "1,2",
                  "--tier", "exact", "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
     assert run.returncode == 1
@@ -121,7 +145,7 @@ def test_a_flag_value_wrong_on_its_own_names_the_setting(charon_fails, tmp_path)
     assert line == "error: 'recompute' must be none, selective or full, got 'bogus'"
 
 
-def test_the_summary_says_why_points_were_pruned(tmp_path):
+def test_the_summary_says_why_points_were_pruned(tmp_path, charon):
     run = charon("sweep", "--model", TINY_CONFIG, "--gpus", "8", "--global-batch", "16", "--tp", "1,3",
                  "--pp", "1,3", "--recompute", "none,full", "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
     assert run.returncode == 0, run.stderr  # pruning by design is no failure
@@ -408,7 +432,7 @@ def test_a_value_of_the_wrong_type_is_one_line_not_truncated(charon_fails, tmp_p
     assert charon_fails("sweep", *FLAGS, "--db", str(tmp_path / "r.sqlite"), *flags) == f"error: {error}"
 
 
-def test_the_later_settings_are_flags_too(tmp_path):
+def test_the_later_settings_are_flags_too(tmp_path, charon):
     run = charon("sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "2",
                  "--sequence-parallel", "true", "--zero", "1", "--tp-comm-overlap", "false,true",
                  "--overlap-param-gather", "false,true", "--tier", "fast", "--json",
