@@ -98,6 +98,10 @@ class TrainingConfig:
     (`unfuse-optimizer`: Megatron-LM's mixed-precision optimizer, separate kernels
     for the gradient copy and unscale (fp16 only), the gradient norm and the
     parameter copy around a multi-tensor Adam)."""
+    fp8_params: bool = False
+    """With fp8: the layers' GEMM weights are kept in fp8 (memory-analysis'
+    `fp8-params`: NeMo's `fp8_params`, Megatron's `--fp8-param-gather`). Their
+    ZeRO gathers are still priced at the IR's 16 bits."""
     grad_bytes: int = 2
     """Bytes per element of the gradient buffer (memory-analysis' `grad-bytes`):
     2, gradients kept in bf16; 4, Megatron's fp32 main gradients (`--bf16` without
@@ -335,6 +339,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     memory: dict[str, Any] = {"limit_gb": config.memory_limit_gb, "grad_bytes": config.grad_bytes}
     if fp8:
         memory["fp8"] = True
+        if config.fp8_params:
+            memory["fp8_params"] = True
     plan.append(("memory-analysis", memory))
     cost: dict[str, Any] = {"engines": config.engines, "fp8_gemms": fp8, "fp8_casts": fp8}
     if fp8:
@@ -375,8 +381,9 @@ def _memory(module, config: TrainingConfig) -> list:
     from charon_ir.memory import analyze_memory
     from charon_ir.target.target import Target
 
+    fp8 = config.precision == "fp8"
     return analyze_memory(module, Target.from_module(module), grad_bytes=config.grad_bytes,
-                          fp8=config.precision == "fp8")
+                          fp8=fp8, fp8_params=fp8 and config.fp8_params)
 
 
 def _with_microbatches(module, microbatches: int, copy: bool = True):

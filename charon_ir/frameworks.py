@@ -102,9 +102,13 @@ _FP32_MAIN_GRADS = Rule(
     "(megatron/training/arguments.py validate_args)")
 
 
+def _is_fp8(resolved: Resolved) -> bool:
+    return resolved.get("precision") == "fp8"
+
+
 def _fp8_recipe(default_hopper: str, why: str) -> Rule:
     return Rule("fp8_recipe", lambda r: "mxfp8" if _is_blackwell(r) else default_hopper, why,
-                applies=lambda r: r.get("precision") == "fp8")
+                applies=_is_fp8)
 
 
 _MEGATRON_LM_2021: tuple[Rule, ...] = (
@@ -149,6 +153,8 @@ FRAMEWORKS: dict[str, Framework] = {
             "delayed scaling (hybrid E4M3/E5M2, amax history)",
             (*_MEGATRON_CORE, Rule("grad_bytes", lambda r: 4, "bf16_mixed: grad_reduce_in_fp32=True "
                                    "(nemo/collections/llm/recipes/precision/mixed_precision.py)"),
+             Rule("fp8_params", lambda r: True, "bf16_with_fp8_mixed: fp8_params=True (fp8_param_gather in "
+                  "NeMo 2.0): the linears' weights kept in fp8", applies=_is_fp8),
              _fp8_recipe("delayed", "NeMo MegatronMixedPrecision fp8: DelayedScaling, "
                                           "hybrid format")),
         ),
@@ -159,7 +165,10 @@ FRAMEWORKS: dict[str, Framework] = {
             (*_MEGATRON_CORE, Rule("grad_bytes", lambda r: 2, "perf scripts: grad_reduce_in_fp32=False "
                                    "(scripts/performance/configs/*)"),
              _fp8_recipe("current", "Megatron-Bridge perf configs: FP8-CS "
-                                          "(Float8CurrentScaling) on Hopper, MXFP8 on Blackwell")),
+                                          "(Float8CurrentScaling) on Hopper, MXFP8 on Blackwell"),
+             Rule("fp8_params", lambda r: r.get("fp8_recipe") != "blockwise",
+                  "training/mixed_precision.py: fp8_param_gather=True for FP8-CS, FP8-MX and delayed "
+                  "scaling, False for blockwise (FP8-SC)", applies=_is_fp8)),
         ),
         Framework("megatron-lm-2021", "Megatron-LM v2 (Narayanan et al. 2021)", _MEGATRON_LM_2021),
         Framework("megatron-lm-2022", "Megatron-LM v3 (Korthikanti et al. 2022)", _MEGATRON_LM_2022),

@@ -9,6 +9,9 @@ Options:
 - fp8: Transformer Engine's fp8 training: a layer value the backward reads only
   as a GEMM operand is saved as its fp8 cast, one byte an element
   (`liveness.fp8_saved_gemm_inputs`; default false).
+- fp8-params: the layers' GEMM weights are kept in fp8 (Transformer Engine's fp8
+  primary weights: NeMo's `fp8_params`, Megatron's `--fp8-param-gather`), one
+  byte an element (default false).
 
 Each `sim.stage` (or the module, when the step is not pipelined) gets
 `sim.memory`: one dictionary per physical stage it runs, in bytes:
@@ -39,6 +42,7 @@ class MemoryAnalysisPass(ModulePass):
     limit_gb: float | int = 0
     grad_bytes: int = 2
     fp8: bool = False
+    fp8_params: bool = False
 
     def limit_bytes(self, module: ModuleOp) -> float | None:
         if not self.limit_gb >= 0:  # NaN fails too; inf: no limit
@@ -53,7 +57,8 @@ class MemoryAnalysisPass(ModulePass):
         if self.grad_bytes not in (2, 4):
             raise CharonError(f"memory-analysis: option 'grad-bytes' must be 2 or 4, got {self.grad_bytes}")
         limit = self.limit_bytes(op)
-        results = {r.stage: r for r in analyze_memory(op, grad_bytes=self.grad_bytes, fp8=self.fp8)}
+        results = {r.stage: r for r in analyze_memory(op, grad_bytes=self.grad_bytes, fp8=self.fp8,
+                                                          fp8_params=self.fp8_params)}
         stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         if not stages:
             op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])

@@ -15,7 +15,7 @@ HAND_WRITTEN_IGNORES = (
     ("seq_len", "--seq-len"), ("micro_batch", "--micro-batch"), ("schedule", "--schedule"),
     ("fuse", "--fuse/--no-fuse"), ("tier", "--tier"), ("framework", "--framework"),
     ("overlap_grad_reduce", "--overlap-grad-reduce/--no-overlap-grad-reduce"),
-    ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"),
+    ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"), ("fp8_params", "--fp8-params/--no-fp8-params"),
     ("moe_dispatcher", "--moe-dispatcher"),
 )
 """Flags that shape what the passes build: a .mlir step simulated as written has
@@ -60,6 +60,7 @@ def simulate_command(
     micro_batch: Annotated[int, Opt("--micro-batch")] = 1,
     recompute: Annotated[str, Opt("--recompute", help="none | selective | full")] = "none",
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
+    fp8_params: Annotated[bool, Opt("--fp8-params/--no-fp8-params", help="with fp8: the linears' weights kept in fp8 (NeMo's fp8_params; nemo-24.07 and megatron-bridge: on)")] = False,
     fp8_recipe: Annotated[str, Opt("--fp8-recipe", help="with fp8: delayed | current | mxfp8 | blockwise (megatron-core: delayed, mxfp8 on Blackwell)")] = "delayed",
     schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved | zb-h1")] = "",
     moe_dispatcher: Annotated[str, Opt("--moe-dispatcher", help="with --ep: alltoall (NCCL, every token copy) | flex (DeepEP / HybridEP: once per destination node and rank)")] = "alltoall",
@@ -120,6 +121,7 @@ def simulate_command(
             ("dp_bucket_mb", bucket_mb), ("tp_comm_overlap", tp_comm_overlap),
             ("attention_kernel", attention_kernel), ("optimizer", optimizer),
             ("unfused_grad_accumulation", unfused_grad_accumulation), ("fp8_recipe", fp8_recipe),
+            ("fp8_params", fp8_params),
             ("moe_dispatcher", moe_dispatcher),
         ) if on_command_line(ctx, PRESET_FLAG_PARAMETERS.get(name, name))}
         report = simulate(

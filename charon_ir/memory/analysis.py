@@ -150,9 +150,9 @@ class _StageClass:
 
 def _stage_class(
     block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False,
-    fp8: bool = False,
+    fp8: bool = False, fp8_params: bool = False,
 ) -> _StageClass:
-    states = model_states(block, data_parallel, grad_bytes)
+    states = model_states(block, data_parallel, grad_bytes, fp8_params)
     roots = Roots()
     if fp8:
         roots = Roots(fp8_saved_gemm_inputs(block, roots))
@@ -188,24 +188,25 @@ def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
 
 def analyze_memory(
     module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES,
-    fp8: bool = False,
+    fp8: bool = False, fp8_params: bool = False,
 ) -> list[StageMemory]:
     """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
     target is not needed for the byte counts; it is accepted so that callers
     that hold one pass it as for every other analysis. `fp8`: Transformer
     Engine's fp8 training, whose linears save their inputs in fp8
-    (`liveness.fp8_saved_gemm_inputs`)."""
+    (`liveness.fp8_saved_gemm_inputs`); `fp8_params`, whose GEMM weights are
+    kept in fp8 (`states.model_states`)."""
     del target
     data_parallel = DataParallel.from_module(module)
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if not stages:
-        cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8)
+        cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8, fp8_params=fp8_params)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
         return [_result(0, [cls], acts)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, _StageClass] = {}
     for op in stages:
-        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8)
+        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8, fp8_params)
         for v in op.stage_ids():
             by_virtual[v] = cls
     results = []

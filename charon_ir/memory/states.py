@@ -72,6 +72,27 @@ class ModelStates:
     trainable_elements: int
 
 
+def is_layer_gemm_weight(param: SSAValue) -> bool:
+    """Whether a parameter is a layer's GEMM weight: sliced into a `sim.repeat`
+    whose body reads it (through views) as a `sim.matmul` operand, as a
+    Transformer Engine linear's weight is (the embedding, the head and the norms
+    are not TE modules' fp8 weights)."""
+    from charon_ir.memory.tensors import is_alias_op
+
+    def read_by_matmul(value: SSAValue) -> bool:
+        for use in value.uses:
+            op = use.operation
+            if isinstance(op, sim.MatmulOp) or is_alias_op(op) and read_by_matmul(op.results[0]):
+                return True
+        return False
+
+    for use in param.uses:
+        rep = use.operation
+        if isinstance(rep, sim.RepeatOp) and read_by_matmul(rep.body.block.args[use.index]):
+            return True
+    return False
+
+
 def _unsharded(param: SSAValue) -> SSAValue:
     """The whole parameter behind a ZeRO shard the data-parallel pass feeds to
     the optimizer step (the stage divides by dp itself)."""
@@ -81,9 +102,13 @@ def _unsharded(param: SSAValue) -> SSAValue:
     return param
 
 
-def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES) -> ModelStates:
+def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES,
+                 fp8_params: bool = False) -> ModelStates:
     """Bytes of the parameters `block` declares, and of the gradients and optimizer
-    states of those its optimizer phase updates."""
+    states of those its optimizer phase updates. `fp8_params`: the layers' GEMM
+    weights are kept in fp8 (Transformer Engine's fp8 primary weights, NeMo's
+    `fp8_params` / Megatron's `--fp8-param-gather`), one byte an element; the
+    fp32 master copy stays in the optimizer states."""
     from charon_ir.passes.shard_expert import expert_weight_dims
 
     zero, ep = data_parallel.zero, data_parallel.ep
@@ -103,9 +128,12 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
         # ZeRO-3 keeps the layers' weights sharded (each layer gathers its own
         # before it runs); the weights outside the layers are gathered after the
         # step and stay whole (data-parallel)
+        nbytes = value_bytes(value)
+        if fp8_params and is_layer_gemm_weight(value):
+            nbytes = sim.numel(value.type)  # pyright: ignore[reportArgumentType]
         if any(isinstance(use.operation, sim.RepeatOp) for use in value.uses):
-            return shard(value_bytes(value), value, 3)
-        return value_bytes(value)
+            return shard(nbytes, value, 3)
+        return nbytes
 
     params = sum(param_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
     trainable: dict[SSAValue, str] = {}

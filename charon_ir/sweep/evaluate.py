@@ -112,6 +112,7 @@ def training_config(config: dict[str, Any]):
         memory_limit_gb=config["memory_limit_gb"],
         fp8_recipe=config["fp8_recipe"],
         grad_bytes=config["grad_bytes"],
+        fp8_params=config["fp8_params"],
         blocking_comm=tuple(a.strip() for a in config["blocking_comm"].split(",") if a.strip()),
         engines=engines,
     )

@@ -293,8 +293,9 @@ def _stage_classes(module, split: bool, config) -> dict[int, Any]:
     classes = {}
     for op in module.body.block.ops:
         if isinstance(op, sim.StageOp):
-            cls = _stage_class(op.body.block, DataParallel(), config.grad_bytes, split,
-                               config.precision == "fp8")
+            fp8 = config.precision == "fp8"
+            cls = _stage_class(op.body.block, DataParallel(), config.grad_bytes, split, fp8,
+                               fp8 and config.fp8_params)
             for v in op.stage_ids():
                 classes[v] = cls
     return classes

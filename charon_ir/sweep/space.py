@@ -83,6 +83,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "memory_limit_gb": 0.0,
     "fp8_recipe": "delayed",
     "grad_bytes": 2,
+    "fp8_params": False,
     "blocking_comm": "",
     "framework": "megatron-core",
 }
@@ -104,6 +105,7 @@ LATER_SETTINGS = (
     "unfused_grad_accumulation",
     "fp8_recipe",
     "grad_bytes",
+    "fp8_params",
     "blocking_comm",
 )
 """Training settings a point gained after results files were first written:

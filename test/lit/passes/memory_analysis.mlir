@@ -9,6 +9,7 @@
 // RUN: not charon-opt %s -p 'memory-analysis{limit-gb=-1}' 2>&1 | filecheck %s --check-prefix=BAD-LIMIT
 // RUN: not charon-opt %s -p 'memory-analysis{grad-bytes=3}' 2>&1 | filecheck %s --check-prefix=BAD-GRAD
 // RUN: charon-opt %s -p 'memory-analysis{limit-gb=80 fp8=true}' | filecheck %s --check-prefix=FP8
+// RUN: charon-opt %s -p 'memory-analysis{limit-gb=80 fp8=true fp8-params=true}' | filecheck %s --check-prefix=FP8-PARAMS
 
 // Four GPT layers, s = 2048, b = 1, h = 4096, a = 32 (sbh = 8388608), saving
 // what Megatron-LM saves. Per layer (Korthikanti et al. 2022):
@@ -26,6 +27,9 @@
 // the GeLU output (fc2 input, 8 sbh) halve, 6 sbh a layer: 3841982464 - 4 x 6 sbh.
 // The attention output stays 16-bit (flash attention's backward reads it).
 // FP8: saved_per_microbatch = 3640655872 : i64
+// With fp8-params the layers' GEMM weights (4 x 12h^2) take one byte an element,
+// the norms' weights (4 x 2h) two: 805306368 + 65536; gradients and Adam unchanged.
+// FP8-PARAMS: sim.memory = [{stage = 0 : i64, params = 805371904 : i64, grads = 1610678272 : i64, optimizer = 9664069632 : i64
 
 // SEL: sim.memory = [{stage = 0 : i64, {{.*}} saved_per_microbatch = 1157627904 : i64, in_flight = 1 : i64
 
