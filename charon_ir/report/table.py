@@ -54,6 +54,7 @@ SETTING_WORDS = {
     "attention_kernel": "{} attention", "fuse_attention": "unfused attention",
     "optimizer": "{} optimizer", "unfused_grad_accumulation": "unfused grad accumulation",
     "pipeline_scatter_gather": "pipeline scatter-gather", "blocking_comm": "blocking {} comm",
+    "fp8_params": "fp8 weights",
 }
 """How the table names a setting a framework preset turned on."""
 
@@ -68,6 +69,9 @@ def _framework_defaults(framework: dict) -> str:
             continue
         if setting == "fuse_attention":  # only its off state is news
             value = not value
+        if setting == "grad_bytes":
+            words.append("fp32 main gradients" if value == 4 else "bf16 gradients")
+            continue
         if value in (False, 0, "", [], None):
             continue
         text = SETTING_WORDS.get(setting, setting)
