@@ -105,10 +105,13 @@ def _kernel_name(record: dict[str, Any]) -> str:
 
 
 def predict_gemm(record: dict[str, Any], gpu: GpuSpec) -> tuple[float, str]:
+    """One bf16 `M x N x K` matmul, `batch` of them when the record says so."""
     m, n, k = (int(x) for x in record["model"]["shape_MxNxK"].split("x"))
-    nbytes = 2.0 * (m * k + k * n + m * n)
-    t = matmul_time_s(gpu, "bf16", 1, m, n, k, nbytes)
-    return 2.0 * m * n * k / t / 1e12, f"bf16 GEMM {m}x{n}x{k}"
+    batch = int(record["model"].get("batch", 1))
+    nbytes = 2.0 * batch * (m * k + k * n + m * n)
+    t = matmul_time_s(gpu, "bf16", batch, m, n, k, nbytes)
+    shape = f"{batch}x{m}x{n}x{k}" if batch > 1 else f"{m}x{n}x{k}"
+    return 2.0 * batch * m * n * k / t / 1e12, f"bf16 GEMM {shape}"
 
 
 def predict_attention(record: dict[str, Any], gpu: GpuSpec) -> tuple[float, str]:
@@ -157,7 +160,8 @@ def kernel_comparisons(records: Sequence[dict[str, Any]] | None = None) -> list[
 @dataclass(frozen=True)
 class CommScenario:
     """What one NCCL record measured: all-reduce of `size` bytes over `nodes`
-    nodes of 8 GPUs with `nics` NICs of `nic_gbps` each."""
+    nodes of `gpus_per_node` GPUs with `nics` NICs of `nic_gbps` each, by the
+    algorithm the record forced (`NCCL_ALGO`), else the fastest."""
 
     id: str
     gpu: str
@@ -167,18 +171,26 @@ class CommScenario:
     size: int
     measured_gbps: float
     primary: bool = True
+    gpus_per_node: int = 8
+    algorithm: str | None = None
 
     def cluster(self) -> Cluster:
-        return _scenario_cluster(self.id, self.gpu, self.nodes, self.nics, self.nic_gbps)
+        return _scenario_cluster(self.id, self.gpu, self.nodes, self.nics, self.nic_gbps,
+                                 self.gpus_per_node)
 
 
 @cache
-def _scenario_cluster(id: str, gpu: str, nodes: int, nics: int, nic_gbps: int) -> Cluster:
+def _scenario_cluster(id: str, gpu: str, nodes: int, nics: int, nic_gbps: int,
+                      gpus_per_node: int = 8) -> Cluster:
     return parse_cluster(
-        f'name = "{id}" nodes = {nodes} node {{ gpu = {gpu} gpus = 8 }} '
+        f'name = "{id}" nodes = {nodes} node {{ gpu = {gpu} gpus = {gpus_per_node} }} '
         f"nic {{ count = {nics} speed = {nic_gbps}Gb/s }}",
         f"<record {id}>",
     )
+
+
+_ALGORITHMS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree"}
+"""NCCL_ALGO names (a record's `strategy.algorithm`) -> the plans of collectives.py."""
 
 
 def _nics(record: dict[str, Any], gpu: GpuSpec) -> tuple[int, int]:
@@ -224,23 +236,29 @@ def comm_scenarios(records: Sequence[dict[str, Any]] | None = None) -> list[Comm
         nics, gbps = _nics(r, gpu)
         size = _message_size(r)
         nodes = int(r["strategy"].get("nodes") or 1)
-        out.append(CommScenario(r["id"], name, nodes, nics, gbps, size, float(r["value"])))
+        per_node = int(r["hardware"].get("gpus_per_node") or 8)
+        forced = str(r["strategy"].get("algorithm", "")).lower().replace("_", "")
+        algorithm = _ALGORITHMS[forced] if forced else None
+        out.append(CommScenario(r["id"], name, nodes, nics, gbps, size, float(r["value"]),
+                                gpus_per_node=per_node, algorithm=algorithm))
         # numbers quoted on the side: busbw of the same setup on other node counts
         for key, value in (r.get("other_metrics") or {}).items():
             m = re.fullmatch(r"(\d+)_nodes?_(\d+)_gpus_busbw_GBps", key)
             if m:
                 out.append(CommScenario(f"{r['id']}@{m.group(1)}nodes", name, int(m.group(1)),
-                                        nics, gbps, size, float(value), primary=False))
+                                        nics, gbps, size, float(value), primary=False,
+                                        gpus_per_node=per_node, algorithm=algorithm))
     return out
 
 
 def predict_busbw(sc: CommScenario) -> tuple[float, str]:
     cluster = sc.cluster()
-    n = sc.nodes * 8
-    plan = collective_plan("all_reduce", sc.size, tuple(range(n)), cluster)
+    n = sc.nodes * sc.gpus_per_node
+    plan = collective_plan("all_reduce", sc.size, tuple(range(n)), cluster, algorithm=sc.algorithm)
     busbw = bus_bandwidth("all_reduce", sc.size, n, plan.time_s) / 1e9
-    setup = (f"all_reduce {sc.size / 2**20:g} MiB, {sc.nodes}x8 GPUs, {sc.nics}x{sc.nic_gbps}G"
-             f" -> {plan.algorithm}/{plan.protocol}")
+    setup = (f"all_reduce {sc.size / 2**20:g} MiB, {sc.nodes}x{sc.gpus_per_node} GPUs, "
+             f"{sc.nics}x{sc.nic_gbps}G -> {plan.algorithm}/{plan.protocol}"
+             + (" (forced)" if sc.algorithm else ""))
     return busbw, setup
 
 
@@ -373,6 +391,8 @@ def refit() -> dict[str, Any]:
 
     # NCCL: scale-up ring efficiency (A100 ring record), NVLS efficiency and fill
     fitted["collectives"] = _refit_collectives()
+    # NVLS on NVLink5 (GB200 NVL72), from its own records
+    fitted["collectives_by_gpu"] = _refit_nvls_by_gpu()
 
     # overlap contention: per GPU type, from its per-layer records' backward
     fitted["OVERLAP_SLOWDOWN"] = _refit_overlap_slowdown()
@@ -509,6 +529,45 @@ def _refit_collectives() -> collectives.CollectiveConstants:
     finally:
         collectives.CONSTANTS.clear()
         collectives.CONSTANTS.update(saved)
+
+
+NVLS_FITTED_GPUS = ("GB200-per-GPU",)
+"""GPU types whose NVLS constants are fitted to their own all-reduce records
+(one NVLink domain, NCCL's choice of algorithm); the others keep the H100 fit."""
+
+
+def _refit_nvls_by_gpu() -> dict[str, collectives.CollectiveConstants]:
+    """NVLS efficiency and fill per GPU type of NVLS_FITTED_GPUS, on the shipped
+    ring and NIC efficiencies. Their records hold only large sizes (512 MiB -
+    8 GiB), which do not tell the fixed latency from the fill: the latency stays
+    the H100 fit's (`_refit_collectives`)."""
+    saved = dict(collectives.CONSTANTS)
+    default = collectives.DEFAULT_CONSTANTS
+    out = {}
+    try:
+        for gpu in NVLS_FITTED_GPUS:
+            domain = load_gpu(gpu).scale_up_domain
+            rows = [s for s in comm_scenarios() if s.primary and s.gpu == gpu
+                    and s.algorithm is None and s.nodes * s.gpus_per_node <= domain]
+            if not rows:
+                continue
+            start = saved.get(gpu, default)
+
+            def loss(x: list[float], rows=rows, gpu=gpu) -> float:
+                if x[0] <= 0 or x[1] < 0:
+                    return 1e9
+                collectives.CONSTANTS[gpu] = replace(
+                    default, nvls_efficiency=x[0], nvls_fill_s=x[1] * 1e-6)
+                return _log_loss([(predict_busbw(s)[0], s.measured_gbps) for s in rows])
+
+            eff, fill = _nelder_mead(loss, [start.nvls_efficiency, start.nvls_fill_s * 1e6],
+                                     iterations=800)
+            out[gpu] = replace(default, nvls_efficiency=round(eff, 4),
+                               nvls_fill_s=round(fill, 2) * 1e-6)
+    finally:
+        collectives.CONSTANTS.clear()
+        collectives.CONSTANTS.update(saved)
+    return out
 
 
 def summary(rows: list[Comparison]) -> dict[str, float]:

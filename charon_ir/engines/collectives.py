@@ -94,6 +94,8 @@ CONSTANTS: dict[str, CollectiveConstants] = {
     "A100-SXM4-80GB": DEFAULT_CONSTANTS,
     "A100-SXM4-40GB": DEFAULT_CONSTANTS,
     "H100-SXM5-80GB": DEFAULT_CONSTANTS,
+    # NVLS over NVLink5 in a 72-GPU NVL72 domain (`calibration._refit_nvls_by_gpu`)
+    "GB200-per-GPU": replace(DEFAULT_CONSTANTS, nvls_efficiency=0.5663, nvls_fill_s=113.32e-6),
 }
 
 

@@ -82,6 +82,7 @@ METRIC_UNITS = {
     "layer_forward_plus_backward_time": ("ms",), "first_token_latency": tuple(LATENCY_UNITS),
     "output_tokens_per_sec_per_gpu": ("output tokens/s/GPU",), "output_tokens_per_sec": ("output tokens/s",),
     "attention_tflops": ("TFLOP/s",), "max_achievable_matmul_tflops": ("TFLOP/s",),
+    "matmul_tflops": ("TFLOP/s",),
     "bus_bandwidth": ("GB/s",), "max_bus_bandwidth": ("GB/s",), "peak_bus_bandwidth": ("GB/s",),
 }
 """The units each compared metric's value is read in: a record's `unit` is one of

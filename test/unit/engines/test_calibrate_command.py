@@ -37,6 +37,11 @@ def test_refit_reproduces_the_shipped_constants():
         collectives.DEFAULT_CONSTANTS.scale_up_efficiency, rel=0.02
     )
     assert k.nvls_efficiency == pytest.approx(collectives.DEFAULT_CONSTANTS.nvls_efficiency, rel=0.05)
+    for gpu, consts in fitted["collectives_by_gpu"].items():
+        shipped = collectives.CONSTANTS[gpu]
+        assert consts.nvls_efficiency == pytest.approx(shipped.nvls_efficiency, rel=0.02)
+        assert consts.nvls_fill_s == pytest.approx(shipped.nvls_fill_s, rel=0.05)
+        assert consts.nvls_latency_s == shipped.nvls_latency_s
 
 
 def test_calibrate_layers():

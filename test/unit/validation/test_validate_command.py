@@ -119,7 +119,7 @@ def test_gate_exit_status_and_line(charon_fails, capsys, monkeypatch):
         cli.main()
     out = capsys.readouterr()
     assert exit_info.value.code == 1
-    assert len(json.loads(out.out)["records"]) == 10
+    assert len(json.loads(out.out)["records"]) == 16
     assert out.err == ("error: validate: 2 record(s) beyond --max-error 5%: "
                        "nccl_allreduce_a100_40gb_3node_4xhdr (-9.0%), "
                        "nccl_allreduce_h100_8gpu_1048576B (+7.3%)\n")
