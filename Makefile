@@ -35,12 +35,16 @@ demo: $(STAMP)
 lit: $(STAMP)
 	$(BIN)/lit -sv test/lit
 
+# pytest on every CPU (pytest-xdist): the shared caches under ~/.cache/charon
+# (IR, serving tables, validation configs, sweep clusters) are written to a
+# temporary file and renamed, so workers importing the same model never read
+# half an entry
 unit: $(STAMP)
-	$(BIN)/python -m pytest test/unit
+	$(BIN)/python -m pytest test/unit -n auto
 
 test: $(STAMP)
 	$(BIN)/lit -sv test/lit
-	$(BIN)/python -m pytest test/unit
+	$(BIN)/python -m pytest test/unit -n auto
 
 # the fidelity gate CI runs after the tests: the 59 published training records
 # (~1.3 min on 2 CPUs from a cold import cache), exit 1 if their MAPE passes 10 %
