@@ -10,6 +10,7 @@ that the models fit in 80 GB):
 - scaling (llama-3.1-70b): the simulator's time must not grow with the
   data-parallel degree nor with the gradient-accumulation steps (ratios printed).
 
+Every case runs under `--framework none` (the flags as given).
 Numbers are wall seconds on the machine that runs it, with the CPU seconds of
 the in-process cases beside them; on a shared 2-core machine wall seconds move
 with its load, so each case is the median of `--runs` runs (in-process runs
@@ -30,6 +31,9 @@ import time
 from rows import print_rows
 
 BASE = dict(
+    # the settings as written, no framework's defaults: the cases keep their
+    # meaning (the command does not fit) whatever the default becomes
+    framework="none",
     hardware="H100-SXM5-80GB",
     tp=8,
     seq_len=8192,

@@ -544,12 +544,21 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
 
     share = [stage_params(s) / probe.params_total if probe.params_total else 1.0 / pp for s in range(pp)]
     opt = [probe.optimizer_s * share[s] / (dp if config.zero >= 1 else 1) for s in range(pp)]
-    gather_times = [_sync_time(updated_gathers(stage_params(s), dp, config.dp_bucket_mb), sizes, cluster)
-                    if dp > 1 and config.zero >= 1 else [] for s in range(pp)]
-    gathers = [sum(g) for g in gather_times]
-    # --overlap-param-gather: the gathers run in the next step's first forward,
-    # the first bucket ahead of it, the rest beside it
-    first_gather = [g[0] if g and config.dp_overlap_param_gather else None for g in gather_times]
+    zero_gathers = dp > 1 and config.zero >= 1
+    overlap_gathers = zero_gathers and config.dp_overlap_param_gather
+
+    def gather_time(param_bytes: float) -> float:
+        return sum(_sync_time(updated_gathers(param_bytes, dp, config.dp_bucket_mb), sizes, cluster))
+
+    # --overlap-param-gather: each chunk's layers are gathered in its first
+    # forward, each layer's just before it runs (data-parallel's per-layer
+    # buckets); what lies outside the layers is still gathered after the step
+    layer_gather = [gather_time(probe.params_layer) if overlap_gathers else None for _ in range(V)]
+    if overlap_gathers:
+        gathers = [gather_time(sum(probe.params_first * (c * pp + s == 0) + probe.params_last * (c * pp + s == V - 1)
+                                   for c in range(vpp))) for s in range(pp)]
+    else:
+        gathers = [gather_time(stage_params(s)) if zero_gathers else 0.0 for s in range(pp)]
 
     # a collective of time M beside compute stretches the compute by M (1 + comm
     # slowdown) x compute slowdown / (1 + compute slowdown), and itself by M x comm
@@ -562,7 +571,7 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     def run(microbatches: int) -> tuple[float, int, list[float], list[float]]:
         return _schedule(schedule, pp, vpp, microbatches, counts, F, B, W, split, send,
                          probe.backward if not split else probe.weight, sync_layer, sync_pre,
-                         sync_post, dp > 1, opt, gathers, stretch, comm_stretch, first_gather)
+                         sync_post, dp > 1, opt, gathers, stretch, comm_stretch, layer_gather)
 
     points = _fold_points(schedule, pp, m)
     if points is None:
@@ -595,15 +604,16 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
 
 def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
               sync_pre, sync_post, sync, opt, gathers, stretch=0.0, comm_stretch=0.0,
-              first_gather=None):
+              layer_gather=None):
     """Run every stage's item order against the others: (step seconds, slowest
     stage, compute-busy seconds per stage, dp seconds exposed per stage). The
     gradient reductions that run beside an item lengthen it by `stretch` times
-    their overlap, and themselves by `comm_stretch` times it (`compose`). A
-    stage with a `first_gather` time gathers its updated parameters in its first
-    forward (`--overlap-param-gather`): that item waits for the first bucket and
-    runs beside the others; otherwise they are gathered after the step."""
-    first_gather = first_gather or [None] * pp
+    their overlap, and themselves by `comm_stretch` times it (`compose`).
+    `gathers` run after the step; a virtual stage with a `layer_gather` time
+    gathers each of its layers' updated parameters in its first forward, on the
+    dp stream, each layer waiting for its own (`--overlap-param-gather`)."""
+    layer_gather = layer_gather or [None] * (pp * vpp)
+    gathered: set[int] = set()
     from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
 
     V = pp * vpp
@@ -641,17 +651,23 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
                 if ready is None:
                     break
                 t0 = max(free[s], ready)
-                overlapped_gather = k == "F" and ptr[s] == 0 and first_gather[s] is not None
-                if overlapped_gather:
-                    t0 = max(t0, first_gather[s])
                 t1 = t0 + d
-                if overlapped_gather:
-                    # each layer waits for its own gather: the item ends no
-                    # sooner than the last gather plus one layer's forward
-                    beside = min(gathers[s] - first_gather[s], d)
-                    end = max(t1 + stretch * beside, gathers[s] + d / max(1, counts[v]))
-                    t1, d = end, d + (end - t1)
-                    dp_free[s] = gathers[s] + comm_stretch * beside
+                g = layer_gather[v] if k == "F" and v not in gathered else None
+                if g is not None:
+                    # the chunk's gathers wait on nothing of the step: they run
+                    # on the dp stream from when it is free (the step's start),
+                    # and each of its L layers (f each) waits for its own (g
+                    # each): the last one ends at max(t0 + L f, g0 + g + L f,
+                    # g0 + L g + f)
+                    gathered.add(v)
+                    n = max(1, counts[v])
+                    g0 = dp_free[s]
+                    f = d / n
+                    end = max(t0 + d, g0 + g + n * f, g0 + n * g + f)
+                    beside = max(0.0, min(g0 + n * g, end) - max(g0, t0))
+                    t1 = end + stretch * beside
+                    d = t1 - t0
+                    dp_free[s] = g0 + n * g + comm_stretch * beside
                 # the gradients reduce where they are made: W+ under a split
                 # backward (B+ is then only its input gradients), else B+
                 if kind.endswith("+") and sync and (k == "W" or not split):
@@ -709,9 +725,8 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
     for s in range(pp):
         compute_end = free[s]
         sync_end = max(compute_end, dp_free[s])
-        after = 0.0 if first_gather[s] is not None else gathers[s]
-        exposed.append(sync_end - compute_end + after + (first_gather[s] or 0.0))
-        ends.append(sync_end + opt[s] + after)
+        exposed.append(sync_end - compute_end + gathers[s])
+        ends.append(sync_end + opt[s] + gathers[s])
         busy[s] += opt[s]
     t = max(ends)
     return t, ends.index(t), busy, exposed
