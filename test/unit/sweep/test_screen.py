@@ -15,19 +15,26 @@ def by_key(result):
     return {r["key"]: r for r in result.records}
 
 
+def screened_and_fast(space):
+    """(screened record, fast-tier record) of every point the screen timed."""
+    fast = by_key(run_sweep(space, tier="fast"))
+    pairs = []
+    for r in run_sweep(space, tier="screen", retime=-1).records:
+        if r["status"] == "ok":
+            assert r["metrics"]["tier"] == "screen", r["config"]
+            assert fast[r["key"]]["status"] == "ok", r["config"]
+            pairs.append((r, fast[r["key"]]))
+    return pairs
+
+
+def step_error(screened, fast) -> float:
+    return screened["metrics"]["iteration_time_s"] / fast["metrics"]["iteration_time_s"] - 1
+
+
 def test_screen_is_close_to_the_fast_tier(tiny_space):
     # every schedule: a split backward (zb-h1) has its own probes
-    tiny_space = {**tiny_space, "schedule": ["", "gpipe", "zb-h1"]}
-    screened = run_sweep(tiny_space, tier="screen", retime=-1)
-    fast = by_key(run_sweep(tiny_space, tier="fast"))
-    errors = []
-    for r in screened.records:
-        if r["status"] != "ok":
-            continue
-        f = fast[r["key"]]
-        assert f["status"] == "ok", r["config"]
-        assert r["metrics"]["tier"] == "screen"
-        errors.append(r["metrics"]["iteration_time_s"] / f["metrics"]["iteration_time_s"] - 1)
+    pairs = screened_and_fast({**tiny_space, "schedule": ["", "gpipe", "zb-h1"]})
+    for r, f in pairs:
         # tokens per step off the IR in both (the step's own shapes, not seq_len)
         tokens = [m["tokens_per_s"] * m["iteration_time_s"] for m in (r["metrics"], f["metrics"])]
         assert tokens[0] == pytest.approx(tokens[1], rel=1e-9), r["config"]
@@ -43,6 +50,7 @@ def test_screen_is_close_to_the_fast_tier(tiny_space):
     # bandwidth sharing (tp1 pp1 ZeRO-1: 0.135 ms exposed against the fast tier's
     # 0.044 ms of a 0.93 ms step). On llama-3.1-70b the median is under 1 %
     # (bench/bench_sweep.py --compare).
+    errors = [step_error(r, f) for r, f in pairs]
     assert len(errors) == 48
     assert max(abs(e) for e in errors) < 0.15, errors
 
@@ -52,16 +60,9 @@ def test_screen_times_megatron_core_defaults_close_to_the_fast_tier(tiny_space):
     gathers overlapped in the next forward, sequence parallelism and tp-comm
     overlap with tp > 1, fp32 main gradients) points are screened, not sent to
     the fast tier, and land as near it as the bare settings do."""
-    space = {**tiny_space, "framework": "megatron-core", "zero": 1}
-    screened = run_sweep(space, tier="screen", retime=-1)
-    fast = by_key(run_sweep(space, tier="fast"))
-    errors = []
-    for r in screened.records:
-        if r["status"] != "ok":
-            continue
-        assert r["metrics"]["tier"] == "screen", r["config"]
-        assert r["config"]["dp_overlap_param_gather"] == (r["config"]["dp"] > 1)
-        errors.append(r["metrics"]["iteration_time_s"] / fast[r["key"]]["metrics"]["iteration_time_s"] - 1)
+    pairs = screened_and_fast({**tiny_space, "framework": "megatron-core", "zero": 1})
+    assert all(r["config"]["dp_overlap_param_gather"] == (r["config"]["dp"] > 1) for r, _ in pairs)
+    errors = [step_error(r, f) for r, f in pairs]
     assert len(errors) >= 8
     assert max(abs(e) for e in errors) < 0.15, errors
 
