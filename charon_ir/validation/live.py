@@ -134,18 +134,12 @@ def measure_step(setup: LiveSetup, device, dtype) -> list[float]:
 
 def _step_ir(setup: LiveSetup, directory: Path, dtype_name: str) -> Path:
     """The step imported as sim IR, written as a .mlir file for `simulate`."""
-    import hashlib
-    import json
-
     from charon_ir.frontend import import_model
+    from charon_ir.validation.training import config_path
 
-    text = json.dumps(setup.config, sort_keys=True)
-    name = hashlib.sha256(text.encode()).hexdigest()[:16]
-    folder = directory / f"live-{name}"
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "config.json"
-    config.write_text(text)
-    mlir = folder / f"train-s{setup.seq_len}-b{setup.batch}-{dtype_name}.mlir"
+    # written once, atomically: parallel test workers may share the folder
+    config = config_path(setup.config, directory, prefix="live")
+    mlir = config.parent / f"train-s{setup.seq_len}-b{setup.batch}-{dtype_name}.mlir"
     if not mlir.exists():
         module = import_model(str(config), seq_len=setup.seq_len, batch=setup.batch,
                               mode="train", dtype=dtype_name)

@@ -306,11 +306,12 @@ def _importable(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def config_path(config: dict[str, Any], directory: Path) -> Path:
-    """The config written once under `directory`, named by its content's hash."""
+def config_path(config: dict[str, Any], directory: Path, prefix: str = "record") -> Path:
+    """The config written once under `directory`, in a folder named by `prefix`
+    and its content's hash."""
     text = json.dumps(config, sort_keys=True, indent=1)
     name = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = directory / f"record-{name}" / "config.json"
+    path = directory / f"{prefix}-{name}" / "config.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         # a unique temporary name: parallel validation workers may write the
