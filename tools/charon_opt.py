@@ -89,31 +89,38 @@ def check_defined_before(op: Operation, order: dict[Block, dict[Operation, int]]
             raise VerifyException(f"operand {name} is used before it is defined")
 
 
-def verify_located(module: ModuleOp, spans: dict[int, Span]) -> None:
-    """Verify op by op so the first failing op is reported at its own place."""
+def first_invalid_op(module: ModuleOp) -> tuple[Operation, Exception] | None:
+    """The first op (in walk order) that fails its verifier or reads a value
+    defined after it, with the error; None when the module is valid."""
     order: dict[Block, dict[Operation, int]] = {}
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
             check_defined_before(op, order)
         except (VerifyException, DiagnosticException) as e:
-            span = spans.get(id(op))
-            where = span_location(span) if span else "<unknown>"
-            raise LocatedVerifyError(f"{where}: error: '{op.name}' op {first_line(e)}") from None
+            return op, e
+    return None
+
+
+def verify_located(module: ModuleOp, spans: dict[int, Span]) -> None:
+    """Verify op by op so the first failing op is reported at its own place."""
+    failure = first_invalid_op(module)
+    if failure is not None:
+        op, e = failure
+        span = spans.get(id(op))
+        where = span_location(span) if span else "<unknown>"
+        raise LocatedVerifyError(f"{where}: error: '{op.name}' op {first_line(e)}")
 
 
 def verify_after(module_pass: ModulePass, module: ModuleOp) -> None:
     """Verify the module a pass returned, as the parser's output is verified (use
     before definition included): invalid IR is the pass's bug, so the error names
     the pass, not a place in the input."""
-    order: dict[Block, dict[Operation, int]] = {}
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-            check_defined_before(op, order)
-        except (VerifyException, DiagnosticException) as e:
-            raise CharonError(f"{module_pass.name}: produced invalid IR (a bug, please report it): "
-                              f"'{op.name}' op {first_line(e)}") from None
+    failure = first_invalid_op(module)
+    if failure is not None:
+        op, e = failure
+        raise CharonError(f"{module_pass.name}: produced invalid IR (a bug, please report it): "
+                          f"'{op.name}' op {first_line(e)}")
 
 
 WORK_ON_EVENTS = frozenset({"set-target"})

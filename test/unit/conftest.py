@@ -1,6 +1,8 @@
 """Shared fixtures."""
 
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from xdsl.context import Context
@@ -34,5 +36,33 @@ def charon_fails(capsys, monkeypatch):
         assert lines[0].startswith("error: "), lines[0]
         assert "internal error" not in lines[0], lines[0]
         return lines[0]
+
+    return run
+
+
+@dataclass(frozen=True)
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def charon_cli(monkeypatch, capsys):
+    """`charon ARGS` run in this process (from the folder `cwd` when given) as the
+    console script runs it: no interpreter and torch start-up per call (2-6 s)."""
+    from charon_ir import cli
+
+    def run(*args: str, cwd: Path | None = None) -> CliResult:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        monkeypatch.setattr(sys, "argv", ["charon", *args])
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out = capsys.readouterr()
+        return CliResult(code, out.out, out.err)
 
     return run

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,30 +27,9 @@ def test_default_sweep_is_the_sweep_modules():
     assert tuple(float(f) for f in DEFAULT_SWEEP.split(",")) == DEFAULT_FACTORS
 
 
-@dataclass(frozen=True)
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def charon(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
-    """`charon ARGS` run in this process as the console script runs it: no
-    interpreter and torch start-up per call (2-6 s each)."""
-    from charon_ir import cli
-
-    def run(*args: str) -> Result:
-        monkeypatch.setattr(sys, "argv", ["charon", *args])
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
-
-    return run
+def charon(charon_cli):
+    return charon_cli
 
 
 def test_profile_then_fit(tmp_path: Path, charon):

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,31 +13,9 @@ TINY_STEP = str(Path(__file__).resolve().parents[3] / "examples" / "llama_tiny_s
 CHARON = [sys.executable, "-m", "charon_ir.cli"]
 
 
-@dataclass(frozen=True)
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def charon(monkeypatch, capsys):
-    """`charon ARGS` run from the folder `cwd` in this process, as the console
-    script runs it: no interpreter and torch start-up per call."""
-    from charon_ir import cli
-
-    def run(*args: str, cwd: Path) -> Result:
-        monkeypatch.chdir(cwd)
-        monkeypatch.setattr(sys, "argv", ["charon", *args])
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
-
-    return run
+def charon(charon_cli):
+    return charon_cli
 
 
 def test_flags_sweep_prints_json_results_and_pareto(tmp_path, charon):
