@@ -96,12 +96,14 @@ def print_summary(report: dict) -> None:
     console = Console()
     console.print(table)
     good = report["goodput"]
+    # goodput only means something against an SLO the user gave
+    within = (f"; goodput {good['goodput_requests_per_s']:.2f} requests/s "
+              f"({good['fraction_meeting_slo'] * 100:.0f}% within SLO)"
+              if good["slo_ttft_s"] or good["slo_tpot_s"] else "")
     console.print(
         f"throughput {report['throughput_tokens_per_s']:.0f} output tokens/s "
         f"({report['throughput_tokens_per_s_per_gpu']:.0f} per GPU), "
-        f"{report['requests_per_s']:.2f} requests/s over {report['duration_s']:.1f} s; "
-        f"goodput {good['goodput_requests_per_s']:.2f} requests/s "
-        f"({good['fraction_meeting_slo'] * 100:.0f}% within SLO)"
+        f"{report['requests_per_s']:.2f} requests/s over {report['duration_s']:.1f} s{within}"
     )
     kv = report["kv_utilization"]
     console.print(

@@ -38,7 +38,8 @@ def validate_command(
     device: Annotated[str, typer.Option("--device", help="--live: cpu or cuda (default: cuda if present)")] = "",
     framework: Annotated[str, typer.Option("--framework", help="simulate every training record under this "
                                            "framework's defaults (default: each record's own)")] = "",
-    jobs: Annotated[int, typer.Option("--jobs", help="processes for training records (default: CPUs)")] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", help="processes for training records (default: one per CPU)",
+                                      show_default=False)] = 0,
     max_mape: Annotated[
         float, typer.Option("--max-mape", help="exit 1 if the overall MAPE exceeds this fraction (0.10: 10 %)")
     ] = 0.0,

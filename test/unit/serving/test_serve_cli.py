@@ -60,6 +60,10 @@ def test_table_output():
                   "--slo-ttft", "1", "--slo-tpot", "0.05")
     assert proc.returncode == 0, proc.stderr
     assert "TTFT" in proc.stdout and "goodput" in proc.stdout
+    # without an SLO there is nothing to be within: no goodput line
+    plain = charon(*LLAMA70_TP8, "--batch", "16", "--input-len", "512", "--output-len", "64")
+    assert plain.returncode == 0, plain.stderr
+    assert "throughput" in plain.stdout and "goodput" not in plain.stdout
 
 
 @pytest.mark.parametrize(

@@ -268,3 +268,10 @@ def test_the_shipped_records_pass_the_set_file_checks(tmp_path):
     path = tmp_path / "published.json"
     path.write_text(json.dumps(list(published_records())))
     assert load_record_set(path) == published_records()
+
+
+def test_help_states_the_jobs_default_in_words():
+    """`--jobs 0` means one per CPU: the help says so, not `[default: 0]`."""
+    result = CliRunner().invoke(app, ["validate", "--help"], env={"COLUMNS": "200"})
+    line = next(x for x in result.output.splitlines() if "--jobs" in x)
+    assert "one per CPU" in line and "default: 0" not in line
