@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError, read_text
-from charon_ir.frameworks import DEFAULT_FRAMEWORK
+from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 GIB = 1 << 30
 
@@ -514,15 +514,17 @@ def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
 def configure(model: str, framework: str = DEFAULT_FRAMEWORK, **options: Any
               ) -> tuple[TrainingConfig, dict[str, Any]]:
     """The TrainingConfig of a run under `framework`'s presets (the settings
-    given in `options` win), and the report's `framework` entry: its name and,
-    for every setting a preset decides, the value in force and where it came from."""
+    given in `options` win), and the report's `framework` entry: its name, what
+    the preset stands for and, for every setting a preset decides, the value in
+    force and where it came from."""
     from charon_ir.frameworks import field_defaults, resolve
 
     unknown = sorted(set(options) - set(field_defaults(TrainingConfig)))
     if unknown:
         raise CharonError(f"unknown training option(s): {', '.join(unknown)}")
     resolved, settings = resolve(framework, options, field_defaults(TrainingConfig))
-    return TrainingConfig(model=model, **resolved), {"name": framework, "settings": settings}
+    return TrainingConfig(model=model, **resolved), {
+        "name": framework, "summary": FRAMEWORKS[framework].summary, "settings": settings}
 
 
 def simulate(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from charon_ir.commands import on_command_line
+from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 Opt = typer.Option
 
@@ -47,8 +48,7 @@ def simulate_command(
     ep: Annotated[int, Opt("--ep", help="expert parallel")] = 1,
     vpp: Annotated[int, Opt("--vpp", help="model chunks per pipeline stage")] = 1,
     framework: Annotated[str, Opt("--framework", help="the training stack whose defaults fill the flags not given: "
-                                  "megatron-core (default), nemo-24.07, megatron-bridge, megatron-lm-2021, "
-                                  "megatron-lm-2022, deepspeed-0.3, deepspeed, fsdp2, llm-foundry, none")] = "megatron-core",
+                                  + ", ".join(FRAMEWORKS))] = DEFAULT_FRAMEWORK,
     sequence_parallel: Annotated[bool, Opt("--sequence-parallel/--no-sequence-parallel", help="Megatron SP (megatron-core: on with --tp > 1)")] = False,
     zero: Annotated[int, Opt("--zero", help="ZeRO stage 0..3 (megatron-core: 1, its distributed optimizer)")] = 0,
     overlap_param_gather: Annotated[bool, Opt("--overlap-param-gather/--no-overlap-param-gather", help="ZeRO 1/2: gather updated parameters in the next forward, overlapping it (Megatron-Core)")] = False,

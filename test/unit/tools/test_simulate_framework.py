@@ -26,7 +26,7 @@ def simulate_json(monkeypatch, capsys, *args: str) -> dict:
 def test_the_default_framework_is_megatron_core(monkeypatch, capsys):
     report = simulate_json(monkeypatch, capsys)
     framework = report["framework"]
-    assert framework["name"] == "megatron-core"
+    assert framework["name"] == "megatron-core" and framework["summary"].startswith("Megatron-Core")
     settings = framework["settings"]
     assert settings["sequence_parallel"] == {
         "value": True, "from": "framework megatron-core", "why": settings["sequence_parallel"]["why"]}
