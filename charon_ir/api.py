@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError, read_text
-from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
+from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, field_defaults, resolve
 
 GIB = 1 << 30
 
@@ -517,8 +517,6 @@ def configure(model: str, framework: str = DEFAULT_FRAMEWORK, **options: Any
     given in `options` win), and the report's `framework` entry: its name, what
     the preset stands for and, for every setting a preset decides, the value in
     force and where it came from."""
-    from charon_ir.frameworks import field_defaults, resolve
-
     unknown = sorted(set(options) - set(field_defaults(TrainingConfig)))
     if unknown:
         raise CharonError(f"unknown training option(s): {', '.join(unknown)}")
