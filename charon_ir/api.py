@@ -517,10 +517,11 @@ def configure(model: str, framework: str = DEFAULT_FRAMEWORK, **options: Any
     given in `options` win), and the report's `framework` entry: its name, what
     the preset stands for and, for every setting a preset decides, the value in
     force and where it came from."""
-    unknown = sorted(set(options) - set(field_defaults(TrainingConfig)))
+    defaults = field_defaults(TrainingConfig)
+    unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise CharonError(f"unknown training option(s): {', '.join(unknown)}")
-    resolved, settings = resolve(framework, options, field_defaults(TrainingConfig))
+    resolved, settings = resolve(framework, options, defaults)
     return TrainingConfig(model=model, **resolved), {
         "name": framework, "summary": FRAMEWORKS[framework].summary, "settings": settings}
 
