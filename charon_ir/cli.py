@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from charon_ir.errors import CharonError, one_line
+from charon_ir.errors import CharonError, one_line, short_path
 
 COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep")
 """Modules under charon_ir.commands, each adding its subcommands to the app."""
@@ -45,6 +45,15 @@ def fail(message: str, code: int = 1) -> None:
     raise SystemExit(code)
 
 
+def internal_error(e: Exception) -> None:
+    """A bug, not bad input: one line unless CHARON_DEBUG asks for the traceback."""
+    if os.environ.get("CHARON_DEBUG"):
+        raise e
+    first = str(e).splitlines()[0] if str(e) else ""
+    fail(f"internal error, please report it (CHARON_DEBUG=1 shows the traceback): "
+         f"{type(e).__name__}: {first}")
+
+
 def main() -> None:
     try:
         # not standalone: click's usage errors come here instead of being printed
@@ -62,15 +71,17 @@ def main() -> None:
         fail("aborted")
     except CharonError as e:
         fail(str(e))
+    except OSError as e:
+        if e.filename is None:
+            internal_error(e)
+        # a path the user gave that the system refuses (a 300-character name, a
+        # folder without write permission): bad input, named, not a bug
+        fail(f"{short_path(e.filename)}: {e.strerror or e}")
     except MemoryError:  # a configuration too large for this host, not a bug
         fail("out of host memory: the configuration is too large to simulate on this machine "
              "(fewer GPUs or replicas, or --tier fast, need less)")
     except Exception as e:  # a bug, not bad input: one line unless asked for more
-        if os.environ.get("CHARON_DEBUG"):
-            raise
-        first = str(e).splitlines()[0] if str(e) else ""
-        fail(f"internal error, please report it (CHARON_DEBUG=1 shows the traceback): "
-             f"{type(e).__name__}: {first}")
+        internal_error(e)
     else:
         # `raise typer.Exit(n)` in a command: click returns n when not standalone
         if isinstance(code, int) and code:

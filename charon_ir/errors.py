@@ -32,6 +32,13 @@ def one_line(message: str, limit: int = MAX_LINE) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def short_path(name: object, limit: int = 120) -> str:
+    """A file name the user gave, its middle elided past `limit` characters: a
+    300-character name must not push the reason off the capped line."""
+    text = str(name)
+    return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-(limit // 2 - 1):]}"
+
+
 def reason_of(e: BaseException, limit: int = 300) -> str:
     """A third-party exception's message on one line: its lines joined (a
     validation error puts the reason on its second line), cut at `limit`."""
@@ -49,3 +56,50 @@ def read_text(path: str | Path, name: str = "", error: type[CharonError] = Charo
         raise error(f"{name}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise error(f"{name}: not UTF-8 text (byte {e.start})") from None
+
+
+MAX_NESTING = 100
+"""The deepest nesting of a structure read from a file (JSON, YAML): a config.json
+is 3 deep; 100,000 nested brackets would exhaust Python's recursion."""
+
+
+def nesting_depth(value: object, limit: int = MAX_NESTING) -> int:
+    """How deep lists and mappings nest in `value`, counted without recursion and
+    stopping once past `limit` (the structure may be huge)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, (list, tuple)):
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        stack.extend((child, depth) for child in item)
+    return deepest
+
+
+def parse_json(text: str, where: str, what: str = "JSON",
+               error: type[CharonError] = CharonError, constants: bool = False) -> object:
+    """`text` parsed as JSON, or one `error` line naming `where`: malformed (with
+    line:column), nested deeper than MAX_NESTING, or holding NaN or Infinity
+    (not JSON; Python's json accepts them) unless `constants` (the caller
+    range-checks each number and names the field)."""
+    import json
+
+    def no_constant(name: str) -> float:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        data = json.loads(text, parse_constant=None if constants else no_constant)
+    except json.JSONDecodeError as e:
+        raise error(f"{where}:{e.lineno}:{e.colno}: malformed {what}: {e.msg}") from None
+    except RecursionError:
+        raise error(f"{where}: malformed {what}: nested more than {MAX_NESTING} deep") from None
+    except ValueError as e:
+        raise error(f"{where}: malformed {what}: {e}") from None
+    if nesting_depth(data) > MAX_NESTING:
+        raise error(f"{where}: malformed {what}: nested more than {MAX_NESTING} deep")
+    return data

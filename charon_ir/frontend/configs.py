@@ -6,12 +6,11 @@ CLI can reject a bad name or file before paying for `import torch`.
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError, read_text
+from charon_ir.errors import CharonError, parse_json, read_text
 
 def _bundled_dir():
     """The directory of the shipped configs (package data of charon_ir.frontend)."""
@@ -54,10 +53,7 @@ def bundled_models() -> list[str]:
 
 
 def _read_json(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CharonError(f"{where}:{e.lineno}:{e.colno}: malformed config.json: {e.msg}") from None
+    data = parse_json(text, where, "config.json")
     if not isinstance(data, dict):
         raise CharonError(f"{where}: malformed config.json: expected a JSON object")
     return data

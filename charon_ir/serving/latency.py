@@ -40,6 +40,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import tempfile
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, replace
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, one_line, reason_of
 from charon_ir.frontend.configs import expert_count
 from charon_ir.target.hardware import check_fp8, load_gpu
 
@@ -178,10 +179,33 @@ class StepTimeModel:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> StepTimeModel:
-        curves = {k: Curve(tuple(d[k]["xs"]), tuple(d[k]["ys"]))
-                  for k in ("body", "decode_attention", "prefill_attention")}
+        """The table `to_json` wrote; ValueError when a number is not a finite,
+        non-negative float (a cache entry edited or damaged: NaN or negative
+        latencies would stall the scheduler) or a curve's samples are not sorted."""
+        curves = {k: _curve(k, d[k]) for k in ("body", "decode_attention", "prefill_attention")}
         rest = {k: v for k, v in d.items() if k not in curves and k != "shape"}
-        return StepTimeModel(**curves, **rest, shape=ReplicaShape(**d["shape"]))
+        for key, value in rest.items():
+            _check_amount(key, value)
+        shape = ReplicaShape(**d["shape"])
+        if not isinstance(rest.get("pp"), int) or rest["pp"] != shape.pp:
+            raise ValueError(f"pp {rest.get('pp')!r} is not the shape's {shape.pp}")
+        return StepTimeModel(**curves, **rest, shape=shape)
+
+
+def _check_amount(key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ValueError(f"'{key}' is {value!r}, not a finite non-negative number")
+
+
+def _curve(key: str, d: Any) -> Curve:
+    xs, ys = tuple(d["xs"]), tuple(d["ys"])
+    if not xs or len(xs) != len(ys):
+        raise ValueError(f"'{key}' has {len(xs)} sizes and {len(ys)} times")
+    for value in xs + ys:
+        _check_amount(key, value)
+    if any(b <= a for a, b in zip(xs, xs[1:])):
+        raise ValueError(f"'{key}' sizes are not increasing")
+    return Curve(xs, ys)
 
 
 def prefill_chunk_tiles(chunk: int, cached: int, block_overhead: float) -> float:
@@ -466,8 +490,12 @@ def step_model(shape: ReplicaShape, use_cache: bool = True) -> StepTimeModel:
     if path is not None and path.is_file():
         try:
             model = StepTimeModel.from_json(json.loads(path.read_text()))
-        except (ValueError, KeyError, TypeError):
-            model = None  # a damaged entry: build again
+            if model.shape != shape:
+                raise ValueError(f"it holds the table of {model.shape}")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as e:
+            model = None  # a damaged entry: a miss, built again and replaced
+            print(one_line(f"warning: serving latency cache {path}: {reason_of(e, 200)}; "
+                           "rebuilding it"), file=sys.stderr)
     if model is None:
         model = build_step_model(shape)
         if path is not None:

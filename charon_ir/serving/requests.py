@@ -189,6 +189,8 @@ def read_trace(path: str | Path) -> list[Request]:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise CharonError(f"{where}: not a JSON object ({e.msg})") from None
+        except RecursionError:
+            raise CharonError(f"{where}: not a JSON object (nested too deeply)") from None
         if not isinstance(obj, dict):
             raise CharonError(f"{where}: a trace line must be a JSON object")
         arrival = obj.get("arrival_s", obj.get("arrival_time"))

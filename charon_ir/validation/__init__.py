@@ -8,12 +8,50 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError, read_text
+from charon_ir.errors import CharonError, parse_json, read_text
+from charon_ir.frontend.cache import cache_root
+
+
+CATEGORY_GROUP = {
+    "training": "training",
+    "training_microbenchmark": "layer",
+    "inference": "inference",
+    "kernel_microbenchmark": "kernel",
+    "comm_microbenchmark": "comm",
+}
+"""The group (`charon validate --only`) each record category belongs to."""
+
+
+def cache_directory() -> Path:
+    """Where record configs and imported steps are kept between runs."""
+    return cache_root() / "validation"
+
+
+# Record hardware strings name the GPU loosely; the GPU table has one row per
+# product. The PCIe A100 and the GH200 have no row of their own: they are the
+# same silicon as the A100-SXM4 and the H200 (GH100, 132 SMs, 989 TFLOP/s).
+_GPU_PATTERNS = (
+    (r"A100.*40GB", "A100-SXM4-40GB"),
+    (r"A100", "A100-SXM4-80GB"),
+    (r"GH200", "H200-SXM-141GB"),
+    (r"GB200", "GB200-per-GPU"),
+    (r"B200", "B200-SXM-180GB"),
+    (r"H100", "H100-SXM5-80GB"),
+)
+
+
+def record_gpu(record: dict[str, Any]) -> str:
+    text = str(record["hardware"].get("gpu", ""))
+    for pattern, name in _GPU_PATTERNS:
+        if re.search(pattern, text):
+            return name
+    raise ValueError(f"record {record['id']}: no GPU type for '{text}'")
 
 
 @cache
@@ -28,10 +66,7 @@ def load_record_set(path: Path | None = None) -> tuple[dict[str, Any], ...]:
     if path is None:
         return published_records()
     text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CharonError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
+    data = parse_json(text, str(path), constants=True)
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise CharonError(f"{path}: expected a JSON list of records")
     if not data:
@@ -102,8 +137,6 @@ def _check_unit(record: dict[str, Any], where: str) -> None:
 
 
 def _check_gpu(record: dict[str, Any], where: str) -> None:
-    from charon_ir.engines.calibration import record_gpu
-
     try:
         record_gpu(record)
     except ValueError:
@@ -123,8 +156,6 @@ def _check_record(record: dict[str, Any], where: str) -> None:
         raise CharonError(f"{where} ('{record['id']}'): 'value' must be a finite number > 0, "
                           f"got {json.dumps(record['value'])}")
     _check_unit(record, where)
-    from charon_ir.validation.runner import CATEGORY_GROUP
-
     if record["category"] not in CATEGORY_GROUP:
         raise CharonError(f"{where} ('{record['id']}'): unknown category '{record['category']}' "
                           f"(known: {', '.join(CATEGORY_GROUP)})")

@@ -1,0 +1,79 @@
+"""The serving latency cache trusts no entry: a table whose numbers are not
+finite non-negative seconds (NaN stalled the scheduler: "4 requests never
+finished"), or that holds another shape, is a miss, rebuilt and replaced with
+one warning line."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from charon_ir.serving import latency
+from charon_ir.serving.latency import ReplicaShape, StepTimeModel
+
+from .conftest import synthetic_model
+
+TINY = str(Path(__file__).parents[3] / "examples" / "llama_tiny_config.json")
+
+
+@pytest.fixture
+def cached(tmp_path, monkeypatch):
+    """step_model over a fresh cache, with the build (seconds of tracing) replaced
+    by the synthetic table: returns (shape, the entry's path, builds so far)."""
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(latency, "_MEMO", {})
+    builds: list[ReplicaShape] = []
+
+    def build(shape):
+        builds.append(shape)
+        return replace(synthetic_model(), shape=shape)
+
+    monkeypatch.setattr(latency, "build_step_model", build)
+    shape = ReplicaShape(TINY, "H100-SXM5-80GB")
+    latency.step_model(shape)
+    (entry,) = (tmp_path / "serving").glob("*.json")
+    latency._MEMO.clear()
+    return shape, entry, builds
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d["body"]["ys"].__setitem__(1, math.nan),
+    lambda d: d["decode_attention"]["ys"].__setitem__(0, -3e-4),
+    lambda d: d.__setitem__("head_s", math.inf),
+    lambda d: d.__setitem__("p2p_s_per_token", "fast"),
+    lambda d: d["prefill_attention"]["xs"].reverse(),
+    lambda d: d["body"]["xs"].pop(),
+    lambda d: d["shape"].__setitem__("tp", 8),
+    lambda d: d.__setitem__("shape", [[[]]]),
+])
+def test_a_bad_entry_is_rebuilt_with_one_warning(cached, capsys, edit):
+    shape, entry, builds = cached
+    data = json.loads(entry.read_text())
+    edit(data)
+    entry.write_text(json.dumps(data))
+    capsys.readouterr()
+    model = latency.step_model(shape)
+    err = capsys.readouterr().err
+    assert len(builds) == 2
+    assert err.count("\n") == 1 and err.startswith(f"warning: serving latency cache {entry}"), err
+    assert model.body(64.0) == synthetic_model().body(64.0)
+    StepTimeModel.from_json(json.loads(entry.read_text()))  # the entry was replaced
+
+
+def test_a_deeply_nested_entry_is_a_miss(cached, capsys):
+    shape, entry, builds = cached
+    entry.write_text("[" * 100_000 + "]" * 100_000)
+    capsys.readouterr()
+    latency.step_model(shape)
+    assert len(builds) == 2 and capsys.readouterr().err.startswith("warning: ")
+
+
+def test_a_sound_entry_is_used(cached, capsys):
+    shape, _, builds = cached
+    capsys.readouterr()
+    latency.step_model(shape)
+    assert len(builds) == 1 and capsys.readouterr().err == ""
