@@ -28,7 +28,7 @@ def calibrate_command(
     ] = False,
 ) -> None:
     """Print the calibration error of the analytic engine per published record."""
-    from charon_ir.engines import calibration
+    from charon_ir.validation import calibration
     from charon_ir.errors import CharonError
 
     if only is not None and only not in ("gemm", "attention", "nccl", "layer"):

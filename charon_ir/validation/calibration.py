@@ -23,6 +23,8 @@ from charon_ir.engines.analytic import attention_time_s, matmul_time_s
 from charon_ir.engines.collectives import bus_bandwidth, collective_plan
 from charon_ir.target.cluster import Cluster, parse_cluster
 from charon_ir.target.hardware import GpuSpec, load_gpu
+from charon_ir.validation import cache_directory, published_records, record_gpu
+from charon_ir.validation.layers import layer_case, layer_times, predicted_layer
 
 KERNEL_TOLERANCE = 0.15
 NCCL_TOLERANCE = 0.10
@@ -50,31 +52,8 @@ class Comparison:
 # Records -> GPU types
 # ---------------------------------------------------------------------------
 
-# Record hardware strings name the GPU loosely; the GPU table has one row per
-# product. The PCIe A100 and the GH200 have no row of their own: they are the
-# same silicon as the A100-SXM4 and the H200 (GH100, 132 SMs, 989 TFLOP/s).
-_GPU_PATTERNS = (
-    (r"A100.*40GB", "A100-SXM4-40GB"),
-    (r"A100", "A100-SXM4-80GB"),
-    (r"GH200", "H200-SXM-141GB"),
-    (r"GB200", "GB200-per-GPU"),
-    (r"B200", "B200-SXM-180GB"),
-    (r"H100", "H100-SXM5-80GB"),
-)
-
-
-def record_gpu(record: dict[str, Any]) -> str:
-    text = str(record["hardware"].get("gpu", ""))
-    for pattern, name in _GPU_PATTERNS:
-        if re.search(pattern, text):
-            return name
-    raise ValueError(f"record {record['id']}: no GPU type for '{text}'")
-
-
 @cache
 def _records() -> tuple[dict[str, Any], ...]:
-    from charon_ir.validation import published_records
-
     return published_records()
 
 
@@ -277,22 +256,16 @@ def comm_comparisons(records: Sequence[dict[str, Any]] | None = None) -> list[Co
 
 
 def _layer_cases() -> list[Any]:
-    from charon_ir.validation.layers import layer_case
-
     return [layer_case(r) for r in layer_records()]
 
 
 def _layer_directory() -> str:
-    from charon_ir.validation.runner import cache_directory
-
     return str(cache_directory())
 
 
 def layer_comparisons() -> list[Comparison]:
     """Each per-layer record's forward + backward (its value), then its forward
     and backward on the side, at the GPU type's calibrated overlap slowdown."""
-    from charon_ir.validation.layers import predicted_layer
-
     out = []
     directory = _layer_directory()
     for case in _layer_cases():
@@ -403,8 +376,6 @@ def _refit_overlap_slowdown() -> dict[str, float]:
     """The slowdown s that brings each GPU type's simulated per-layer backward
     (its all-reduces beside GEMMs) to the measured one; the forward, whose
     collectives feed the next op, moves under 0.1 % with s and is not fitted."""
-    from charon_ir.validation.layers import layer_times
-
     directory = _layer_directory()
     by_gpu: dict[str, list[Any]] = {}
     for case in _layer_cases():

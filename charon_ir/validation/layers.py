@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from charon_ir.validation.training import Unsupported, _int_in, config_path, training_case
+from charon_ir import api
+from charon_ir.dialects import event
+from charon_ir.engines.compute_efficiency import overlap_slowdown
+from charon_ir.runtime.flatten import flatten_all
+from charon_ir.runtime.interpreter import OverlapModel, run
+from charon_ir.target.hardware import load_gpu
+from charon_ir.validation.training import Unsupported, _int_in, case_options, config_path, training_case
 
 LAYER_CATEGORY = "training_microbenchmark"
 
@@ -92,11 +98,6 @@ def _flat_step(case: Any, directory: str):
 
 
 def _build_flat_step(case: Any, directory: str):
-    from charon_ir import api
-    from charon_ir.dialects import event
-    from charon_ir.runtime.flatten import flatten_all
-    from charon_ir.validation.runner import case_options
-
     config, _ = api.configure(str(config_path(case.config, Path(directory))), case.framework,
                               **case_options(case))
     ctx, module, _ = api.build_training_module(config)
@@ -106,8 +107,6 @@ def _build_flat_step(case: Any, directory: str):
 
 
 def _phase_ends(flat, slowdown: float) -> tuple[float, float]:
-    from charon_ir.runtime.interpreter import OverlapModel, run
-
     timeline = run(flat, OverlapModel(slowdown, slowdown))
     ends = {label: float(timeline.end[i]) for i, label in enumerate(flat.labels)
             if label in ("end F", "end B")}
@@ -117,9 +116,6 @@ def _phase_ends(flat, slowdown: float) -> tuple[float, float]:
 def predicted_layer(case: LayerCase, directory: str) -> tuple[float, float, float]:
     """(forward, backward, slowdown): the layer at its GPU type's calibrated
     overlap slowdown."""
-    from charon_ir.engines.compute_efficiency import overlap_slowdown
-    from charon_ir.target.hardware import load_gpu
-
     slowdown = overlap_slowdown(load_gpu(case.gpu))
     return (*layer_times(case, slowdown, directory), slowdown)
 

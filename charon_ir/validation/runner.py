@@ -3,7 +3,7 @@
 
 - training records: `training.training_case` -> `api.simulate` -> iteration time;
 - kernel and NCCL records: the analytic engine's own reproduction
-  (`engines/calibration.py`, the same rows `charon calibrate` prints);
+  (`validation/calibration.py`, the same rows `charon calibrate` prints);
 - per-layer records: the difference of a two-layer and a one-layer step
   (`layers.py`);
 - inference records: `charon_ir.serving`'s `reproduce_inference_record(record)`
@@ -23,25 +23,29 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from charon_ir import api
+from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
 from charon_ir.errors import CharonError
+from charon_ir.frameworks import framework as check_framework
+from charon_ir.serving.validation import reproduce_inference_record
+from charon_ir.target.hardware import load_gpu
+from charon_ir.validation import CATEGORY_GROUP, cache_directory
+from charon_ir.validation import calibration
+from charon_ir.validation.layers import layer_case, predicted_layer
 from charon_ir.validation.training import (
     TrainingCase,
     Unsupported,
+    case_options,
     config_path,
     source_of,
     training_case,
 )
 
+__all__ = ["CATEGORY_GROUP", "GROUPS", "RecordResult", "cache_directory", "case_options", "validate"]
+
 GROUPS = ("training", "inference", "kernel", "comm", "layer")
 """What `--only` selects."""
 
-CATEGORY_GROUP = {
-    "training": "training",
-    "training_microbenchmark": "layer",
-    "inference": "inference",
-    "kernel_microbenchmark": "kernel",
-    "comm_microbenchmark": "comm",
-}
 
 @dataclass(frozen=True)
 class RecordResult:
@@ -80,24 +84,13 @@ class RecordResult:
 # ---------------------------------------------------------------------------
 
 
-def case_options(case: TrainingCase) -> dict[str, Any]:
-    """The case's `api.simulate` options, with the memory check reported, not
-    enforced: a published run did fit, so the time is compared even where
-    memory-analysis disagrees, and the row is flagged."""
-    return dict(case.options, memory_limit_gb=1e9)
-
-
 def simulate_case(case: TrainingCase, directory: Path) -> dict[str, Any]:
     """`api.simulate` of one case (`case_options`) under its framework's preset."""
-    from charon_ir import api
-
     return api.simulate(str(config_path(case.config, directory)), framework=case.framework,
                         **case_options(case))
 
 
 def _gpu_memory_bytes(hardware: str) -> float:
-    from charon_ir.target.hardware import load_gpu
-
     return load_gpu(hardware).hbm_bytes
 
 
@@ -135,13 +128,6 @@ def run_training_record(record: dict[str, Any], directory: str, framework: str =
     )
 
 
-def cache_directory() -> Path:
-    """Where record configs and imported steps are kept between runs."""
-    from charon_ir.frontend.cache import cache_root
-
-    return cache_root() / "validation"
-
-
 def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: str = ""
                  ) -> list[RecordResult]:
     """Training records in `jobs` processes (default: one per CPU); each record's
@@ -174,7 +160,6 @@ def _weight(record: dict[str, Any]) -> float:
 def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
     """The analytic engine's reproduction of the kernel and NCCL records: each
     record's own GPU, shape or message size and measured value."""
-    from charon_ir.engines import calibration
 
     results = []
     for record in records:
@@ -192,7 +177,7 @@ def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]
         primary = [row for row in rows if row.primary]
         if not primary:
             results.append(RecordResult(**base, status="unsupported",
-                                        note="no reproduction in engines/calibration.py"))
+                                        note="no reproduction in validation/calibration.py"))
             continue
         row = primary[0]
         results.append(RecordResult(
@@ -204,8 +189,6 @@ def run_kernel_and_comm(records: Sequence[dict[str, Any]]) -> list[RecordResult]
 
 def run_layers(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
     """Per-layer records: one layer's forward + backward (`layers.py`)."""
-    from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
-    from charon_ir.validation.layers import layer_case, predicted_layer
 
     directory = str(cache_directory())
     results = []
@@ -236,29 +219,13 @@ def run_layers(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
     return results
 
 
-def _inference_reproducer():
-    try:
-        from charon_ir.serving.validation import reproduce_inference_record  # pyright: ignore
-    except Exception:  # not written yet, or failing to import: never crash
-        try:
-            from charon_ir.serving import reproduce_inference_record  # pyright: ignore
-        except Exception:
-            return None
-    return reproduce_inference_record
-
-
 def run_inference(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
-    reproduce = _inference_reproducer()
     results = []
     for record in records:
         base = dict(id=record["id"], group="inference", source=source_of(record))
-        if reproduce is None:
-            results.append(RecordResult(**base, status="unsupported",
-                                        note="not yet supported (charon serve)"))
-            continue
         start = time.perf_counter()
         try:
-            predicted = float(reproduce(record))
+            predicted = float(reproduce_inference_record(record))
         except Exception as e:  # one bad record must not stop the others
             results.append(RecordResult(**base, status="failed",
                                         note=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
@@ -284,8 +251,6 @@ def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: i
     if only is not None and only not in GROUPS:
         raise CharonError(f"--only {only!r}: expected one of {', '.join(GROUPS)}")
     if framework:
-        from charon_ir.frameworks import framework as check_framework
-
         check_framework(framework)
     selected = [r for r in records if only is None or CATEGORY_GROUP.get(r["category"]) == only]
     results: list[RecordResult] = []

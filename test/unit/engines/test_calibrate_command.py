@@ -7,7 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from charon_ir.cli import app
-from charon_ir.engines import calibration, collectives, compute_efficiency
+from charon_ir.engines import collectives, compute_efficiency
+from charon_ir.validation import calibration
 
 
 def test_calibrate_json():

@@ -100,7 +100,7 @@ def test_no_gemm_shape_beats_the_best_measured_one():
     """A mamf record is the best shape of a sweep over M, N, K up to 16384: no
     shape of that sweep may be priced above the best record of its GPU type, and
     the best of them reaches it (GEMM_MAX is that ceiling)."""
-    from charon_ir.engines import calibration
+    from charon_ir.validation import calibration
     from charon_ir.target.hardware import load_gpu
 
     measured: dict[str, float] = {}

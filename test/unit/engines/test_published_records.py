@@ -4,7 +4,7 @@ Constants are per GPU type and kernel (docs/calibration.md), never per record.""
 
 import pytest
 
-from charon_ir.engines import calibration
+from charon_ir.validation import calibration
 
 KERNELS = calibration.kernel_comparisons()
 NCCL = [c for c in calibration.comm_comparisons() if c.primary]

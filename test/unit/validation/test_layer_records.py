@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from charon_ir.engines import calibration, compute_efficiency
+from charon_ir.engines import compute_efficiency
+from charon_ir.validation import calibration
 from charon_ir.target.hardware import load_gpu
 from charon_ir.validation.layers import LayerCase, layer_case, layer_times
 from charon_ir.validation.runner import cache_directory
