@@ -15,7 +15,7 @@ import typer
 
 from charon_ir.errors import CharonError, one_line, short_path
 
-COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep")
+COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep", "export")
 """Modules under charon_ir.commands, each adding its subcommands to the app."""
 
 click_errors = importlib.import_module(typer.BadParameter.__module__)

@@ -65,4 +65,10 @@ def _simulate_target() -> type[Target]:
     return SimulateTarget
 
 
-ALL_TARGETS: dict[str, Callable[[], type[Target]]] = {"simulate": _simulate_target}
+def _chakra_target() -> type[Target]:
+    from charon_ir.interop.chakra_target import ChakraTarget
+
+    return ChakraTarget
+
+
+ALL_TARGETS: dict[str, Callable[[], type[Target]]] = {"simulate": _simulate_target, "chakra": _chakra_target}
