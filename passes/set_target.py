@@ -2,8 +2,10 @@
 Attach the hardware a module is compiled for (`sim.target` on the module).
 
 Options:
-- hardware: GPU name, a row of the bundled GPU table (`H100-SXM5-80GB`) or an
-  alias (`H100`); required unless `cluster` is given.
+- hardware: a bundled GPU (`H100-SXM5-80GB`) or its alias (`H100`), a GPU file
+  (`"gpus/my.toml"`, docs/gpus.md; stored on the module by its absolute path),
+  or either with overrides (`"H100:hbm_bw=6.7e12,hbm=141e9"`, quoted); required
+  unless `cluster` is given.
 - gpus: GPUs in the job; 0 takes every GPU of the cluster, or 8 without one
   (default 0).
 - gpus-per-node: GPUs per node; 0 takes the cluster's or the GPU's usual node

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
 
 def serve_command(
     model: Annotated[str, Opt("--model", help="bundled name, config.json or a model folder")],
-    hardware: Annotated[str, Opt("--hardware", help="GPU, e.g. H100-SXM5-80GB")] = "H100-SXM5-80GB",
+    hardware: Annotated[str, Opt("--hardware", help="GPU: a name (H100-SXM5-80GB), a GPU file (.toml) or a variant (H100:hbm_bw=6.7e12)")] = "H100-SXM5-80GB",
     tp: Annotated[int, Opt("--tp", help="tensor parallel per replica")] = 1,
     pp: Annotated[int, Opt("--pp", help="pipeline stages per replica")] = 1,
     ep: Annotated[int, Opt("--ep", help="expert parallel per replica (MoE)")] = 1,

@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
 def simulate_command(
     ctx: typer.Context,
     model: Annotated[str, Opt("--model", help="bundled name, config.json (or a model folder holding one), or a .mlir file")],
-    hardware: Annotated[str, Opt("--hardware", help="GPU, e.g. H100-SXM5-80GB (with --cluster: the cluster's)")] = "H100-SXM5-80GB",
+    hardware: Annotated[str, Opt("--hardware", help="GPU: a name (H100-SXM5-80GB), a GPU file (.toml) or a variant (H100:hbm_bw=6.7e12); with --cluster: the cluster's")] = "H100-SXM5-80GB",
     gpus: Annotated[int, Opt("--gpus", help="GPUs in the job")] = 8,
     gpus_per_node: Annotated[int, Opt("--gpus-per-node", help="0: the GPU's usual node")] = 0,
     cluster: Annotated[str, Opt("--cluster", help="a .cluster file or preset")] = "",
@@ -86,7 +86,7 @@ def simulate_command(
         # the cluster names its GPU: the --hardware default would contradict it
         from charon_ir.target.cluster import load_cluster
 
-        hardware = load_cluster(cluster).gpu.name
+        hardware = load_cluster(cluster).gpu.ref
     transformed = (
         (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"

@@ -64,7 +64,7 @@ def ring_steps(op: CollectiveOp, n: int) -> int:
 
 
 def memory_time_s(gpu: GpuSpec, nbytes: float) -> float:
-    return nbytes / (gpu.hbm_bandwidth * memory_efficiency(nbytes)) if nbytes > 0 else 0.0
+    return nbytes / (gpu.hbm_bandwidth * memory_efficiency(nbytes, gpu)) if nbytes > 0 else 0.0
 
 
 def roofline_time_s(compute_s: float, memory_s: float) -> float:

@@ -34,6 +34,7 @@ from charon_ir.target.cluster import (
     DEFAULT_SWITCH_HOP_S,
     Cluster,
 )
+from charon_ir.target.hardware import GpuSpec
 from charon_ir.target.topology import NIC, SCALE_UP, Placement, place
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send", "recv")
@@ -101,6 +102,19 @@ CONSTANTS: dict[str, CollectiveConstants] = {
 
 def constants_for(gpu_name: str) -> CollectiveConstants:
     return CONSTANTS.get(gpu_name, DEFAULT_CONSTANTS)
+
+
+def gpu_constants(gpu: GpuSpec) -> CollectiveConstants:
+    """The constants fitted for the GPU's calibration, with what its GPU file
+    states in place of them."""
+    k = constants_for(gpu.calibration)
+    eff = gpu.efficiency
+    stated = {
+        name: getattr(eff, name)
+        for name in ("scale_up_efficiency", "nic_efficiency", "nvls_efficiency", "nvls_latency_s", "nvls_fill_s")
+        if getattr(eff, name) is not None
+    }
+    return replace(k, **stated) if stated else k
 
 
 @dataclass(frozen=True)
@@ -192,7 +206,7 @@ def collective_plan(
 def _candidates(kind: str, s: float, ranks: tuple[int, ...], cluster: Cluster,
                 route: TokenRoute | None = None) -> list[CollectivePlan]:
     pl = place(cluster, ranks)
-    k = constants_for(cluster.gpu.name)
+    k = gpu_constants(cluster.gpu)
     if kind == "all_reduce":
         out = [_ring(kind, s, pl, cluster, k, proto) for proto in PROTOCOLS]
         if pl.domains > 1:

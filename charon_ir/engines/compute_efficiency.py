@@ -87,8 +87,15 @@ def gemm_efficiency(gpu: GpuSpec, batch: int, m: int, n: int, k: int) -> float:
         fill = (m * n) / (tiles_m * tm * tiles_n * tn)
         best = max(best, rel * wave_eff * fill)
     k_eff = k / (k + GEMM_K_OVERHEAD)
-    name = SAME_SILICON.get(gpu.name, gpu.name)
-    return GEMM_MAX.get(name, GEMM_MAX_DEFAULT) * best * k_eff
+    return gemm_max(gpu) * best * k_eff
+
+
+def gemm_max(gpu: GpuSpec) -> float:
+    """The GPU file's `gemm_max`, else the ceiling fitted for its calibration."""
+    if gpu.efficiency.gemm_max is not None:
+        return gpu.efficiency.gemm_max
+    name = SAME_SILICON.get(gpu.calibration, gpu.calibration)
+    return GEMM_MAX.get(name, GEMM_MAX_DEFAULT)
 
 
 # ---------------------------------------------------------------------------
@@ -150,16 +157,22 @@ def kernel_refusal(gpu: GpuSpec, kernel: str) -> str:
 
 
 def attention_constants(gpu: GpuSpec, kernel: str = DEFAULT_ATTENTION_KERNEL) -> AttentionConstants:
-    name = ATTENTION_ALIASES.get(gpu.name, gpu.name)
+    name = ATTENTION_ALIASES.get(gpu.calibration, gpu.calibration)
     if refusal := kernel_refusal(gpu, kernel):
         raise CharonError(refusal)
+    stated = {k: AttentionConstants(*v) for k, v in gpu.efficiency.attention}
+    if stated:
+        # the GPU file's own kernels; flash3's backward is flash2's where unstated
+        table = {(name, k): c for k, c in stated.items()}
+    else:
+        table = ATTENTION
     if kernel == "triton":
-        c = ATTENTION.get((name, "flash2")) or ATTENTION_DEFAULT
+        c = table.get((name, "flash2")) or ATTENTION_DEFAULT
         return AttentionConstants(
             c.fwd_max / TRITON_FLASH2_SPEEDUP, c.fwd_overhead,
             c.bwd_max / TRITON_FLASH2_SPEEDUP, c.bwd_overhead, c.head_dim_half,
         )
-    return ATTENTION.get((name, kernel)) or ATTENTION.get((name, "flash2")) or ATTENTION_DEFAULT
+    return table.get((name, kernel)) or table.get((name, "flash2")) or ATTENTION_DEFAULT
 
 
 def attention_tiles(sq: int, skv: int, causal: bool) -> tuple[float, float, int]:
@@ -233,8 +246,15 @@ VECTOR_MAX = 0.7
 """Fraction of the fp32 vector peak reached by compute-heavy pointwise code."""
 
 
-def memory_efficiency(nbytes: float) -> float:
-    return MEMORY_MAX * nbytes / (nbytes + MEMORY_HALF_BYTES) if nbytes > 0 else MEMORY_MAX
+def memory_efficiency(nbytes: float, gpu: GpuSpec | None = None) -> float:
+    """MEMORY_MAX and MEMORY_HALF_BYTES, or the GPU file's own curve."""
+    top, half = MEMORY_MAX, MEMORY_HALF_BYTES
+    if gpu is not None:
+        if gpu.efficiency.memory_max is not None:
+            top = gpu.efficiency.memory_max
+        if gpu.efficiency.memory_half_bytes is not None:
+            half = gpu.efficiency.memory_half_bytes
+    return top * nbytes / (nbytes + half) if nbytes > 0 else top
 
 
 # ---------------------------------------------------------------------------
@@ -254,5 +274,8 @@ refit`, `validation/layers.py`). GPU types without such a record: 0."""
 
 
 def overlap_slowdown(gpu: GpuSpec) -> float:
-    """The calibrated overlap contention of the GPU type (OVERLAP_SLOWDOWN)."""
-    return OVERLAP_SLOWDOWN.get(SAME_SILICON.get(gpu.name, gpu.name), 0.0)
+    """The GPU file's `overlap_slowdown`, else the calibrated overlap contention
+    of the GPU type (OVERLAP_SLOWDOWN)."""
+    if gpu.efficiency.overlap_slowdown is not None:
+        return gpu.efficiency.overlap_slowdown
+    return OVERLAP_SLOWDOWN.get(SAME_SILICON.get(gpu.calibration, gpu.calibration), 0.0)

@@ -449,11 +449,13 @@ def _sources_digest() -> str:
 
 def _table_key(shape: ReplicaShape) -> str:
     from charon_ir.frontend import load_config
-    from charon_ir.target.hardware import resolve_gpu_name
+    from charon_ir.target.hardware import load_gpu
 
     _, config = load_config(shape.model)
+    # the spec itself, not its name: a user's GPU file may change under one path
+    gpu = load_gpu(shape.hardware)
     payload = json.dumps(
-        {"config": config, "shape": asdict(shape), "gpu": resolve_gpu_name(shape.hardware),
+        {"config": config, "shape": asdict(shape), "gpu": gpu.name if gpu.ref == gpu.name else repr(gpu),
          "code": _sources_digest()},
         sort_keys=True, default=str,
     )

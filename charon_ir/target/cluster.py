@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError, read_text
-from charon_ir.target.hardware import GpuSpec, UnknownGpuError, load_gpu
+from charon_ir.target.hardware import GpuSpec, UnknownGpuError, _split_variant, load_gpu
 
 
 class ClusterError(CharonError):
@@ -166,7 +166,7 @@ class Cluster:
         parts = [
             f'name = "{self.name}"',
             f"nodes = {self.nodes}",
-            f"node {{ gpu = {self.gpu.name} gpus = {self.gpus_per_node} }}",
+            f"node {{ gpu = {_gpu_ref(self.gpu.ref)} gpus = {self.gpus_per_node} }}",
             f"scale_up {su.kind} {{ domain = {su.domain} bandwidth = {_bw(su.bandwidth)}"
             f" latency = {_t(su.latency)} multicast = {_b(su.multicast)}"
             + (f" dims = {_dims(su.dims)}" if su.dims else "")
@@ -188,6 +188,12 @@ class Cluster:
             body += [f"dims = {_dims(so.dims)}", f"bandwidth = {_bw(so.bandwidth)}"]
         parts.append(f"scale_out {so.kind} {{ {' '.join(body)} }}".replace("{  }", "{ }"))
         return " ".join(parts)
+
+
+def _gpu_ref(ref: str) -> str:
+    """A GPU's ref as a cluster value: a bare word where the grammar takes one,
+    else a quoted string (a file path, a variant)."""
+    return ref if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", ref) else f'"{ref}"'
 
 
 def _num(x: float) -> str:
@@ -421,8 +427,15 @@ class _Reader:
         gpu_value = self.need(node, "gpu")
         if gpu_value.kind not in ("word", "string"):
             raise self.fail(gpu_value.line, gpu_value.col, "'gpu' must be a GPU name")
+        gpu_ref = gpu_value.raw
+        base, _ = _split_variant(gpu_ref)
+        if base.endswith(".toml") and not Path(base).is_absolute():
+            # a GPU file next to the cluster file
+            near = Path(self.filename).parent / base
+            if near.exists():
+                gpu_ref = str(near) + gpu_ref[len(base):]
         try:
-            gpu = load_gpu(gpu_value.raw)
+            gpu = load_gpu(gpu_ref)
         except UnknownGpuError as e:
             raise self.fail(gpu_value.line, gpu_value.col, str(e)) from None
         per_node = self.integer(node, "gpus", default=gpu.gpus_per_node)
@@ -454,7 +467,7 @@ class _Reader:
                                   default=gpu.scale_up_bandwidth or 0.0)
         if kind != "none" and bandwidth <= 0:
             raise self.fail(blk.line, blk.col, "'scale_up' needs 'bandwidth' > 0")
-        latency = self.quantity(blk, "latency", _TIME_UNITS, "time", default=DEFAULT_SCALE_UP_HOP_S)
+        latency = self.quantity(blk, "latency", _TIME_UNITS, "time", default=gpu.scale_up_latency)
         multicast = self.boolean(blk, "multicast", default=False)
         if multicast and kind != "nvswitch":
             raise self.fail(blk.entries["multicast"].line, blk.entries["multicast"].col,
@@ -472,7 +485,7 @@ class _Reader:
         if rails > count:
             v = blk.entries["rails"]
             raise self.fail(v.line, v.col, f"'rails' ({rails}) cannot exceed 'count' ({count})")
-        latency = self.quantity(blk, "latency", _TIME_UNITS, "time", default=DEFAULT_NIC_LATENCY_S)
+        latency = self.quantity(blk, "latency", _TIME_UNITS, "time", default=gpu.nic_latency)
         pxn = self.boolean(blk, "pxn", default=True)
         return Nics(count, speed, rails, latency, pxn)
 
@@ -549,36 +562,36 @@ def default_scale_up(gpu: GpuSpec, per_node: int) -> ScaleUp:
     """The GPU table's scale-up fabric for nodes of `per_node` GPUs. A domain
     wider than the GPU's usual node (NVL72) spans nodes; otherwise it is cut to
     the node."""
-    tech = str(gpu.raw.get("scale_up_tech") or "").lower()
+    tech = gpu.scale_up_tech.lower()
     domain = gpu.scale_up_domain or 1
     if domain <= gpu.gpus_per_node:
         domain = min(domain, per_node)
     if domain % per_node and per_node % domain:
         domain = per_node
     if "nvlink" in tech and "bridge" not in tech and domain > 1:
-        # NVSwitch multicast (NVLS) exists from Hopper (NVSwitch gen3) on
-        multicast = gpu.name.startswith(("H100-SXM", "H200", "H800", "H20", "B200", "GB200"))
-        return ScaleUp("nvswitch", domain, gpu.scale_up_bandwidth, DEFAULT_SCALE_UP_HOP_S, multicast)
+        # NVSwitch multicast (NVLS) exists from Hopper (NVSwitch gen3) on: the GPU
+        # file's `multicast`
+        return ScaleUp("nvswitch", domain, gpu.scale_up_bandwidth, gpu.scale_up_latency, gpu.multicast)
     if "infinity fabric" in tech or "xgmi" in tech:
-        return ScaleUp("fully_connected", domain, gpu.scale_up_bandwidth, DEFAULT_SCALE_UP_HOP_S)
+        return ScaleUp("fully_connected", domain, gpu.scale_up_bandwidth, gpu.scale_up_latency)
     if "ici" in tech.split():
         # TPU slices: a torus we cannot shape from the table; a switched domain
         # of the node's chips is the closest plain reading
-        return ScaleUp("nvswitch", per_node, gpu.scale_up_bandwidth, DEFAULT_SCALE_UP_HOP_S)
+        return ScaleUp("nvswitch", per_node, gpu.scale_up_bandwidth, gpu.scale_up_latency)
     if gpu.scale_up_bandwidth and domain > 1:
-        return ScaleUp("nvswitch", domain, gpu.scale_up_bandwidth, DEFAULT_SCALE_UP_HOP_S)
-    return ScaleUp("none", 1, gpu.scale_up_bandwidth, DEFAULT_SCALE_UP_HOP_S)
+        return ScaleUp("nvswitch", domain, gpu.scale_up_bandwidth, gpu.scale_up_latency)
+    return ScaleUp("none", 1, gpu.scale_up_bandwidth, gpu.scale_up_latency)
 
 
 def default_nics(gpu: GpuSpec, per_node: int) -> Nics:
     """The GPU table's NICs, scaled to a node of `per_node` GPUs (one 400 Gb/s
     NIC per GPU where the table has none)."""
-    if gpu.raw.get("nics_per_node") and gpu.raw.get("nic_Gb_s"):
+    if gpu.nics_stated:
         count = max(1, round(gpu.nics_per_node * per_node / gpu.gpus_per_node))
         speed = gpu.nic_bandwidth
     else:
         count, speed = per_node, 400e9 / 8
-    return Nics(count, speed, count, DEFAULT_NIC_LATENCY_S, True)
+    return Nics(count, speed, count, gpu.nic_latency, True)
 
 
 def default_scale_out(nodes: int) -> ScaleOut:

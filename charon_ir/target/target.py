@@ -46,7 +46,7 @@ class Target:
 
     def to_attr(self) -> DictionaryAttr:
         entries = {
-            "hardware": StringAttr(self.gpu.name),
+            "hardware": StringAttr(self.gpu.ref),
             "gpus": IntegerAttr(self.gpus, 64),
             "gpus_per_node": IntegerAttr(self.gpus_per_node, 64),
         }
