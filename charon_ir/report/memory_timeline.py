@@ -9,7 +9,7 @@ peak the memory analysis reports includes it.
 
 from __future__ import annotations
 
-from charon_ir.runtime.interpreter import Timeline
+from charon_ir.runtime.timeline import Timeline
 
 
 def memory_over_time(timeline: Timeline, stages: list, vpp: int = 1) -> dict[int, list[tuple[float, int]]]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from charon_ir.report.output import atomic_output, cannot_write
-from charon_ir.runtime.flatten import KIND_JOIN
-from charon_ir.runtime.interpreter import Timeline
+from charon_ir.runtime.program import KIND_JOIN
+from charon_ir.runtime.timeline import Timeline
 
 GIB = 2**30
 

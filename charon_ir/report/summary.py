@@ -13,48 +13,9 @@ from typing import Any
 import numpy as np
 
 from charon_ir.dialects.event import RECOMPUTE_FLOPS
-from charon_ir.runtime.flatten import KIND_COMM, KIND_COMPUTE
-from charon_ir.runtime.interpreter import Timeline, _union, measure, subtract
+from charon_ir.runtime.program import KIND_COMPUTE
+from charon_ir.runtime.timeline import ANY_AXIS, Timeline, exposed_by_axis, measure
 from charon_ir.target.target import Target
-
-
-def _axis_of(stream: str) -> str:
-    """comm_tp -> tp, comm_pp_send -> pp, comm_dp_tp -> dp_tp."""
-    name = stream.removeprefix("comm_")
-    for suffix in ("_send", "_recv"):
-        name = name.removesuffix(suffix)
-    return name
-
-
-ANY_AXIS = "*"
-"""The time any axis's communication runs with no compute beside it: the axes'
-exposures overlap (tp and dp waited for at once), so their sum can exceed it."""
-
-
-def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
-    """Per axis, the time program `index`'s communication runs with none of its
-    compute beside it (folded loops add what they hid inside), and under
-    ANY_AXIS that of all axes together."""
-    program = timeline.program
-    compute = timeline.intervals(KIND_COMPUTE, program=index)
-    exposed: dict[str, float] = {}
-    every_axis: list[tuple[float, float]] = []
-    # folded loops report their inner exposure themselves (folded_exposed)
-    not_folded = program.busy == program.duration
-    for s, name in enumerate(program.streams):
-        if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
-            continue
-        mask = (program.stream == s) & not_folded
-        intervals = _union(list(zip(timeline.start[mask], timeline.end[mask])))
-        every_axis += intervals
-        axis = _axis_of(name)
-        exposed[axis] = exposed.get(axis, 0.0) + subtract(intervals, compute)
-    exposed[ANY_AXIS] = subtract(_union(every_axis), compute)
-    for i, inner in program.folded_exposed.items():
-        if program.event_program[i] == index:  # pyright: ignore[reportOptionalSubscript]
-            for axis, t in inner.items():
-                exposed[axis] = exposed.get(axis, 0.0) + t
-    return exposed
 
 
 def stage_breakdown(timeline: Timeline, index: int) -> dict[str, Any]:

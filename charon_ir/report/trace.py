@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.report.output import atomic_output
-from charon_ir.runtime.flatten import KIND_JOIN
-from charon_ir.runtime.interpreter import Timeline
+from charon_ir.runtime.program import KIND_JOIN
+from charon_ir.runtime.timeline import Timeline
 
 
 def trace_events(timelines: list[Timeline]) -> list[dict[str, Any]]:

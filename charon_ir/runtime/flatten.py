@@ -18,69 +18,22 @@ from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import event
 from charon_ir.errors import CharonError
+from charon_ir.runtime.interpreter import run
+from charon_ir.runtime.program import (
+    KIND_COMM,
+    KIND_COMPUTE,
+    KIND_JOIN,
+    LINKS,
+    MAX_EVENTS,
+    FlatProgram,
+    ProgramInfo,
+)
+from charon_ir.runtime.timeline import exposed_by_axis, stream_work
 
-KIND_JOIN, KIND_COMPUTE, KIND_COMM = 0, 1, 2
+__all__ = ["KIND_COMM", "KIND_COMPUTE", "KIND_JOIN", "MAX_EVENTS", "FlatProgram", "ProgramInfo",
+           "flatten_all", "folds_microbatches"]
+
 _EVENT, _JOIN, _BARRIER, _LOOP = "event", "join", "barrier", "loop"
-_LINKS = {"scale-up": 1, "scale-out": 2}
-"""Links a collective can cross; concurrent collectives of one program on the same
-link share its bandwidth."""
-
-MAX_EVENTS = 20_000_000
-"""Events (and loop iterations) one interpretation may run, a few GB and a minute:
-the largest bundled training step takes under 300k events in the fine tier; a
-program that unrolls to more (loops nested in loops, a count of 1e18) is refused
-before it fills the memory or runs for hours."""
-
-
-@dataclass
-class ProgramInfo:
-    name: str
-    ranks: int
-    attributes: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class FlatProgram:
-    """Every event of every program of a module, in arrays."""
-
-    name: str
-    ranks: int
-    streams: list[str]
-    stream_kinds: list[int]
-    duration: np.ndarray
-    stream: np.ndarray
-    kind: np.ndarray
-    flops: np.ndarray
-    bytes: np.ndarray
-    labels: list[str]
-    deps: list[list[int]]
-    engines: dict[str, int] = field(default_factory=dict)
-    """Event ops in the IR priced by each engine (IR ops, not loop iterations)."""
-    attributes: dict[str, float] = field(default_factory=dict)
-    programs: list[ProgramInfo] = field(default_factory=list)
-    stream_program: list[int] = field(default_factory=list)
-    event_program: np.ndarray | None = None
-    busy: np.ndarray | None = None
-    """Seconds each event keeps its stream working: its duration, except for a
-    folded loop, which spans the loop's window but works only part of it."""
-    folded_exposed: dict[int, dict[str, float]] = field(default_factory=dict)
-    """Folded compute events: the communication (per axis) exposed inside them."""
-    link: dict[int, int] = field(default_factory=dict)
-    """Communication events and the link they cross (1 scale-up, 2 scale-out)."""
-
-    def __post_init__(self) -> None:
-        if not self.programs:
-            self.programs = [ProgramInfo(self.name, self.ranks, self.attributes)]
-        if not self.stream_program:
-            self.stream_program = [0] * len(self.streams)
-        if self.event_program is None:
-            self.event_program = np.zeros(len(self.labels), dtype=np.int64)
-        if self.busy is None:
-            self.busy = self.duration
-
-    @property
-    def num_events(self) -> int:
-        return len(self.labels)
 
 
 class _Builder:
@@ -148,7 +101,7 @@ class _Builder:
                 link = attrs.get("link")
                 code.append((
                     _EVENT,
-                    self.stream_index[op.stream.string_value()] | (_LINKS.get(link.data, 0) << 20 if isinstance(link, StringAttr) else 0),
+                    self.stream_index[op.stream.string_value()] | (LINKS.get(link.data, 0) << 20 if isinstance(link, StringAttr) else 0),
                     KIND_COMPUTE if isinstance(op, event.ComputeOp) else KIND_COMM,
                     op.duration_s.value.data,
                     tuple(slot(d) for d in op.deps),
@@ -238,9 +191,6 @@ class _Builder:
         key = self.loop_key(ins, base)
         if key in self.loop_summaries:
             return self.loop_summaries[key].moved(base)
-        from charon_ir.report.summary import exposed_by_axis
-        from charon_ir.runtime.interpreter import run
-
         _, _, _, arg, body, yielded, _, _, n_slots, _ = ins
 
         def mini(iterations: int, late: float = 0.0):
@@ -265,7 +215,7 @@ class _Builder:
         results = []
         for iterations in (2, 3):
             sub, flat, tl, env = mini(iterations)
-            used = {s: float(b) for s, b in enumerate(_stream_busy(tl)) if b or s in set(sub.stream)}
+            used = {s: float(b) for s, b in enumerate(stream_work(tl)) if b or s in set(sub.stream)}
             last_end, first_start = {}, {}
             for i, st in enumerate(sub.stream):
                 if st >= 0:
@@ -544,7 +494,7 @@ def _foldable(code: list[tuple]) -> bool:
     the layer loops and folds like them."""
     return not _lanes_drift(code) and all(
         ins[0] is _JOIN
-        or (ins[0] is _EVENT and ins[8] is None and ins[1] >> 20 != _LINKS["scale-out"])
+        or (ins[0] is _EVENT and ins[8] is None and ins[1] >> 20 != LINKS["scale-out"])
         or (ins[0] is _LOOP and _foldable(ins[4]))
         for ins in code
     )
@@ -605,16 +555,6 @@ def _external_slots(code: list[tuple], arg: int) -> tuple[int, ...]:
         used.update(reads)
         defined.add(writes)
     return tuple(sorted(used - defined))
-
-
-def _stream_busy(tl) -> list[float]:
-    p = tl.program
-    out = [0.0] * len(p.streams)
-    for i in range(p.num_events):
-        if p.stream[i] >= 0:
-            # a folded loop works only part of its span
-            out[p.stream[i]] += float(p.busy[i]) if p.busy[i] != p.duration[i] else float(tl.end[i] - tl.start[i])
-    return out
 
 
 def _int(attr) -> float:

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from charon_ir.errors import CharonError
-from charon_ir.runtime.flatten import KIND_COMM, KIND_COMPUTE, FlatProgram
+from charon_ir.engines.compute_efficiency import overlap_slowdown
+from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram
+from charon_ir.runtime.timeline import Timeline
 
 _EPS = 1e-15
 
@@ -35,80 +37,9 @@ def calibrated_overlap(gpu, compute_slowdown: float | None = None,
                        comm_slowdown: float | None = None) -> OverlapModel:
     """The overlap model of a GpuSpec: each slowdown as given, or where None the
     GPU type's calibrated one (`compute_efficiency.OVERLAP_SLOWDOWN`)."""
-    from charon_ir.engines.compute_efficiency import overlap_slowdown
-
     calibrated = overlap_slowdown(gpu)
     return OverlapModel(calibrated if compute_slowdown is None else compute_slowdown,
                         calibrated if comm_slowdown is None else comm_slowdown)
-
-
-@dataclass
-class Timeline:
-    program: FlatProgram
-    start: np.ndarray
-    end: np.ndarray
-
-    @property
-    def makespan(self) -> float:
-        return float(self.end.max()) if len(self.end) else 0.0
-
-    def stream_names(self) -> list[str]:
-        """Stream names, qualified by their program when there are several."""
-        p = self.program
-        if len(p.programs) == 1:
-            return list(p.streams)
-        return [f"{p.programs[o].name}/{n}" for n, o in zip(p.streams, p.stream_program)]
-
-    def stream_busy(self) -> dict[str, float]:
-        # an event keeps its stream busy from start to end (longer than its
-        # duration when slowed by overlap); a folded loop only for its work
-        spans = self.end - self.start
-        folded = self.program.busy != self.program.duration
-        spans[folded] = self.program.busy[folded]  # pyright: ignore[reportOptionalSubscript]
-        busy = {}
-        for i, name in enumerate(self.stream_names()):
-            busy[name] = float(spans[self.program.stream == i].sum())
-        return busy
-
-    def intervals(self, kind: int, program: int | None = None) -> list[tuple[float, float]]:
-        mask = self.program.kind == kind
-        if program is not None:
-            mask &= self.program.event_program == program
-        return _union(list(zip(self.start[mask], self.end[mask])))
-
-
-def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[tuple[float, float]] = []
-    for s, e in sorted(intervals):
-        if e <= s:
-            continue
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((float(s), float(e)))
-    return out
-
-
-def measure(intervals: list[tuple[float, float]]) -> float:
-    return sum(e - s for s, e in intervals)
-
-
-def subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Length of the union a minus the union b (both sorted, disjoint)."""
-    total, j = 0.0, 0
-    for s, e in a:
-        cur = s
-        while j < len(b) and b[j][1] <= cur:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] < e:
-            if b[k][0] > cur:
-                total += b[k][0] - cur
-            cur = max(cur, b[k][1])
-            k += 1
-        if cur < e:
-            total += e - cur
-    return total
 
 
 def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timeline:

@@ -1,0 +1,75 @@
+"""The flat program the interpreter runs: every event of a module's
+`event.program`s in arrays (`FlatProgram`), the bottom layer of the runtime.
+
+    program  <-  timeline  <-  interpreter  <-  fold  <-  flatten  <-  tiers
+
+Nothing here reads the IR; `flatten` builds these from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KIND_JOIN, KIND_COMPUTE, KIND_COMM = 0, 1, 2
+LINKS = {"scale-up": 1, "scale-out": 2}
+"""Links a collective can cross; concurrent collectives of one program on the same
+link share its bandwidth."""
+
+MAX_EVENTS = 20_000_000
+"""Events (and loop iterations) one interpretation may run, a few GB and a minute:
+the largest bundled training step takes under 300k events in the fine tier; a
+program that unrolls to more (loops nested in loops, a count of 1e18) is refused
+before it fills the memory or runs for hours."""
+
+
+@dataclass
+class ProgramInfo:
+    name: str
+    ranks: int
+    attributes: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class FlatProgram:
+    """Every event of every program of a module, in arrays."""
+
+    name: str
+    ranks: int
+    streams: list[str]
+    stream_kinds: list[int]
+    duration: np.ndarray
+    stream: np.ndarray
+    kind: np.ndarray
+    flops: np.ndarray
+    bytes: np.ndarray
+    labels: list[str]
+    deps: list[list[int]]
+    engines: dict[str, int] = field(default_factory=dict)
+    """Event ops in the IR priced by each engine (IR ops, not loop iterations)."""
+    attributes: dict[str, float] = field(default_factory=dict)
+    programs: list[ProgramInfo] = field(default_factory=list)
+    stream_program: list[int] = field(default_factory=list)
+    event_program: np.ndarray | None = None
+    busy: np.ndarray | None = None
+    """Seconds each event keeps its stream working: its duration, except for a
+    folded loop, which spans the loop's window but works only part of it."""
+    folded_exposed: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Folded compute events: the communication (per axis) exposed inside them."""
+    link: dict[int, int] = field(default_factory=dict)
+    """Communication events and the link they cross (1 scale-up, 2 scale-out)."""
+
+    def __post_init__(self) -> None:
+        if not self.programs:
+            self.programs = [ProgramInfo(self.name, self.ranks, self.attributes)]
+        if not self.stream_program:
+            self.stream_program = [0] * len(self.streams)
+        if self.event_program is None:
+            self.event_program = np.zeros(len(self.labels), dtype=np.int64)
+        if self.busy is None:
+            self.busy = self.duration
+
+    @property
+    def num_events(self) -> int:
+        return len(self.labels)

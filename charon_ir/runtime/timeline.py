@@ -1,0 +1,133 @@
+"""A timeline (when each event of a flat program ran) and the interval maths
+read off it: unions, exposed communication per axis, busy time per stream.
+
+The interpreter produces a Timeline; the fast tier's loop folding and the report
+read it. Nothing here runs a program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram
+
+
+@dataclass
+class Timeline:
+    program: FlatProgram
+    start: np.ndarray
+    end: np.ndarray
+
+    @property
+    def makespan(self) -> float:
+        return float(self.end.max()) if len(self.end) else 0.0
+
+    def stream_names(self) -> list[str]:
+        """Stream names, qualified by their program when there are several."""
+        p = self.program
+        if len(p.programs) == 1:
+            return list(p.streams)
+        return [f"{p.programs[o].name}/{n}" for n, o in zip(p.streams, p.stream_program)]
+
+    def stream_busy(self) -> dict[str, float]:
+        # an event keeps its stream busy from start to end (longer than its
+        # duration when slowed by overlap); a folded loop only for its work
+        spans = self.end - self.start
+        folded = self.program.busy != self.program.duration
+        spans[folded] = self.program.busy[folded]  # pyright: ignore[reportOptionalSubscript]
+        busy = {}
+        for i, name in enumerate(self.stream_names()):
+            busy[name] = float(spans[self.program.stream == i].sum())
+        return busy
+
+    def intervals(self, kind: int, program: int | None = None) -> list[tuple[float, float]]:
+        mask = self.program.kind == kind
+        if program is not None:
+            mask &= self.program.event_program == program
+        return union(list(zip(self.start[mask], self.end[mask])))
+
+
+def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((float(s), float(e)))
+    return out
+
+
+def measure(intervals: list[tuple[float, float]]) -> float:
+    return sum(e - s for s, e in intervals)
+
+
+def subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Length of the union a minus the union b (both sorted, disjoint)."""
+    total, j = 0.0, 0
+    for s, e in a:
+        cur = s
+        while j < len(b) and b[j][1] <= cur:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < e:
+            if b[k][0] > cur:
+                total += b[k][0] - cur
+            cur = max(cur, b[k][1])
+            k += 1
+        if cur < e:
+            total += e - cur
+    return total
+
+
+def axis_of(stream: str) -> str:
+    """comm_tp -> tp, comm_pp_send -> pp, comm_dp_tp -> dp_tp."""
+    name = stream.removeprefix("comm_")
+    for suffix in ("_send", "_recv"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+ANY_AXIS = "*"
+"""The time any axis's communication runs with no compute beside it: the axes'
+exposures overlap (tp and dp waited for at once), so their sum can exceed it."""
+
+
+def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
+    """Per axis, the time program `index`'s communication runs with none of its
+    compute beside it (folded loops add what they hid inside), and under
+    ANY_AXIS that of all axes together."""
+    program = timeline.program
+    compute = timeline.intervals(KIND_COMPUTE, program=index)
+    exposed: dict[str, float] = {}
+    every_axis: list[tuple[float, float]] = []
+    # folded loops report their inner exposure themselves (folded_exposed)
+    not_folded = program.busy == program.duration
+    for s, name in enumerate(program.streams):
+        if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
+            continue
+        mask = (program.stream == s) & not_folded
+        intervals = union(list(zip(timeline.start[mask], timeline.end[mask])))
+        every_axis += intervals
+        axis = axis_of(name)
+        exposed[axis] = exposed.get(axis, 0.0) + subtract(intervals, compute)
+    exposed[ANY_AXIS] = subtract(union(every_axis), compute)
+    for i, inner in program.folded_exposed.items():
+        if program.event_program[i] == index:  # pyright: ignore[reportOptionalSubscript]
+            for axis, t in inner.items():
+                exposed[axis] = exposed.get(axis, 0.0) + t
+    return exposed
+
+
+def stream_work(tl: Timeline) -> list[float]:
+    """Seconds each stream works (by index), a folded loop counting its work only."""
+    p = tl.program
+    out = [0.0] * len(p.streams)
+    for i in range(p.num_events):
+        if p.stream[i] >= 0:
+            # a folded loop works only part of its span
+            out[p.stream[i]] += float(p.busy[i]) if p.busy[i] != p.duration[i] else float(tl.end[i] - tl.start[i])
+    return out
