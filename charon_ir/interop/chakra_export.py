@@ -86,7 +86,7 @@ class _Unroller:
         self.stream_index: dict[str, int] = {}
         self.stream_axes: dict[int, tuple[str, ...]] = {}
         self.last: dict[int, int] = {}
-        self.messages: dict[tuple[str, int, int], int] = {}
+        self.messages: dict[tuple[int, tuple[str, int, int]], int] = {}
         self.compiled: dict[int, tuple] = {}
 
     def frontier(self, values: Iterable[dict[int, int]]) -> dict[int, int]:
@@ -152,8 +152,9 @@ class _Unroller:
                 rc.nbytes.append(nbytes)
                 rc.axes.append(self.stream_axes[stream])
                 if p2p is not None:
-                    k = self.messages.get(p2p, 0)
-                    self.messages[p2p] = k + 1
+                    # the k-th send of a channel pairs with its k-th receive
+                    k = self.messages.get((kind, p2p), 0)
+                    self.messages[(kind, p2p)] = k + 1
                     rc.p2p[i] = (*p2p, k)
                 self.last[stream] = i
                 env[op.token] = {stream: i}
