@@ -20,6 +20,7 @@ from typing import Any
 
 from charon_ir.errors import CharonError, read_text
 from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, field_defaults, resolve
+from charon_ir.frontend.user_modules import is_handle, lookup, model_name
 
 GIB = 1 << 30
 
@@ -196,6 +197,10 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
         return ctx, parse_located(ctx, read_text(path), str(path))
     from charon_ir.frontend import import_model
 
+    if is_handle(model):
+        module = import_model(lookup(model), seq_len=seq_len, batch=batch, mode=mode)
+        _check_layer_stack(module, model)
+        return ctx, module
     return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode)
 
 
@@ -248,7 +253,7 @@ def _routing_groups(model: str) -> dict[str, int]:
     DeepSeek-V2/V3's `n_group` groups of experts, a token's within `topk_group`
     of them (Megatron-Core's moe_router_num_groups / moe_router_group_topk).
     Nothing for an .mlir input, which states no config."""
-    if model.endswith(".mlir"):
+    if model.endswith(".mlir") or is_handle(model):
         return {}
     from charon_ir.frontend.configs import load_config
 
@@ -511,12 +516,14 @@ def _extrapolate(a: dict, b: dict, m_a: int, m_b: int, m: int) -> dict:
     return out
 
 
-def configure(model: str, framework: str = DEFAULT_FRAMEWORK, **options: Any
+def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any
               ) -> tuple[TrainingConfig, dict[str, Any]]:
     """The TrainingConfig of a run under `framework`'s presets (the settings
     given in `options` win), and the report's `framework` entry: its name, what
     the preset stands for and, for every setting a preset decides, the value in
-    force and where it came from."""
+    force and where it came from. `model` is a bundled name, a config.json or
+    .mlir path, or an nn.Module (named in the config by its handle)."""
+    model = model_name(model)
     defaults = field_defaults(TrainingConfig)
     unknown = sorted(set(options) - set(defaults))
     if unknown:
@@ -527,7 +534,7 @@ def configure(model: str, framework: str = DEFAULT_FRAMEWORK, **options: Any
 
 
 def simulate(
-    model: str,
+    model: Any,
     *,
     framework: str = DEFAULT_FRAMEWORK,
     trace: str | Path | None = None,

@@ -28,10 +28,11 @@ from charon_ir.frontend.convert import VIEW_OPS, GraphConverter, ImportSummary, 
 from charon_ir.frontend.dedupe import merge_duplicate_saved
 from charon_ir.frontend.tracing import Primal, TracedModel, TracedPart
 
-INVARIANT_INPUTS = frozenset({"positions", "rope_cos", "rope_sin", "tokens", "labels"})
+INVARIANT_INPUTS = frozenset({"positions", "rope_cos", "rope_sin", "tokens", "labels", "layer_input"})
 """Inputs every part sees unchanged: a saved view of one is re-derived in the
 backward, not stacked or yielded. A table per attention kind (Gemma 3's
-`rope_cos.sliding_attention`) counts as its kind's."""
+`rope_cos.sliding_attention`) counts as its kind's; `layer_input.N` are what a
+user module's stack passes to every layer besides the hidden state."""
 
 
 def _view_chain(node: fx.Node) -> tuple[fx.Node, list[fx.Node]]:

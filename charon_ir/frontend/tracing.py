@@ -181,6 +181,13 @@ class Family:
     def stem_modules(self) -> list[nn.Module]: ...
     def head_modules(self) -> list[nn.Module]: ...
     extras: list[str] = []
+    stem_params: set[str] | None = None
+    head_params: set[str] | None = None
+    """The parameters and buffers (by name) the stem and head read, where their
+    modules would claim more (a user module's stem and head are the whole module)."""
+    head_tokens: torch.Tensor | None = None
+    """The step's token ids while the head is traced, for a family whose head
+    replays the model's forward (a user module's)."""
 
 
 class LlamaFamily(Family):
@@ -434,41 +441,248 @@ def trace_hf_model(name: str, config_dict: dict[str, Any], family_name: str, sha
         raise CharonError(f"cannot trace {name}: {type(e).__name__}: {first}") from None
 
 
-class UserModuleFamily(Family):
-    """A user's nn.Module mapping token ids to logits: traced whole as the stem
-    (no repeated layers are assumed); the head only computes the loss."""
+class _ReachedStack(Exception):
+    """Raised by the first layer's pre-hook: the stem ends where the stack begins."""
 
-    layer_prefix = "layers"
-    extras = []
+    def __init__(self, args: tuple, kwargs: dict):
+        super().__init__("the stem reached the layer stack")
+        self.args_, self.kwargs_ = args, kwargs
+
+
+@dataclass
+class LayerStack:
+    """A user module's stack of layers, found by running it once: `path` names the
+    ModuleList (or Sequential); every layer is called once, in order, on the
+    previous layer's output, with the same other arguments (`args`, `kwargs`:
+    tensors among them are the layers' extra inputs, in `extra_slots` order)."""
+
+    path: str
+    layers: nn.ModuleList | nn.Sequential
+    args: tuple
+    kwargs: dict
+    extra_slots: list[tuple[str, int | str]]
+    tuple_output: int | None
+    """None when a layer returns its hidden state; else the length of the tuple
+    whose first element it is."""
+    stem_names: set[str]
+    head_names: set[str]
+
+
+def _primary(output: Any) -> torch.Tensor | None:
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
+        return output[0]
+    return None
+
+
+def _stack_candidates(module: nn.Module) -> list[tuple[str, nn.Module]]:
+    """ModuleLists and Sequentials of two or more blocks, the largest (by
+    parameters) first: the stack of a model holds most of its weights, the
+    experts of one MoE layer far fewer."""
+    found = []
+    for name, m in module.named_modules():
+        if isinstance(m, (nn.ModuleList, nn.Sequential)) and len(m) >= 2 and name:
+            size = sum(p.numel() for p in m.parameters())
+            if size:
+                found.append((size, name, m))
+    found.sort(key=lambda t: -t[0])
+    return [(name, m) for _, name, m in found]
+
+
+class _UsedTensors(torch.overrides.TorchFunctionMode):
+    """Records which parameters and buffers (by name) each torch function reads,
+    into the set `phase[0]` points to: the stem's before the first layer, the
+    head's after the last."""
+
+    def __init__(self, names: dict[int, str], phase: list[set[str] | None]):
+        super().__init__()
+        self.names, self.phase = names, phase
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        target = self.phase[0]
+        if target is not None:
+            for a in torch.utils._pytree.tree_leaves((args, kwargs)):
+                if isinstance(a, torch.Tensor) and id(a) in self.names:
+                    target.add(self.names[id(a)])
+        return func(*args, **kwargs)
+
+
+def find_layer_stack(model: nn.Module, shape: StepShape, param_dtype: torch.dtype | None) -> LayerStack | None:
+    """Run `model` once on fake tensors and return the first candidate stack whose
+    layers chain (layer i+1 reads layer i's output, with the same other inputs);
+    None when no ModuleList or Sequential does."""
+    candidates = _stack_candidates(model)
+    if not candidates:
+        return None
+    names: dict[int, str] = {}
+    fakes: list[Primal] = []
+    with FakeTensorMode():
+        for pname, p in model.named_parameters():
+            dtype = param_dtype if param_dtype is not None and p.is_floating_point() else p.dtype
+            fakes.append(Primal("param", pname, _fake_like(p, dtype)))
+        for bname, b in model.named_buffers():
+            fakes.append(Primal("buffer", bname, _fake_like(b)))
+        for f in fakes:
+            names[id(f.tensor)] = f.name
+        ids = torch.empty((shape.batch, shape.tokens_in), dtype=torch.long)
+        for path, layers in candidates:
+            stack = _probe(model, path, layers, fakes, names, ids)
+            if stack is not None:
+                return stack
+    return None
+
+
+def _probe(model, path, layers, fakes, names, ids) -> LayerStack | None:
+    calls: list[tuple[int, tuple, dict]] = []
+    outputs: list[Any] = []
+    stem: set[str] = set()
+    head: set[str] = set()
+    phase: list[set[str] | None] = [stem]
+    handles = []
+    n = len(layers)
+    for i, layer in enumerate(layers):
+        def pre(_m, args, kwargs, _i=i):
+            calls.append((_i, args, kwargs))
+            phase[0] = None
+        def post(_m, args, kwargs, output, _i=i):
+            outputs.append(output)
+            phase[0] = head if _i == n - 1 else None
+        handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
+        handles.append(layer.register_forward_hook(post, with_kwargs=True))
+    try:
+        with torch.no_grad(), _patched_for_tracing(), _reparametrized(model, fakes, [f.tensor for f in fakes]):
+            with _UsedTensors(names, phase):
+                model(ids)
+    except Exception:
+        return None
+    finally:
+        for h in handles:
+            h.remove()
+    if [c[0] for c in calls] != list(range(n)) or len(outputs) != n:
+        return None
+    first_args, first_kwargs = calls[0][1], calls[0][2]
+    if not first_args or not isinstance(first_args[0], torch.Tensor):
+        return None
+    for (i, args, kwargs), prev in zip(calls[1:], outputs):
+        if _primary(prev) is None or not args or args[0] is not _primary(prev):
+            return None
+        if len(args) != len(first_args) or any(a is not b and not (a == b if not isinstance(a, torch.Tensor) else False)
+                                               for a, b in zip(args[1:], first_args[1:])):
+            return None
+        if kwargs.keys() != first_kwargs.keys() or any(
+            kwargs[k] is not first_kwargs[k] and (isinstance(kwargs[k], torch.Tensor) or kwargs[k] != first_kwargs[k])
+            for k in kwargs
+        ):
+            return None
+    slots: list[tuple[str, int | str]] = [("arg", j) for j, a in enumerate(first_args) if j and isinstance(a, torch.Tensor)]
+    slots += [("kwarg", k) for k, v in first_kwargs.items() if isinstance(v, torch.Tensor)]
+    last = outputs[-1]
+    tuple_output = None if isinstance(last, torch.Tensor) else len(last)
+    return LayerStack(path, layers, first_args, first_kwargs, slots, tuple_output, stem, head)
+
+
+class UserModuleFamily(Family):
+    """A user's nn.Module mapping token ids to logits. Its stack of layers is
+    found, not assumed (`find_layer_stack`): the stem is the forward up to the
+    first layer's call, a layer is one call of a block with the extra inputs the
+    stack passes to every layer, the head is the forward after the last layer.
+    A module without such a stack is traced whole as the stem; the head then only
+    computes the loss."""
+
+    def __init__(self, model: nn.Module, stack: LayerStack | None):
+        super().__init__(model)
+        self.stack = stack
+        self.layer_prefix = stack.path if stack else "layers"
+        self.extras = [f"layer_input.{i}" for i in range(len(stack.extra_slots))] if stack else []
+        if stack:
+            self.stem_params = stack.stem_names
+            # the head replays the stem's ops (dead, dropped): it reads its weights too
+            self.head_params = stack.stem_names | stack.head_names
 
     def layers(self):
-        return nn.ModuleList()
+        return self.stack.layers if self.stack else nn.ModuleList()
 
-    def stem(self, ids, positions):
+    def _forward(self, ids):
         out = self.model(ids)
         if hasattr(out, "logits"):
             out = out.logits
         elif isinstance(out, (tuple, list)):
             out = out[0]
-        return (out,)
+        return out
+
+    def stem(self, ids, positions):
+        if self.stack is None:
+            return (self._forward(ids),)
+
+        def stop(_m, args, kwargs):
+            raise _ReachedStack(args, kwargs)
+
+        handle = self.stack.layers[0].register_forward_pre_hook(stop, with_kwargs=True)
+        try:
+            self._forward(ids)
+        except _ReachedStack as reached:
+            args, kwargs = reached.args_, reached.kwargs_
+        else:
+            raise CharonError(f"{type(self.model).__name__}: the layer stack '{self.stack.path}' was not called")
+        finally:
+            handle.remove()
+        extras = [args[k] if kind == "arg" else kwargs[k] for kind, k in self.stack.extra_slots]
+        return (args[0], *extras)
+
+    def _call_args(self, x, extras):
+        args, kwargs = list(self.stack.args), dict(self.stack.kwargs)
+        args[0] = x
+        for (kind, k), value in zip(self.stack.extra_slots, extras):
+            if kind == "arg":
+                args[k] = value
+            else:
+                kwargs[k] = value
+        return args, kwargs
 
     def layer(self, layer, x, extras, positions):
-        raise AssertionError("a user module has no separately traced layers")
+        args, kwargs = self._call_args(x, extras)
+        return _primary(layer(*args, **kwargs))
 
     def final(self, h):
-        return h
+        if self.stack is None:
+            return h
+        # the forward again, its layers skipped: each hands its hidden input on,
+        # the last returns h; what the stem computed is dead and dropped
+        n, arity = len(self.stack.layers), self.stack.tuple_output
+
+        def skip(_m, args, kwargs, _last):
+            out = h if _last else args[0]
+            if arity is None:
+                return out
+            return (out, *(None for _ in range(arity - 1)))
+
+        saved = []
+        for i, layer in enumerate(self.stack.layers):
+            saved.append(layer.forward)
+            layer.forward = lambda *a, _last=(i == n - 1), **k: skip(None, a, k, _last)
+        try:
+            return self._forward_after_stack()
+        finally:
+            for layer, fwd in zip(self.stack.layers, saved):
+                layer.forward = fwd
+
+    def _forward_after_stack(self):
+        return self._forward(self.head_tokens)
 
     def stem_modules(self):
         return [self.model]
 
     def head_modules(self):
-        return []
+        return [] if self.stack is None else [self.model]
 
 
 def trace_user_module(module: nn.Module, shape: StepShape, dtype_name: str) -> TracedModel:
     try:
         with _quiet_torch_logs():
-            return trace_parts(type(module).__name__, "module", UserModuleFamily(module), shape, DTYPES[dtype_name])
+            stack = find_layer_stack(module, shape, DTYPES[dtype_name])
+            return trace_parts(type(module).__name__, "module", UserModuleFamily(module, stack), shape, DTYPES[dtype_name])
     except CharonError:
         raise
     except Exception as e:
@@ -489,19 +703,21 @@ def trace_parts(name: str, family_name: str, family: Family, shape: StepShape, p
     b, s = shape.batch, shape.tokens_in
     mode = FakeTensorMode()
 
-    def primals_of(modules: Sequence[nn.Module]) -> list[Primal]:
+    def primals_of(modules: Sequence[nn.Module], only: set[str] | None = None) -> list[Primal]:
         seen: set[int] = set()
         out: list[Primal] = []
         names = {id(m): n for n, m in model.named_modules()}
         for m in modules:
             for p in m.parameters():
-                if id(p) not in seen:
+                if id(p) not in seen and (only is None or canonical[id(p)] in only):
                     seen.add(id(p))
                     dtype = param_dtype if param_dtype is not None and p.is_floating_point() else p.dtype
                     out.append(Primal("param", canonical[id(p)], _fake_like(p, dtype, grad=train)))
             prefix = names[id(m)]
             for bname, buf in m.named_buffers():
-                out.append(Primal("buffer", f"{prefix}.{bname}" if prefix else bname, _fake_like(buf)))
+                full = f"{prefix}.{bname}" if prefix else bname
+                if only is None or full in only:
+                    out.append(Primal("buffer", full, _fake_like(buf)))
         return out
 
     context = shape.seq_len if shape.mode == "decode" else 0
@@ -509,7 +725,7 @@ def trace_parts(name: str, family_name: str, family: Family, shape: StepShape, p
         ids = torch.empty((b, s), dtype=torch.long)
         positions = torch.empty((b, s), dtype=torch.long)
 
-        stem_primals = primals_of(family.stem_modules()) + [Primal("input", "tokens", ids), Primal("input", "positions", positions)]
+        stem_primals = primals_of(family.stem_modules(), family.stem_params) + [Primal("input", "tokens", ids), Primal("input", "positions", positions)]
 
         def stem_fn(*values):
             with _reparametrized(model, stem_primals, values):
@@ -550,18 +766,34 @@ def trace_parts(name: str, family_name: str, family: Family, shape: StepShape, p
         for run in runs:
             run.period = [by_signature[signatures[i]] for i in run.period]
 
-        head_primals = primals_of(family.head_modules()) + [Primal("input", "hidden", hidden)]
+        head_primals = primals_of(family.head_modules(), family.head_params)
+        replays = family.head_params is not None
+        if replays:
+            head_primals.append(Primal("input", "tokens", ids))
+        head_primals.append(Primal("input", "hidden", hidden))
         if train:
             head_primals.append(Primal("input", "labels", torch.empty((b, s), dtype=torch.long)))
 
-            def head_fn(*values):
+        def head_logits(values, last_token_only: bool):
+            n = len(head_primals)
+            hidden_in = values[n - 2] if train else values[n - 1]
+            if last_token_only:
+                hidden_in = hidden_in[:, -1:, :]
+            if replays:
+                family.head_tokens = values[n - 3] if train else values[n - 2]
+            try:
                 with _reparametrized(model, head_primals, values):
-                    logits = family.final(values[-2])
-                    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), values[-1].reshape(-1))
+                    return family.final(hidden_in)
+            finally:
+                family.head_tokens = None
+
+        if train:
+            def head_fn(*values):
+                logits = head_logits(values, False)
+                return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), values[-1].reshape(-1))
         else:
             def head_fn(*values):
-                with _reparametrized(model, head_primals, values):
-                    return family.final(values[-1][:, -1:, :])
+                return head_logits(values, True)
 
         head = trace_part(head_fn, head_primals, train)
     return TracedModel(name, family_name, getattr(model, "config", None), stem, traced_layers, runs, head,
