@@ -25,7 +25,8 @@ STRATEGY_KEYS = (
     "tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "sequence_parallel", "recompute", "zero", "fuse",
     "batch", "max_num_seqs", "replicas", "prefill_decode_split",
 )
-HARDWARE_KEYS = ("hardware", "cluster", "gpus", "nic_speed", "scale_up_domain", "topology", "oversubscription")
+HARDWARE_KEYS = ("hardware", "cluster", "gpus", "nic_speed", "scale_up_domain", "topology", "oversubscription",
+                 "peak_flops_scale", "hbm_bw", "hbm_capacity", "scale_up_bw", "scale_out_bw")
 TUNING_KEYS = LATER_SETTINGS
 """Kernel, overlap, optimizer and memory settings of training points (the
 settings points gained after the first results files). Like the
@@ -237,6 +238,8 @@ def _varying(records: Sequence[dict]) -> list[str]:
 SHORT = {
     "micro_batch": "mb", "sequence_parallel": "sp", "max_num_seqs": "max seqs", "recompute": "recomp", "prefill_decode_split": "P:D",
     "scale_up_domain": "su", "nic_speed": "nic", "topology": "topo", "oversubscription": "oversub",
+    "peak_flops_scale": "flops x", "hbm_bw": "hbm bw", "hbm_capacity": "hbm", "scale_up_bw": "su bw",
+    "scale_out_bw": "so bw",
     "hardware": "gpu", "fuse_attention": "flash", "attention_kernel": "attn", "tp_comm_overlap": "tp overlap",
     "pipeline_scatter_gather": "pp s/g", "dp_bucket_mb": "bucket MB", "dp_overlap": "dp overlap",
     "dp_overlap_param_gather": "param gather",

@@ -72,15 +72,16 @@ def training_config(config: dict[str, Any]):
     """The api's TrainingConfig of a point, with a synthesised cluster when the
     point sweeps network settings."""
     from charon_ir.api import TrainingConfig
-    from charon_ir.sweep.hardware import cluster_file, has_hardware_axes
+    from charon_ir.sweep.hardware import cluster_file, has_hardware_axes, point_hardware
 
     cluster = config["cluster"]
     if has_hardware_axes(config):
         cluster = cluster_file(config, config["gpus"])
+    hardware = point_hardware(config)
     engines = tuple(e.strip() for e in str(config["engines"]).split(",") if e.strip())
     return TrainingConfig(
         model=config["model"],
-        hardware="" if cluster and not config["hardware"] else config["hardware"],
+        hardware="" if cluster and not hardware else hardware,
         gpus=config["gpus"],
         gpus_per_node=0 if cluster else config["gpus_per_node"],
         cluster=cluster,

@@ -13,6 +13,7 @@ from typing import Any
 
 from charon_ir.errors import CharonError
 from charon_ir.sweep.evaluate import STATUS_ERROR, STATUS_ILLEGAL, STATUS_OK, STATUS_OOM, _Clock, record
+from charon_ir.sweep.hardware import point_hardware
 from charon_ir.sweep.space import Point
 
 OOM_MARKERS = ("does not fit", "no memory", "no block")
@@ -22,7 +23,7 @@ OOM_MARKERS = ("does not fit", "no memory", "no block")
 def serve_options(config: dict[str, Any]) -> dict[str, Any]:
     """ServingConfig keywords of a point."""
     options: dict[str, Any] = {
-        "hardware": config["hardware"],
+        "hardware": point_hardware(config),
         "tp": config["tp"],
         "pp": config["pp"],
         "ep": config["ep"],

@@ -144,9 +144,18 @@ HARDWARE_AXES: dict[str, Any] = {
     "scale_up_domain": 0,
     "topology": "",
     "oversubscription": 1.0,
+    "peak_flops_scale": 0.0,
+    "hbm_bw": "",
+    "hbm_capacity": "",
+    "scale_up_bw": "",
+    "scale_out_bw": "",
 }
-"""Cluster settings that, when any is set, synthesise a cluster around the GPU
-(`charon_ir.sweep.hardware`); the defaults mean "the GPU table's own"."""
+"""GPU and cluster settings: the GPU axes (peak_flops_scale, hbm_bw, hbm_capacity)
+derive a GPU variant, the others synthesise a cluster around the GPU
+(`charon_ir.sweep.hardware`); the defaults mean "the GPU file's own"."""
+LATER_HARDWARE_AXES = ("peak_flops_scale", "hbm_bw", "hbm_capacity", "scale_up_bw", "scale_out_bw")
+"""Hardware axes added after results files were first written: keyed only when set
+(as `LATER_SETTINGS`)."""
 
 SPACE_SETTINGS = ("kind", "name", "objective", "gpu_hour_cost", "top")
 """Keys of a space file that describe the sweep rather than a point."""
@@ -364,7 +373,8 @@ def _typed(key: str, value: Any, default: Any) -> Any:
     return str(value) if value is not None else ""
 
 
-SERVING_UNUSED = ("cluster", "gpus_per_node", *HARDWARE_AXES)
+SERVING_UNUSED = ("cluster", "gpus_per_node", *(k for k in HARDWARE_AXES
+                                                if k not in ("peak_flops_scale", "hbm_bw", "hbm_capacity")))
 """Settings a serving point carries but `charon serve` has no flag for (it
 models one GPU type's implicit cluster): any other value than the default is
 refused, not ignored."""
@@ -443,6 +453,14 @@ def check_value(kind: str, key: str, value: Any, shapes: dict[str, ModelShape | 
         from charon_ir.sweep.hardware import nic_bandwidth
 
         nic_bandwidth(value)  # its error names the setting
+    elif key in ("hbm_bw", "scale_up_bw", "scale_out_bw") and value:
+        from charon_ir.sweep.hardware import rate
+
+        rate(key, value)
+    elif key == "hbm_capacity" and value:
+        from charon_ir.sweep.hardware import size
+
+        size(key, value)
     elif key == "prefill_decode_split" and value:
         counts = value.split(":")
         if len(counts) != 2 or not all(c.strip().isascii() and c.strip().isdigit() and int(c) >= 1
@@ -487,7 +505,8 @@ def config_key(config: dict[str, Any]) -> str:
     without the `LATER_SETTINGS` that are at their defaults."""
     # the framework is not a setting of the run: the ones its preset decided are
     keyed = {k: v for k, v in config.items()
-             if k != "framework" and (k not in LATER_SETTINGS or v != TRAINING_DEFAULTS[k])}
+             if k != "framework" and (k not in LATER_SETTINGS or v != TRAINING_DEFAULTS[k])
+             and (k not in LATER_HARDWARE_AXES or v != HARDWARE_AXES[k])}
     text = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 

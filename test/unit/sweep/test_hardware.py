@@ -55,3 +55,48 @@ def test_cluster_files_are_named_by_content(tmp_path, monkeypatch):
     a, b = cluster_file(config, 64), cluster_file(dict(config), 64)
     assert a == b and a.startswith(str(tmp_path))
     assert cluster_file({**config, "nic_speed": "400Gb/s"}, 64) != a
+
+
+def test_gpu_axes_make_a_variant_and_link_axes_reach_the_cluster():
+    from charon_ir.sweep.hardware import point_hardware
+    from charon_ir.target.hardware import load_gpu
+
+    config = {"hardware": "H100", "peak_flops_scale": 2.0, "hbm_bw": "8TB/s", "hbm_capacity": "192GiB",
+              "scale_up_bw": "900GB/s", "scale_out_bw": "100GB/s", "topology": "fullflat"}
+    gpu = load_gpu(point_hardware(config))
+    assert gpu.hbm_bandwidth == 8e12 and gpu.hbm_bytes == 192 * 2**30
+    assert gpu.peak("bf16") == 2 * load_gpu("H100").peak("bf16")
+    assert gpu.calibration == "H100-SXM5-80GB"
+    cluster = parse_cluster(cluster_text(config, 1024))
+    assert cluster.gpu == gpu
+    assert cluster.scale_up.bandwidth == 900e9
+    assert cluster.nic_bandwidth_per_gpu == pytest.approx(100e9)
+    # a GPU variant alone needs no cluster; unset axes leave the GPU as named
+    assert not has_hardware_axes({"hardware": "H100", "hbm_bw": "8TB/s"})
+    assert point_hardware({"hardware": "H100", "peak_flops_scale": 1.0, "hbm_bw": ""}) == "H100"
+
+
+def test_gpu_axes_move_the_step_the_way_they_should():
+    """More HBM bandwidth never slows a step, and a faster GPU's step is faster."""
+    from charon_ir.api import simulate_file
+
+    model = "examples/llama_tiny_step.mlir"
+
+    def step(hardware: str) -> float:
+        return simulate_file(model, hardware=hardware, gpus=1)["iteration_time_s"]
+
+    base = step("H100")
+    assert step("H100:hbm_bw=6.7e12") < base
+    assert step("H100:peak_flops_scale=4") < base
+    assert step("H100:hbm=1.6e11") == base
+
+
+def test_bad_gpu_axes_are_one_line_errors():
+    from charon_ir.sweep.space import load_space
+
+    with pytest.raises(CharonError, match="'hbm_bw' must look like 8TB/s"):
+        cluster_text({"hardware": "H100", "hbm_bw": "fast", "topology": "fullflat"}, 64)
+    with pytest.raises(CharonError, match="'scale_out_bw' must be positive, got '0GB/s'"):
+        cluster_text({"hardware": "H100", "scale_out_bw": "0GB/s"}, 64)
+    with pytest.raises(CharonError, match="hbm_capacity"):
+        load_space({"kind": "training", "model": "llama-3.1-8b", "hbm_capacity": ["80GB", "lots"]}).points()
