@@ -46,7 +46,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.parallel.accounting import record_replicated_flops, total_flops
+from charon_ir.parallel.accounting import record_replicated_flops, walk_with_multiplicity
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes, refuse_after_data_parallel, refuse_axis_twice
 from charon_ir.parallel.sharding import (
     REPLICATED,
@@ -182,10 +182,19 @@ class CombineFromExperts(ShardPattern):
                 st.use(op, i, REPLICATED)
 
 
-def _expert_region(dispatches: list[sim.MoeDispatchOp]) -> list[SSAValue]:
-    """Values computed from the dispatched buffers, up to the combines: the
+def _carries_capacity(value: SSAValue, experts: int, capacity: int) -> bool:
+    """Whether `value` has an [.., experts, capacity, ..] pair of dims."""
+    dims = shape(value)
+    return any(dims[p] == experts and dims[p + 1] == capacity for p in range(len(dims) - 1))
+
+
+def _expert_region(dispatches: list[sim.MoeDispatchOp], experts: int, capacity: int) -> list[SSAValue]:
+    """Values whose rows are the dispatched buffers' rows, up to the combines: the
     expert activations, also where a phase or a repeat passes them on (saved for
-    the backward)."""
+    the backward). Found by data flow, not by shape alone: a matmul whose lhs is
+    transposed sums over the rows (a weight gradient [experts, out, in]), so its
+    result is no expert activation even where out happens to equal the capacity
+    (Mixtral's gate_up [4, 1024, 256] at 2048 tokens, top-2 of 4 experts)."""
     region: list[SSAValue] = []
     seen: set[SSAValue] = set()
     work: list[SSAValue] = [d.result for d in dispatches]
@@ -202,10 +211,13 @@ def _expert_region(dispatches: list[sim.MoeDispatchOp]) -> list[SSAValue]:
                 reached = [parent.results[use.index]] if parent is not None else []
             elif isinstance(user, sim.RepeatOp):
                 reached = [user.body.block.args[use.index]]
+            elif isinstance(user, sim.MatmulOp) and not (use.index == 0 and user.transpose_lhs is None):
+                # rows come from the lhs only; a transposed lhs is contracted
+                reached = []
             else:
                 reached = list(user.results)
             for r in reached:
-                if r not in seen and isinstance(r.type, TensorType):
+                if r not in seen and isinstance(r.type, TensorType) and _carries_capacity(r, experts, capacity):
                     seen.add(r)
                     region.append(r)
                     work.append(r)
@@ -223,6 +235,14 @@ def _scale_capacity(region: list[SSAValue], experts: int, capacity: int, new_cap
                 dims[p + 1] = new_capacity
                 set_type(value, with_shape(value.type, dims))
                 break
+
+
+def _token_flops(module: ModuleOp) -> float:
+    """FLOPs of one rank's step on its tokens: everything but the optimizer."""
+    return sum(
+        o.flops() * mult for o, mult in walk_with_multiplicity(module)
+        if isinstance(o, sim.ComputeOp) and not isinstance(o, sim.OptimizerStepOp)
+    )
 
 
 @dataclass(frozen=True)
@@ -287,14 +307,14 @@ class ShardExpertPass(ModulePass):
                             f"shard-expert: option 'etp' ({self.etp}) does not divide the expert ffn size "
                             f"({shape(p.result)[dims[1]]}) of '{p.sym_name.data}'"
                         )
-        before = total_flops(op)
+        before = _token_flops(op)
         if self.ep > 1:
             new_capacity = capacity
             if self.capacity_factor > 0:
                 new_capacity = max(1, ceil(self.capacity_factor * tokens * top_k / experts))
             ensure_axis(op, "ep", self.ep, self.name)
             route = self._route(op, experts, top_k)
-            _scale_capacity(_expert_region(dispatches), experts, capacity, new_capacity * self.ep)
+            _scale_capacity(_expert_region(dispatches, experts, capacity), experts, capacity, new_capacity * self.ep)
             st = ShardingState("ep", self.ep, self.name, hints={"experts": {experts}})
             for p, (edim, _) in weights:
                 st.assign(p.result, split(edim, self.ep, "experts"))
@@ -304,7 +324,7 @@ class ShardExpertPass(ModulePass):
                 CombineFromExperts(st, cache={}, route=route),
                 ShardAttention(st), ShardGeneric(st),
             ])
-        ep_flops = total_flops(op)
+        ep_flops = _token_flops(op)
         if self.etp > 1:
             done = op.attributes.get(EXPERT_TP_ATTR)
             if done is not None:
@@ -326,6 +346,9 @@ class ShardExpertPass(ModulePass):
                 record_replicated_flops(op, f"{self.name}.etp", tp.replicated_flops)
         op.attributes[EXPERT_TP_ATTR] = IntegerAttr(self.etp, 64)
         if self.ep > 1:
-            # ep ranks bring their own tokens: the group does ep ranks' work with or
-            # without expert parallelism, so what is beyond it is capacity padding
+            # ep ranks bring their own tokens: the group does ep ranks' work on them
+            # with or without expert parallelism, so what is beyond it is capacity
+            # padding. The optimizer is left out: each rank updates its own experts,
+            # so the group updates every expert once, where ep replicas would have
+            # ep times (less work, not replicated work: tests state it apart)
             record_replicated_flops(op, self.name, self.ep * (ep_flops - before))
