@@ -83,6 +83,11 @@ class TrainingConfig:
     """Activations and gradients that every tp rank holds whole cross pipeline
     stages as 1/tp slices, all-gathered over tp on arrival (`pipeline{
     scatter-gather=true}`, Megatron-LM's `scatter_gather_tensors_in_pipeline`)."""
+    pp_layout: tuple[int, ...] = ()
+    """Layers of each virtual pipeline stage, in order (`pipeline{layers=...}`,
+    Megatron's `--decoder-first-pipeline-num-layers` / NeMo's
+    `pipeline_model_parallel_layout` in counts); empty: as even as the layers
+    allow, the remainder to the middle stages."""
     blocking_comm: tuple[str, ...] = ()
     """Grid axes whose collectives block the compute stream (`lower-to-events{
     blocking=...}`): Megatron-LM 2021 waited on every tensor-parallel all-reduce,
@@ -320,6 +325,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
                                 "microbatches": microbatches}
     if config.pipeline_scatter_gather:
         pipeline["scatter_gather"] = True
+    if config.pp_layout:
+        pipeline["layers"] = tuple(config.pp_layout)
     plan.append(("pipeline", pipeline))
     # the mesh's dp axis counts the replicas of the ep groups
     plan.append(("data-parallel", {"dp": dp // config.ep, "zero": zero,

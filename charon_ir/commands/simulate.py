@@ -34,6 +34,19 @@ def register(app: typer.Typer) -> None:
     app.command("simulate")(simulate_command)
 
 
+def parse_layout(text: str) -> tuple[int, ...]:
+    """--pp-layout's comma-separated layer counts; () when not given."""
+    if not text.strip():
+        return ()
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        from charon_ir.errors import CharonError
+
+        raise CharonError(f"--pp-layout: expected layer counts separated by commas (e.g. 15,16,16,15), "
+                          f"got {text[:80]!r}") from None
+
+
 def simulate_command(
     ctx: typer.Context,
     model: Annotated[str, Opt("--model", help="bundled name, config.json (or a model folder holding one), or a .mlir file")],
@@ -47,6 +60,8 @@ def simulate_command(
     cp: Annotated[int, Opt("--cp", help="context parallel")] = 1,
     ep: Annotated[int, Opt("--ep", help="expert parallel")] = 1,
     vpp: Annotated[int, Opt("--vpp", help="model chunks per pipeline stage")] = 1,
+    pp_layout: Annotated[str, Opt("--pp-layout", help="layers of each virtual stage, comma-separated "
+                                  "(e.g. 15,16,16,15; default: as even as possible)")] = "",
     framework: Annotated[str, Opt("--framework", help="the training stack whose defaults fill the flags not given: "
                                   + ", ".join(FRAMEWORKS))] = DEFAULT_FRAMEWORK,
     sequence_parallel: Annotated[bool, Opt("--sequence-parallel/--no-sequence-parallel", help="Megatron SP (megatron-core: on with --tp > 1)")] = False,
@@ -88,7 +103,7 @@ def simulate_command(
 
         hardware = load_cluster(cluster).gpu.ref
     transformed = (
-        (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp
+        (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp or pp_layout
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"
         or optimizer != "fused" or attention_kernel or unfused_grad_accumulation
     )
@@ -133,7 +148,8 @@ def simulate_command(
             # whole report ("fits": false, "oom": ...), then fails below
             allow_oom=as_json,
             hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
-            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, seq_len=seq_len, global_batch=global_batch,
+            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, pp_layout=parse_layout(pp_layout),
+            seq_len=seq_len, global_batch=global_batch,
             micro_batch=micro_batch, recompute=recompute, precision=precision,
             schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier, **given,
         )

@@ -95,3 +95,29 @@ def test_the_package_entry_points_are_the_cli_s_and_load_on_first_use():
     # importing the package imports neither (charon-opt's start-up stays light)
     probe = "import sys, charon_ir; print('charon_ir.api' in sys.modules, 'torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.split() == ["False", "False"]
+
+
+def test_a_pipeline_layout_moves_layers_between_stages(charon_cli, tmp_path):
+    """--pp-layout is the pipeline pass's `layers`: the stage given more layers
+    computes longer; a layout that does not cover the model is one line."""
+    import json
+
+    plan = pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=16, tp=8, pp=2, global_batch=8, pp_layout=(12, 20)))
+    assert options(plan, "pipeline")["layers"] == (12, 20)
+    assert "layers" not in options(pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=16, tp=8, pp=2, global_batch=8)), "pipeline")
+    config = json.loads(open("examples/llama_tiny_config.json").read())
+    config["num_hidden_layers"] = 4
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    args = ["simulate", "--model", str(path), "--gpus", "2", "--pp", "2",
+            "--seq-len", "128", "--global-batch", "4", "--framework", "none", "--json"]
+    compute = {}
+    for layout in ("1,3", "3,1"):
+        result = charon_cli(*args, "--pp-layout", layout)
+        assert result.returncode == 0, result.stderr
+        compute[layout] = [s["compute_s"] for s in json.loads(result.stdout)["stages"]]
+    assert compute["1,3"][0] < compute["1,3"][1] and compute["3,1"][0] > compute["3,1"][1]
+    for layout, message in (("2,1", "summing to the model's 4 layers"), ("x", "--pp-layout: expected layer counts")):
+        result = charon_cli(*args, "--pp-layout", layout)
+        assert result.returncode != 0
+        assert message in result.stderr and "Traceback" not in result.stderr
