@@ -24,9 +24,10 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import sim
-from charon_ir.memory.tensors import value_bytes
+from charon_ir.memory.tensors import is_alias_op, value_bytes
+from charon_ir.parallel.experts import expert_weight_dims
+from charon_ir.parallel.mesh import DATA_PARALLEL_ATTR, grid_axes
 
-DATA_PARALLEL_ATTR = "sim.data_parallel"
 GRAD_BYTES = 2
 OPTIMIZER_STATE_BYTES: dict[str, int] = {"adamw": 12, "adam": 12, "sgd": 8}
 """Per trainable parameter: fp32 master + m + v for Adam; master + momentum for SGD."""
@@ -57,8 +58,6 @@ class DataParallel:
         values = {
             k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)
         }
-        from charon_ir.parallel.mesh import grid_axes
-
         axes = grid_axes(module)
         return DataParallel(int(values.get("dp", 1)), int(values.get("zero", 0)), axes.get("ep", 1),
                             axes.get("cp", 1))
@@ -77,7 +76,6 @@ def is_layer_gemm_weight(param: SSAValue) -> bool:
     whose body reads it (through views) as a `sim.matmul` operand, as a
     Transformer Engine linear's weight is (the embedding, the head and the norms
     are not TE modules' fp8 weights)."""
-    from charon_ir.memory.tensors import is_alias_op
 
     def read_by_matmul(value: SSAValue) -> bool:
         for use in value.uses:
@@ -109,8 +107,6 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
     weights are kept in fp8 (Transformer Engine's fp8 primary weights, NeMo's
     `fp8_params` / Megatron's `--fp8-param-gather`), one byte an element; the
     fp32 master copy stays in the optimizer states."""
-    from charon_ir.passes.shard_expert import expert_weight_dims
-
     zero, ep = data_parallel.zero, data_parallel.ep
 
     def replicas(value: SSAValue) -> int:

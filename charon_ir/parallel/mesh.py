@@ -13,6 +13,9 @@ from xdsl.dialects.builtin import ModuleOp
 from charon_ir.dialects.coll import GridOp
 from charon_ir.errors import CharonError
 
+DATA_PARALLEL_ATTR = "sim.data_parallel"
+"""Set on the module by data-parallel: its dp, ZeRO stage and groups (memory-analysis reads them)."""
+
 MESH = "mesh"
 GRAD_SYNC = "charon.grad_sync"
 """On a sharding pass's all-reduce of a weight gradient's partial sums: the
@@ -55,8 +58,6 @@ def refuse_after_data_parallel(module: ModuleOp, pass_name: str) -> None:
     """A sharding pass that adds an axis whose ranks hold the same weights (cp, ep)
     runs before data-parallel, which sizes each gradient's reduction group and its
     ZeRO shards by the grid axes it finds."""
-    from charon_ir.memory.states import DATA_PARALLEL_ATTR
-
     if DATA_PARALLEL_ATTR in module.attributes:
         raise CharonError(f"{pass_name}: run it before data-parallel, which groups the gradients' "
                           "reduction by the grid axes it finds")
