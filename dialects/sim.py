@@ -198,6 +198,17 @@ class ComputeOp(IRDLOperation, abc.ABC):
     def bytes_moved(self) -> float:
         """Bytes read from and written to device memory by an unfused kernel."""
 
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        # a kernel over an empty tensor is a typo in hand-written IR (`tensor<0x4096xbf16>`),
+        # not a step: it would price at zero and run. Only the optimizer step may see one:
+        # a pipeline stage holding none of a repeat's layers stacks its weights as [0, ...]
+        if not isinstance(self, OptimizerStepOp):
+            for value in (*self.operands, *self.results):
+                if isinstance(value.type, TensorType) and 0 in value.type.get_shape():
+                    raise VerifyException(f"computes on an empty tensor: {value.type} "
+                                          "has a dimension of 0")
+        super().verify(verify_nested_ops)
+
     def op_kind(self) -> str:
         """Key used by cost databases and reports."""
         return self.name.removeprefix("sim.")

@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 
 from charon_ir.dialects.coll import GridOp
 from charon_ir.errors import CharonError
-from charon_ir.target.cluster import Cluster, load_cluster
+from charon_ir.target.cluster import MAX_CLUSTER_COUNT, Cluster, load_cluster
 from charon_ir.target.hardware import UnknownGpuError, load_gpu
 from charon_ir.target.target import TARGET_ATTR, Target
 
@@ -121,6 +121,11 @@ class SetTargetPass(ModulePass):
             raise CharonError(
                 f"set-target: options 'gpus' ({gpus}) and 'gpus-per-node' "
                 f"({per_node}) must be >= 1"
+            )
+        if max(gpus, per_node) > MAX_CLUSTER_COUNT:  # the bound of `charon simulate --gpus`
+            raise CharonError(
+                f"set-target: options 'gpus' ({gpus}) and 'gpus-per-node' "
+                f"({per_node}) must be <= {MAX_CLUSTER_COUNT}"
             )
         if gpus > per_node and gpus % per_node:
             # ranks are placed node after node: a partial last node would put
