@@ -458,27 +458,3 @@ def _hbm_bytes(config) -> float:
         return load_cluster(config.cluster).gpu.hbm_bytes
     return load_gpu(config.hardware).hbm_bytes
 
-
-def evaluate_points(points: list[Point], tier: str = "fast") -> list[dict]:
-    """Evaluate a batch of points in this process (what pool and Ray workers run).
-    The evaluator lives as long as the process, so imports and probes are reused
-    across batches."""
-    kind = "serving" if points and "gpus" not in points[0].config else "training"
-    evaluator = _evaluator(kind, tier)
-    return list(evaluator.evaluate(points))
-
-
-_EVALUATORS: dict[tuple[str, str], Any] = {}
-
-
-def _evaluator(kind: str, tier: str = "fast"):
-    if kind != "training":
-        tier = "fast"
-    if (kind, tier) not in _EVALUATORS:
-        if kind == "training":
-            _EVALUATORS[kind, tier] = TrainingEvaluator(tier=tier)
-        else:
-            from charon_ir.sweep.serving import ServingEvaluator
-
-            _EVALUATORS[kind, tier] = ServingEvaluator()
-    return _EVALUATORS[kind, tier]

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
-from charon_ir.sweep.evaluate import STATUS_ILLEGAL, evaluate_points, record, sharing_order
+from charon_ir.sweep.evaluate import STATUS_ILLEGAL, record, sharing_order
 from charon_ir.sweep.space import Point, Space, load_space
 from charon_ir.sweep.store import ResultStore, simulator_fingerprint
+from charon_ir.sweep.workers import evaluate_points, evaluator, point_kind
 
 RETIME_FIRST = 10
 """Screened records re-timed by the fast tier once the sweep has run: the best 10."""
@@ -69,10 +70,7 @@ def _batches(points: list[Point], workers: int, limit: int = 32) -> list[list[Po
 
 
 def _in_process(points: list[Point], tier: str = "fast") -> Iterator[dict]:
-    from charon_ir.sweep.evaluate import _evaluator
-
-    kind = "serving" if points and "gpus" not in points[0].config else "training"
-    yield from _evaluator(kind, tier).evaluate(points)
+    yield from evaluator(point_kind(points), tier).evaluate(points)
 
 
 def _pool(points: list[Point], jobs: int, tier: str = "fast") -> Iterator[dict]:
@@ -305,8 +303,6 @@ def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int
     keep re-timing until the `exact` fastest records are all fast-tier ones (a
     re-timed point can fall out of the top and let another in), in this process.
     Records already re-timed are kept, so a resumed sweep re-times nothing twice."""
-    from charon_ir.sweep.evaluate import _evaluator
-
     by_key = {p.key: p for p in points}
     k = first
     while True:
@@ -321,7 +317,7 @@ def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int
         if progress:
             print(f"re-timing {len(screened)} of the best screened points with the fast tier",
                   file=sys.stderr)
-        store.put(list(_evaluator("training", "fast").evaluate(sharing_order(screened))), "training")
+        store.put(list(evaluator("training", "fast").evaluate(sharing_order(screened))), "training")
         k = exact
 
 

@@ -1,0 +1,33 @@
+"""What a sweep's worker runs: the evaluator of each (kind, tier), one per
+process (its imports and probes reused across batches), and the batch entry
+point pool and Ray workers call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from charon_ir.sweep.evaluate import TrainingEvaluator
+from charon_ir.sweep.serving import ServingEvaluator
+from charon_ir.sweep.space import Point
+
+_EVALUATORS: dict[tuple[str, str], Any] = {}
+
+
+def evaluator(kind: str, tier: str = "fast") -> TrainingEvaluator | ServingEvaluator:
+    """This process's evaluator of `kind` (training or serving) and `tier`
+    (serving has one)."""
+    if kind != "training":
+        tier = "fast"
+    if (kind, tier) not in _EVALUATORS:
+        _EVALUATORS[kind, tier] = TrainingEvaluator(tier=tier) if kind == "training" else ServingEvaluator()
+    return _EVALUATORS[kind, tier]
+
+
+def point_kind(points: list[Point]) -> str:
+    """Serving points carry no `gpus` setting."""
+    return "serving" if points and "gpus" not in points[0].config else "training"
+
+
+def evaluate_points(points: list[Point], tier: str = "fast") -> list[dict]:
+    """Evaluate a batch of points in this process (what pool and Ray workers run)."""
+    return list(evaluator(point_kind(points), tier).evaluate(points))
