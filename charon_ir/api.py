@@ -642,6 +642,7 @@ def time_module(
     """The report of a built (priced, memory-checked) training module, which it
     lowers in place; `memory` is its per-stage StageMemory (computed if None)."""
     from charon_ir.passes.pipeline import PIPELINE_ATTR
+    from charon_ir.report.energy import add_training_energy
     from charon_ir.report.memory_timeline import memory_over_time
     from charon_ir.report.plots import write_plots
     from charon_ir.report.summary import summarize
@@ -729,7 +730,8 @@ def time_module(
         if collecting:
             gc.enable()
     report["peak_memory_bytes"] = [stage.peak for stage in memory]
-    return report
+    # the energy of the step as timed (extrapolated from fewer micro-batches too)
+    return add_training_energy(report, Target.from_module(module))
 
 
 def simulate_file(

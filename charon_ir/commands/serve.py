@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
 def serve_command(
     model: Annotated[str, Opt("--model", help="bundled name, config.json or a model folder")],
     hardware: Annotated[str, Opt("--hardware", help="GPU: a name (H100-SXM5-80GB), a GPU file (.toml) or a variant (H100:hbm_bw=6.7e12)")] = "H100-SXM5-80GB",
+    power_cap: Annotated[float, Opt("--power-cap", help="board power limit per GPU, W: lower clocks and speed (docs/calibration.md, Energy)")] = 0.0,
     tp: Annotated[int, Opt("--tp", help="tensor parallel per replica")] = 1,
     pp: Annotated[int, Opt("--pp", help="pipeline stages per replica")] = 1,
     ep: Annotated[int, Opt("--ep", help="expert parallel per replica (MoE)")] = 1,
@@ -58,6 +59,10 @@ def serve_command(
     """Simulate serving requests on replicas of a model and print the latency report."""
     from charon_ir.serving import serve
 
+    if power_cap:
+        from charon_ir.target.hardware import with_power_cap
+
+        hardware = with_power_cap(hardware, power_cap)
     report = serve(
         model,
         trace_out=trace_out,

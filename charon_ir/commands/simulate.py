@@ -54,6 +54,7 @@ def simulate_command(
     gpus: Annotated[int, Opt("--gpus", help="GPUs in the job")] = 8,
     gpus_per_node: Annotated[int, Opt("--gpus-per-node", help="0: the GPU's usual node")] = 0,
     cluster: Annotated[str, Opt("--cluster", help="a .cluster file or preset")] = "",
+    power_cap: Annotated[float, Opt("--power-cap", help="board power limit per GPU, W: lower clocks and speed (docs/calibration.md, Energy)")] = 0.0,
     tp: Annotated[int, Opt("--tp", help="tensor parallel")] = 1,
     pp: Annotated[int, Opt("--pp", help="pipeline stages")] = 1,
     dp: Annotated[int, Opt("--dp", help="data parallel (0: gpus / (tp pp cp))")] = 0,
@@ -102,6 +103,14 @@ def simulate_command(
         from charon_ir.target.cluster import load_cluster
 
         hardware = load_cluster(cluster).gpu.ref
+    if on_command_line(ctx, "power_cap"):
+        from charon_ir.errors import CharonError
+        from charon_ir.target.hardware import with_power_cap
+
+        if cluster:
+            raise CharonError("--power-cap with --cluster: cap the cluster file's GPU "
+                              "(node { gpu = \"H100:power_cap=500\" })")
+        hardware = with_power_cap(hardware, power_cap)
     transformed = (
         (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp or pp_layout
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"

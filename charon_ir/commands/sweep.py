@@ -120,7 +120,7 @@ def sweep_command(
     retime: Annotated[int, Opt("--retime", help="screen: re-time the best N with the fast tier "
                                                 "(0: 10; -1: none)")] = 0,
     top: Annotated[int, Opt("--top", help="rows of the ranked table")] = 0,
-    pareto: Annotated[str, Opt("--pareto", help="frontier axis: gpus | cost (training), ttft | tpot (serving)")] = "",
+    pareto: Annotated[str, Opt("--pareto", help="frontier axis: gpus | cost | energy (training), ttft | tpot | energy (serving)")] = "",
     plot: Annotated[Path | None, Opt("--plot", help="write PNG plots into this folder")] = None,
     as_json: Annotated[bool, Opt("--json", help='print {"results": [...], "pareto": [...]}')] = False,
     no_progress: Annotated[bool, Opt("--no-progress", help="no progress bar")] = False,

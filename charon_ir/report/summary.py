@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from charon_ir.dialects.event import RECOMPUTE_FLOPS
+from charon_ir.report.energy import add_training_energy
 from charon_ir.runtime.program import KIND_COMPUTE
 from charon_ir.runtime.timeline import ANY_AXIS, Timeline, exposed_by_axis, measure
 from charon_ir.target.target import Target
@@ -79,4 +80,4 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
         "hardware": target.gpu.name,
         "gpus": target.gpus,
     }
-    return report
+    return add_training_energy(report, target)

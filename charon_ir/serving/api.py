@@ -306,11 +306,28 @@ def serve(
     )
     simulated = time.perf_counter()
     report = build_report(config, scheduler, latency, memory, result)
+    report.update(_energy(config, report))
     if timings:
         report["simulator_wall_s"] = {"latency_model": built - start, "scheduler": simulated - built}
     if trace_out is not None:
         _write_json(Path(trace_out), m.chrome_trace(result))
     return report
+
+
+def _energy(config: ServingConfig, report: dict[str, Any]) -> dict[str, Any]:
+    """energy_j, tokens_per_joule (output tokens) and the split (report.energy)."""
+    from charon_ir.frontend import load_config
+    from charon_ir.report.energy import serving_energy
+    from charon_ir.target.cluster import default_nics
+    from charon_ir.target.hardware import load_gpu
+
+    gpu = load_gpu(config.hardware)
+    _, model = load_config(config.model)
+    derived = model.get("_derived") or {}
+    # a token's forward: 2 FLOPs per parameter it passes (the activated ones of a MoE)
+    params = float(derived.get("activated_params_per_token") or derived.get("total_params") or 0)
+    nics = default_nics(gpu, gpu.gpus_per_node).count / gpu.gpus_per_node
+    return serving_energy(report, lambda role: gpu, nics, 2.0 * params)
 
 
 def build_report(config: ServingConfig, scheduler: SchedulerConfig, latency: StepTimeModel,

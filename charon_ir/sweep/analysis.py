@@ -90,7 +90,7 @@ def rank(records: Sequence[dict]) -> list[dict]:
     return sorted(ok_records(records), key=key)
 
 
-PARETO_AXES = {"training": ("gpus", "cost"), "serving": ("ttft", "tpot")}
+PARETO_AXES = {"training": ("gpus", "cost", "energy"), "serving": ("ttft", "tpot", "energy")}
 """The frontier's second axis of each kind of sweep, its default first ("" is
 the default)."""
 
@@ -104,12 +104,21 @@ def check_pareto_axis(kind: str, axis: str) -> None:
 def objectives(kind: str, axis: str = "", table: dict[str, float] | None = None) -> list[Objective]:
     """The frontier's axes: throughput up, and GPUs / cost / latency down."""
     check_pareto_axis(kind, axis)
+    if axis == "energy":
+        return [(throughput, +1), (joules_per_token, -1)]
     if kind == "serving":
         latency = "tpot_s" if axis == "tpot" else "ttft_s"
         return [(throughput, +1), (lambda r: _latency(r, latency), -1)]
     if axis == "cost":
         return [(throughput, +1), (lambda r: cost_per_hour(r, table), -1)]
     return [(throughput, +1), (lambda r: float(gpus(r)), -1)]
+
+
+def joules_per_token(record: dict) -> float:
+    """Energy per token (training: per token trained; serving: per output token);
+    infinite where the GPU states no power figures."""
+    per_joule = record["metrics"].get("tokens_per_joule")
+    return 1.0 / per_joule if per_joule else float("inf")
 
 
 def pareto_front(records: Sequence[dict], objs: Sequence[Objective]) -> list[dict]:
@@ -292,7 +301,9 @@ def write_plots(records: Sequence[dict], front: Sequence[dict], folder: str | Pa
     if not ranked:
         return written
     front_keys = {r["key"] for r in front}
-    if kind == "serving":
+    if axis == "energy":
+        xlabel, xs = "energy (J / token)", [joules_per_token(r) for r in ranked]
+    elif kind == "serving":
         xlabel = "TPOT p90 (ms)" if axis == "tpot" else "TTFT p90 (ms)"
         latency = "tpot_s" if axis == "tpot" else "ttft_s"
         xs = [_latency(r, latency) * 1e3 for r in ranked]

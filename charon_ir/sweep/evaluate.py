@@ -194,6 +194,8 @@ def summarise_training(report: dict[str, Any], gpus: int) -> dict[str, Any]:
         "breakdown": report.get("breakdown") or {},
         "gpus": gpus,
         "engines": report.get("engines") or {},
+        "energy_j": report.get("energy_j"),
+        "tokens_per_joule": report.get("tokens_per_joule"),
     }
 
 
@@ -457,4 +459,3 @@ def _hbm_bytes(config) -> float:
     if config.cluster:
         return load_cluster(config.cluster).gpu.hbm_bytes
     return load_gpu(config.hardware).hbm_bytes
-

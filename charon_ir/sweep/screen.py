@@ -859,5 +859,18 @@ def metrics(step: Composed, config, target) -> dict[str, Any]:
                       "bubble_s": step.bubble_s, "stage": step.stage},
         "gpus": config.gpus,
         "engines": {},
+        # the critical stage's split stands for every stage's
+        **_energy(step, config, target),
     }
+
+
+def _energy(step: Composed, config, target) -> dict[str, Any]:
+    from charon_ir.report.energy import nics_per_gpu, training_energy
+
+    t = step.iteration_time_s
+    report = {"iteration_time_s": t, "flops_per_gpu": step.flops_per_gpu, "gpus": config.gpus,
+              "tokens_per_s": step.tokens / t if t and step.tokens else 0.0,
+              "stages": [{"compute_s": step.compute_s, "bubble_s": step.bubble_s}]}
+    energy = training_energy(report, target.gpu, nics_per_gpu(target.topology))
+    return {"energy_j": energy["energy_j"], "tokens_per_joule": energy["tokens_per_joule"]}
 

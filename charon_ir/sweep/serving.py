@@ -59,6 +59,8 @@ def summarise_serving(report: dict[str, Any]) -> dict[str, Any]:
         "max_peak_memory_bytes": report.get("peak_memory_bytes") or 0,
         # as serve counts them (the ranking counts tp x pp x replicas from the settings)
         "reported_gpus": sum(int(r.get("gpus", 0)) for r in replicas) or None,
+        "energy_j": report.get("energy_j"),
+        "tokens_per_joule": report.get("tokens_per_joule"),
     }
 
 

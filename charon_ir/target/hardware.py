@@ -370,6 +370,7 @@ VARIANT_KEYS: dict[str, str] = {
     "nic_bw": "bandwidth of one NIC per direction, bytes/s",
     "tdp": "board power at full load, W",
     "idle": "idle power, W",
+    "power_cap": "board power limit, W: the clocks drop until full-load tensor work fits under it",
 }
 """Keys of `NAME:key=value,...` and what each sets (SI units)."""
 _VARIANT = re.compile(r"^(?P<base>.+?):(?P<overrides>[A-Za-z_0-9]+=[^,]*(,[A-Za-z_0-9]+=[^,]*)*)$")
@@ -427,9 +428,41 @@ def derive_gpu(base: GpuSpec, overrides: dict[str, float], where: str) -> GpuSpe
     idle = changes.get("idle_w", spec.idle_w)
     if idle > tdp > 0 or (idle and not tdp):
         raise GpuFileError(f"{where}: idle power {idle:g} W exceeds the TDP {tdp:g} W")
+    if "power_cap" in overrides:
+        cap = overrides["power_cap"]
+        if not tdp:
+            raise GpuFileError(f"{where}: 'power_cap' needs the GPU's power figures ([power] in its file)")
+        if cap <= idle:
+            raise GpuFileError(f"{where}: 'power_cap' ({cap:g} W) must exceed the idle power ({idle:g} W)")
+        if cap < tdp:
+            clock = power_capped_clock(cap, tdp, idle)
+            changes["peak_flops"] = {t: v * clock for t, v in peaks.items()}
+            changes["tdp_w"] = cap
     text = ",".join(f"{k}={_number_text(v)}" for k, v in sorted(overrides.items()))
     ref = f"{base.ref}:{text}"
     return replace(spec, **changes, name=f"{base.name}:{text}", ref=ref)
+
+
+def power_capped_clock(cap_w: float, tdp_w: float, idle_w: float) -> float:
+    """The clock (a share of the uncapped one) at which full-load tensor work
+    draws `cap_w`: dynamic power goes as f V^2 and DVFS lowers V with f, so as
+    f^3 (docs/calibration.md, "Energy"); HBM keeps its own clock, so
+    memory-bound kernels keep their speed."""
+    return ((cap_w - idle_w) / (tdp_w - idle_w)) ** (1 / 3)
+
+
+def with_power_cap(hardware: str, watts: float, flag: str = "--power-cap") -> str:
+    """`hardware` capped at `watts` per GPU (the `power_cap` variant key)."""
+    if not (isinstance(watts, (int, float)) and math.isfinite(watts) and watts > 0):
+        raise CharonError(f"{flag} must be a positive number of watts, got {watts}")
+    text = f"power_cap={_number_text(watts)}"
+    spec = hardware if _split_variant(hardware)[1] else f"{hardware}:"
+    joined = f"{spec},{text}" if not spec.endswith(":") else spec + text
+    try:
+        load_gpu(joined)
+    except GpuFileError as e:
+        raise CharonError(f"{flag} {watts:g}: {str(e).split(': ', 1)[-1]}") from None
+    return joined
 
 
 def _parse_overrides(text: str, where: str) -> dict[str, float]:
