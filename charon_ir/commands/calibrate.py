@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from charon_ir.commands import trace_run as tr
+
 
 def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate_command)
@@ -26,10 +28,31 @@ def calibrate_command(
     refit: Annotated[
         bool, typer.Option("--refit", help="also refit the constants and print them")
     ] = False,
+    profile: tr.Profile = "",
+    model: tr.Model = "",
+    seq_len: tr.SeqLen = 2048,
+    micro_batch: tr.MicroBatch = 1,
+    hardware: tr.Hardware = "H100-SXM5-80GB",
+    gpus: tr.Gpus = 1,
+    tp: tr.Tp = 1,
+    pp: tr.Pp = 1,
+    fuse: tr.Fuse = False,
+    engines: tr.Engines = "analytic",
+    device: Annotated[str, typer.Option("--device", help="with --profile: store the calibration under this device (default: the trace's)")] = "",
+    remove: Annotated[str, typer.Option("--remove", help="deactivate DEVICE's calibration in force (the one before it is in force again)")] = "",
+    list_calibrations: Annotated[bool, typer.Option("--list", help="list the stored user calibrations")] = False,
 ) -> None:
-    """Print the calibration error of the analytic engine per published record."""
-    from charon_ir.validation import calibration
+    """Print the calibration error of the analytic engine per published record;
+    with --profile, calibrate the `calibrated` engine from a measured trace."""
     from charon_ir.errors import CharonError
+
+    if profile or remove or list_calibrations:
+        from charon_ir.interop.kineto import calibration_action
+
+        print(calibration_action(profile, remove, list_calibrations, model, device,
+                                 tr.run_options(seq_len, micro_batch, hardware, gpus, tp, pp, fuse, engines)))
+        return
+    from charon_ir.validation import calibration
 
     if only is not None and only not in ("gemm", "attention", "nccl", "layer"):
         raise CharonError(f"--only {only!r}: expected gemm, attention, nccl or layer")

@@ -19,6 +19,8 @@ from typing import Annotated
 
 import typer
 
+from charon_ir.commands import trace_run as tr
+
 
 def register(app: typer.Typer) -> None:
     app.command("validate")(validate_command)
@@ -49,9 +51,31 @@ def validate_command(
     require_fit: Annotated[
         bool, typer.Option("--require-fit", help="exit 1 if a published training run is predicted not to fit")
     ] = False,
+    profile: tr.Profile = "",
+    model: tr.Model = "",
+    seq_len: tr.SeqLen = 2048,
+    micro_batch: tr.MicroBatch = 1,
+    hardware: tr.Hardware = "H100-SXM5-80GB",
+    gpus: tr.Gpus = 1,
+    tp: tr.Tp = 1,
+    pp: tr.Pp = 1,
+    fuse: tr.Fuse = False,
+    engines: tr.Engines = "calibrated,analytic",
 ) -> None:
-    """Compare predictions with published (or, with --live, local) measurements."""
+    """Compare predictions with published (or, with --live, local; with
+    --profile, a trace's) measurements."""
     from charon_ir.errors import CharonError
+
+    if profile:
+        if live or record_set or only is not None:
+            raise CharonError("--profile compares one traced step: --live, --set and --only do not apply")
+        if not model:
+            raise CharonError("--profile: give --model, the traced step's model (and its --seq-len)")
+        from charon_ir.interop.kineto import validate_profile
+
+        print(validate_profile(profile, model, tr.run_options(seq_len, micro_batch, hardware, gpus, tp, pp,
+                                                              fuse, engines), as_json))
+        return
 
     if jobs < 0:
         raise CharonError(f"--jobs must be >= 0 (0: one per CPU), got {jobs}")

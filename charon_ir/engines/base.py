@@ -48,9 +48,16 @@ def _predict() -> type[CostEngine]:
     return PredictEngine
 
 
+def _calibrated() -> type[CostEngine]:
+    from charon_ir.engines.calibrated import CalibratedEngine
+
+    return CalibratedEngine
+
+
 ENGINES: dict[str, Callable[[], type[CostEngine]]] = {
     "analytic": _analytic,
     "db": _db,
     "predict": _predict,
+    "calibrated": _calibrated,
 }
 """Engine name -> lazy factory. Adding an engine adds one line here."""
