@@ -66,6 +66,11 @@ SCALE_UP_KINDS = ("nvswitch", "fully_connected", "torus", "none")
 SCALE_OUT_KINDS = ("fat_tree", "fullflat", "torus", "none")
 MAX_CLUSTER_COUNT = 2**31 - 1
 """The largest count a cluster file gives (nodes, GPUs, NICs, ...), as `charon`'s flags."""
+MAX_CLUSTER_BYTES = 64 * 1024
+"""The largest cluster file read: the presets are under 1 KB; a 100,000-tier file
+took 75 s to parse and price."""
+MAX_TIERS = 8
+"""The most switch tiers of a fat tree (the largest deployed have three or four)."""
 
 # Decimal scales, so that a value rounds once: 0.4us is 4e-07, not 4.0000000000000003e-07
 _BANDWIDTH_UNITS = {
@@ -496,6 +501,10 @@ class _Reader:
         kind = self.labelled(blk, SCALE_OUT_KINDS)
         if kind == "fat_tree":
             self.check_keys(blk, ("rail_optimized",), ("tier",))
+            if len(blk.blocks) > MAX_TIERS:
+                extra = blk.blocks[MAX_TIERS]
+                raise self.fail(extra.line, extra.col, f"{len(blk.blocks):,} tiers; a fat tree has at "
+                                f"most {MAX_TIERS} (the largest deployed have three or four)")
             tiers = []
             for t in blk.blocks:
                 self.check_keys(t, ("span", "oversubscription", "latency"))
@@ -509,9 +518,11 @@ class _Reader:
             if not tiers:
                 raise self.fail(blk.line, blk.col, "'scale_out fat_tree' needs at least one 'tier' block")
             for lo, hi in zip(tiers, tiers[1:]):
-                if hi.span < lo.span or hi.span % lo.span:
+                if hi.span <= lo.span or hi.span % lo.span:
+                    # a tier spanning what the one below spans joins no more nodes
                     raise self.fail(blk.line, blk.col,
-                                    "tier spans must grow, each a multiple of the one below")
+                                    "tier spans must grow, each a multiple of the one below "
+                                    f"(spans {lo.span} then {hi.span})")
             if tiers[-1].span < nodes:
                 raise self.fail(
                     blk.line, blk.col,
@@ -612,6 +623,9 @@ def parse_cluster(text: str, filename: str = "<cluster>") -> Cluster:
     import lark
 
     reader = _Reader(filename)
+    if len(text) > MAX_CLUSTER_BYTES:  # characters, an upper bound of lark's work
+        raise ClusterError(f"{filename}: {len(text):,} characters; a cluster file is at most "
+                           f"{MAX_CLUSTER_BYTES:,} (the presets are under 1,000)")
     try:
         tree = _parser().parse(text)
     except lark.exceptions.UnexpectedCharacters as e:
