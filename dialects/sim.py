@@ -351,13 +351,20 @@ class MatmulOp(ComputeOp):
 
 class _AttentionBase(ComputeOp, abc.ABC):
     """Shape rule shared by attention and its gradient: q [b, sq, hq, d],
-    k [b, skv, hkv, d], v [b, skv, hkv, dv], hq a multiple of hkv (GQA/MQA)."""
+    k [b, skv, hkv, d], v [b, skv, hkv, dv], hq a multiple of hkv (GQA/MQA).
+    `window` (causal only): a query sees the `window` latest keys, itself
+    included (sliding-window attention, HF's `sliding_window`)."""
 
     q = operand_def(AnyTensor)
     k = operand_def(AnyTensor)
     v = operand_def(AnyTensor)
     causal = opt_prop_def(UnitAttr)
     flash = opt_prop_def(UnitAttr)
+    window = opt_prop_def(IntegerAttr[I64])
+
+    def window_size(self) -> int:
+        """Keys a query may see at most; 0: no window."""
+        return self.window.value.data if self.window is not None else 0
 
     def _verify_qkv(self) -> None:
         _check_static(self.name, self.q, self.k, self.v)
@@ -384,6 +391,10 @@ class _AttentionBase(ComputeOp, abc.ABC):
             raise VerifyException(
                 f"causal attention needs q seq ({q[1]}) <= kv seq ({k[1]})"
             )
+        if self.window is not None and (self.window_size() < 1 or not self.causal):
+            raise VerifyException(
+                f"a window ({self.window_size()}) must be >= 1 and needs causal attention"
+            )
 
     def score_pairs(self) -> float:
         """(query, key) pairs computed per batch row and head; a causal mask keeps
@@ -391,7 +402,17 @@ class _AttentionBase(ComputeOp, abc.ABC):
         sq, skv = shape_of(self.q)[1], shape_of(self.k)[1]
         if not self.causal:
             return float(sq * skv)
-        return float(sq * (skv - sq) + sq * (sq + 1) / 2)
+        window = self.window_size()
+        if not window or window >= skv:
+            return float(sq * (skv - sq) + sq * (sq + 1) / 2)
+
+        def seen_by_first(n: int) -> float:
+            """Keys seen by the queries at kv positions 0 .. n-1."""
+            if n <= window:
+                return n * (n + 1) / 2
+            return window * (window + 1) / 2 + (n - window) * window
+
+        return float(seen_by_first(skv) - seen_by_first(skv - sq))
 
     def forward_flops(self) -> float:
         b, _, hq, d = shape_of(self.q)
@@ -431,12 +452,15 @@ class AttentionOp(_AttentionBase):
         result_type: Attribute,
         causal: bool = True,
         flash: bool = False,
+        window: int = 0,
     ):
         props: dict[str, Attribute] = {}
         if causal:
             props["causal"] = UnitAttr()
         if flash:
             props["flash"] = UnitAttr()
+        if window:
+            props["window"] = IntegerAttr(window, 64)
         super().__init__(
             operands=[q, k, v], result_types=[result_type], properties=props
         )

@@ -176,6 +176,11 @@ class ContextAttention:
     # -- ring -----------------------------------------------------------------
 
     def ring(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.window is not None:
+            # which kv blocks a window reaches depends on the chunk layout; the
+            # remote blocks are priced whole below, which a window would undo
+            raise CharonError(f"shard-context: sliding-window attention (window {op.window_size()}) is not "
+                              "modelled on the ring; use the all-to-all (Ulysses) variant")
         st = self.state
         cp = st.size
         seq = split(1, cp, "seq")

@@ -598,14 +598,17 @@ class GraphConverter:
     def on_attention(self, node: fx.Node) -> None:
         q, k, v = (self.value(a) for a in node.args[:3])
         causal = bool(node.args[3])
-        op = self.add(sim.AttentionOp(q, k, v, type_of(self.meta(node)), causal=causal))
+        window = int(node.args[4]) if len(node.args) > 4 else 0
+        op = self.add(sim.AttentionOp(q, k, v, type_of(self.meta(node)), causal=causal, window=window))
         self.bind(node, op.results[0])
 
     def on_attention_backward(self, node: fx.Node) -> None:
         named = dict(zip(("q", "k", "v", "out", "grad_out"), (self.value(a) for a in node.args[:5])))
         # operands go in the op's definition order, which need not be q, k, v, ...
         order = [name for name, _ in sim.AttentionGradOp.get_irdl_definition().operands]
-        props = {"causal": UnitAttr()} if node.args[5] else {}
+        props: dict[str, Attribute] = {"causal": UnitAttr()} if node.args[5] else {}
+        if len(node.args) > 6 and node.args[6]:
+            props["window"] = IntegerAttr(int(node.args[6]), 64)
         op = self.add(sim.AttentionGradOp.build(
             operands=[named[n] for n in order], result_types=[type_of(t) for t in self.meta(node)],
             properties=props,

@@ -51,37 +51,39 @@ def serving(mode: str, context: int = 0) -> Iterator[None]:
 
 
 @torch.library.custom_op("charon::attention", mutates_args=())
-def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool) -> Tensor:
+def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window: int) -> Tensor:
+    """`window` > 0: a query sees only the `window` latest keys (itself
+    included; HF's `sliding_window`); 0: every key the mask allows."""
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 
 @attention.register_fake
-def _(q, k, v, causal):
+def _(q, k, v, causal, window):
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 
 @torch.library.custom_op("charon::attention_backward", mutates_args=())
 def attention_backward(
-    q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor, causal: bool
+    q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor, causal: bool, window: int
 ) -> tuple[Tensor, Tensor, Tensor]:
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 @attention_backward.register_fake
-def _(q, k, v, out, grad_out, causal):
+def _(q, k, v, out, grad_out, causal, window):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 def _attention_setup(ctx, inputs, output):
-    q, k, v, causal = inputs
+    q, k, v, causal, window = inputs
     ctx.save_for_backward(q, k, v, output)
-    ctx.causal = causal
+    ctx.causal, ctx.window = causal, window
 
 
 def _attention_grad(ctx, grad_out):
     q, k, v, out = ctx.saved_tensors
-    dq, dk, dv = attention_backward(q, k, v, out, grad_out, ctx.causal)
-    return dq, dk, dv, None
+    dq, dk, dv = attention_backward(q, k, v, out, grad_out, ctx.causal, ctx.window)
+    return dq, dk, dv, None, None
 
 
 attention.register_autograd(_attention_grad, setup_context=_attention_setup)
@@ -117,23 +119,29 @@ def _(k_new, v_new, context):
     return _cache_shaped(k_new, context), _cache_shaped(v_new, context)
 
 
-def attend(q: Tensor, k: Tensor, v: Tensor, causal: bool = True) -> Tensor:
+def attend(q: Tensor, k: Tensor, v: Tensor, causal: bool = True, window: int = 0) -> Tensor:
     """Attention on [b, s, heads, d] tensors, through the KV cache when serving."""
     if SERVING.mode in ("prefill", "decode"):
         if SERVING.mode == "decode":
-            k_all, v_all = kv_cache_read(k, v, SERVING.context)
+            # a sliding-window layer's cache keeps its window's tokens only (HF's
+            # sliding-window cache layers)
+            context = min(SERVING.context, window) if window else SERVING.context
+            k_all, v_all = kv_cache_read(k, v, context)
         else:
             k_all, v_all = k, v
         kv_cache_write(k, v)
         k, v = k_all, v_all
-    return attention(q, k, v, causal)
+    return attention(q, k, v, causal, window)
 
 
 def hf_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """HF AttentionInterface entry: query [b, hq, s, d], key/value [b, hkv, s, d];
     returns ([b, s, hq, dv], None) like HF's own implementations. The mask is
-    ignored: every supported model is causal and we never pack sequences."""
-    out = attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), True)
+    ignored: every supported model is causal and we never pack sequences; a
+    sliding-window layer says its window (`sliding_window`, as HF's own kernels
+    are told it)."""
+    window = kwargs.get("sliding_window") or 0
+    out = attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), True, int(window))
     return out, None
 
 

@@ -369,11 +369,29 @@ def build_hf_model(config_dict: dict[str, Any], dtype: torch.dtype, where: str =
     return model
 
 
+LAYER_KIND_ATTRIBUTES = ("sliding_window", "layer_type", "is_sliding", "attention_type", "use_rope",
+                         "attention_chunk_size")
+"""Attributes by which HF layers of the same weights compute differently: a
+sliding-window layer beside a full one (Mistral, Gemma 2/3, GPT-OSS), a NoPE or
+chunked-attention layer (Llama 4). Layers that differ in them are traced apart."""
+
+
+def _layer_kind(layer: nn.Module) -> tuple:
+    kind = []
+    for name, m in layer.named_modules():
+        for attr in LAYER_KIND_ATTRIBUTES:
+            value = getattr(m, attr, None)
+            if isinstance(value, (bool, int, float, str)):
+                kind.append((name, attr, value))
+    return tuple(kind)
+
+
 def _layer_signature(layer: nn.Module) -> tuple:
     return (
         type(layer).__name__,
         tuple((n, tuple(p.shape), p.dtype) for n, p in layer.named_parameters()),
         tuple(type(m).__name__ for m in layer.modules()),
+        _layer_kind(layer),
     )
 
 

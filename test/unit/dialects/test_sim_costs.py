@@ -60,3 +60,21 @@ def test_decode_attention_sees_the_whole_cache(sq, extra):
     op.verify()
     pairs = sum(skv - sq + i + 1 for i in range(sq))
     assert op.score_pairs() == pairs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 48), st.integers(0, 48), st.integers(1, 120))
+def test_a_window_keeps_the_latest_keys_of_each_query(sq, extra, window):
+    """Sliding-window attention: query i (kv position skv - sq + i) sees the
+    min(position + 1, window) latest keys; a window past the sequence is plain
+    causal attention."""
+    skv = sq + extra
+    q = sim.InputOp("q", tensor(1, sq, 4, 16))
+    k = sim.InputOp("k", tensor(1, skv, 2, 16))
+    op = sim.AttentionOp(q.result, k.result, k.result, tensor(1, sq, 4, 16), causal=True, window=window)
+    op.verify()
+    assert op.score_pairs() == sum(min(skv - sq + i + 1, window) for i in range(sq))
+    causal = sim.AttentionOp(q.result, k.result, k.result, tensor(1, sq, 4, 16), causal=True)
+    assert op.score_pairs() <= causal.score_pairs()
+    if window >= skv:
+        assert op.flops() == causal.flops()

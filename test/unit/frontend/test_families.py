@@ -205,3 +205,18 @@ def test_unsupported_family_is_one_line(tmp_path):
     with pytest.raises(CharonError) as e:
         import_model(path, seq_len=SEQ, use_cache=False)
     assert "'mamba'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_sliding_window_layers_attend_to_their_window(imported):
+    """GPT-OSS alternates sliding-window (32 in the tiny config) and full
+    attention: the layers are traced apart (one repeat of a two-layer period),
+    the sliding one's attention carries its window, and in decode its KV cache
+    holds the window's tokens only."""
+    from charon_ir.dialects import sim
+
+    train = imported("gpt_oss")
+    windows = sorted(op.window_size() for op in train.walk() if isinstance(op, sim.AttentionOp))
+    assert windows == [0, 32]
+    decode = imported("gpt_oss", "decode")
+    kv = sorted(sim.shape_of(op.k)[1] for op in decode.walk() if isinstance(op, sim.AttentionOp))
+    assert kv[0] == 32 and kv[1] > 32

@@ -22,7 +22,8 @@ builtin.module {
       %q = sim.view %y : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
       %kv = sim.view %n : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
       %k = sim.generic "aten.slice"(%kv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<2x16x4x16xbf16>) -> tensor<2x16x2x16xbf16>
-      %a = sim.attention %q, %k, %k {causal} : (tensor<2x16x4x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>) -> tensor<2x16x4x16xbf16>
+      %a0 = sim.attention %q, %k, %k {causal} : (tensor<2x16x4x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>) -> tensor<2x16x4x16xbf16>
+      %a = sim.attention %a0, %k, %k {causal, window = 8 : i64} : (tensor<2x16x4x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>) -> tensor<2x16x4x16xbf16>
       %s = sim.softmax %a dim 3 : tensor<2x16x4x16xbf16>
       %o = sim.view %s : tensor<2x16x4x16xbf16> -> tensor<2x16x64xbf16>
       %z = sim.elementwise "add" %o, %h : tensor<2x16x64xbf16>, tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
@@ -39,7 +40,8 @@ builtin.module {
   // CHECK-NEXT:     %[[Q:.*]] = sim.view %[[Y]] : tensor<2x16x64xbf16> -> tensor<2x16x4x16xbf16>
   // CHECK-NEXT:     %[[KV:.*]] = sim.view %[[N]]
   // CHECK-NEXT:     %[[K:.*]] = sim.generic "aten.slice"(%[[KV]]) {flop_count = 0.000000e+00 : f64, byte_count = 0.000000e+00 : f64} : (tensor<2x16x4x16xbf16>) -> tensor<2x16x2x16xbf16>
-  // CHECK-NEXT:     %[[A:.*]] = sim.attention %[[Q]], %[[K]], %[[K]] {causal}
+  // CHECK-NEXT:     %[[A0:.*]] = sim.attention %[[Q]], %[[K]], %[[K]] {causal}
+  // CHECK-NEXT:     %[[A:.*]] = sim.attention %[[A0]], %[[K]], %[[K]] {causal, window = 8 : i64}
   // CHECK-NEXT:     %[[S:.*]] = sim.softmax %[[A]] dim 3 : tensor<2x16x4x16xbf16>
   // CHECK-NEXT:     %[[O:.*]] = sim.view %[[S]]
   // CHECK-NEXT:     %[[Z:.*]] = sim.elementwise "add" %[[O]], %[[H]] : tensor<2x16x64xbf16>, tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
