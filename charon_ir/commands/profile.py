@@ -139,7 +139,8 @@ def _ops(ops_from: Path | None, model: str | None, shipped_steps: bool, seq_len:
     if (ops_from is not None) + (model is not None) + shipped_steps > 1:
         raise CharonError("charon profile: pass one of --ops-from, --model and --shipped-steps")
     if shipped_steps:
-        from charon_ir.profile.shipped import SHIPPED_STEPS, shipped_steps_opset
+        from charon_ir.profile.shipped import SHIPPED_STEPS
+        from charon_ir.profile.shipped_steps import shipped_steps_opset
 
         return shipped_steps_opset(), f"the shipped training steps ({'; '.join(SHIPPED_STEPS)})"
     opset = OpSet()

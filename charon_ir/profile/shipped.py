@@ -23,7 +23,6 @@ through to the next engine.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +74,3 @@ def shipped_db_path() -> Path | None:
     if os.environ.get(SHIPPED_ENV, "").strip().lower() in ("0", "off", "no", "false"):
         return None
     return SHIPPED_DB if SHIPPED_DB.is_file() else None
-
-
-def shipped_steps_opset(names: Iterable[str] | None = None):
-    """The distinct compute ops of `SHIPPED_STEPS` (or of the steps `names`),
-    each built as `charon simulate` builds it, without a memory limit."""
-    from charon_ir.api import TrainingConfig, build_training_module
-    from charon_ir.profile.collect import OpSet
-
-    opset = OpSet()
-    for name in SHIPPED_STEPS if names is None else names:
-        fields = SHIPPED_STEPS[name]
-        _, module, _ = build_training_module(TrainingConfig(**fields, memory_limit_gb=1e9))
-        opset.add_module(module)
-    return opset

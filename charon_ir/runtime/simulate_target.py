@@ -26,6 +26,8 @@ from xdsl.utils.target import Target as XdslTarget
 
 from charon_ir.dialects import event
 from charon_ir.errors import CharonError
+from charon_ir.lowering.lower_to_events import LowerToEventsPass
+from charon_ir.passes.cost_annotate import CostAnnotatePass
 from charon_ir.report.summary import summarize
 from charon_ir.runtime.flatten import flatten_all
 from charon_ir.report.trace import write_trace
@@ -40,9 +42,6 @@ def run_module(
     """Interpret every event program of the module (lowering it first if needed)."""
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     if not programs:
-        from charon_ir.lowering.lower_to_events import LowerToEventsPass
-        from charon_ir.passes.cost_annotate import CostAnnotatePass
-
         CostAnnotatePass().apply(ctx, module)
         LowerToEventsPass().apply(ctx, module)
         programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]

@@ -20,8 +20,8 @@ from charon_ir.profile.shipped import (
     SHIPPED_DB,
     SHIPPED_ENV,
     shipped_db_path,
-    shipped_steps_opset,
 )
+from charon_ir.profile.shipped_steps import shipped_steps_opset
 from charon_ir.profile.store import Measurement, ProfileStore, latest_by_key
 
 @pytest.fixture

@@ -1,0 +1,271 @@
+"""The package's import graph, read from the source (ast): modules form layers,
+so no module imports, directly or not, one that imports it; and an import
+inside a function is reserved for what must stay off the start-up path.
+
+An import inside a function hides an edge of that graph (the cycles the
+issue-29 layering removed all ran through one), so each is allowed only for
+- the heavy optional stacks: torch (and functorch), transformers, ray,
+  matplotlib, which `charon-opt` and `charon --help` must not load;
+- the lazy entries that keep them off that path: the package's `simulate` and
+  `serve` (`charon_ir/__init__.py`), the frontend's tracing and IR builder
+  (`charon_ir.frontend`, which import torch), the registry's dialect, pass
+  and target factories (xDSL's lazy registration, `charon-opt`'s start-up) and
+  the cost engines' (`engines.base.ENGINES`);
+- the imports listed in REMAINING below, which predate this test: the list may
+  only shrink (a new one fails, and so does an entry that is gone).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGES = ("charon_ir", "charon_ir.dialects", "charon_ir.passes", "charon_ir.lowering", "charon_ir.tools")
+"""The package and the folders setuptools maps into it (pyproject's package-dir)."""
+
+HEAVY = {"torch", "functorch", "transformers", "ray", "matplotlib"}
+
+LAZY_ENTRIES = {
+    "charon_ir": {"charon_ir.api", "charon_ir.serving.api"},
+    "charon_ir.frontend": {"charon_ir.frontend.builder", "charon_ir.frontend.tracing"},
+    "charon_ir.registry": None,  # every factory: dialects, passes, targets
+    "charon_ir.engines.base": None,  # ENGINES: an engine loads when a run names it
+}
+
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.submodule_search_locations, package
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for path in sorted(root.rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[0] in {"dialects", "passes", "lowering", "tools"} and package == "charon_ir":
+                continue  # only where they are mapped
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    """The modules an import statement loads (a name imported from a package
+    that is a submodule counts as that submodule)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = node.module or ""
+    if node.level:
+        package = module.split(".")
+        if MODULES[module].name != "__init__.py":
+            package = package[:-1]
+        package = package[: len(package) - node.level + 1]
+        base = ".".join(package + ([node.module] if node.module else []))
+    for alias in node.names:
+        yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+
+
+def _imports(module: str) -> Iterator[tuple[str, bool]]:
+    """(imported module, whether inside a function) of every runtime import."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+
+    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[str, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue  # never runs
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield from ((t, in_function) for t in _targets(module, child))
+            else:
+                inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                yield from walk(child, inside)
+
+    yield from walk(tree, False)
+
+
+def _own(target: str) -> str | None:
+    """The project module an import loads, or None for another package's."""
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _lazy_allowed(module: str, target: str) -> bool:
+    if target.split(".")[0] in HEAVY:
+        return True
+    allowed = LAZY_ENTRIES.get(module, set())
+    return allowed is None or target in allowed
+
+
+def _function_level() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module in MODULES:
+        for target, in_function in _imports(module):
+            if in_function and not _lazy_allowed(module, target):
+                out.setdefault(module, set()).add(target)
+    return out
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[set[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def _graph(include_function_level: bool) -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module in MODULES:
+        for target, in_function in _imports(module):
+            own = _own(target)
+            if own is None or own == module or (in_function and not include_function_level):
+                continue
+            if in_function and _lazy_allowed(module, target):
+                continue  # a lazy entry loads what lies above it
+            edges[module].add(own)
+    return edges
+
+
+def test_the_graph_is_read():
+    assert "charon_ir.runtime.interpreter" in MODULES and "charon_ir.passes.pipeline" in MODULES
+    edges = _graph(include_function_level=False)
+    assert "charon_ir.runtime.program" in edges["charon_ir.runtime.interpreter"]
+    assert "charon_ir.runtime.timeline" in edges["charon_ir.report.summary"]
+
+
+def test_no_cycle_among_top_level_imports():
+    assert _cycles(_graph(include_function_level=False)) == []
+
+
+def test_no_cycle_through_function_level_imports():
+    """Named cycles of issue 29 (runtime/flatten <-> report/summary <->
+    runtime/interpreter, engines/calibration <-> validation, memory/states <->
+    parallel/mesh, sweep/evaluate <-> sweep/serving) stay gone; a cycle still
+    left must be one of REMAINING_CYCLES, none larger."""
+    cycles = _cycles(_graph(include_function_level=True))
+    for cycle in cycles:
+        assert any(cycle <= known for known in REMAINING_CYCLES), f"import cycle: {sorted(cycle)}"
+    for pair in (("charon_ir.runtime.flatten", "charon_ir.report.summary"),
+                 ("charon_ir.memory.states", "charon_ir.parallel.mesh"),
+                 ("charon_ir.sweep.evaluate", "charon_ir.sweep.serving"),
+                 ("charon_ir.validation", "charon_ir.validation.calibration")):
+        assert not any(set(pair) <= cycle for cycle in cycles), pair
+    assert not any(m.startswith("charon_ir.engines.") and "charon_ir.validation" in n
+                   for m, ns in _graph(include_function_level=True).items() for n in ns)
+
+
+def test_function_level_imports_only_shrink():
+    now = _function_level()
+    added = {m: sorted(t - REMAINING.get(m, set())) for m, t in now.items() if t - REMAINING.get(m, set())}
+    assert not added, f"imports inside functions (move them to the top of the module): {added}"
+    gone = {m: sorted(t - now.get(m, set())) for m, t in REMAINING.items() if t - now.get(m, set())}
+    assert not gone, f"no longer imported inside a function: remove from REMAINING: {gone}"
+
+
+def test_the_lazy_entries_keep_torch_off_the_start_up_path():
+    """What the lazy entries load lies above every module charon-opt imports."""
+    edges = _graph(include_function_level=False)
+    # `charon` loads every command module (by name, which ast does not see)
+    seen, todo = set(), ["charon_ir.tools.charon_opt", "charon_ir.cli",
+                         *(m for m in MODULES if m.startswith("charon_ir.commands."))]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += edges[module]
+    assert "charon_ir.registry" in seen
+    assert not seen & {"charon_ir.frontend.tracing", "charon_ir.frontend.builder"}
+
+
+REMAINING_CYCLES: list[set[str]] = [
+    {"charon_ir.engines.calibrated", "charon_ir.interop.kineto"},
+    {"charon_ir.serving.requests", "charon_ir.serving.stages"},
+]
+"""Cycles still closed by a function-level import, to break."""
+
+REMAINING: dict[str, set[str]] = {  # to move to the top of their modules
+    "charon_ir.api": {"charon_ir.dialects.event", "charon_ir.dialects.sim", "charon_ir.engines.compute_efficiency", "charon_ir.frontend", "charon_ir.frontend.configs", "charon_ir.memory", "charon_ir.parallel.schedules", "charon_ir.passes.data_parallel", "charon_ir.passes.pipeline", "charon_ir.registry", "charon_ir.report.energy", "charon_ir.report.memory_timeline", "charon_ir.report.output", "charon_ir.report.plots", "charon_ir.report.summary", "charon_ir.report.trace", "charon_ir.runtime.flatten", "charon_ir.runtime.interpreter", "charon_ir.runtime.simulate_target", "charon_ir.target.hardware", "charon_ir.target.target", "charon_ir.testing", "charon_ir.tools.charon_opt", "xdsl.dialects.builtin"},
+    "charon_ir.commands.calibrate": {"charon_ir.errors", "charon_ir.interop.kineto", "charon_ir.validation.calibration", "dataclasses"},
+    "charon_ir.commands.export": {"charon_ir.api", "charon_ir.errors", "charon_ir.frameworks", "charon_ir.interop.chakra_export", "charon_ir.report.output", "charon_ir.target.cluster"},
+    "charon_ir.commands.import_cmd": {"charon_ir.api", "charon_ir.errors", "charon_ir.frontend", "charon_ir.frontend.configs", "charon_ir.frontend.metrics", "charon_ir.report.output"},
+    "charon_ir.commands.profile": {"charon_ir.frontend", "charon_ir.profile.collect", "charon_ir.profile.fit", "charon_ir.profile.reference_step", "charon_ir.profile.session", "charon_ir.profile.shipped", "charon_ir.profile.shipped_steps", "charon_ir.profile.store", "charon_ir.report.output", "rich.console", "rich.markup", "rich.progress", "rich.table"},
+    "charon_ir.commands.serve": {"charon_ir.serving", "charon_ir.target.hardware", "rich.console", "rich.table"},
+    "charon_ir.commands.simulate": {"charon_ir.api", "charon_ir.errors", "charon_ir.report.table", "charon_ir.target.cluster", "charon_ir.target.hardware"},
+    "charon_ir.commands.sweep": {"charon_ir.report.output", "charon_ir.sweep", "charon_ir.sweep.analysis", "charon_ir.sweep.runner", "charon_ir.sweep.space", "rich.console", "rich.table"},
+    "charon_ir.commands.validate": {"charon_ir.errors", "charon_ir.interop.kineto", "charon_ir.validation", "charon_ir.validation.live", "charon_ir.validation.report", "charon_ir.validation.runner"},
+    "charon_ir.engines.analytic": {"charon_ir.dialects.sim", "charon_ir.target.hardware", "dataclasses"},
+    "charon_ir.errors": {"json"},
+    "charon_ir.frontend": {"charon_ir.dialects.sim", "charon_ir.frontend.metrics", "importlib.metadata", "xdsl.context", "xdsl.dialects.builtin", "xdsl.parser"},
+    "charon_ir.frontend.convert": {"charon_ir.parallel.sharding"},
+    "charon_ir.interop.calibration": {"math"},
+    "charon_ir.interop.chakra": {"google.protobuf", "google.protobuf.message"},
+    "charon_ir.interop.chakra_export": {"charon_ir.dialects.coll", "charon_ir.report.output"},
+    "charon_ir.interop.chakra_target": {"charon_ir.interop.chakra_export", "charon_ir.lowering.lower_to_events", "charon_ir.passes.cost_annotate", "charon_ir.report.output"},
+    "charon_ir.interop.kineto": {"charon_ir.api", "charon_ir.dialects.event", "charon_ir.engines.calibrated", "charon_ir.interop.calibration", "charon_ir.profile.device", "charon_ir.report.summary", "charon_ir.runtime.flatten", "charon_ir.runtime.interpreter", "charon_ir.target.target", "os"},
+    "charon_ir.memory.liveness": {"charon_ir.parallel.backward_split"},
+    "charon_ir.parallel.examples": {"charon_ir.registry", "xdsl.passes"},
+    "charon_ir.parallel.sharding": {"xdsl.dialects.builtin"},
+    "charon_ir.passes.pipeline": {"charon_ir.passes.sequence_parallel", "xdsl.dialects.builtin"},
+    "charon_ir.passes.set_target": {"charon_ir.dialects.event", "charon_ir.passes.cost_annotate"},
+    "charon_ir.profile.collect": {"charon_ir.tools.charon_opt"},
+    "charon_ir.profile.runner": {"ctypes"},
+    "charon_ir.profile.session": {"charon_ir.profile.runner"},
+    "charon_ir.serving.api": {"charon_ir.frontend", "charon_ir.report.energy", "charon_ir.report.output", "charon_ir.target.cluster", "charon_ir.target.hardware"},
+    "charon_ir.serving.cluster": {"charon_ir.engines.collectives", "charon_ir.target.cluster", "charon_ir.target.hardware"},
+    "charon_ir.serving.latency": {"charon_ir", "charon_ir.api", "charon_ir.dialects.coll", "charon_ir.dialects.sim", "charon_ir.engines.analytic", "charon_ir.frontend", "charon_ir.frontend.cache", "charon_ir.passes.cost_annotate", "charon_ir.passes.shard_tensor", "charon_ir.registry", "charon_ir.target.hardware", "charon_ir.target.target"},
+    "charon_ir.serving.requests": {"charon_ir.serving.stages"},
+    "charon_ir.serving.validation": {"charon_ir.serving.api", "charon_ir.validation"},
+    "charon_ir.sweep": {"charon_ir.sweep.analysis"},
+    "charon_ir.sweep.evaluate": {"charon_ir.api", "charon_ir.memory", "charon_ir.sweep.hardware", "charon_ir.sweep.screen", "charon_ir.target.cluster", "charon_ir.target.hardware", "charon_ir.testing"},
+    "charon_ir.sweep.hardware": {"charon_ir.frontend.cache", "charon_ir.target.cluster", "charon_ir.target.hardware"},
+    "charon_ir.sweep.runner": {"charon_ir.profile.store", "charon_ir.sweep.screen", "charon_ir.target.hardware", "concurrent.futures", "multiprocessing", "random", "rich.console", "rich.progress", "socket"},
+    "charon_ir.sweep.screen": {"charon_ir.api", "charon_ir.dialects.coll", "charon_ir.dialects.event", "charon_ir.dialects.sim", "charon_ir.engines.collectives", "charon_ir.lowering.lower_to_events", "charon_ir.memory.analysis", "charon_ir.memory.liveness", "charon_ir.memory.schedule", "charon_ir.memory.states", "charon_ir.memory.tensors", "charon_ir.parallel.mesh", "charon_ir.parallel.schedules", "charon_ir.passes.pipeline", "charon_ir.passes.set_target", "charon_ir.report.energy", "charon_ir.report.summary", "charon_ir.runtime.flatten", "charon_ir.runtime.interpreter", "charon_ir.target.cluster", "charon_ir.target.target", "charon_ir.target.topology", "xdsl.dialects.builtin"},
+    "charon_ir.sweep.serving": {"charon_ir.serving"},
+    "charon_ir.sweep.space": {"charon_ir.api", "charon_ir.engines.analytic", "charon_ir.engines.base", "charon_ir.engines.compute_efficiency", "charon_ir.frameworks", "charon_ir.frontend.configs", "charon_ir.parallel.schedules", "charon_ir.passes.recompute", "charon_ir.serving.latency", "charon_ir.serving.scheduler", "charon_ir.sweep.hardware", "charon_ir.target.cluster", "charon_ir.target.hardware", "yaml"},
+    "charon_ir.sweep.store": {"charon_ir.report.output"},
+    "charon_ir.target.cluster": {"lark"},
+    "charon_ir.target.target": {"charon_ir.target.topology"},
+    "charon_ir.validation.live": {"charon_ir.api", "charon_ir.frontend", "charon_ir.profile.collect", "charon_ir.profile.runner", "charon_ir.profile.session", "charon_ir.profile.store", "charon_ir.validation.runner", "charon_ir.validation.training"},
+    "charon_ir.validation.training": {"charon_ir.api", "charon_ir.errors", "charon_ir.frontend.configs"},
+}
