@@ -87,6 +87,17 @@ def _free(callee: str, inputs: Sequence[SSAValue], types: Sequence[TensorType]) 
     return sim.GenericOp(callee, inputs, types, flops=0.0, bytes=0.0)
 
 
+def bucket_sizes(elements: int, element_bytes: int, dp: int, bucket_bytes: int) -> list[int]:
+    """Elements of each bucket that `elements` values (gradients of one group,
+    or parameters) are packed into: `bucket_bytes` each and the rest in the
+    last, each padded to split evenly over `dp` ranks. The sweep's screen
+    prices its points' buckets with it."""
+    per_bucket = max(dp, int(bucket_bytes // element_bytes))
+    n = max(1, ceil(elements / per_bucket))
+    sizes = [per_bucket] * (n - 1) + [elements - per_bucket * (n - 1)]
+    return [ceil(s / dp) * dp for s in sizes]
+
+
 @dataclass(frozen=True)
 class _Sync:
     """How the gradients of one group of parameters synchronise: over `axes`,
@@ -102,12 +113,8 @@ class _Sync:
         """Flat buckets covering `values` (all of one element type, padded so each
         splits evenly over dp)."""
         elt = _tensor(values[0]).element_type
-        nbytes = sim.element_bytes(elt)
         total = sum(sim.numel(v) for v in values)
-        per_bucket = max(self.dp, int(self.bucket_bytes // nbytes))
-        n = max(1, ceil(total / per_bucket))
-        sizes = [per_bucket] * (n - 1) + [total - per_bucket * (n - 1)]
-        return [TensorType(elt, [ceil(s / self.dp) * self.dp]) for s in sizes]
+        return [TensorType(elt, [n]) for n in bucket_sizes(total, sim.element_bytes(elt), self.dp, self.bucket_bytes)]
 
     def shard_of(self, bucket: TensorType) -> TensorType:
         """The 1/dp slice of a bucket each replica holds."""

@@ -48,6 +48,12 @@ def _predict() -> type[CostEngine]:
     return PredictEngine
 
 
+def _scaled() -> type[CostEngine]:
+    from charon_ir.engines.scaled import ScaledEngine
+
+    return ScaledEngine
+
+
 def _calibrated() -> type[CostEngine]:
     from charon_ir.engines.calibrated import CalibratedEngine
 
@@ -58,6 +64,7 @@ ENGINES: dict[str, Callable[[], type[CostEngine]]] = {
     "analytic": _analytic,
     "db": _db,
     "predict": _predict,
+    "scaled": _scaled,
     "calibrated": _calibrated,
 }
 """Engine name -> lazy factory. Adding an engine adds one line here."""
