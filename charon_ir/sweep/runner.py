@@ -290,11 +290,11 @@ def _profile_db(points: list[Point]) -> Path | None:
 def _input_files(points: list[Point]) -> set[Path]:
     """The files the points read (a model or cluster given by path): a stored
     time is stale once one of them changes, though the point's key is the same."""
-    from charon_ir.target.hardware import _split_variant
+    from charon_ir.target.hardware import split_variant
 
     # a GPU variant of a file (`my.toml:hbm_bw=...`) reads the file
-    return {Path(_split_variant(v)[0]) for p in points for v in p.config.values()
-            if isinstance(v, str) and v and Path(_split_variant(v)[0]).is_file()}
+    return {Path(split_variant(v)[0]) for p in points for v in p.config.values()
+            if isinstance(v, str) and v and Path(split_variant(v)[0]).is_file()}
 
 
 def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int,

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError, read_text
-from charon_ir.target.hardware import GpuSpec, UnknownGpuError, _split_variant, load_gpu
+from charon_ir.target.hardware import GpuSpec, UnknownGpuError, split_variant, load_gpu
 
 
 class ClusterError(CharonError):
@@ -433,7 +433,7 @@ class _Reader:
         if gpu_value.kind not in ("word", "string"):
             raise self.fail(gpu_value.line, gpu_value.col, "'gpu' must be a GPU name")
         gpu_ref = gpu_value.raw
-        base, _ = _split_variant(gpu_ref)
+        base, _ = split_variant(gpu_ref)
         if base.endswith(".toml") and not Path(base).is_absolute():
             # a GPU file next to the cluster file
             near = Path(self.filename).parent / base

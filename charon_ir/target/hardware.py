@@ -345,7 +345,7 @@ def resolve_gpu_name(name: str) -> str:
     lowered = {k.lower(): k for k in table} | {k.lower(): v for k, v in _aliases().items()}
     if name.lower() in lowered:
         return lowered[name.lower()]
-    if _looks_like_file(name) or _split_variant(name)[1]:
+    if _looks_like_file(name) or split_variant(name)[1]:
         return load_gpu(name).ref
     raise UnknownGpuError(
         f"unknown GPU '{name}' (known: {', '.join(gpu_names())}; or a GPU file ending in .toml)"
@@ -380,7 +380,7 @@ def _looks_like_file(text: str) -> bool:
     return text.endswith(".toml")
 
 
-def _split_variant(text: str) -> tuple[str, str]:
+def split_variant(text: str) -> tuple[str, str]:
     m = _VARIANT.match(text)
     return (m.group("base"), m.group("overrides")) if m else (text, "")
 
@@ -456,7 +456,7 @@ def with_power_cap(hardware: str, watts: float, flag: str = "--power-cap") -> st
     if not (isinstance(watts, (int, float)) and math.isfinite(watts) and watts > 0):
         raise CharonError(f"{flag} must be a positive number of watts, got {watts}")
     text = f"power_cap={_number_text(watts)}"
-    spec = hardware if _split_variant(hardware)[1] else f"{hardware}:"
+    spec = hardware if split_variant(hardware)[1] else f"{hardware}:"
     joined = f"{spec},{text}" if not spec.endswith(":") else spec + text
     try:
         load_gpu(joined)
@@ -506,7 +506,7 @@ def load_gpu_file(path: str | Path) -> GpuSpec:
 def load_gpu(name: str) -> GpuSpec:
     """A bundled GPU by name or alias, a GPU file (`.toml`), or either with
     `:key=value,...` overrides (module docstring)."""
-    base_text, overrides = _split_variant(name)
+    base_text, overrides = split_variant(name)
     if overrides:
         base = load_gpu(base_text)
         return derive_gpu(base, _parse_overrides(overrides, f"GPU variant '{name}'"), f"GPU variant '{name}'")
