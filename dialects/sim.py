@@ -200,9 +200,11 @@ class ComputeOp(IRDLOperation, abc.ABC):
 
     def verify(self, verify_nested_ops: bool = True) -> None:
         # a kernel over an empty tensor is a typo in hand-written IR (`tensor<0x4096xbf16>`),
-        # not a step: it would price at zero and run. Only the optimizer step may see one:
-        # a pipeline stage holding none of a repeat's layers stacks its weights as [0, ...]
-        if not isinstance(self, OptimizerStepOp):
+        # not a step: it would price at zero and run. The optimizer step may see one (a
+        # pipeline stage holding none of a repeat's layers stacks its weights as [0, ...]),
+        # and so may an opaque aten op: HF code slices empty halves (Phi-3's pass-through
+        # part of a full rotary embedding) and concatenates them back
+        if not isinstance(self, (OptimizerStepOp, GenericOp)):
             for value in (*self.operands, *self.results):
                 if isinstance(value.type, TensorType) and 0 in value.type.get_shape():
                     raise VerifyException(f"computes on an empty tensor: {value.type} "

@@ -18,6 +18,14 @@
 
 // -----
 
+// an opaque aten op may: HF slices an empty pass-through half (Phi-3's full rotary) and concatenates it back
+%r = sim.input "r" : tensor<1x4x1x16xbf16>
+%e = sim.generic "aten.slice"(%r) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<1x4x1x16xbf16>) -> tensor<1x4x1x0xbf16>
+%c = sim.generic "aten.cat"(%r, %e) {flop_count = 0.0 : f64, byte_count = 128.0 : f64} : (tensor<1x4x1x16xbf16>, tensor<1x4x1x0xbf16>) -> tensor<1x4x1x16xbf16>
+// CHECK: sim.generic "aten.cat"
+
+// -----
+
 %w = sim.param "layers.w" : tensor<0x8x8xbf16>
 %g = sim.input "layers.w.grad" : tensor<0x8x8xbf16>
 sim.optimizer_step "adamw" (%w : tensor<0x8x8xbf16>) grads (%g : tensor<0x8x8xbf16>)
