@@ -32,6 +32,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", required=True, help="the trace file (.json.gz)")
+    parser.add_argument("--execution-trace", default="",
+                        help="also record the step's PyTorch execution trace (ExecutionTraceObserver) here (.json.gz)")
     args = parser.parse_args()
 
     import torch
@@ -63,6 +65,8 @@ def main() -> None:
 
     for _ in range(2):
         step()
+    if args.execution_trace:
+        record_execution_trace(step, Path(args.execution_trace))
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities, record_shapes=True) as prof:
         with torch.profiler.record_function("ProfilerStep#0"):
@@ -80,6 +84,24 @@ def main() -> None:
     config_file = out.parent / "llama4-config.json"
     config_file.write_text(json.dumps(LIVE_MODEL, indent=2) + "\n")
     print(f"{out}: {out.stat().st_size:,} bytes; model config {config_file}")
+
+
+def record_execution_trace(step, out: Path) -> None:
+    """One step under torch's ExecutionTraceObserver, written gzipped."""
+    from torch.profiler import ExecutionTraceObserver
+
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "et.json"
+        observer = ExecutionTraceObserver().register_callback(str(raw))
+        observer.start()
+        step()
+        observer.stop()
+        observer.unregister_callback()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(raw, "rb") as src, gzip.open(out.with_suffix(out.suffix + ".tmp"), "wb", compresslevel=9) as dst:
+            shutil.copyfileobj(src, dst)
+    os.replace(out.with_suffix(out.suffix + ".tmp"), out)
+    print(f"{out}: {out.stat().st_size:,} bytes (execution trace)")
 
 
 if __name__ == "__main__":

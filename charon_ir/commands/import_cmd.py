@@ -23,6 +23,8 @@ def import_command(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="trace again even if the IR is cached")] = False,
     summary: Annotated[bool, typer.Option("--summary", help="print how aten ops were mapped (stderr)")] = False,
     list_models: Annotated[bool, typer.Option("--list", help="list the bundled models and exit")] = False,
+    execution_trace: Annotated[str, typer.Option("--execution-trace", help="import a PyTorch execution trace "
+                                                 "(ExecutionTraceObserver JSON, .json or .json.gz) instead of a model")] = "",
 ) -> None:
     """Import a model as sim IR, without a GPU and without weights.
 
@@ -33,6 +35,11 @@ def import_command(
 
     if list_models:
         print("\n".join(bundled_models()))
+        return
+    if execution_trace:
+        if model:
+            raise typer.BadParameter("give a model or --execution-trace, not both", param_hint="'MODEL'")
+        _import_execution_trace(execution_trace, output)
         return
     if not model:  # a usage error (exit 2), as click's own for a missing argument
         raise typer.BadParameter("give a model (a bundled name or a config.json); --list names them",
@@ -74,3 +81,27 @@ def import_command(
     if summary:
         for line in result.summary or ["(from cache: see the sim.free_ops / sim.generic_ops attributes)"]:
             print(line, file=sys.stderr)
+
+
+def _import_execution_trace(trace: str, output: str) -> None:
+    """A recorded step's execution trace as sim IR (`charon_ir.interop.chakra_import`)."""
+    import time
+
+    from charon_ir.interop.chakra_import import import_execution_trace
+
+    if output != "-":
+        from charon_ir.report.output import check_output_file
+
+        check_output_file(output, "-o")
+    start = time.perf_counter()
+    module = import_execution_trace(trace)
+    text = str(module).rstrip("\n") + "\n"
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        from charon_ir.report.output import atomic_output
+
+        with atomic_output(Path(output), ".tmp") as tmp:
+            Path(tmp).write_text(text)
+    ops = sum(1 for _ in module.walk()) - 1
+    print(f"{trace}: {ops} ops in {time.perf_counter() - start:.2f} s", file=sys.stderr)

@@ -30,13 +30,16 @@ HOST = "host overhead"
 WORK_FLOPS = frozenset({"gemm", "attention"})
 """Classes whose work is FLOPs (a throughput is calibrated); the others' is bytes moved."""
 
-_GEMM = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::_scaled_mm")
+_GEMM = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::_scaled_mm", "aten::linear",
+         "aten::matmul")
 
 
 def kernel_class(name: str) -> str:
     """The class of a measured kernel or aten op (`aten::mm`, `ampere_sgemm_...`),
     or of a simulated op kind (`matmul`, `attention_grad`, `aten._log_softmax`)."""
     n = name.lower()
+    if n.startswith("aten."):  # a sim.generic imported from an aten op
+        n = "aten::" + n[5:]
     if "nccl" in n or n.startswith("c10d::") or "record_param_comms" in n:
         return "comm"
     if (n in _GEMM or n == "matmul" or "gemm" in n or "cutlass" in n and "attention" not in n
