@@ -55,6 +55,7 @@ from math import ceil
 from typing import Any
 
 from charon_ir.errors import CharonError
+from charon_ir.runtime.tiers import fold_points
 
 PROBE_LAYERS = (4, 8)
 """Layer counts the probe is timed at: both fold in the fast tier (>= 3), and
@@ -496,7 +497,6 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     (the interpreter's OverlapModel) prices the contention of the gradient
     reductions beside the compute, which the probe, one data-parallel rank, does
     not hold."""
-    from charon_ir.api import _fold_points
     from charon_ir.engines.collectives import cached_plan
     from charon_ir.passes.pipeline import even_split
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
@@ -573,7 +573,7 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
                          probe.backward if not split else probe.weight, sync_layer, sync_pre,
                          sync_post, dp > 1, opt, gathers, stretch, comm_stretch, layer_gather)
 
-    points = _fold_points(schedule, pp, m)
+    points = fold_points(schedule, pp, m)
     if points is None:
         t, stage, busy, dp_exposed = run(m)
     else:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from charon_ir.api import _fold_points, simulate
+from charon_ir.api import simulate
+from charon_ir.runtime.tiers import fold_points as _fold_points
 
 EIGHT_LAYERS = str(Path(__file__).resolve().parents[2] / "lit/lowering/Inputs/eight_layers.mlir")
 
