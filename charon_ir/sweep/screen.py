@@ -55,6 +55,7 @@ from math import ceil
 from typing import Any
 
 from charon_ir.errors import CharonError
+from charon_ir.passes.data_parallel import bucket_sizes
 from charon_ir.runtime.tiers import fold_points
 
 PROBE_LAYERS = (4, 8)
@@ -102,6 +103,22 @@ class Collective:
     axes: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class GradientGroup:
+    """Gradients data-parallel packs into buckets together (one layer's, or
+    those reduced before or after the layers) and reduces over `axes`."""
+
+    elements: int
+    element_bytes: int
+    axes: tuple[str, ...]
+
+    def buckets(self, bucket_mb: int) -> list[Collective]:
+        """Its all-reduces with buckets of `bucket_mb`, each padded for the
+        probe's dp = 2 (as the probe's build padded them)."""
+        sizes = bucket_sizes(self.elements, self.element_bytes, 2, bucket_mb * 2**20)
+        return [Collective("all_reduce", float(n * self.element_bytes), self.axes) for n in sizes]
+
+
 @dataclass
 class Probe:
     """What every point of one layer class is composed from."""
@@ -123,11 +140,11 @@ class Probe:
     their gradients backward)."""
     sizes: dict[str, int]
     """The mesh's axis sizes, in its order (dp, pp, tp)."""
-    # gradient synchronisation: the data-parallel pass's buckets
-    layer_sync: list[Collective] = field(default_factory=list)
-    pre_sync: list[Collective] = field(default_factory=list)
-    """Collectives of what the backward reduces before its layers (the head)."""
-    post_sync: list[Collective] = field(default_factory=list)
+    # gradient synchronisation: the groups the data-parallel pass buckets
+    layer_grads: list[GradientGroup] = field(default_factory=list)
+    pre_grads: list[GradientGroup] = field(default_factory=list)
+    """What the backward reduces before its layers (the head)."""
+    post_grads: list[GradientGroup] = field(default_factory=list)
     """... and after them (the embedding)."""
     # memory (bytes per rank, dp = 1)
     params_layer: float = 0.0
@@ -145,6 +162,19 @@ class Probe:
     def params_total(self) -> float:
         return self.params_layer * self.layers + self.params_first + self.params_last
 
+    def sync(self, bucket_mb: int) -> tuple[list[Collective], list[Collective], list[Collective]]:
+        """The gradient reductions of one layer, before the layers and after
+        them, in buckets of `bucket_mb` (a sweep's points share a probe
+        whatever their bucket size)."""
+        found = self._sync.get(bucket_mb)
+        if found is None:
+            found = self._sync[bucket_mb] = tuple(
+                [c for g in groups for c in g.buckets(bucket_mb)]
+                for groups in (self.layer_grads, self.pre_grads, self.post_grads))
+        return found
+
+    _sync: dict[int, tuple] = field(default_factory=dict, repr=False)
+
 
 def class_key(config: dict[str, Any]) -> tuple:
     """The settings a probe depends on: a point's layer, and whether its
@@ -153,7 +183,7 @@ def class_key(config: dict[str, Any]) -> tuple:
     from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
     skip = {"pp", "vpp", "dp", "zero", "dp_overlap_param_gather", "schedule", "global_batch", "gpus",
-            "memory_limit_gb", "framework"}
+            "memory_limit_gb", "framework", "dp_bucket_mb"}
     split = (config.get("schedule") or "") in SPLIT_BACKWARD
     return (("split", split), *sorted((k, str(v)) for k, v in config.items() if k not in skip))
 
@@ -273,9 +303,9 @@ def build_probe(evaluator, config) -> Probe | None:
     for op in phases["backward"].body.block.ops:
         if isinstance(op, sim.RepeatOp):
             seen_repeat = True
-            probe.layer_sync += [_collective(c) for c in op.body.walk() if _is_dp(c, coll)]
-        elif _is_dp(op, coll):
-            (probe.post_sync if seen_repeat else probe.pre_sync).append(_collective(op))
+            probe.layer_grads += [g for c in op.body.walk() if (g := _gradient_group(c, coll, sim)) is not None]
+        elif (g := _gradient_group(op, coll, sim)) is not None:
+            (probe.post_grads if seen_repeat else probe.pre_grads).append(g)
     return probe
 
 
@@ -348,8 +378,15 @@ def _is_dp(op, coll) -> bool:
     return isinstance(op, coll.CollectiveOp) and "dp" in op.axis_names()
 
 
-def _collective(op) -> Collective:
-    return Collective(op.op_kind(), float(op.payload_bytes()), tuple(op.axis_names()))
+def _gradient_group(op, coll, sim) -> GradientGroup | None:
+    """The gradients a `grad_bucket` pack of data-parallel gathers, with the
+    axes its buckets are reduced over; None for any other op."""
+    if not (isinstance(op, sim.GenericOp) and op.callee.data == "grad_bucket"):
+        return None
+    reduce = next(use.operation for use in op.outputs[0].uses if _is_dp(use.operation, coll))
+    elements = sum(sim.numel(v) for v in op.inputs)
+    return GradientGroup(elements, int(sim.element_bytes(op.inputs[0].type.element_type)),
+                         tuple(reduce.axis_names()))
 
 
 def _param_split(forward, repeat) -> tuple[float, float, float]:
@@ -530,9 +567,10 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     if pp > 1:
         ranks = group_ranks(sizes, ("pp",))
         send = cached_plan("send", probe.activation_bytes, (ranks[0], ranks[1]), cluster).time_s
-    sync_layer = _sync_time(probe.layer_sync, sizes, cluster, config.zero) if dp > 1 else []
-    sync_post = _sync_time(probe.post_sync, sizes, cluster, config.zero) if dp > 1 else []
-    sync_pre = _sync_time(probe.pre_sync, sizes, cluster, config.zero) if dp > 1 else []
+    layer_sync, pre_sync, post_sync = probe.sync(config.dp_bucket_mb)
+    sync_layer = _sync_time(layer_sync, sizes, cluster, config.zero) if dp > 1 else []
+    sync_post = _sync_time(post_sync, sizes, cluster, config.zero) if dp > 1 else []
+    sync_pre = _sync_time(pre_sync, sizes, cluster, config.zero) if dp > 1 else []
 
     def stage_params(s: int) -> float:
         p = 0.0
@@ -736,11 +774,8 @@ def updated_gathers(param_bytes: float, dp: int, bucket_mb: int, element_bytes: 
     """ZeRO-1/2: the all-gathers of a stage's updated shards, as data-parallel
     buckets them: the parameters in buckets of `bucket_mb`, each gathered from
     its dp shards."""
-    total = ceil(param_bytes / element_bytes)
-    per_bucket = max(dp, bucket_mb * 2**20 // element_bytes)
-    n = max(1, ceil(total / per_bucket))
-    sizes = [per_bucket] * (n - 1) + [total - per_bucket * (n - 1)]
-    return [Collective("all_gather", float(ceil(x / dp) * dp * element_bytes), ("dp",)) for x in sizes]
+    sizes = bucket_sizes(ceil(param_bytes / element_bytes), element_bytes, dp, bucket_mb * 2**20)
+    return [Collective("all_gather", float(n * element_bytes), ("dp",)) for n in sizes]
 
 
 def _shift(base, one, two, steps: float):
@@ -798,7 +833,7 @@ def compose_memory(probe: Probe, config, counts: list[int], dp: int, m: int, sch
         optimizer = sum(c[3] for c in chunks) / (dp if config.zero >= 1 else 1)
         comm = 0.0
         if dp > 1:
-            syncs = probe.layer_sync + probe.post_sync + probe.pre_sync
+            syncs = [c for group in probe.sync(config.dp_bucket_mb) for c in group]
             comm = max((c.payload_bytes for c in syncs), default=0.0)
             if config.zero >= 1:
                 comm = max([comm, *(c.payload_bytes for c in updated_gathers(params, dp, config.dp_bucket_mb))])

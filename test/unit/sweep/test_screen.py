@@ -179,8 +179,37 @@ def test_probe_classes_split_on_what_the_probe_builds_not_on_the_memory_limit():
     # the probe is analysed without a limit; each point is held to its own
     assert class_key({**base, "memory_limit_gb": 40.0}) == class_key(base)
     for setting, value in (("tp_comm_overlap", True), ("fuse_attention", False),
-                           ("attention_kernel", "flash3"), ("dp_bucket_mb", 100)):
+                           ("attention_kernel", "flash3")):
         assert class_key({**base, setting: value}) != class_key(base), setting
+    # the gradient buckets are priced per point from the probe's gradient groups
+    assert class_key({**base, "dp_bucket_mb": 100}) == class_key(base)
+
+
+@pytest.mark.parametrize("built, priced", [(1, 4), (4, 1), (25, 1)])
+def test_gradient_buckets_at_any_size_are_the_ones_data_parallel_emits(built, priced):
+    """A probe's gradient groups, read off a build with one bucket size, give
+    the all-reduces data-parallel emits with another (so points of every
+    bucket size share one probe)."""
+    from pathlib import Path
+
+    from xdsl.context import Context
+
+    from charon_ir.dialects import coll, sim
+    from charon_ir.frontend import parse_ir
+    from charon_ir.memory.tensors import value_bytes
+    from charon_ir.passes.data_parallel import DataParallelPass
+    from charon_ir.sweep.screen import _gradient_group
+
+    text = (Path(__file__).resolve().parents[2] / "lit/passes/Inputs/large_vocab.mlir").read_text()
+    modules = {}
+    for mb in (built, priced):
+        modules[mb] = parse_ir(text)
+        DataParallelPass(dp=2, bucket_mb=mb).apply(Context(), modules[mb])
+    groups = [g for op in modules[built].walk() if (g := _gradient_group(op, coll, sim)) is not None]
+    emitted = [(float(value_bytes(op.operands[0])), tuple(op.axis_names()))
+               for op in modules[priced].walk() if isinstance(op, coll.AllReduceOp)]
+    composed = [(c.payload_bytes, c.axes) for g in groups for c in g.buckets(priced)]
+    assert groups and len(emitted) > len(groups) and composed == emitted
 
 
 def test_updated_gathers_are_the_ones_data_parallel_emits():
