@@ -17,8 +17,11 @@ from typing import Annotated
 
 import typer
 
-from charon_ir.commands import on_command_line
+from charon_ir import api
 from charon_ir.commands import simulate as simulate_cmd
+from charon_ir.errors import CharonError
+from charon_ir.interop.chakra_export import Exporter, parse_ranks
+from charon_ir.report.output import check_output_dir
 
 REPORT_ONLY = ("as_json", "trace", "plot", "tier")
 """simulate's parameters about its report, which an export has no use for."""
@@ -61,35 +64,14 @@ def export(ctx: typer.Context, **values) -> None:
     The same model and parallelism flags as `charon simulate`; the traces hold
     every event of the step (layers and micro-batches unrolled) with the cost
     engines' durations, and comm_group.json maps each pg_name to its ranks."""
-    from charon_ir import api
-    from charon_ir.errors import CharonError
-    from charon_ir.frameworks import preset_settings
-    from charon_ir.interop.chakra_export import Exporter, parse_ranks
-    from charon_ir.report.output import check_output_dir
-
     directory = values.pop("chakra")
     ranks_text = values.pop("ranks")
     if not directory:
         raise CharonError("export: give --chakra DIR (the folder the traces go to)")
     check_output_dir(directory, "--chakra")
-    model, framework = values.pop("model"), values.pop("framework")
-    if values["cluster"] and not on_command_line(ctx, "hardware"):
-        # the cluster names its GPU: the --hardware default would contradict it
-        from charon_ir.target.cluster import load_cluster
-
-        gpu = load_cluster(values["cluster"]).gpu
-        values["hardware"] = getattr(gpu, "ref", gpu.name)
-    # the settings a framework preset decides are passed only when given (as simulate does)
-    flag_of = simulate_cmd.PRESET_FLAG_PARAMETERS
-    options = {}
-    for setting in preset_settings():
-        name = flag_of.get(setting, setting)
-        if name in values:
-            value = values.pop(name)
-            if on_command_line(ctx, name):
-                options[setting] = value
-    options.update(values)
-    options["engines"] = tuple(str(options["engines"]).split(","))
+    model, framework = values["model"], values["framework"]
+    values["hardware"] = simulate_cmd.step_hardware(ctx, values)
+    options = simulate_cmd.step_options(ctx, values)
     start = time.perf_counter()
     config, _ = api.configure(model, framework, **options)
     ctx_ir, module, _ = api.build_training_module(config)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from charon_ir.interop.chakra_import import import_execution_trace
 
 
 def register(app: typer.Typer) -> None:
@@ -85,10 +88,6 @@ def import_command(
 
 def _import_execution_trace(trace: str, output: str) -> None:
     """A recorded step's execution trace as sim IR (`charon_ir.interop.chakra_import`)."""
-    import time
-
-    from charon_ir.interop.chakra_import import import_execution_trace
-
     if output != "-":
         from charon_ir.report.output import check_output_file
 

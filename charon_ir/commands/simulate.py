@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -98,19 +98,7 @@ def simulate_command(
     timed as if memory were unlimited, with "fits": false and "oom"."""
     from charon_ir.api import simulate, simulate_file
 
-    if cluster and not on_command_line(ctx, "hardware"):
-        # the cluster names its GPU: the --hardware default would contradict it
-        from charon_ir.target.cluster import load_cluster
-
-        hardware = load_cluster(cluster).gpu.ref
-    if on_command_line(ctx, "power_cap"):
-        from charon_ir.errors import CharonError
-        from charon_ir.target.hardware import with_power_cap
-
-        if cluster:
-            raise CharonError("--power-cap with --cluster: cap the cluster file's GPU "
-                              "(node { gpu = \"H100:power_cap=500\" })")
-        hardware = with_power_cap(hardware, power_cap)
+    hardware = step_hardware(ctx, locals())
     transformed = (
         (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp or pp_layout
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"
@@ -137,17 +125,6 @@ def simulate_command(
             precision=precision, engines=tuple(engines.split(",")), trace=trace,
         )
     else:
-        # the settings a framework preset decides are passed only when given:
-        # the rest are the preset's (`charon_ir.frameworks`)
-        given = {name: value for name, value in (
-            ("sequence_parallel", sequence_parallel), ("zero", zero), ("fsdp", fsdp),
-            ("dp_overlap_param_gather", overlap_param_gather), ("dp_overlap", overlap_grad_reduce),
-            ("dp_bucket_mb", bucket_mb), ("tp_comm_overlap", tp_comm_overlap),
-            ("attention_kernel", attention_kernel), ("optimizer", optimizer),
-            ("unfused_grad_accumulation", unfused_grad_accumulation), ("fp8_recipe", fp8_recipe),
-            ("fp8_params", fp8_params),
-            ("moe_dispatcher", moe_dispatcher),
-        ) if on_command_line(ctx, PRESET_FLAG_PARAMETERS.get(name, name))}
         report = simulate(
             model,
             framework=framework,
@@ -156,11 +133,8 @@ def simulate_command(
             # with --json a configuration that does not fit still prints its
             # whole report ("fits": false, "oom": ...), then fails below
             allow_oom=as_json,
-            hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
-            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, pp_layout=parse_layout(pp_layout),
-            seq_len=seq_len, global_batch=global_batch,
-            micro_batch=micro_batch, recompute=recompute, precision=precision,
-            schedule=schedule, fuse=fuse, engines=tuple(engines.split(",")), tier=tier, **given,
+            tier=tier,
+            **step_options(ctx, locals()),
         )
     if as_json:
         print(json.dumps(report, indent=2), flush=True)
@@ -172,3 +146,47 @@ def simulate_command(
         from charon_ir.report.table import print_report
 
         print_report(report)
+
+
+PRESET_SETTINGS = (
+    "sequence_parallel", "zero", "fsdp", "dp_overlap_param_gather", "dp_overlap", "dp_bucket_mb",
+    "tp_comm_overlap", "attention_kernel", "optimizer", "unfused_grad_accumulation", "fp8_recipe",
+    "fp8_params", "moe_dispatcher",
+)
+"""TrainingConfig settings a framework preset decides: passed only when their flag is given."""
+
+
+def step_hardware(ctx: typer.Context, params: dict[str, Any]) -> str:
+    """The GPU of the step: --hardware, the cluster's GPU when only --cluster is
+    given (the --hardware default would contradict it), capped by --power-cap."""
+    hardware, cluster = params["hardware"], params["cluster"]
+    if cluster and not on_command_line(ctx, "hardware"):
+        from charon_ir.target.cluster import load_cluster
+
+        hardware = load_cluster(cluster).gpu.ref
+    if on_command_line(ctx, "power_cap"):
+        from charon_ir.errors import CharonError
+        from charon_ir.target.hardware import with_power_cap
+
+        if cluster:
+            raise CharonError("--power-cap with --cluster: cap the cluster file's GPU "
+                              "(node { gpu = \"H100:power_cap=500\" })")
+        hardware = with_power_cap(hardware, params["power_cap"])
+    return hardware
+
+
+def step_options(ctx: typer.Context, params: dict[str, Any]) -> dict[str, Any]:
+    """The TrainingConfig options of simulate's flags (`params`: the command's
+    parameters, `hardware` resolved by step_hardware); the settings a framework
+    preset decides only when given, the rest being the preset's
+    (`charon_ir.frameworks`). `charon export` builds its step from the same."""
+    p = params
+    given = {name: p[PRESET_FLAG_PARAMETERS.get(name, name)] for name in PRESET_SETTINGS
+             if on_command_line(ctx, PRESET_FLAG_PARAMETERS.get(name, name))}
+    return dict(
+        hardware=p["hardware"], gpus=p["gpus"], gpus_per_node=p["gpus_per_node"], cluster=p["cluster"],
+        tp=p["tp"], pp=p["pp"], dp=p["dp"], cp=p["cp"], ep=p["ep"], vpp=p["vpp"],
+        pp_layout=parse_layout(p["pp_layout"]), seq_len=p["seq_len"], global_batch=p["global_batch"],
+        micro_batch=p["micro_batch"], recompute=p["recompute"], precision=p["precision"],
+        schedule=p["schedule"], fuse=p["fuse"], engines=tuple(p["engines"].split(",")), **given,
+    )

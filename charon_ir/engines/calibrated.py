@@ -28,7 +28,7 @@ from charon_ir.dialects.sim import ComputeOp
 from charon_ir.engines.analytic import AnalyticEngine
 from charon_ir.engines.base import Cost, CostEngine
 from charon_ir.interop.calibration import active
-from charon_ir.interop.kineto import HOST, WORK_FLOPS, kernel_class
+from charon_ir.interop.kernel_classes import HOST, WORK_FLOPS, kernel_class
 from charon_ir.profile.device import lookup_device
 from charon_ir.target.target import Target
 

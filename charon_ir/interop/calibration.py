@@ -11,6 +11,7 @@ DEVICE` deactivates it, so the one before (or none) is in force again. The
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +49,6 @@ def _ensure(store: ProfileStore) -> None:
 
 def save(device: str, factors: dict[str, float], source: str, path: Path | str | None = None) -> Calibration:
     """Store `factors` as the device's newest calibration; returns it."""
-    import math
-
     for name, value in factors.items():
         if not math.isfinite(value) or value < 0:
             raise CharonError(f"calibration: factor {name} = {value} is not a finite number >= 0")

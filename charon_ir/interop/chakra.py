@@ -18,6 +18,9 @@ from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
 from charon_ir.errors import CharonError
 
 SCHEMA = Path(__file__).with_name("et_def.proto")
@@ -52,8 +55,6 @@ def _tokens(text: str, where: str) -> list[str]:
 def parse_proto(text: str, where: str = "et_def.proto"):
     """The FileDescriptorProto of a proto3 file made of top-level messages (plain,
     `repeated` and `oneof` fields) and enums: the subset Chakra's schema uses."""
-    from google.protobuf import descriptor_pb2
-
     tokens = _tokens(text, where)
     fdp = descriptor_pb2.FileDescriptorProto(name="charon_et_def.proto", syntax="proto3")
     messages = {}
@@ -138,8 +139,6 @@ class Schema:
     """The schema's message classes and enum values, by their Chakra names."""
 
     def __init__(self, fdp) -> None:
-        from google.protobuf import descriptor_pool, message_factory
-
         pool = descriptor_pool.DescriptorPool()  # private: no clash with another copy of the schema
         pool.Add(fdp)
         file = pool.FindFileByName(fdp.name)
@@ -218,8 +217,6 @@ def read_trace(path: str | Path):
     """(GlobalMetadata, [Node, ...]) of a Chakra trace file; bad input (no
     metadata, an unparseable message, an unknown node type) is one error naming
     the file and where."""
-    from google.protobuf.message import DecodeError
-
     s = schema()
     path = Path(path)
     try:

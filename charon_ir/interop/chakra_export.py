@@ -34,8 +34,10 @@ from pathlib import Path
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 
 from charon_ir.dialects import event
+from charon_ir.dialects.coll import GridOp
 from charon_ir.errors import CharonError
 from charon_ir.interop.chakra import VERSION, frame, schema
+from charon_ir.report.output import atomic_output
 
 COMP, COLL, SEND, RECV = 0, 1, 2, 3
 COLLECTIVES = {
@@ -217,8 +219,6 @@ class Mesh:
 
     @staticmethod
     def of(module: ModuleOp) -> Mesh:
-        from charon_ir.dialects.coll import GridOp
-
         for op in module.body.block.ops:
             if isinstance(op, GridOp):
                 sizes = op.axis_sizes()
@@ -378,7 +378,7 @@ class Exporter:
                     raise CharonError(f"chakra: {rc.name} receives message {key[3]} of channel '{key[0]}' "
                                       f"({key[1]} -> {key[2]}), which no stage sends")
         self.groups = Groups(self.mesh)
-        self.bases: dict[str, list[bytes]] = {}
+        self.bases: dict[str, tuple[list[bytes], list[bytes], list[int]]] = {}
 
     def rank_class(self, rank: int) -> RankClass:
         return self.classes[self.by_stage[self.mesh.coords(rank).get("pp", 0)]]
@@ -399,7 +399,7 @@ class Exporter:
         coords[axis] = (coords[axis] + (shift if sending else -shift)) % self.mesh.size(axis)
         return self.mesh.rank(coords)
 
-    def _base(self, rc: RankClass) -> list[bytes]:
+    def _base(self, rc: RankClass) -> tuple[list[bytes], list[bytes], list[int]]:
         """Each node of a rank class serialized without what depends on the rank
         (pg_name, the peer of a send or receive): the same for all its ranks.
         A rank's node is that plus its own attributes, since concatenated
@@ -435,8 +435,22 @@ class Exporter:
                 attrs.append(Attr(name="comm_size", int64_val=self.sent[key]))
             node.attr.extend(attrs)
             out.append(node.SerializeToString())
-        self.bases = {rc.name: out}  # one rank class at a time: ranks are written class by class
-        return out
+        # the compute nodes between two communication nodes, framed once as one
+        # chunk: a rank's file is these chunks and its own communication nodes
+        chunks: list[bytes] = []
+        comm: list[int] = []
+        run: list[bytes] = []
+        for i, payload in enumerate(out):
+            if rc.kind[i] == COMP:
+                run.append(frame(payload))
+            else:
+                chunks.append(b"".join(run))
+                comm.append(i)
+                run = []
+        chunks.append(b"".join(run))
+        layout = (out, chunks, comm)
+        self.bases = {rc.name: layout}  # one rank class at a time: ranks are written class by class
+        return layout
 
     def nodes(self, rank: int) -> Iterator[bytes]:
         """The framed messages of one rank's trace: metadata, then its nodes."""
@@ -449,15 +463,13 @@ class Exporter:
                            **self.meta}.items():
             meta.attr.add(name=key, string_val=value)
         yield frame(meta.SerializeToString())
-        base = self._base(rc)
+        base, chunks, comm = self._base(rc)
         Node, Attr = s.Node, s.AttributeProto
         pg_names: dict[tuple[str, ...], bytes] = {}
-        for i, payload in enumerate(base):
-            kind = rc.kind[i]
-            if kind == COMP:
-                yield frame(payload)
-                continue
-            axes = rc.axes[i]
+        for chunk, i in zip(chunks, comm):
+            if chunk:
+                yield chunk
+            kind, axes = rc.kind[i], rc.axes[i]
             if kind == COLL:
                 extra = pg_names.get(axes)
                 if extra is None:
@@ -469,14 +481,14 @@ class Exporter:
                 peer = self._peer(rank, axes, channel, src, dst, sending)
                 extra = Node(attr=[Attr(name="comm_src", int32_val=rank if sending else peer),
                                    Attr(name="comm_dst", int32_val=peer if sending else rank)]).SerializeToString()
-            yield frame(payload + extra)
+            yield frame(base[i] + extra)
+        if chunks[-1]:
+            yield chunks[-1]
 
     def write(self, directory: str | Path, ranks: list[int]) -> ExportSummary:
         """Write DIR/charon.<rank>.et for each rank, then DIR/comm_group.json;
         each file is written under a temporary name and renamed, so a failed
         export leaves no partial trace."""
-        from charon_ir.report.output import atomic_output
-
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         written: dict[int, int] = {}
@@ -484,11 +496,8 @@ class Exporter:
         for rank in sorted(ranks, key=lambda r: (self.rank_class(r).stage, r)):
             path = directory / f"{TRACE_NAME}.{rank}.et"
             with atomic_output(path) as tmp, open(tmp, "wb") as f:
-                n = -1
-                for chunk in self.nodes(rank):
-                    f.write(chunk)
-                    n += 1
-            written[rank] = n
+                f.writelines(self.nodes(rank))
+            written[rank] = len(self.rank_class(rank))
         with atomic_output(directory / "comm_group.json") as tmp:
             groups = self.groups.to_json()
             Path(tmp).write_text("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in groups.items())

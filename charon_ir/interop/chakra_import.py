@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Region, SSAValue
 
+from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 
 FREE = frozenset({
@@ -210,8 +211,6 @@ class _Importer:
         return flops, nbytes
 
     def build(self) -> ModuleOp:
-        from charon_ir.dialects import sim
-
         phases: dict[str, list] = {"forward": [], "backward": [], "optimizer": []}
         for phase, node in self.kernels():
             phases[phase].append(node)

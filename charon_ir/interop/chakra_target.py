@@ -21,6 +21,10 @@ from xdsl.utils.target import Target as XdslTarget
 
 from charon_ir.dialects import event
 from charon_ir.errors import CharonError
+from charon_ir.interop.chakra_export import TRACE_NAME, Exporter, parse_ranks
+from charon_ir.lowering.lower_to_events import LowerToEventsPass
+from charon_ir.passes.cost_annotate import CostAnnotatePass
+from charon_ir.report.output import check_output_dir
 
 
 @dataclass(frozen=True)
@@ -31,16 +35,10 @@ class ChakraTarget(XdslTarget):
     ranks: str = ""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from charon_ir.interop.chakra_export import TRACE_NAME, Exporter, parse_ranks
-        from charon_ir.report.output import check_output_dir
-
         if not self.dir:
             raise CharonError("chakra: option 'dir' names no folder (-t 'chakra{dir=traces}')")
         check_output_dir(self.dir, "chakra: option 'dir'")
         if not any(isinstance(op, event.ProgramOp) for op in module.body.block.ops):
-            from charon_ir.lowering.lower_to_events import LowerToEventsPass
-            from charon_ir.passes.cost_annotate import CostAnnotatePass
-
             CostAnnotatePass().apply(ctx, module)
             LowerToEventsPass().apply(ctx, module)
         exporter = Exporter(module)

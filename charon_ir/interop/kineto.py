@@ -17,44 +17,25 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charon_ir import api
+from charon_ir.dialects import event
+from charon_ir.engines.calibrated import probing
 from charon_ir.errors import CharonError
+from charon_ir.interop import calibration as user
+from charon_ir.interop.kernel_classes import CLASSES, HOST, WORK_FLOPS, kernel_class
+from charon_ir.profile.device import gpu_table_name
+from charon_ir.report.summary import summarize
+from charon_ir.runtime.flatten import KIND_COMM, KIND_JOIN, flatten_all
+from charon_ir.runtime.interpreter import run
+from charon_ir.target.target import Target
 
-CLASSES = ("gemm", "attention", "elementwise", "embedding", "loss", "optimizer")
-"""Compute kernel classes; communication is `comm` (measured) or `comm:<axes>` (simulated)."""
-HOST = "host overhead"
-WORK_FLOPS = frozenset({"gemm", "attention"})
-"""Classes whose work is FLOPs (a throughput is calibrated); the others' is bytes moved."""
-
-_GEMM = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::_scaled_mm", "aten::linear",
-         "aten::matmul")
-
-
-def kernel_class(name: str) -> str:
-    """The class of a measured kernel or aten op (`aten::mm`, `ampere_sgemm_...`),
-    or of a simulated op kind (`matmul`, `attention_grad`, `aten._log_softmax`)."""
-    n = name.lower()
-    if n.startswith("aten."):  # a sim.generic imported from an aten op
-        n = "aten::" + n[5:]
-    if "nccl" in n or n.startswith("c10d::") or "record_param_comms" in n:
-        return "comm"
-    if (n in _GEMM or n == "matmul" or "gemm" in n or "cutlass" in n and "attention" not in n
-            or n.startswith("sm90_xmma") or n.startswith("nvjet")):
-        return "gemm"
-    if "attention" in n or "flash" in n or "fmha" in n:
-        return "attention"
-    if "adam" in n or "optimizer" in n or "multi_tensor_apply" in n:
-        return "optimizer"
-    if "embedding" in n:
-        return "embedding"
-    if "nll_loss" in n or "log_softmax" in n or "cross_entropy" in n:
-        return "loss"
-    return "elementwise"
-
+__all__ = ["CLASSES", "HOST", "WORK_FLOPS", "calibrate_profile", "kernel_class", "measure", "validate_profile"]
 
 @dataclass
 class Measured:
@@ -228,8 +209,6 @@ class Predicted:
 
 def predicted_of(timeline, report: dict) -> Predicted:
     """Per-class and per-stream seconds of a simulated step (its fine-tier timeline)."""
-    from charon_ir.runtime.flatten import KIND_COMM, KIND_JOIN
-
     program = timeline.program
     classes: dict[str, float] = defaultdict(float)
     kernels: dict[str, int] = defaultdict(int)
@@ -255,15 +234,6 @@ def simulate_for_profile(model: str, device: str, **options) -> Predicted:
     """Simulate the step a trace measured (fine tier: every kernel an event),
     pricing with the calibration stored for `device` when the engine chain has
     `calibrated`."""
-    import os
-
-    from charon_ir import api
-    from charon_ir.dialects import event
-    from charon_ir.report.summary import summarize
-    from charon_ir.runtime.flatten import flatten_all
-    from charon_ir.runtime.interpreter import run
-    from charon_ir.target.target import Target
-
     previous = os.environ.get("CHARON_PROFILE_DEVICE")
     os.environ["CHARON_PROFILE_DEVICE"] = device
     try:
@@ -363,8 +333,6 @@ def _device_name(measured: Measured) -> str:
     or the GPU table's name for the trace's CUDA device."""
     if measured.device == "cpu":
         return "cpu"
-    from charon_ir.profile.device import gpu_table_name
-
     return gpu_table_name(measured.device)
 
 
@@ -372,12 +340,10 @@ def validate_profile(trace: str, model: str, options: dict, as_json: bool = Fals
     """`charon validate --profile`: the table (or JSON) of a trace against the
     simulation of its step, priced with the calibration in force for the
     trace's device when the engines name `calibrated`."""
-    from charon_ir.interop.calibration import active
-
     measured = measure(trace)
     device = _device_name(measured)
     predicted = simulate_for_profile(model, device, **options)
-    in_force = active(device) if "calibrated" in options["engines"] else None
+    in_force = user.active(device) if "calibrated" in options["engines"] else None
     how = (f"calibration of {device} v{in_force.version} from {in_force.source}" if in_force is not None
            else f"engines {','.join(options['engines'])}, no calibration of {device} in force")
     if as_json:
@@ -389,21 +355,18 @@ def validate_profile(trace: str, model: str, options: dict, as_json: bool = Fals
 def calibrate_profile(trace: str, model: str, options: dict, device: str = "") -> str:
     """`charon calibrate --profile`: fit the trace's rates, store them as the
     device's newest calibration and report the step before and after."""
-    from charon_ir.engines.calibrated import probing
-    from charon_ir.interop.calibration import active, save
-
     measured = measure(trace)
     device = device or _device_name(measured)
     engines = tuple(e for e in options["engines"] if e != "calibrated") or ("analytic",)
     plain = {**options, "engines": engines}
     before = simulate_for_profile(model, device, **plain)
-    previous = active(device)
+    previous = user.active(device)
     with probing(CLASSES + ("comm",)):
         work = simulate_for_profile(model, device, **{**options, "engines": ("calibrated", *engines)})
     factors = fit_calibration(measured, work, work.compute_ops)
     if not factors:
         raise CharonError(f"{trace}: no kernel class of the trace matches the simulated step's: nothing to calibrate")
-    stored = save(device, factors, str(Path(trace).resolve()))
+    stored = user.save(device, factors, str(Path(trace).resolve()))
     after = simulate_for_profile(model, device, **{**options, "engines": ("calibrated", *engines)})
     lines = [f"calibration of {device} v{stored.version} from {trace} "
              f"({'replaces v%d' % previous.version if previous else 'the first'}; "
@@ -420,8 +383,6 @@ def calibrate_profile(trace: str, model: str, options: dict, device: str = "") -
 
 def calibration_action(profile: str, remove: str, listing: bool, model: str, device: str, options: dict) -> str:
     """`charon calibrate --profile TRACE | --remove DEVICE | --list`."""
-    from charon_ir.interop import calibration as user
-
     if sum(map(bool, (profile, remove, listing))) > 1:
         raise CharonError("--profile, --remove and --list are separate actions: give one")
     if remove:
