@@ -98,7 +98,8 @@ the default)."""
 def check_pareto_axis(kind: str, axis: str) -> None:
     """Raise unless `axis` is a frontier axis of a `kind` sweep."""
     if axis and axis not in PARETO_AXES[kind]:
-        raise CharonError(f"--pareto must be {' or '.join(PARETO_AXES[kind])} for a {kind} sweep, got '{axis}'")
+        *rest, last = PARETO_AXES[kind]
+        raise CharonError(f"--pareto must be {', '.join(rest)} or {last} for a {kind} sweep, got '{axis}'")
 
 
 def objectives(kind: str, axis: str = "", table: dict[str, float] | None = None) -> list[Objective]:

@@ -274,8 +274,8 @@ def test_a_bad_space_setting_names_the_file(charon_fails, tmp_path, text, error)
 
 
 @pytest.mark.parametrize("flags, error", [
-    (("--pareto", "foo"), "--pareto must be gpus or cost for a training sweep, got 'foo'"),
-    (("--pareto", "ttft"), "--pareto must be gpus or cost for a training sweep, got 'ttft'"),
+    (("--pareto", "foo"), "--pareto must be gpus, cost or energy for a training sweep, got 'foo'"),
+    (("--pareto", "ttft"), "--pareto must be gpus, cost or energy for a training sweep, got 'ttft'"),
     (("--jobs", "-1"), "--jobs must be >= 1 (1: in-process), got -1"),
     (("--jobs", "0"), "--jobs must be >= 1 (1: in-process), got 0"),
     (("--limit", "-1"), "--limit must be >= 0 (0: no limit), got -1"),
@@ -298,7 +298,7 @@ def test_a_bad_flag_is_one_line_naming_it(charon_fails, tmp_path, flags, error):
 def test_a_serving_pareto_axis_is_ttft_or_tpot(charon_fails, tmp_path):
     line = charon_fails("sweep", "--kind", "serving", "--model", "llama-3.1-8b", "--batch", "8",
                         "--pareto", "gpus", "--db", str(tmp_path / "r.sqlite"))
-    assert line == "error: --pareto must be ttft or tpot for a serving sweep, got 'gpus'"
+    assert line == "error: --pareto must be ttft, tpot or energy for a serving sweep, got 'gpus'"
 
 
 def test_no_space_file_and_no_model_is_one_line(charon_fails, tmp_path):

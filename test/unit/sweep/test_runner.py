@@ -219,7 +219,7 @@ def test_example_space_prunes_before_running():
     ({"limit": -1}, "--limit must be >= 0"),
     ({"retime": -2}, "--retime must be >= -1"),
     ({"sample": -1}, "sample must be >= 0"),
-    ({"pareto_axis": "tpot"}, "--pareto must be gpus or cost for a training sweep"),
+    ({"pareto_axis": "tpot"}, "--pareto must be gpus, cost or energy for a training sweep"),
 ])
 def test_bad_options_fail_before_the_results_file_is_made(tiny_space, tmp_path, options, error):
     from charon_ir.errors import CharonError
