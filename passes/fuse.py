@@ -10,9 +10,13 @@ Options (each on by default):
   cast, mul by the weight) becomes one `sim.generic "fused.rms_norm"`; a LayerNorm
   and its bias add (and saved statistics) one `"fused.layer_norm"`.
 - bias-act: a bias add and the activation computed from it (gelu, silu, relu, or
-  GELU's tanh form as imported: the pointwise ops that read only the group), and a
-  gated unit's activation times its gate (SwiGLU: silu(g) * u), become one
-  `sim.generic "fused.bias_act"` / `"fused.swiglu"`.
+  GELU's tanh form as imported: the pointwise ops that read only the group, and
+  the free slices that split it into halves), and a gated unit's activation times
+  its gate (SwiGLU: silu(g) * u), become one `sim.generic "fused.bias_act"` /
+  `"fused.swiglu"`. The bias may be a stacked experts' ([experts, 1, out]): GPT-OSS's
+  clamped SwiGLU (gate and up halves of the biased GEMM output, each clamped,
+  gate * sigmoid(1.702 gate) * (up + 1)) is one kernel in Megatron-Core too
+  (its fused weighted-SwiGLU with `activation_func_clamp_value`).
 - rope: rotary embeddings imported as x * cos + rotate_half(x) * sin (slices, neg,
   cat, two muls and an add) become one `sim.generic "fused.rope"`.
 
@@ -493,10 +497,30 @@ class FuseNormBias(FusionPattern):
         self.fuse(group, "fused.layer_norm", rewriter)
 
 
+def _is_bias(value: SSAValue, result: SSAValue) -> bool:
+    """A bias: a vector, or a stacked experts' bias broadcast over the rows of
+    each expert's buffer ([experts, 1, out] added to [experts, capacity, out])."""
+    dims, out = sim.shape_of(value), sim.shape_of(result)
+    if len(dims) == 1:
+        return True
+    return (len(dims) == len(out) == 3 and dims[1] == 1 < out[1]
+            and (dims[0], dims[2]) == (out[0], out[2]))
+
+
 def _is_bias_add(op: Operation | None) -> bool:
     return _kind(op, "add") and len(op.operands) == 2 and any(  # pyright: ignore[reportOptionalMemberAccess]
-        len(sim.shape_of(v)) == 1 for v in op.operands  # pyright: ignore[reportOptionalMemberAccess]
+        _is_bias(v, op.results[0]) for v in op.operands  # pyright: ignore[reportOptionalMemberAccess]
     )
+
+
+FREE_SLICES = frozenset({"aten.slice", "aten.split"})
+"""Zero-cost generics that take a part of a value: a fused kernel reads the
+part it needs (GPT-OSS's gate and up halves of one bias-added GEMM output)."""
+
+
+def _is_free_slice(op: Operation) -> bool:
+    return (isinstance(op, sim.GenericOp) and op.callee.data in FREE_SLICES
+            and op.flops() == 0 and len(op.operands) == 1)
 
 
 class FuseBiasActivation(FusionPattern):
@@ -514,12 +538,17 @@ class FuseBiasActivation(FusionPattern):
             started = False
             for later in block.ops:
                 started = started or later is op
-                if not started or later in members or not isinstance(later, sim.ElementwiseOp):
+                if not started or later in members or not (
+                    isinstance(later, sim.ElementwiseOp) or _is_free_slice(later)
+                ):
                     continue
                 owners = [_owner(v) for v in later.operands]
                 if owners and all(o in members for o in owners):
                     group.append(later)
                     members.add(later)
+            # a slice that feeds no pointwise op of the group is no part of it
+            while group and _is_free_slice(group[-1]):
+                members.discard(group.pop())
             if any(_kind(g, *ACTIVATIONS, "erf") for g in group):
                 self.fuse(group, "fused.bias_act", rewriter)
             return

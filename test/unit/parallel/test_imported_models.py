@@ -158,8 +158,13 @@ def test_expert_parallel(import_config, ep, top_k):
     assert sum(m for _, m in calls) == 4 * 2  # dispatch and combine, fwd and bwd, 2 layers
     for op, _ in calls:
         assert op.payload_bytes() == seq * top_k * 64 * 2
-    rep = replicated_flops(module)["shard-expert"]
-    assert ep * total_flops(module) == pytest.approx(ep * total_flops(before) + rep, rel=1e-12)
+    # dropless: nothing replicated; the group updates each expert once, on its owner
+    assert replicated_flops(module)["shard-expert"] == 0
+    experts = sum(sim.numel(op.result) for op in before.walk()
+                  if isinstance(op, sim.ParamOp) and ".experts." in op.sym_name.data)
+    adamw = sim.OptimizerStepOp.KINDS["adamw"]
+    assert ep * total_flops(module) == pytest.approx(
+        ep * total_flops(before) - (ep - 1) * adamw * experts, rel=1e-12)
 
 
 def test_gpt_conv1d_and_padded_vocabulary(import_config):
