@@ -217,6 +217,8 @@ def _candidates(kind: str, s: float, ranks: tuple[int, ...], cluster: Cluster,
             out.append(_nvls(s, pl, cluster, k))
         if pl.multicast and pl.domains > 1:
             out.append(_nvls_tree(s, pl, cluster, k))
+        if cluster.scale_out.sharp and pl.domains > 1 and pl.nic is not None:
+            out.append(_sharp(s, pl, cluster, k))
         return out
     if kind in ("all_gather", "reduce_scatter"):
         out = [_ring(kind, s, pl, cluster, k, proto) for proto in PROTOCOLS]
@@ -321,6 +323,30 @@ def _ring(kind: str, s: float, pl: Placement, cluster: Cluster, k: CollectiveCon
         )
     lat = nccl_latency("ring", proto, kind, pl)
     return CollectivePlan(kind, "ring", proto, n, s, steps, lat, 0.0, links)
+
+
+SHARP_SWITCH_S = 1.0e-6
+"""Aggregation in one switch of a SHARP tree, per tier climbed and come back
+down (NVIDIA quotes sub-microsecond InfiniBand switch latency; the reduction
+adds to it): an assumption, no record times SHARP."""
+
+
+def _sharp(s: float, pl: Placement, cluster: Cluster, k: CollectiveConstants) -> CollectivePlan:
+    """NCCL's CollNet all-reduce over SHARP switches: a reduce-scatter inside
+    each domain, each rank's 1/p shard sent once up the switch tree, reduced in
+    the network and received once back, then an all-gather inside the domain.
+    A NIC carries s/p each way (a ring across domains: 2 (n-1)/n s/p), and the
+    inter-domain steps are one climb of the tree, not 2 (m - 1) hops."""
+    n, p = pl.size, pl.per_domain
+    assert pl.nic is not None
+    links = [_nic_use(s / p, pl, k)]
+    if p > 1:
+        links.insert(0, LinkUse(SCALE_UP, 2.0 * (p - 1) / p * s, _scale_up_bw(pl, k)))
+    tiers = max(1, pl.nic.tiers)
+    latency = (BASE_LATENCY_US[("tree", "Simple")] * 1e-6
+               + 2 * (p - 1) * intra_step_s("ring", "Simple", pl)
+               + 2 * inter_step_s("tree", "Simple", pl) + tiers * SHARP_SWITCH_S)
+    return CollectivePlan("all_reduce", "sharp", "Simple", n, s, 2 * (p - 1) + 2, latency, 0.0, tuple(links))
 
 
 def _tree(s: float, pl: Placement, cluster: Cluster, k: CollectiveConstants, proto: str

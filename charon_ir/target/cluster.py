@@ -141,6 +141,8 @@ class ScaleOut:
     """Torus only: per link and direction."""
     latency: float = 0.0
     """Torus and fullflat: per hop."""
+    sharp: bool = False
+    """The switches reduce in the network (NVIDIA SHARP): fat_tree and fullflat only."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,8 @@ class Cluster:
             ]
         if so.kind in ("fullflat", "torus"):
             body.append(f"latency = {_t(so.latency)}")
+        if so.sharp:
+            body.append("sharp = true")
         if so.kind == "torus":
             body += [f"dims = {_dims(so.dims)}", f"bandwidth = {_bw(so.bandwidth)}"]
         parts.append(f"scale_out {so.kind} {{ {' '.join(body)} }}".replace("{  }", "{ }"))
@@ -500,7 +504,7 @@ class _Reader:
             return default_scale_out(nodes)
         kind = self.labelled(blk, SCALE_OUT_KINDS)
         if kind == "fat_tree":
-            self.check_keys(blk, ("rail_optimized",), ("tier",))
+            self.check_keys(blk, ("rail_optimized", "sharp"), ("tier",))
             if len(blk.blocks) > MAX_TIERS:
                 extra = blk.blocks[MAX_TIERS]
                 raise self.fail(extra.line, extra.col, f"{len(blk.blocks):,} tiers; a fat tree has at "
@@ -533,11 +537,13 @@ class _Reader:
                 raise self.fail(top.line, top.col,
                                 "the top tier has no uplinks: its oversubscription can only be 1:1 "
                                 "(oversubscribe the tier below, whose uplinks reach it)")
-            return ScaleOut(kind, tuple(tiers), self.boolean(blk, "rail_optimized", True))
+            return ScaleOut(kind, tuple(tiers), self.boolean(blk, "rail_optimized", True),
+                            sharp=self.boolean(blk, "sharp", False))
         if kind == "fullflat":
-            self.check_keys(blk, ("latency",))
+            self.check_keys(blk, ("latency", "sharp"))
             lat = self.quantity(blk, "latency", _TIME_UNITS, "time", default=DEFAULT_SWITCH_HOP_S)
-            return ScaleOut(kind, (Tier(max(nodes, 1), 1.0, lat),), False, latency=lat)
+            return ScaleOut(kind, (Tier(max(nodes, 1), 1.0, lat),), False, latency=lat,
+                            sharp=self.boolean(blk, "sharp", False))
         if kind == "torus":
             self.check_keys(blk, ("dims", "bandwidth", "latency"))
             dims = self.dims(blk, "dims")
