@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from charon_ir.errors import CharonError
 from charon_ir.interop.chakra import frame, node_attrs, read_frames, read_trace, schema, varint
-from charon_ir.interop.chakra_export import Exporter, Mesh, parse_ranks
+from charon_ir.interop.chakra_export import Exporter, Mesh, RankClass, _rounded, parse_ranks
 
 # --- a trace written from Chakra's schema by hand, not by the project's classes
 
@@ -118,6 +118,16 @@ def test_mesh_rank_and_coords_are_inverse(shape, data):
 def test_rank_ranges(ranges):
     text = ",".join(f"{lo}-{lo + n}" for lo, n in ranges)
     assert parse_ranks(text, 200) == sorted({r for lo, n in ranges for r in range(lo, lo + n + 1)})
+
+
+@given(st.lists(st.tuples(st.floats(0, 2e-3), st.integers(0, 2)), max_size=200))
+def test_whole_microseconds_keep_each_streams_total(events):
+    rc = RankClass("stage0", 0, 1, duration_s=[d for d, _ in events], stream=[s for _, s in events])
+    micros = _rounded(rc)
+    assert all(m >= 0 for m in micros)
+    for stream in range(3):
+        exact = sum(d for d, s in events if s == stream) * 1e6
+        assert abs(sum(m for m, (_, s) in zip(micros, events) if s == stream) - exact) <= 0.5 + 1e-6
 
 
 def test_rank_ranges_outside_the_run_are_refused():
