@@ -9,6 +9,7 @@ Nothing here reads the IR; `flatten` builds these from it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -73,3 +74,61 @@ class FlatProgram:
     @property
     def num_events(self) -> int:
         return len(self.labels)
+
+
+# -- the instructions flatten compiles an event program into -------------------
+# SSA values become slots of one flat environment; a loop body runs its list
+# `count` times, overwriting its slots, so unrolling costs a list append per
+# event instead of an IR walk.
+
+
+class EventIns(NamedTuple):
+    """An `event.compute` / `event.comm`: its slot `out` gets the event's index."""
+
+    stream: int
+    link: int
+    """0, or the link a collective crosses (LINKS)."""
+    kind: int
+    duration: float
+    deps: tuple[int, ...]
+    label: str
+    flops: float
+    nbytes: float
+    p2p: tuple[bool, tuple[str, int, int]] | None
+    """(is a send, (channel, src, dst)) of a point-to-point event."""
+    out: int
+
+
+class JoinIns(NamedTuple):
+    """An `event.wait`: zero time, after `deps`."""
+
+    deps: tuple[int, ...]
+    label: str
+    out: int
+
+
+class BarrierIns(NamedTuple):
+    """An `event.barrier`: after every event issued before it."""
+
+    out: int
+
+
+class LoopIns(NamedTuple):
+    """An `event.loop`: `body` run `count` times, `arg` taking `init` first and
+    then what the body yields (`yielded`); `out` the last iteration's result."""
+
+    count: int
+    init: int
+    arg: int
+    body: list[Instruction]
+    yielded: int
+    out: int
+    foldable: bool
+    slots: int
+    """Slots in use once the body is compiled (a simulation of the body alone
+    needs as many)."""
+    block: Any
+
+
+Instruction = EventIns | JoinIns | BarrierIns | LoopIns
+
