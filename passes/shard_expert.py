@@ -6,7 +6,13 @@ Options:
   holds experts / ep of them.
 - etp: expert tensor parallelism (default 1): each expert's ffn dim is also split
   over the `tp` axis (column-parallel gate/up, row-parallel down, an all_reduce of
-  the expert outputs before they go home).
+  the expert outputs before they go home). After `shard-tensor{experts=false}`
+  (tp ranks holding whole experts), etp 1 folds the tp ranks into the expert
+  group, as Megatron-Core's MoE parallel folding carves the ep x etp expert grid
+  out of tp x dp: the mesh's `ep` axis is ep / tp, the all_to_alls run over
+  ["ep", "tp"] (ep neighbouring ranks), each rank dispatches the 1/tp of the
+  tokens sequence parallelism gave it and receives only tokens routed to its
+  experts, and no tp collective touches the experts.
 - capacity-factor: 0 (default) keeps the balanced, dropless routing the model was
   imported with (capacity = tokens * top_k / experts per expert); c > 0 pads every
   expert's buffer to c times that, and the padding is reported as replicated work.
@@ -46,7 +52,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
-from charon_ir.parallel.accounting import record_replicated_flops, walk_with_multiplicity
+from charon_ir.parallel.accounting import (
+    multiplicity,
+    record_replicated_flops,
+    replicated_flops,
+    walk_with_multiplicity,
+)
 from charon_ir.parallel.experts import expert_weight_dims
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes, refuse_after_data_parallel, refuse_axis_twice
 from charon_ir.parallel.sharding import (
@@ -75,6 +86,9 @@ class DispatchToExperts(ShardPattern):
     capacity: int = 0
     route: dict[str, Attribute] | None = None
     """The a2a ops' routing attributes (`coll.all_to_all`'s top_k, groups, ...)."""
+    folded: int = 1
+    """tp ranks folded into the expert group (etp 1 under tp): each dispatches the
+    rows of its own 1/folded of the tokens."""
 
     def shard_op(self, op: sim.MoeDispatchOp, rewriter: PatternRewriter) -> None:
         st = self.state
@@ -87,18 +101,34 @@ class DispatchToExperts(ShardPattern):
             c = self.capacity
             set_type(op.result, with_shape(op.result.type, (e, c, h)))
         ep = st.size
+        sent: SSAValue = op.result
+        anchor: Operation = op
+        if self.folded > 1:
+            # the rows of this rank's sequence-parallel share of the tokens (free)
+            c //= self.folded
+            local = sim.GenericOp(LOCAL_ROWS, [op.result], [with_shape(op.result.type, (e, c, h))], 0.0, 0.0)
+            Rewriter.insert_op(local, InsertPoint.after(op))
+            sent, anchor = local.results[0], local
         a2a = coll.AllToAllOp(
-            op.result, MESH, [st.axis], with_shape(op.result.type, (e // ep, c * ep, h)),
+            sent, MESH, list(st.group_axes or (st.axis,)), with_shape(op.result.type, (e // ep, c * ep, h)),
             split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(1, 64), **(self.route or {}),
         )
-        Rewriter.insert_op(a2a, InsertPoint.after(op))
-        op.result.replace_uses_with_if(a2a.result, lambda use: use.operation is not a2a)
+        Rewriter.insert_op(a2a, InsertPoint.after(anchor))
+        op.result.replace_uses_with_if(a2a.result, lambda use: use.operation not in (a2a, anchor))
         st.shards[a2a.result] = split(0, ep, "experts")
         st.done.add(a2a)
 
 
+LOCAL_ROWS = "moe.local_rows"
+"""With tp folded into the expert group: the rows of a rank's own 1/tp of the
+tokens in a per-expert buffer of the tp group's tokens, and back. Free: Megatron
+dispatches and combines the sequence-parallel share itself; the IR's router and
+combine run on the tp group's tokens, of which the combine's output is sliced to
+that share (sequence parallelism), so the rows never travel."""
+
+
 def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValue],
-               route: dict[str, Attribute] | None = None) -> SSAValue:
+               route: dict[str, Attribute] | None = None, folded: int = 1) -> SSAValue:
     """all_to_all expert outputs [experts/ep, capacity*ep, h] back to the ranks
     their tokens came from: [experts, capacity, h]."""
     if value in cache:
@@ -109,15 +139,21 @@ def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValu
     e, c, h = shape(value)
     ep = st.size
     a2a = coll.AllToAllOp(
-        value, MESH, [st.axis], with_shape(value.type, (e * ep, c // ep, h)),
+        value, MESH, list(st.group_axes or (st.axis,)), with_shape(value.type, (e * ep, c // ep, h)),
         split_axis=IntegerAttr(1, 64), concat_axis=IntegerAttr(0, 64), **(route or {}),
     )
     owner = value.owner
     point = InsertPoint.after(owner) if isinstance(owner, Operation) else InsertPoint.at_start(value.block)  # pyright: ignore
     Rewriter.insert_op(a2a, point)
     st.done.add(a2a)
-    cache[value] = a2a.result
-    return a2a.result
+    back = a2a.result
+    if folded > 1:
+        rows = sim.GenericOp(LOCAL_ROWS, [back], [with_shape(value.type, (e * ep, c // ep * folded, h))], 0.0, 0.0)
+        Rewriter.insert_op(rows, InsertPoint.after(a2a))
+        st.done.add(rows)
+        back = rows.results[0]
+    cache[value] = back
+    return back
 
 
 @dataclass
@@ -129,6 +165,7 @@ class CombineFromExperts(ShardPattern):
     op_types: tuple[type[Operation], ...] = (sim.MoeCombineOp, sim.GenericOp)
     cache: dict[SSAValue, SSAValue] | None = None
     route: dict[str, Attribute] | None = None
+    folded: int = 1
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, sim.GenericOp) and op.callee.data != "moe_combine_weight_grad":
@@ -142,7 +179,7 @@ class CombineFromExperts(ShardPattern):
         for i, v in enumerate(op.operands):
             t = v.type
             if isinstance(t, TensorType) and len(shape(v)) == 3 and st.shard(v).dim == 0:
-                back = _to_tokens(st, v, cache, self.route)
+                back = _to_tokens(st, v, cache, self.route, self.folded)
                 op.operands[i] = back
                 block = op.parent_block()
                 last = block.last_op if block else None
@@ -209,6 +246,28 @@ def _scale_capacity(region: list[SSAValue], experts: int, capacity: int, new_cap
                 break
 
 
+def _expert_flops(region: list[SSAValue]) -> float:
+    """FLOPs of one step of the experts' own ops: those computing or reading the
+    expert activations (their weight gradients too), not the dispatch and the
+    combine, which read the tokens."""
+    ops = {v.owner for v in region if isinstance(v.owner, sim.ComputeOp)}
+    ops |= {u.operation for v in region for u in v.uses if isinstance(u.operation, sim.ComputeOp)}
+    ops = {o for o in ops if not isinstance(o, (sim.MoeDispatchOp, sim.MoeCombineOp)) and not (
+        isinstance(o, sim.GenericOp) and o.callee.data == "moe_combine_weight_grad")}
+    return sum(o.flops() * multiplicity(o) for o in ops)  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _expert_optimizer_flops(module: ModuleOp, params: list[sim.ParamOp]) -> float:
+    """FLOPs of the optimizer steps on the routed experts' weights."""
+    expert_values = {p.result for p in params}
+    total = 0.0
+    for o in module.walk():
+        if isinstance(o, sim.OptimizerStepOp):
+            per_element = o.KINDS[o.kind.data]
+            total += per_element * sum(sim.numel(v) for v in o.operands if v in expert_values)
+    return total
+
+
 def _token_flops(module: ModuleOp) -> float:
     """FLOPs of one rank's step on its tokens: everything but the optimizer."""
     return sum(
@@ -228,7 +287,7 @@ class ShardExpertPass(ModulePass):
     groups: int = 0
     groups_per_token: int = 0
 
-    def _route(self, op: ModuleOp, experts: int, top_k: int) -> dict[str, Attribute]:
+    def _route(self, op: ModuleOp, experts: int, top_k: int, folded: int = 1) -> dict[str, Attribute]:
         """The routing attributes of the a2a ops (see the module docstring)."""
         if (self.groups == 0) != (self.groups_per_token == 0) or self.groups < 0 or not (
             self.groups == 0 or (experts % self.groups == 0 and top_k <= self.groups_per_token
@@ -241,7 +300,7 @@ class ShardExpertPass(ModulePass):
             )
         route: dict[str, Attribute] = {}
         tp = grid_axes(op).get("tp", 1)
-        if tp > 1:
+        if tp > 1 and folded == 1:
             route["token_replicas"] = IntegerAttr(tp, 64)
         if self.dispatcher == "flex":
             route["top_k"] = IntegerAttr(top_k, 64)
@@ -249,6 +308,15 @@ class ShardExpertPass(ModulePass):
                 route["groups"] = IntegerAttr(self.groups, 64)
                 route["groups_per_token"] = IntegerAttr(self.groups_per_token, 64)
         return route
+
+    def _folded(self, op: ModuleOp) -> int:
+        """The tp ranks folded into the expert group: tp when etp is 1 and
+        shard-tensor left the experts whole (`experts=false`), else 1."""
+        tp = grid_axes(op).get("tp", 1)
+        done = op.attributes.get(EXPERT_TP_ATTR)
+        if self.etp == 1 and tp > 1 and done is not None and done.value.data == 1:  # pyright: ignore
+            return tp
+        return 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.ep < 1 or self.etp < 1:
@@ -279,24 +347,42 @@ class ShardExpertPass(ModulePass):
                             f"shard-expert: option 'etp' ({self.etp}) does not divide the expert ffn size "
                             f"({shape(p.result)[dims[1]]}) of '{p.sym_name.data}'"
                         )
+        folded = self._folded(op)
         before = _token_flops(op)
+        region_flops = optimizer_flops = 0.0
         if self.ep > 1:
             new_capacity = capacity
             if self.capacity_factor > 0:
                 new_capacity = max(1, ceil(self.capacity_factor * tokens * top_k / experts))
-            ensure_axis(op, "ep", self.ep, self.name)
-            route = self._route(op, experts, top_k)
-            _scale_capacity(_expert_region(dispatches, experts, capacity), experts, capacity, new_capacity * self.ep)
-            st = ShardingState("ep", self.ep, self.name, hints={"experts": {experts}})
+            if new_capacity % folded or self.ep % folded:
+                raise CharonError(
+                    f"shard-expert: etp 1 folds the {folded} tp ranks into the expert group: they must "
+                    f"divide option 'ep' ({self.ep}) and the rows per expert ({new_capacity})"
+                )
+            ensure_axis(op, "ep", self.ep // folded, self.name)
+            route = self._route(op, experts, top_k, folded)
+            region = _expert_region(dispatches, experts, capacity)
+            optimizer_flops = _expert_optimizer_flops(op, [p for p, _ in weights])
+            region_flops = _expert_flops(region) + optimizer_flops
+            _scale_capacity(region, experts, capacity, new_capacity * self.ep // folded)
+            st = ShardingState("ep", self.ep, self.name, hints={"experts": {experts}},
+                               group_axes=("ep", "tp") if folded > 1 else ())
             for p, (edim, _) in weights:
                 st.assign(p.result, split(edim, self.ep, "experts"))
             st.run(op, [
                 DispatchToExperts(st, capacity=new_capacity if new_capacity != capacity else 0,
-                                  route=route),
-                CombineFromExperts(st, cache={}, route=route),
+                                  route=route, folded=folded),
+                CombineFromExperts(st, cache={}, route=route, folded=folded),
                 ShardAttention(st), ShardGeneric(st),
             ])
         ep_flops = _token_flops(op)
+        if folded > 1:
+            # shard-tensor counted the whole experts' work on the tp group's tokens
+            # as replicated on its tp ranks; folded, each rank works on its own rows
+            entries = replicated_flops(op)
+            record_replicated_flops(op, "shard-tensor", entries.get("shard-tensor", 0.0)
+                                    - (folded - 1) * region_flops)
+            ep_flops += (1 - 1 / folded) * (region_flops - optimizer_flops)
         if self.etp > 1:
             done = op.attributes.get(EXPERT_TP_ATTR)
             if done is not None:

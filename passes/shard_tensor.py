@@ -3,6 +3,10 @@ Megatron tensor parallelism on the `tp` axis of `coll.grid @mesh`.
 
 Options:
 - tp: ranks in a tensor-parallel group (default 1: nothing to do).
+- experts: split the routed experts' ffn dim too (default true: Megatron-Core's
+  default expert tensor parallelism, `--expert-tensor-parallel-size` = tp); false
+  leaves them whole, for `shard-expert{etp=1}` to fold the tp ranks into the
+  expert-parallel group (Megatron-Bridge's MoE recipes, etp 1).
 
 Weights are split by their (HF) names: q/k/v, gate and up projections column-wise
 (output features), output and down projections row-wise (input features), the
@@ -148,6 +152,7 @@ class ShardTensorPass(ModulePass):
     name = "shard-tensor"
 
     tp: int = 1
+    experts: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.tp < 1:
@@ -184,7 +189,9 @@ class ShardTensorPass(ModulePass):
             # work each rank does beyond the model's (reported as replicated)
             pad_vocabulary(op, vocab, -(-vocab // (128 * tp)) * 128 * tp)
         seeds: list[tuple[sim.ParamOp, Shard]] = []
-        experts_settled = op.attributes.get(EXPERT_TP_ATTR) is not None
+        experts_settled = op.attributes.get(EXPERT_TP_ATTR) is not None or not self.experts
+        if not self.experts and op.attributes.get(EXPERT_TP_ATTR) is None:
+            op.attributes[EXPERT_TP_ATTR] = IntegerAttr(1, 64)
         sizes: dict[str, set[int]] = {"heads": {heads, kv_heads} - {0}}
         for param in op.body.block.ops:
             if not isinstance(param, sim.ParamOp):

@@ -130,6 +130,9 @@ class ShardingState:
     size: int
     pass_name: str
     hints: dict[str, set[int]] = field(default_factory=dict)
+    group_axes: tuple[str, ...] = ()
+    """The grid axes whose ranks form the group of `size` (default: `axis` alone;
+    shard-expert's experts folded over tensor parallelism: ("ep", "tp"))."""
     """tag -> sizes (unsharded) a dim of that kind can have; guides views."""
     gather_first: frozenset[str] = frozenset({"seq"})
     """In a matmul whose operands are split on incompatible dims, gather the operand
@@ -211,7 +214,7 @@ class ShardingState:
         if key in self.converted:
             return self.converted[key]
         ops: list[Operation] = []
-        axes = [self.axis]
+        axes = list(self.group_axes or (self.axis,))
         cur = value
         cur_shard = have
         if cur_shard.partial:

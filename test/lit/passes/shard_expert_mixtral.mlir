@@ -3,6 +3,7 @@
 // RUN: charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=8},shard-tensor{tp=2}' | filecheck %s --check-prefix=EPTP
 // RUN: charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=4 etp=2},shard-tensor{tp=2}' | filecheck %s --check-prefix=ETPTP
 // RUN: not charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-expert{ep=3}' 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: charon-opt %S/Inputs/models/mixtral-8x7b.mlir -p 'shard-tensor{tp=2 experts=false},sequence-parallel,shard-expert{ep=4 etp=1}' | filecheck %s --check-prefix=FOLD
 
 // Mixtral-8x7B (32 layers, 8 experts, top-2; seq 64 so 16 rows per expert): ep=8
 // leaves one expert a rank, which sees 8 ranks' 16 rows.
@@ -40,3 +41,18 @@
 // ETPTP:       coll.grid @mesh(axes = ["ep", "tp"], shape = 4x2)
 // ETPTP:       sim.param "model.layers[0:32].self_attn.q_proj.weight" : tensor<32x2048x4096xbf16>
 // ETPTP:       sim.param "model.layers[0:32].mlp.experts.gate_up_proj" : tensor<32x2x14336x4096xbf16>
+
+// etp 1 under tp 2 (Megatron-Core's MoE parallel folding): the ep group of 4 is 2 ep
+// positions x the 2 tp ranks, each rank sends the rows of its half of the 64 tokens,
+// experts stay whole (2 a rank), nothing reduces an expert output over tp.
+// FOLD:       coll.grid @mesh(axes = ["ep", "tp"], shape = 2x2)
+// FOLD:       sim.param "model.layers[0:32].mlp.experts.gate_up_proj" : tensor<32x2x28672x4096xbf16>
+// FOLD-LABEL: sim.phase "forward"
+// FOLD:       %[[D:.*]] = sim.moe_dispatch {{.*}} -> tensor<8x16x4096xbf16>
+// FOLD-NEXT:  %[[L:.*]] = sim.generic "moe.local_rows"(%[[D]]) {{.*}} : (tensor<8x16x4096xbf16>) -> tensor<8x8x4096xbf16>
+// FOLD-NEXT:  %[[E:.*]] = coll.all_to_all %[[L]] on @mesh ["ep", "tp"] split 0 concat 1 : tensor<8x8x4096xbf16> -> tensor<2x32x4096xbf16>
+// FOLD-NEXT:  sim.matmul %[[E]], {{.*}} : (tensor<2x32x4096xbf16>, tensor<2x28672x4096xbf16>) -> tensor<2x32x28672xbf16>
+// FOLD-NOT:   coll.all_reduce {{.*}} tensor<2x32x4096xbf16>
+// FOLD:       %[[B:.*]] = coll.all_to_all {{.*}} on @mesh ["ep", "tp"] split 1 concat 0 : tensor<2x32x4096xbf16> -> tensor<8x8x4096xbf16>
+// FOLD-NEXT:  %[[R:.*]] = sim.generic "moe.local_rows"(%[[B]]) {{.*}} : (tensor<8x8x4096xbf16>) -> tensor<8x16x4096xbf16>
+// FOLD:       sim.moe_combine %[[R]]

@@ -136,3 +136,49 @@ def test_needs_experts():
 
     with pytest.raises(CharonError, match=r"^shard-expert: the module has no sim.moe_dispatch"):
         apply_pipeline(parse(llama_layer(32, 64, 4, 2, 16, 128)), "shard-expert{ep=2}")
+
+
+MIXTRAL = "lit/passes/Inputs/models/mixtral-8x7b.mlir"
+
+
+def test_etp_1_folds_tensor_parallel_ranks_into_the_expert_group():
+    """Megatron-Core's MoE parallel folding (etp 1 under tp 2, ep 4): the mesh's ep
+    axis is 4 / 2, the all_to_alls run over ["ep", "tp"] and carry each rank's own
+    half of the tokens, experts are whole (2 of 8 a rank), no tp collective reads
+    an expert activation; per rank the same token FLOPs as etp = tp (the ep x etp
+    grid has half the ranks, twice the rows), and the same replicated work."""
+    from pathlib import Path
+
+    from charon_ir.parallel.accounting import walk_with_multiplicity
+
+    text = (Path(__file__).parents[2] / MIXTRAL).read_text()
+    sharded = apply_pipeline(parse(text), "shard-tensor{tp=2},sequence-parallel,shard-expert{ep=4}")
+    folded = apply_pipeline(parse(text), "shard-tensor{tp=2 experts=false},sequence-parallel,shard-expert{ep=4 etp=1}")
+    grid = next(op for op in folded.walk() if op.name == "coll.grid")
+    assert grid.axis_sizes() == {"ep": 2, "tp": 2}
+    params = {op.sym_name.data: sim.shape_of(op.result) for op in folded.walk() if isinstance(op, sim.ParamOp)}
+    assert params["model.layers[0:32].mlp.experts.gate_up_proj"] == (32, 2, 28672, 4096)
+    a2a = [op for op, _ in collective_calls(folded, "all_to_all")]
+    assert len(a2a) == 4 and all(op.axis_names() == ["ep", "tp"] for op in a2a)
+    # 64 tokens, top-2 of 8: 16 rows an expert, 8 of them this rank's; 4 ranks send
+    # 8 rows for each of its 2 experts
+    assert {sim.shape_of(op.input) for op in a2a} == {(8, 8, 4096), (2, 32, 4096)}
+    assert all(op.token_replicas is None for op in a2a)
+    assert not [op for op, _ in collective_calls(folded, "all_reduce", "tp")
+                if sim.shape_of(op.input)[:1] == (2,)]  # no expert output reduced over tp
+
+    def token_flops(m):
+        return sum(op.flops() * k for op, k in walk_with_multiplicity(m)
+                   if isinstance(op, sim.ComputeOp) and not isinstance(op, sim.OptimizerStepOp))
+
+    assert token_flops(folded) == pytest.approx(token_flops(sharded), rel=1e-12)
+    assert replicated_flops(folded) == pytest.approx(replicated_flops(sharded), rel=1e-12)
+
+
+def test_etp_1_fold_needs_tp_dividing_ep():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / MIXTRAL).read_text()
+    with pytest.raises(CharonError, match=r"^shard-expert: etp 1 folds the 4 tp ranks into the expert group: "
+                                          r"they must divide option 'ep' \(2\)"):
+        apply_pipeline(parse(text), "shard-tensor{tp=4 experts=false},shard-expert{ep=2 etp=1}")
