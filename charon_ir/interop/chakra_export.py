@@ -6,8 +6,10 @@ flat node list (`RankClass`), then every rank of the class is written from it,
 one file at a time, so memory holds the rank classes, never the ranks.
 
 Node per event: an `event.compute` is a COMP_NODE (`duration_micros`, `num_ops`
-= its FLOPs); an `event.comm` a COMM_COLL_NODE (`comm_type`, `comm_size` = the
-simulated bytes, `pg_name`), or for `send` / `recv` a COMM_SEND_NODE /
+= its FLOPs); an `event.comm` a COMM_COLL_NODE (`comm_type`, `pg_name`,
+`comm_size` = the collective's buffer, ASTRA-sim's convention, and
+`charon_bytes_per_rank` = the simulated traffic per rank it came from), or for
+`send` / `recv` a COMM_SEND_NODE /
 COMM_RECV_NODE (`comm_src`, `comm_dst`, `comm_tag`, `comm_size`). `data_deps`
 are the event's dependencies (joins and barriers resolved to the events they
 wait for); `ctrl_deps` the previous event of the same stream, since a stream
@@ -64,6 +66,8 @@ class RankClass:
     ctrl_dep: list[int] = field(default_factory=list)
     flops: list[int] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
+    """Bytes each rank moves (the simulated traffic: a ring all-reduce 2(n-1)/n of its buffer)."""
+    group: list[int] = field(default_factory=list)
     axes: list[tuple[str, ...]] = field(default_factory=list)
     p2p: dict[int, tuple[str, int, int, int]] = field(default_factory=dict)
     """Send/recv nodes: (channel, src, dst virtual stage, k-th message of that channel)."""
@@ -128,7 +132,7 @@ class _Unroller:
             raise CharonError(f"chakra: {self.rc.name}: stream @{name} names no mesh axes, so its "
                               f"'{label}' has no process group")
         found = (kind, label, op.duration_s.value.data, stream, _int(attrs.get("flops")),
-                 _int(attrs.get("bytes")), p2p)
+                 _int(attrs.get("bytes")), p2p, _int(attrs.get("group")))
         self.compiled[id(op)] = found
         return found
 
@@ -141,7 +145,7 @@ class _Unroller:
                 rc.streams.append(op.sym_name.data)
                 self.stream_axes[index] = tuple(a.data for a in op.axes.data) if op.axes is not None else ()
             elif isinstance(op, event.EventOpBase):
-                kind, label, duration, stream, flops, nbytes, p2p = self.event(op)
+                kind, label, duration, stream, flops, nbytes, p2p, group = self.event(op)
                 i = len(rc.kind)
                 deps = self.frontier(env[d] for d in op.deps)
                 rc.kind.append(kind)
@@ -152,6 +156,7 @@ class _Unroller:
                 rc.ctrl_dep.append(self.last.get(stream, -1))
                 rc.flops.append(flops)
                 rc.nbytes.append(nbytes)
+                rc.group.append(group)
                 rc.axes.append(self.stream_axes[stream])
                 if p2p is not None:
                     # the k-th send of a channel pairs with its k-th receive
@@ -298,6 +303,20 @@ class Groups:
         return {str(i): list(m) for i, m in sorted(self.ids.items())}
 
 
+def payload_bytes(label: str, per_rank: int, group: int) -> int:
+    """A collective's buffer (Chakra's comm_size, which ASTRA-sim splits into
+    its algorithm's steps itself) from the bytes each rank moves, as the `coll`
+    ops state them: a ring all-reduce moves 2(n-1)/n of its buffer, all-gather,
+    reduce-scatter and all-to-all (n-1)/n, a broadcast all of it."""
+    if group <= 1:
+        return 0  # a group of one moves nothing
+    if label == "all_reduce":
+        return round(per_rank * group / (2 * (group - 1)))
+    if label == "broadcast":
+        return per_rank
+    return round(per_rank * group / (group - 1))
+
+
 def _tag(channel: str, src: int, dst: int, k: int) -> int:
     """Equal for the k-th send and the k-th receive of one channel, whichever rank computes it."""
     return (zlib.crc32(f"{channel}:{src}:{dst}".encode()) & 0x7FFF) << 32 | k
@@ -427,7 +446,8 @@ class Exporter:
             elif kind == COLL:
                 node.type = types["COMM_COLL_NODE"]
                 attrs.append(Attr(name="comm_type", int64_val=comm_types[COLLECTIVES[rc.label[i]]]))
-                attrs.append(Attr(name="comm_size", int64_val=rc.nbytes[i]))
+                attrs.append(Attr(name="comm_size", int64_val=payload_bytes(rc.label[i], rc.nbytes[i], rc.group[i])))
+                attrs.append(Attr(name="charon_bytes_per_rank", int64_val=rc.nbytes[i]))
             else:
                 key = rc.p2p[i]
                 node.type = types["COMM_SEND_NODE" if kind == SEND else "COMM_RECV_NODE"]

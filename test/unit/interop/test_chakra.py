@@ -209,12 +209,32 @@ def test_each_collective_moves_the_simulated_bytes(exported):
     s = schema()
     for rank, (_, nodes) in traces.items():
         stage = exporter.classes.index(exporter.rank_class(rank))
-        written = [(n.name, node_attrs(n)["comm_size"]) for n in nodes
+        written = [(n.name, node_attrs(n)["charon_bytes_per_rank"] if n.type == s.node_types["COMM_COLL_NODE"]
+                    else node_attrs(n)["comm_size"]) for n in nodes
                    if n.type in (s.node_types["COMM_COLL_NODE"], s.node_types["COMM_SEND_NODE"])]
         assert written == comms[stage]
         for n in nodes:
             if n.type == s.node_types["COMM_COLL_NODE"]:
                 assert s.comm_type_names[node_attrs(n)["comm_type"]] == n.name.upper()
+
+
+def test_comm_size_is_the_collectives_buffer(tmp_path, ctx):
+    """The example layer's tensor-parallel all-reduces sum a [4096, 8192] bf16
+    activation: Chakra's comm_size is that buffer (ASTRA-sim divides it into its
+    ring's steps), not the 2(n-1)/n of it each rank sends."""
+    from charon_ir.registry import ALL_PASSES
+    from charon_ir.testing import parse_module
+
+    text = (Path(__file__).parents[3] / "examples" / "transformer_layer.mlir").read_text()
+    module = parse_module(text, ctx)
+    for name, options in (("set-target", {"hardware": "H100-SXM5-80GB", "gpus": 8}), ("cost-annotate", {}),
+                          ("lower-to-events", {})):
+        ALL_PASSES[name]()(**options).apply(ctx, module)
+    Exporter(module).write(tmp_path, [3])
+    _, nodes = read_trace(tmp_path / "charon.3.et")
+    reduces = [node_attrs(n) for n in nodes if n.name == "all_reduce"]
+    assert reduces and {a["comm_size"] for a in reduces} == {4096 * 8192 * 2}
+    assert {a["charon_bytes_per_rank"] for a in reduces} == {2 * 7 * 4096 * 8192 * 2 // 8}
 
 
 def test_the_dependency_graph_is_acyclic_and_closed(exported):
