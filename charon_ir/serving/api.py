@@ -18,7 +18,7 @@ from collections import Counter
 import json
 import math
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ class ServingConfig:
     router: str = "round-robin"
     prefill_replicas: int = 0
     decode_replicas: int = 0
+    decode_hardware: str = ""
+    """The GPU of the decode replicas of a disaggregated deployment ("" : `hardware`)."""
     policy: str = ""
     """continuous | static; default static with --batch, continuous otherwise."""
     block_size: int = 16
@@ -239,12 +241,12 @@ def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] 
         )
 
 
-def _draft_model(config: ServingConfig) -> StepTimeModel | None:
+def _draft_model(config: ServingConfig, hardware: str = "") -> StepTimeModel | None:
     if not config.speculative_k or not config.draft_model:
         return None
     for tp in (config.tp, 1):
         try:
-            return step_model(ReplicaShape(config.draft_model, config.hardware, tp, 1, 1,
+            return step_model(ReplicaShape(config.draft_model, hardware or config.hardware, tp, 1, 1,
                                            config.precision, config.attention_kernel))
         except CharonError as e:
             if tp == 1:
@@ -297,15 +299,35 @@ def serve(
     scheduler.check()
     start = time.perf_counter()
     latency = step_model(config.shape())
-    draft = _draft_model(config)
+    decode_latency = decode_memory = None
+    if config.decode_hardware:
+        if not deployment.disaggregated:
+            raise CharonError("--decode-hardware places the decode replicas of a disaggregated "
+                              "deployment: give --prefill-replicas and --decode-replicas too")
+        decode_latency = step_model(replace(config.shape(), hardware=config.decode_hardware))
+    # speculative decoding drafts on the decode replicas' GPUs
+    draft = _draft_model(config, config.decode_hardware)
     built = time.perf_counter()
     memory = plan_memory(latency, config, scheduler, requests, draft)
+    if decode_latency is not None:
+        decode_memory = plan_memory(decode_latency, config, scheduler, requests, draft)
     result = cluster_sim.run(
         requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel(),
         record_iterations=trace_out is not None, hardware=config.hardware,
+        decode_model=decode_latency, decode_kv_blocks=decode_memory.kv_blocks if decode_memory else 0,
     )
     simulated = time.perf_counter()
     report = build_report(config, scheduler, latency, memory, result)
+    if decode_memory is not None:
+        report["decode_memory"] = {
+            "hardware": decode_latency.shape.hardware,  # pyright: ignore[reportOptionalMemberAccess]
+            "weights_bytes_per_gpu": int(decode_memory.weights),
+            "kv_capacity_bytes_per_gpu": int(decode_memory.kv_capacity),
+            "kv_blocks_per_replica": decode_memory.kv_blocks,
+        }
+        report["config"]["decode_hardware"] = config.decode_hardware
+        for r in report["replicas"]:
+            r["hardware"] = config.decode_hardware if r["role"] == "decode" else config.hardware
     report.update(_energy(config, report))
     if timings:
         report["simulator_wall_s"] = {"latency_model": built - start, "scheduler": simulated - built}
@@ -322,12 +344,13 @@ def _energy(config: ServingConfig, report: dict[str, Any]) -> dict[str, Any]:
     from charon_ir.target.hardware import load_gpu
 
     gpu = load_gpu(config.hardware)
+    decode_gpu = load_gpu(config.decode_hardware) if config.decode_hardware else gpu
     _, model = load_config(config.model)
     derived = model.get("_derived") or {}
     # a token's forward: 2 FLOPs per parameter it passes (the activated ones of a MoE)
     params = float(derived.get("activated_params_per_token") or derived.get("total_params") or 0)
     nics = default_nics(gpu, gpu.gpus_per_node).count / gpu.gpus_per_node
-    return serving_energy(report, lambda role: gpu, nics, 2.0 * params)
+    return serving_energy(report, lambda role: decode_gpu if role == "decode" else gpu, nics, 2.0 * params)
 
 
 def build_report(config: ServingConfig, scheduler: SchedulerConfig, latency: StepTimeModel,

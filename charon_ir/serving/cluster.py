@@ -132,7 +132,12 @@ def run(
     stage_model: StageModel | None = None,
     record_iterations: bool = False,
     hardware: str = "",
+    decode_model: StepTimeModel | None = None,
+    decode_kv_blocks: int = 0,
 ) -> RunResult:
+    """`decode_model` and `decode_kv_blocks`: the decode replicas of a
+    disaggregated deployment on other hardware than the prefill ones (the
+    same model and parallelism, so the KV handed over has one layout)."""
     scheduler.check()
     deployment.check()
     if deployment.disaggregated and scheduler.policy != "continuous":
@@ -157,7 +162,8 @@ def run(
         seq.replica = dst.index
         order += 1
 
-    def engines(first: int, count: int, role: str, draft_model, callback) -> list[Replica]:
+    def engines(first: int, count: int, role: str, draft_model, callback,
+                model: StepTimeModel = model, kv_blocks: int = kv_blocks) -> list[Replica]:
         """`count` replicas, each as pp x ep engines with a scheduler of their
         own. Pipeline parallelism: pp virtual engines (as vLLM runs it), pp
         batches in flight, one per stage, each iteration crossing every stage in
@@ -184,7 +190,8 @@ def run(
     if deployment.disaggregated:
         n_p, n_d = deployment.prefill_replicas, deployment.decode_replicas
         prefill_pool = engines(0, n_p, "prefill", None, on_prefilled)
-        decode_pool = engines(len(prefill_pool), n_d, "decode", draft, None)
+        decode_pool = engines(len(prefill_pool), n_d, "decode", draft, None,
+                              decode_model or model, decode_kv_blocks or kv_blocks)
         replicas = prefill_pool + decode_pool
         router = Router(prefill_pool, deployment.router)
         decode_router = Router(decode_pool, "least-loaded")
