@@ -123,6 +123,12 @@ class TrainingConfig:
     None: the GPU type's calibrated value (`compute_efficiency.OVERLAP_SLOWDOWN`)."""
     comm_slowdown: float | None = None
     """The same for the collective; None: the GPU type's calibrated value."""
+    etp: int = 0
+    """Expert tensor parallelism (Megatron-Core's `--expert-tensor-parallel-size`,
+    which defaults to tp): 0 or tp, each expert's ffn split over the tp ranks;
+    1 under tp > 1, experts whole and the tp ranks folded into the expert group
+    (ep x etp carved out of tp x dp: `shard-tensor{experts=false}`,
+    `shard-expert{etp=1}`), as Megatron-Bridge's MoE recipes run."""
     moe_dispatcher: str = "alltoall"
     """How expert parallelism's all-to-alls run (`shard-expert{dispatcher}`,
     Megatron-Core's `moe_token_dispatcher_type`): `alltoall`, NCCL's all-to-all of
@@ -169,6 +175,20 @@ class TrainingConfig:
                 f"(experts are spread over data-parallel ranks)"
             )
         return dp
+
+    def expert_fold(self) -> int:
+        """tp ranks folded into the expert group: tp with --etp 1 under --tp > 1
+        and --ep > 1, else 1; refuses an etp the IR cannot lay out."""
+        if self.etp not in (0, 1, self.tp):
+            raise CharonError(f"--etp must be 1 or --tp ({self.tp}), got {self.etp}")
+        if self.etp != 1 or self.tp == 1 or self.ep == 1:
+            return 1
+        if self.ep % self.tp:
+            raise CharonError(
+                f"--etp 1 folds the --tp {self.tp} ranks into the expert group: --ep {self.ep} "
+                f"must be a multiple of --tp"
+            )
+        return self.tp
 
     def microbatches(self, dp: int) -> int:
         global_batch = self.global_batch or dp * self.micro_batch
@@ -260,7 +280,7 @@ def _routing_groups(model: str) -> dict[str, int]:
     DeepSeek-V2/V3's `n_group` groups of experts, a token's within `topk_group`
     of them (Megatron-Core's moe_router_num_groups / moe_router_group_topk).
     Nothing for an .mlir input, which states no config."""
-    if model.endswith(".mlir") or is_handle(model):
+    if model.endswith(".mlir") or is_handle(model) or model.startswith("megatron:"):
         return {}
     from charon_ir.frontend.configs import load_config
 
@@ -289,8 +309,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.vpp > 1 and config.pp == 1:
         raise CharonError(f"--vpp {config.vpp} needs --pp > 1 (an interleaved schedule of one stage)")
     plan: list[tuple[str, dict[str, Any]]] = []
+    fold = config.expert_fold()
     if config.tp > 1:
-        plan.append(("shard-tensor", {"tp": config.tp}))
+        plan.append(("shard-tensor", {"tp": config.tp, **({"experts": False} if fold > 1 else {})}))
         if config.sequence_parallel:
             plan.append(("sequence-parallel", {"tp_comm_overlap": config.tp_comm_overlap}))
     if config.tp_comm_overlap and not (config.tp > 1 and config.sequence_parallel):
@@ -306,7 +327,7 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         if config.moe_dispatcher not in MOE_DISPATCHERS:
             raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "
                               f"got '{config.moe_dispatcher}'")
-        expert: dict[str, Any] = {"ep": config.ep}
+        expert: dict[str, Any] = {"ep": config.ep, **({"etp": 1} if fold > 1 else {})}
         if config.moe_dispatcher != "alltoall":
             expert["dispatcher"] = config.moe_dispatcher
             expert.update(_routing_groups(config.model))
@@ -331,7 +352,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         pipeline["layers"] = tuple(config.pp_layout)
     plan.append(("pipeline", pipeline))
     # the mesh's dp axis counts the replicas of the ep groups
-    plan.append(("data-parallel", {"dp": dp // config.ep, "zero": zero,
+    # (etp 1 under tp: the ep group takes tp ranks, so the ep axis is ep / tp)
+    plan.append(("data-parallel", {"dp": dp // (config.ep // fold), "zero": zero,
                                    "bucket_mb": config.dp_bucket_mb, "overlap": config.dp_overlap,
                                    "overlap_param_gather": config.dp_overlap_param_gather}))
     if config.recompute != "none":

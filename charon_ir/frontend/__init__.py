@@ -84,11 +84,16 @@ def _check_options(seq_len: int, batch: int, mode: str, dtype: str) -> None:
                           f"at most {MAX_TOKENS:,} (torch's and the IR's sizes are 64-bit)")
 
 
-def _versions() -> dict[str, str]:
+MEGATRON_PREFIX = "megatron:"
+"""`megatron:CONFIG`: a GPT model built by Megatron-Core from its own config
+(charon_ir/frontend/megatron.py)."""
+
+
+def _versions(megatron: bool = False) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("torch", "transformers", "xdsl"):
+    for pkg in ("torch", "transformers", "xdsl") + (("megatron-core",) if megatron else ()):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
@@ -147,9 +152,15 @@ def import_model_with_summary(
     _check_options(seq_len, batch, mode, dtype)
     if not isinstance(model, (str, Path)):
         return _import_module(model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, start=start)
-    name, config = load_config(model)
+    megatron = isinstance(model, str) and model.startswith(MEGATRON_PREFIX)
+    if megatron:
+        from charon_ir.frontend.megatron import load_megatron_config
+
+        name, config = load_megatron_config(model)
+    else:
+        name, config = load_config(model)
     options = {"seq_len": seq_len, "batch": batch, "mode": mode, "dtype": dtype}
-    key = ir_cache.cache_key(config, options, _versions())
+    key = ir_cache.cache_key({"megatron": config} if megatron else config, options, _versions(megatron))
     if use_cache and (text := ir_cache.read(key)) is not None:
         if not parse:
             return ImportResult(None, name, True, time.perf_counter() - start,
@@ -162,9 +173,15 @@ def import_model_with_summary(
             return ImportResult(module, name, True, time.perf_counter() - start,
                                 cache_file=ir_cache.cache_path(key), text=text)
     from charon_ir.frontend.builder import ModuleBuilder
-    from charon_ir.frontend.tracing import StepShape, trace_hf_model
+    from charon_ir.frontend.tracing import StepShape, trace_hf_model, trace_user_module
 
-    traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype)
+    if megatron:
+        from charon_ir.frontend.megatron import build_megatron_model, on_cpu
+
+        with on_cpu():
+            traced = trace_user_module(build_megatron_model(config, model), StepShape(mode, batch, seq_len), dtype)
+    else:
+        traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype)
     builder = ModuleBuilder(traced, mode)
     module = builder.build()
     _annotate(module, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)

@@ -478,6 +478,9 @@ class LayerStack:
     layers: nn.ModuleList | nn.Sequential
     args: tuple
     kwargs: dict
+    hidden_slot: tuple[str, int | str]
+    """Where a layer takes the hidden state: ("arg", position) or ("kwarg", name)
+    (Megatron-Core passes `hidden_states=`)."""
     extra_slots: list[tuple[str, int | str]]
     tuple_output: int | None
     """None when a layer returns its hidden state; else the length of the tuple
@@ -581,24 +584,33 @@ def _probe(model, path, layers, fakes, names, ids) -> LayerStack | None:
     if [c[0] for c in calls] != list(range(n)) or len(outputs) != n:
         return None
     first_args, first_kwargs = calls[0][1], calls[0][2]
-    if not first_args or not isinstance(first_args[0], torch.Tensor):
+    # the hidden state is what the second layer takes from the first's output
+    second_args, second_kwargs = calls[1][1], calls[1][2]
+    produced = _primary(outputs[0])
+    hidden = next((("arg", j) for j, a in enumerate(second_args) if a is produced), None) or next(
+        (("kwarg", k) for k, v in second_kwargs.items() if v is produced), None)
+    if produced is None or hidden is None:
+        return None
+
+    def slots_of(args: tuple, kwargs: dict) -> dict:
+        return {**{("arg", j): a for j, a in enumerate(args)}, **{("kwarg", k): v for k, v in kwargs.items()}}
+
+    first = slots_of(first_args, first_kwargs)
+    if not isinstance(first.get(hidden), torch.Tensor):
         return None
     for (i, args, kwargs), prev in zip(calls[1:], outputs):
-        if _primary(prev) is None or not args or args[0] is not _primary(prev):
+        these = slots_of(args, kwargs)
+        if these.keys() != first.keys() or these[hidden] is not _primary(prev):
             return None
-        if len(args) != len(first_args) or any(a is not b and not (a == b if not isinstance(a, torch.Tensor) else False)
-                                               for a, b in zip(args[1:], first_args[1:])):
-            return None
-        if kwargs.keys() != first_kwargs.keys() or any(
-            kwargs[k] is not first_kwargs[k] and (isinstance(kwargs[k], torch.Tensor) or kwargs[k] != first_kwargs[k])
-            for k in kwargs
-        ):
-            return None
-    slots: list[tuple[str, int | str]] = [("arg", j) for j, a in enumerate(first_args) if j and isinstance(a, torch.Tensor)]
-    slots += [("kwarg", k) for k, v in first_kwargs.items() if isinstance(v, torch.Tensor)]
+        for slot, value in these.items():
+            if slot == hidden or value is first[slot]:
+                continue
+            if isinstance(value, torch.Tensor) or isinstance(first[slot], torch.Tensor) or value != first[slot]:
+                return None
+    extras = [slot for slot, v in first.items() if slot != hidden and isinstance(v, torch.Tensor)]
     last = outputs[-1]
     tuple_output = None if isinstance(last, torch.Tensor) else len(last)
-    return LayerStack(path, layers, first_args, first_kwargs, slots, tuple_output, stem, head)
+    return LayerStack(path, layers, first_args, first_kwargs, hidden, extras, tuple_output, stem, head)
 
 
 class UserModuleFamily(Family):
@@ -646,13 +658,15 @@ class UserModuleFamily(Family):
             raise CharonError(f"{type(self.model).__name__}: the layer stack '{self.stack.path}' was not called")
         finally:
             handle.remove()
-        extras = [args[k] if kind == "arg" else kwargs[k] for kind, k in self.stack.extra_slots]
-        return (args[0], *extras)
+        def at(slot):
+            kind, k = slot
+            return args[k] if kind == "arg" else kwargs[k]
+
+        return (at(self.stack.hidden_slot), *(at(slot) for slot in self.stack.extra_slots))
 
     def _call_args(self, x, extras):
         args, kwargs = list(self.stack.args), dict(self.stack.kwargs)
-        args[0] = x
-        for (kind, k), value in zip(self.stack.extra_slots, extras):
+        for (kind, k), value in zip([self.stack.hidden_slot, *self.stack.extra_slots], [x, *extras]):
             if kind == "arg":
                 args[k] = value
             else:
@@ -670,8 +684,10 @@ class UserModuleFamily(Family):
         # the last returns h; what the stem computed is dead and dropped
         n, arity = len(self.stack.layers), self.stack.tuple_output
 
+        hidden_kind, hidden_key = self.stack.hidden_slot
+
         def skip(_m, args, kwargs, _last):
-            out = h if _last else args[0]
+            out = h if _last else (args[hidden_key] if hidden_kind == "arg" else kwargs[hidden_key])
             if arity is None:
                 return out
             return (out, *(None for _ in range(arity - 1)))

@@ -5,7 +5,8 @@ inside a function is reserved for what must stay off the start-up path.
 An import inside a function hides an edge of that graph (the cycles the
 issue-29 layering removed all ran through one), so each is allowed only for
 - the heavy optional stacks: torch (and functorch), transformers, ray,
-  matplotlib, which `charon-opt` and `charon --help` must not load;
+  matplotlib, Megatron-Core (an extra), which `charon-opt` and `charon --help`
+  must not load;
 - the lazy entries that keep them off that path: the package's `simulate` and
   `serve` (`charon_ir/__init__.py`), the frontend's tracing and IR builder
   (`charon_ir.frontend`, which import torch), the registry's dialect, pass
@@ -25,11 +26,11 @@ from pathlib import Path
 PACKAGES = ("charon_ir", "charon_ir.dialects", "charon_ir.passes", "charon_ir.lowering", "charon_ir.tools")
 """The package and the folders setuptools maps into it (pyproject's package-dir)."""
 
-HEAVY = {"torch", "functorch", "transformers", "ray", "matplotlib"}
+HEAVY = {"torch", "functorch", "transformers", "ray", "matplotlib", "megatron"}
 
 LAZY_ENTRIES = {
     "charon_ir": {"charon_ir.api", "charon_ir.serving.api"},
-    "charon_ir.frontend": {"charon_ir.frontend.builder", "charon_ir.frontend.tracing"},
+    "charon_ir.frontend": {"charon_ir.frontend.builder", "charon_ir.frontend.tracing", "charon_ir.frontend.megatron"},
     "charon_ir.registry": None,  # every factory: dialects, passes, targets
     "charon_ir.engines.base": None,  # ENGINES: an engine loads when a run names it
 }

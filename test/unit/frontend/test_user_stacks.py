@@ -143,7 +143,7 @@ def test_blocks_that_do_not_chain_are_no_stack():
 def test_the_stack_is_the_largest_chaining_list():
     stack = tracing.find_layer_stack(RopeLM(), tracing.StepShape("train", 1, 8), torch.bfloat16)
     assert stack is not None and stack.path == "layers"
-    assert [kind for kind, _ in stack.extra_slots] == ["arg", "arg"]
+    assert stack.hidden_slot == ("arg", 0) and stack.extra_slots == [("arg", 1), ("arg", 2)]
     assert stack.kwargs == {"residual_scale": 0.5}
     assert "embed.weight" in stack.stem_names and "lm_head.weight" in stack.head_names
     assert not any(name.startswith("layers.") for name in stack.stem_names | stack.head_names)
