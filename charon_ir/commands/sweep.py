@@ -19,6 +19,10 @@ import typer
 from charon_ir.commands import on_command_line
 from charon_ir.errors import CharonError, one_line
 
+MAX_POINTS = 10**6
+"""`--max-points`' default: charon_ir.sweep.runner.MAX_POINTS (not imported here, so
+that `charon --help` imports no sweep machinery)."""
+
 Opt = typer.Option
 
 AXIS_FLAGS = (
@@ -114,7 +118,10 @@ def sweep_command(
     jobs: Annotated[int, Opt("--jobs", "-j", help="local worker processes (1: in-process)")] = 1,
     ray: Annotated[bool, Opt("--ray", help="run on a local Ray cluster")] = False,
     ray_address: Annotated[str, Opt("--ray-address", help="join a Ray cluster (e.g. auto, ray://host:10001)")] = "",
-    limit: Annotated[int, Opt("--limit", help="stop after N new evaluations (rerun to continue)")] = 0,
+    limit: Annotated[int, Opt("--limit", help="stop after N new evaluations (rerun to continue); "
+                              "the points are enumerated as they are taken")] = 0,
+    max_points: Annotated[int, Opt("--max-points", help="refuse a space of more points than this "
+                                   "(counted before any is built)")] = MAX_POINTS,
     tier: Annotated[str, Opt("--tier", help="training: screen (composed from one probe per layer class, "
                                             "the best re-timed by the fast tier) | fast (every point)")] = "screen",
     retime: Annotated[int, Opt("--retime", help="screen: re-time the best N with the fast tier "
@@ -187,7 +194,7 @@ def sweep_command(
         result = run_sweep(
             space, db=db, jobs=jobs, ray=ray, ray_address=ray_address or None,
             progress=not no_progress and not as_json and sys.stderr.isatty(), limit=limit,
-            tier=tier, retime=retime,
+            tier=tier, retime=retime, max_points=max_points,
         )
     except KeyboardInterrupt:
         print(f"interrupted: finished points are stored in {db}; rerun the same command to resume",

@@ -37,6 +37,9 @@ RETIME_FIRST = 10
 RETIME_EXACT = 3
 """... then until the best 3 (the winner, the runner-up it is explained against,
 and one more) are fast-tier records."""
+MAX_POINTS = 10**6
+"""The most points a sweep enumerates unless `--max-points` says more: a point takes
+~1 ms to expand and check, so 10^6 are ~20 minutes before the first is timed."""
 COMMIT_EVERY_S = 0.5
 """In-process: commit at least this often, so an interrupt loses under a second."""
 
@@ -197,6 +200,7 @@ def run_sweep(
     seed: int = 0,
     tier: str = "screen",
     retime: int = 0,
+    max_points: int = MAX_POINTS,
 ) -> SweepResult:
     """Evaluate every point of `space` not yet in `db` and return all records.
 
@@ -209,20 +213,44 @@ def run_sweep(
     probe per layer class (`charon_ir.sweep.screen`), then re-times the best
     `retime` of them (0: RETIME_FIRST; < 0: none) with the fast tier, and more
     until the best RETIME_EXACT are fast-tier records; fast times every point
-    with the fast tier."""
+    with the fast tier.
+
+    A space of more than `max_points` points (the product of its axes, counted
+    before any is built) is refused; with `limit` the points are enumerated as
+    they are taken, so the first one is timed at once however large the space."""
     if tier not in ("screen", "fast"):
         raise CharonError(f"--tier must be screen or fast, got '{tier}'")
     check_options(jobs=jobs, limit=limit, retime=retime, sample=sample)
     if not isinstance(space, Space):
         space = load_space(space)
+    if max_points < 1:
+        raise CharonError(f"--max-points must be >= 1, got {max_points}")
+    if space.size > max_points:
+        raise CharonError(f"the space has {space.size:,} points, more than --max-points {max_points:,} "
+                          "(fewer axis values, or a larger --max-points)")
     start = time.perf_counter()
-    points = space.points()
+    stream = space.iter_points()
+    # the values are checked before the first point comes: before the results file exists
+    first = next(stream, None)
+    streaming = limit > 0 and sample == 0
+    points = [first] if first is not None else []
+    if not streaming:
+        points.extend(stream)
     # a cluster that cannot be joined fails before the results file exists
     ray_started = _ray_connect(jobs if jobs > 1 else 0, ray_address) if ray or ray_address else False
     store = None
     try:
-        store = ResultStore(db, simulator=simulator_fingerprint(_profile_db(points), _input_files(points)))
+        inputs = _space_points(space) if streaming else points
+        store = ResultStore(db, simulator=simulator_fingerprint(_profile_db(inputs), _input_files(inputs)))
         stored = store.stored_keys()
+        if streaming:
+            # the first `limit` points with no record, and every one before them
+            new = sum(p.key not in stored and not p.pruned for p in points)
+            for point in stream if new < limit else ():
+                points.append(point)
+                new += point.key not in stored and not point.pruned
+                if new >= limit:
+                    break
         todo = [p for p in points if p.key not in stored]
         stale = store.stale_keys() & {p.key for p in todo}
         illegal = [p for p in todo if p.pruned]
@@ -272,8 +300,19 @@ def run_sweep(
         db=str(db),
         executor=executor,
         counts=counts,
-        pending=len(points) - len(ordered_records),
+        # unenumerated points are pending too (an upper bound: some may repeat)
+        pending=len(points) - len(ordered_records) + (space.size - len(points) if streaming else 0),
     )
+
+
+def _space_points(space: Space) -> list[Point]:
+    """Stand-ins for the points of `space` for what its settings' values decide
+    (the files it reads, the engines): one per value, without enumerating it."""
+    from charon_ir.sweep.space import _defaults
+
+    values = {**_defaults(space.kind), **space.fixed, **{k: v[0] for k, v in space.axes.items()}}
+    stand_ins = [Point({**values, key: value}, "", "") for key, axis in space.axes.items() for value in axis]
+    return stand_ins or [Point(values, "", "")]
 
 
 def _profile_db(points: list[Point]) -> Path | None:

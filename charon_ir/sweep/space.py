@@ -42,11 +42,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from charon_ir.errors import CharonError, read_text
+from charon_ir.errors import MAX_NESTING, CharonError, nesting_depth, read_text
 
 TRAINING_DEFAULTS: dict[str, Any] = {
     "model": "",
@@ -207,12 +208,17 @@ class Space:
         return n
 
     def points(self) -> list[Point]:
-        """Every distinct normalised point, legal ones first in expansion order,
-        with the illegal ones marked (not dropped: the sweep reports them)."""
+        """Every distinct normalised point, in expansion order, with the illegal
+        ones marked (not dropped: the sweep reports them)."""
+        return list(self.iter_points())
+
+    def iter_points(self) -> Iterator[Point]:
+        """The points of `points()`, one at a time (a 10^6-point space takes
+        minutes to enumerate: `--limit` takes the first ones as they come). The
+        values are checked before the first point is yielded."""
         defaults = _defaults(self.kind)
         names = list(self.axes)
         seen: set[str] = set()
-        out: list[Point] = []
         model_info: dict[str, ModelShape | None] = {}
         for key, values in [*((k, [v]) for k, v in self.fixed.items()), *self.axes.items()]:
             for value in values:
@@ -236,8 +242,7 @@ class Space:
             rule = (illegal_training if self.kind == "training" else illegal_serving)(
                 config, model_info[model]
             )
-            out.append(Point(config, key, rule))
-        return out
+            yield Point(config, key, rule)
 
 
 def with_framework(config: dict[str, Any], given: set[str]) -> dict[str, Any]:
@@ -326,15 +331,62 @@ def read_space_file(path: str | Path) -> dict[str, Any]:
     import yaml
 
     text = read_text(path, f"space file '{path}'")
+    loader = yaml.SafeLoader(text)
     try:
-        raw = yaml.safe_load(text) or {}  # an empty file: every setting from flags
+        node = loader.get_single_node()
+        # aliases repeat a node by reference: 400 bytes of nested aliases expand to
+        # 10^8 values (a "billion laughs"), so the expanded size is counted first
+        size = _expanded_size(node)
+        if size > MAX_SPACE_VALUES:
+            raise CharonError(f"{path}: the space file expands to more than {MAX_SPACE_VALUES:,} values "
+                              f"(aliases repeating aliases); a space file holds at most that")
+        raw = (loader.construct_document(node) if node is not None else None) or {}  # empty: flags only
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         raise CharonError(f"{path}{at}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    except RecursionError:
+        raise CharonError(f"{path}: not valid YAML (nested more than {MAX_NESTING} deep)") from None
+    finally:
+        loader.dispose()
+    if nesting_depth(raw) > MAX_NESTING:
+        raise CharonError(f"{path}: not valid YAML (nested more than {MAX_NESTING} deep)")
     if not isinstance(raw, dict):
         raise CharonError(f"{path}: a space file is a mapping of settings and axes")
     return raw
+
+
+MAX_SPACE_VALUES = 100_000
+"""The most values (scalars, lists and mappings, aliases counted as expanded) a
+space file holds: the examples hold under 100."""
+
+
+def _expanded_size(root: Any) -> int:
+    """Nodes of the YAML tree under `root` with every alias expanded, counted over
+    the node graph (an alias is the node it names) without expanding it: stops
+    past MAX_SPACE_VALUES."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()  # a recursive anchor (`&a [*a]`) is counted once
+    stack = [(root, False)] if root is not None else []
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes or (not children_done and id(node) in entered):
+            continue
+        entered.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = []
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        sizes[id(node)] = min(1 + sum(sizes.get(id(c), 1) for c in children), MAX_SPACE_VALUES + 1)
+    return sizes.get(id(root), 0)
 
 
 def _scalar(where: str, key: str, value: Any) -> Any:
