@@ -75,6 +75,10 @@ def _sharded_optimizer(resolved: Resolved) -> bool:
     return not resolved.get("fsdp") and resolved.get("zero", 0) in (1, 2)
 
 
+def _has_experts(resolved: Resolved) -> bool:
+    return resolved.get("ep", 1) > 1
+
+
 def _is_blackwell(resolved: Resolved) -> bool:
     return str(resolved.get("hardware", "")).upper().startswith(("B200", "GB200", "B300", "GB300"))
 
@@ -93,6 +97,9 @@ _MEGATRON_CORE: tuple[Rule, ...] = (
     Rule("tp_comm_overlap", lambda r: bool(r.get("sequence_parallel")) and r.get("tp", 1) > 1,
          "--tp-comm-overlap: Transformer Engine userbuffers overlap tp all-gathers / reduce-scatters "
          "with their GEMMs (NeMo/Megatron-Bridge performance recipes)"),
+    Rule("etp", lambda r: r.get("tp", 1),
+         "--expert-tensor-parallel-size defaults to --tensor-model-parallel-size (megatron/training/"
+         "arguments.py validate_args): each expert split over the tp ranks", applies=_has_experts),
 )
 
 
@@ -168,7 +175,11 @@ FRAMEWORKS: dict[str, Framework] = {
                                           "(Float8CurrentScaling) on Hopper, MXFP8 on Blackwell"),
              Rule("fp8_params", lambda r: r.get("fp8_recipe") != "blockwise",
                   "training/mixed_precision.py: fp8_param_gather=True for FP8-CS, FP8-MX and delayed "
-                  "scaling, False for blockwise (FP8-SC)", applies=_is_fp8)),
+                  "scaling, False for blockwise (FP8-SC)", applies=_is_fp8),
+             Rule("etp", lambda r: 1,
+                  "expert_tensor_parallel_size=1 in every MoE performance config (scripts/performance/"
+                  "configs/{deepseek,qwen,gpt_oss}/*_workload_base_configs.py) and MoE recipe: experts "
+                  "whole, tp folded into the expert group", applies=_has_experts)),
         ),
         Framework("megatron-lm-2021", "Megatron-LM v2 (Narayanan et al. 2021)", _MEGATRON_LM_2021),
         Framework("megatron-lm-2022", "Megatron-LM v3 (Korthikanti et al. 2022)", _MEGATRON_LM_2022),

@@ -90,6 +90,7 @@ def training_config(config: dict[str, Any]):
         dp=config["dp"],
         cp=config["cp"],
         ep=config["ep"],
+        etp=config["etp"],
         vpp=config["vpp"],
         sequence_parallel=config["sequence_parallel"],
         zero=config["zero"],

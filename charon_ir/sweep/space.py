@@ -86,6 +86,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "grad_bytes": 2,
     "fp8_params": False,
     "blocking_comm": "",
+    "etp": 0,
     "framework": "megatron-core",
 }
 """Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
@@ -108,6 +109,7 @@ LATER_SETTINGS = (
     "grad_bytes",
     "fp8_params",
     "blocking_comm",
+    "etp",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that
