@@ -182,3 +182,23 @@ def test_cluster_naming_a_bad_gpu_file_names_both(tmp_path: Path) -> None:
     with pytest.raises(CharonError) as info:
         load_cluster(str(cluster))
     assert "x.cluster:1:" in str(info.value) and "missing field 'memory.hbm_tb_s'" in str(info.value)
+
+
+def test_user_file_works_in_serve_and_charon_opt(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from charon_ir.serving import serve
+
+    path = _user_file(tmp_path, _rename(H100_FILE, "X100").replace("hbm_tb_s = 3.35", "hbm_tb_s = 8"))
+    fast = serve("llama-3.1-8b", hardware=str(path), batch=4, input_len=128, output_len=16)
+    base = serve("llama-3.1-8b", hardware="H100", batch=4, input_len=128, output_len=16)
+    assert fast["tpot_s"]["mean"] < base["tpot_s"]["mean"]  # decode reads the weights: 8 TB/s
+    opt = Path(sys.executable).with_name("charon-opt")
+    run = subprocess.run(
+        [str(opt), str(EXAMPLES / "transformer_layer.mlir"), "-p",
+         f'set-target{{hardware="{path}" gpus=8}},cost-annotate,lower-to-events', "-t", "simulate"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert '"hardware": "X100"' in run.stdout
