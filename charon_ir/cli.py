@@ -39,6 +39,13 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"charon_ir.commands.{_name}").register(app)
 
 
+EXTRAS = {"torch": "frontend", "transformers": "frontend", "ray": "sweep", "megatron": "megatron"}
+"""Top-level modules of the optional dependencies -> the extra that installs them
+(pyproject's optional-dependencies). The frontend stays an extra: a bare `torch`
+requirement makes pip pull a multi-GB CUDA build, and `.mlir` steps, `charon-opt`
+and the cost engines run without it."""
+
+
 def fail(message: str, code: int = 1) -> None:
     """Print one diagnostic line and exit non-zero."""
     print(one_line(f"error: {message}"), file=sys.stderr)
@@ -80,6 +87,13 @@ def main() -> None:
     except MemoryError:  # a configuration too large for this host, not a bug
         fail("out of host memory: the configuration is too large to simulate on this machine "
              "(fewer GPUs or replicas, or --tier fast, need less)")
+    except ModuleNotFoundError as e:
+        extra = EXTRAS.get((e.name or "").partition(".")[0])
+        if extra is None:
+            internal_error(e)
+        command = " ".join(["charon", *[a for a in sys.argv[1:2] if not a.startswith("-")]])
+        fail(f"{command} needs the '{extra}' extra (no module named '{e.name}'): "
+             f"pip install 'charon-ir[{extra}]'")
     except Exception as e:  # a bug, not bad input: one line unless asked for more
         internal_error(e)
     else:
