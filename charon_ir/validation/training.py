@@ -187,6 +187,29 @@ def _stated_settings(strategy: dict[str, Any], tp: int) -> dict[str, Any]:
     return stated
 
 
+MBRIDGE_PERF_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
+    ("deepseek-v3", "H100"): {"moe_dispatcher": "flex"},
+    ("deepseek-v3", "B200"): {"moe_dispatcher": "flex"},
+    ("deepseek-v3", "GB200"): {"moe_dispatcher": "flex"},
+    ("qwen3-30b-a3b", "H100"): {"moe_dispatcher": "flex"},
+}
+"""What the Megatron-Bridge performance configs behind its performance-summary
+tables set beyond the layout a row states, by (model, GPU): DeepSeek-V3 on
+every GPU and Qwen3-30B-A3B on H100 run `moe_token_dispatcher_type="flex"` with
+`moe_flex_dispatcher_backend="hybridep"` (NVIDIA-NeMo/Megatron-Bridge
+scripts/performance/configs/deepseek/deepseek_workload_base_configs.py and
+qwen/qwen3_workload_base_configs.py); GPT-OSS-120B's set none (NCCL all-to-all).
+Their `expert_tensor_parallel_size=1` is the megatron-bridge preset's."""
+
+
+def _perf_config(record: dict[str, Any], hardware: str) -> dict[str, Any]:
+    if source_of(record) != "mbridge":
+        return {}
+    model = str(record["model"].get("name", "")).lower()
+    gpu = hardware.split("-")[0].upper()
+    return dict(MBRIDGE_PERF_CONFIGS.get((model, gpu), {}))
+
+
 FP8_RECIPE_OF_TEXT: tuple[tuple[str, str], ...] = (
     (r"FP8-CS|current", "current"),
     (r"FP8-MX|MXFP8", "mxfp8"),
@@ -444,6 +467,7 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         **_precision(strategy),
         **_stated_settings(strategy, tp),
     }
+    options.update(_perf_config(record, options["hardware"]))
     config = hf_config(model, tp)
     dims = {
         "batch": global_batch, "seq": seq, "layers": model["layers"], "hidden": model["hidden"],
