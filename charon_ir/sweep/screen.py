@@ -16,14 +16,16 @@ once, as a probe, and composes each point from it:
   unpriced build with dp = 2 gives the gradient buckets' collectives
   (`data-parallel`'s own buckets), re-priced by the collective engine for each
   point's dp group.
-- A point is then its pipeline schedule run item by item: each stage runs
-  `charon_ir.parallel.schedules.stage_order`, an item starts when its stage is
-  free and its input has arrived (activations and gradients cross stages on a
-  send stream, priced by the collective engine); the last backward of a chunk
-  reduces its layers' gradients over dp as each layer's backward ends, on the
-  stage's dp stream; the optimizer step (and under ZeRO-1/2 the all-gather of
-  the updated shards) closes each stage. Long steps are simulated at two
-  micro-batch counts and extrapolated, as the fast tier does.
+- A point is then a small event program run by the interpreter (the one the
+  fast tier runs, `runtime.interpreter`): per stage, one compute event per
+  item of `charon_ir.parallel.schedules.stage_order` with the probe's
+  durations, waiting for its input (activations and gradients cross stages on
+  the sender's send stream, priced by the collective engine); the last
+  backward of a chunk runs layer by layer, each layer's gradient buckets
+  reduced on the stage's dp stream as it ends (the interpreter's overlap
+  contention slowing both); the optimizer step (and under ZeRO-1/2 the
+  all-gather of the updated shards) closes each stage. Long steps are
+  simulated at two micro-batch counts and extrapolated, as the fast tier does.
 - Memory is memory-analysis's own: its stage classes (saved bytes, forward and
   backward peaks, parameter and optimizer states) of a 4-stage split of the
   probe's step with 1, 1, 2 and L - 4 layers, moved along the per-layer slope
@@ -54,9 +56,15 @@ from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import Any
 
+import numpy as np
+
 from charon_ir.errors import CharonError
+from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
 from charon_ir.passes.data_parallel import bucket_sizes
+from charon_ir.runtime.interpreter import run as interpret
+from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram, ProgramInfo
 from charon_ir.runtime.tiers import fold_points
+from charon_ir.runtime.timeline import stream_work
 
 PROBE_LAYERS = (4, 8)
 """Layer counts the probe is timed at: both fold in the fast tier (>= 3), and
@@ -598,18 +606,10 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     else:
         gathers = [gather_time(stage_params(s)) if zero_gathers else 0.0 for s in range(pp)]
 
-    # a collective of time M beside compute stretches the compute by M (1 + comm
-    # slowdown) x compute slowdown / (1 + compute slowdown), and itself by M x comm
-    # slowdown: the interpreter's fluid progress while both run
-    stretch = comm_stretch = 0.0
-    if overlap is not None:
-        stretch = (1 + overlap.comm_slowdown) * overlap.compute_slowdown / (1 + overlap.compute_slowdown)
-        comm_stretch = overlap.comm_slowdown
-
     def run(microbatches: int) -> tuple[float, int, list[float], list[float]]:
         return _schedule(schedule, pp, vpp, microbatches, counts, F, B, W, split, send,
                          probe.backward if not split else probe.weight, sync_layer, sync_pre,
-                         sync_post, dp > 1, opt, gathers, stretch, comm_stretch, layer_gather)
+                         sync_post, dp > 1, opt, gathers, overlap, layer_gather)
 
     points = fold_points(schedule, pp, m)
     if points is None:
@@ -640,134 +640,159 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     return Composed(t, stage, compute, exposed, bubble, peaks, flops, model_flops, tokens, band)
 
 
-def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
-              sync_pre, sync_post, sync, opt, gathers, stretch=0.0, comm_stretch=0.0,
-              layer_gather=None):
-    """Run every stage's item order against the others: (step seconds, slowest
-    stage, compute-busy seconds per stage, dp seconds exposed per stage). The
-    gradient reductions that run beside an item lengthen it by `stretch` times
-    their overlap, and themselves by `comm_stretch` times it (`compose`).
-    `gathers` run after the step; a virtual stage with a `layer_gather` time
-    gathers each of its layers' updated parameters in its first forward, on the
-    dp stream, each layer waiting for its own (`--overlap-param-gather`)."""
-    layer_gather = layer_gather or [None] * (pp * vpp)
-    gathered: set[int] = set()
-    from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
+class _StepProgram:
+    """The screened step as an event program for the interpreter: per stage a
+    compute stream (its schedule's items with the probe's durations), a send
+    stream and a dp stream (gradient reductions, parameter gathers); sends sit
+    in a program of their own, so only the dp collectives contend with a
+    stage's compute, as the composed step's sends always did."""
 
+    def __init__(self, pp: int):
+        self.pp = pp
+        # streams: compute s, dp s (program s); send s (program pp)
+        self.streams = [f"compute{s}" for s in range(pp)] + [f"comm_dp{s}" for s in range(pp)] + \
+            [f"comm_pp_send{s}" for s in range(pp)]
+        self.stream_kinds = [KIND_COMPUTE] * pp + [KIND_COMM] * (2 * pp)
+        self.stream_program = list(range(pp)) * 2 + [pp] * pp
+        self.duration: list[float] = []
+        self.stream: list[int] = []
+        self.kind: list[int] = []
+        self.deps: list[list[int]] = []
+
+    def add(self, stream: int, duration: float, deps: list[int]) -> int:
+        self.duration.append(duration)
+        self.stream.append(stream)
+        self.kind.append(self.stream_kinds[stream])
+        self.deps.append(deps)
+        return len(self.duration) - 1
+
+    def compute(self, s: int, duration: float, deps: list[int]) -> int:
+        return self.add(s, duration, deps)
+
+    def dp(self, s: int, duration: float, deps: list[int]) -> int:
+        return self.add(self.pp + s, duration, deps)
+
+    def send(self, s: int, duration: float, deps: list[int]) -> int:
+        return self.add(2 * self.pp + s, duration, deps)
+
+    def flat(self) -> FlatProgram:
+        n = len(self.duration)
+        duration = np.asarray(self.duration, dtype=np.float64)
+        programs = [ProgramInfo(f"stage{s}", 1) for s in range(self.pp)] + [ProgramInfo("sends", 1)]
+        return FlatProgram(
+            name="screen", ranks=1, streams=self.streams, stream_kinds=self.stream_kinds,
+            duration=duration, stream=np.asarray(self.stream, dtype=np.int64),
+            kind=np.asarray(self.kind, dtype=np.int8), flops=np.zeros(n), bytes=np.zeros(n),
+            labels=[""] * n, deps=self.deps, programs=programs, stream_program=self.stream_program,
+            event_program=np.asarray([self.stream_program[st] for st in self.stream], dtype=np.int64),
+        )
+
+
+def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
+              sync_pre, sync_post, sync, opt, gathers, overlap=None, layer_gather=None):
+    """Every stage's item order run by the interpreter: (step seconds, slowest
+    stage, compute-busy seconds per stage, dp seconds exposed per stage). An
+    item waits for its input (activations or gradients sent from the next or
+    previous virtual stage on the sender's send stream); each chunk's last
+    backward (W under a split backward) runs layer by layer, each layer's
+    gradient buckets reduced on the stage's dp stream as it ends; the
+    interpreter's `overlap` contention slows the compute beside them and them.
+    `gathers` run after the optimizer step; a virtual stage with a
+    `layer_gather` time gathers each of its layers' updated parameters on the
+    dp stream from the step's start, its first forward running layer by layer,
+    each layer after its own (`--overlap-param-gather`)."""
+    layer_gather = layer_gather or [None] * (pp * vpp)
     V = pp * vpp
-    orders = []
+    prog = _StepProgram(pp)
+    orders = [stage_order(schedule, pp, vpp, m, s) for s in range(pp)]
+    if sync:
+        orders = [mark_gradient_sync(order) for order in orders]
+    # what each item's input is, filled in once every event exists
+    output: dict[tuple[str, int, int], int] = {}
+    waits: list[tuple[int, tuple[str, int, int] | None]] = []
+    last_compute = [-1] * pp
+    last_dp = [-1] * pp
+    gathered: set[int] = set()
     for s in range(pp):
-        order = stage_order(schedule, pp, vpp, m, s)
-        orders.append(mark_gradient_sync(order) if sync else order)
-    arrived: dict[tuple[str, int, int], float] = {}
-    finished: dict[tuple[int, int], float] = {}
-    ptr = [0] * pp
-    free = [0.0] * pp
-    send_free = [0.0] * pp
-    dp_free = [0.0] * pp
-    busy = [0.0] * pp
-    remaining = sum(len(o) for o in orders)
-    while remaining:
-        progressed = False
-        for s in range(pp):
-            order = orders[s]
-            while ptr[s] < len(order):
-                kind, c, i = order[ptr[s]]
-                v = c * pp + s
-                k = kind[0]
-                if k == "F":
-                    ready = 0.0 if v == 0 else arrived.get(("F", v - 1, i))
-                    d = F[v]
-                elif k == "B":
-                    ready = arrived.get(("F", v, i)) if v == V - 1 else arrived.get(("B", v + 1, i))
-                    if v == V - 1 and ready is None:
-                        ready = finished.get((v, i))
-                    d = B[v]
-                else:
-                    ready = arrived.get(("W", v, i))
-                    d = W[v]
-                if ready is None:
-                    break
-                t0 = max(free[s], ready)
-                t1 = t0 + d
-                g = layer_gather[v] if k == "F" and v not in gathered else None
-                if g is not None:
-                    # the chunk's gathers wait on nothing of the step: they run
-                    # on the dp stream from when it is free (the step's start),
-                    # and each of its L layers (f each) waits for its own (g
-                    # each): the last one ends at max(t0 + L f, g0 + g + L f,
-                    # g0 + L g + f)
-                    gathered.add(v)
-                    n = max(1, counts[v])
-                    g0 = dp_free[s]
-                    f = d / n
-                    end = max(t0 + d, g0 + g + n * f, g0 + n * g + f)
-                    beside = max(0.0, min(g0 + n * g, end) - max(g0, t0))
-                    t1 = end + stretch * beside
-                    d = t1 - t0
-                    dp_free[s] = g0 + n * g + comm_stretch * beside
-                # the gradients reduce where they are made: W+ under a split
-                # backward (B+ is then only its input gradients), else B+
-                if kind.endswith("+") and sync and (k == "W" or not split):
-                    # the chunk's gradients, reduced as each layer's are done
-                    first, last = v == 0, v == V - 1
-                    per_layer = sync_phase.layer if sync_phase else 0.0
-                    t = t0 + (sync_phase.pre if sync_phase and last else 0.0)
-                    f = dp_free[s]
-                    spans = []
-                    if last:
-                        for x in sync_pre:
-                            spans.append((max(f, t), x))
-                            f = max(f, t) + x
-                    for _ in range(counts[v]):
-                        t += per_layer
-                        for x in sync_layer:
-                            spans.append((max(f, t), x))
-                            f = max(f, t) + x
-                    # what the probe reduces after its layers is the embedding's
-                    # and the head's gradients together: half on each end of a
-                    # pipeline (equal for untied embeddings)
-                    share = 1.0 if first and last else 0.5
-                    if first or last:
-                        for x in sync_post:
-                            f = max(f, t1) + x * share
-                    # the reductions that run beside this item stretch it, and
-                    # it them: overlap contention (what spills past the item
-                    # into the next one is not counted)
-                    beside = sum(max(0.0, min(a + x, t1) - max(a, t0)) for a, x in spans)
-                    extra = stretch * beside
-                    t1, d = t1 + extra, d + extra
-                    dp_free[s] = f + comm_stretch * beside
-                free[s] = t1
-                busy[s] += d
-                if k == "F":
-                    finished[(v, i)] = t1
-                    if v < V - 1:
-                        st = max(send_free[s], t1)
-                        send_free[s] = st + send
-                        arrived[("F", v, i)] = st + send
-                    else:
-                        arrived[("F", v, i)] = t1
-                elif k == "B":
-                    arrived[("W", v, i)] = t1
-                    if v > 0:
-                        st = max(send_free[s], t1)
-                        send_free[s] = st + send
-                        arrived[("B", v, i)] = st + send
-                ptr[s] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            raise CharonError("screen: the schedule deadlocked (a bug)")
-    ends, exposed = [], []
+        for kind, c, i in orders[s]:
+            v = c * pp + s
+            k = kind[0]
+            if k == "F":
+                needs = None if v == 0 else ("F", v - 1, i)
+                d = F[v]
+            elif k == "B":
+                needs = ("F!", v, i) if v == V - 1 else ("B", v + 1, i)
+                d = B[v]
+            else:
+                needs = ("W", v, i)
+                d = W[v]
+            g = layer_gather[v] if k == "F" and v not in gathered else None
+            if g is not None:
+                # the chunk's layers gathered from the step's start, each
+                # layer of its first forward after its own
+                gathered.add(v)
+                n = max(1, counts[v])
+                first = None
+                for _ in range(n):
+                    gather = prog.dp(s, g, [])
+                    e = prog.compute(s, d / n, [gather])
+                    first = e if first is None else first
+                    last_dp[s] = gather
+                waits.append((first, needs))
+            elif kind.endswith("+") and sync and (k == "W" or not split):
+                # the chunk's gradients, reduced as each layer's are done
+                is_first, is_last = v == 0, v == V - 1
+                per_layer = sync_phase.layer if sync_phase else 0.0
+                pre = sync_phase.pre if sync_phase and is_last else 0.0
+                e = prog.compute(s, pre, [])
+                waits.append((e, needs))
+                if is_last:
+                    for x in sync_pre:
+                        last_dp[s] = prog.dp(s, x, [e])
+                for _ in range(counts[v]):
+                    e = prog.compute(s, per_layer, [e])
+                    for x in sync_layer:
+                        last_dp[s] = prog.dp(s, x, [e])
+                e = prog.compute(s, max(d - pre - per_layer * counts[v], 0.0), [e])
+                # what the probe reduces after its layers is the embedding's
+                # and the head's gradients together: half on each end of a
+                # pipeline (equal for untied embeddings)
+                share = 1.0 if is_first and is_last else 0.5
+                if is_first or is_last:
+                    for x in sync_post:
+                        last_dp[s] = prog.dp(s, x * share, [e])
+            else:
+                e = prog.compute(s, d, [])
+                waits.append((e, needs))
+            last_compute[s] = e
+            if k == "F":
+                output[("F!", v, i)] = e
+                output[("F", v, i)] = prog.send(s, send, [e]) if v < V - 1 else e
+            elif k == "B":
+                output[("W", v, i)] = e
+                if v > 0:
+                    output[("B", v, i)] = prog.send(s, send, [e])
+    for e, needs in waits:
+        if needs is not None:
+            prog.deps[e].append(output[needs])
+    ends_compute, ends_sync, ends = [], [], []
     for s in range(pp):
-        compute_end = free[s]
-        sync_end = max(compute_end, dp_free[s])
+        step = prog.compute(s, opt[s], [d for d in (last_compute[s], last_dp[s]) if d >= 0])
+        ends_compute.append(last_compute[s])
+        ends_sync.append(last_dp[s])
+        ends.append(prog.dp(s, gathers[s], [step]))
+    flat = prog.flat()
+    timeline = interpret(flat, overlap) if overlap is not None else interpret(flat)
+    busy_by_stream = stream_work(timeline)
+    busy = busy_by_stream[:pp]
+    exposed = []
+    for s in range(pp):
+        compute_end = float(timeline.end[ends_compute[s]])
+        sync_end = max(compute_end, float(timeline.end[ends_sync[s]]) if ends_sync[s] >= 0 else 0.0)
         exposed.append(sync_end - compute_end + gathers[s])
-        ends.append(sync_end + opt[s] + gathers[s])
-        busy[s] += opt[s]
-    t = max(ends)
-    return t, ends.index(t), busy, exposed
+    end = [float(timeline.end[e]) for e in ends]
+    t = max(end)
+    return t, end.index(t), busy, exposed
 
 
 def updated_gathers(param_bytes: float, dp: int, bucket_mb: int, element_bytes: int = 2) -> list[Collective]:
