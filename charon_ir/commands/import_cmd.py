@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from charon_ir.interop.chakra_import import import_execution_trace
+from charon_ir.interop.chakra_import import import_chakra, import_execution_trace
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +28,8 @@ def import_command(
     list_models: Annotated[bool, typer.Option("--list", help="list the bundled models and exit")] = False,
     execution_trace: Annotated[str, typer.Option("--execution-trace", help="import a PyTorch execution trace "
                                                  "(ExecutionTraceObserver JSON, .json or .json.gz) instead of a model")] = "",
+    chakra: Annotated[str, typer.Option("--chakra", help="import one rank's Chakra trace (.et) instead of a model; "
+                                        "its process groups from comm_group.json beside it")] = "",
 ) -> None:
     """Import a model as sim IR, without a GPU and without weights.
 
@@ -39,10 +41,10 @@ def import_command(
     if list_models:
         print("\n".join(bundled_models()))
         return
-    if execution_trace:
-        if model:
-            raise typer.BadParameter("give a model or --execution-trace, not both", param_hint="'MODEL'")
-        _import_execution_trace(execution_trace, output)
+    if execution_trace or chakra:
+        if sum(map(bool, (model, execution_trace, chakra))) > 1:
+            raise typer.BadParameter("give one of a model, --execution-trace and --chakra", param_hint="'MODEL'")
+        _import_trace(execution_trace or chakra, output, chakra=bool(chakra))
         return
     if not model:  # a usage error (exit 2), as click's own for a missing argument
         raise typer.BadParameter("give a model (a bundled name or a config.json); --list names them",
@@ -86,14 +88,15 @@ def import_command(
             print(line, file=sys.stderr)
 
 
-def _import_execution_trace(trace: str, output: str) -> None:
-    """A recorded step's execution trace as sim IR (`charon_ir.interop.chakra_import`)."""
+def _import_trace(trace: str, output: str, chakra: bool) -> None:
+    """A recorded step's execution trace, or one rank's Chakra trace, as sim IR
+    (`charon_ir.interop.chakra_import`)."""
     if output != "-":
         from charon_ir.report.output import check_output_file
 
         check_output_file(output, "-o")
     start = time.perf_counter()
-    module = import_execution_trace(trace)
+    module = import_chakra(trace) if chakra else import_execution_trace(trace)
     text = str(module).rstrip("\n") + "\n"
     if output == "-":
         sys.stdout.write(text)

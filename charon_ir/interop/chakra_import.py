@@ -1,5 +1,6 @@
-"""A PyTorch execution trace (torch.profiler.ExecutionTraceObserver's JSON, the
-host-side format Chakra converts from) as `sim` IR.
+"""Execution traces as `sim` IR: a PyTorch execution trace
+(torch.profiler.ExecutionTraceObserver's JSON, the host-side format Chakra
+converts from), or one rank's Chakra trace (`import_chakra`, below).
 
 Each op the step's Python code called — the outermost `aten::` op of each
 nesting, which holds the dispatcher's inner calls — becomes one `sim.generic`
@@ -19,6 +20,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +29,16 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    IntegerAttr,
     IntegerType,
     ModuleOp,
     TensorType,
 )
 from xdsl.ir import Block, Region, SSAValue
 
-from charon_ir.dialects import sim
+from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
+from charon_ir.interop.chakra import node_attrs, read_trace, schema
 
 FREE = frozenset({
     "aten::view", "aten::as_strided", "aten::t", "aten::transpose", "aten::reshape", "aten::expand",
@@ -244,3 +248,150 @@ class _Importer:
 def import_execution_trace(path: str | Path) -> ModuleOp:
     """The `sim` module of one rank's PyTorch execution trace."""
     return _Importer(load_execution_trace(path), str(path)).build()
+
+
+# --- Chakra execution traces (.et) -------------------------------------------
+
+_COLLECTIVE_OPS = {"ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL", "BROADCAST"}
+
+
+def _factors(members: list[int], where: str, pg: str) -> list[tuple[int, int]]:
+    """A process group as (stride, size) mesh axes, innermost first: the ranks
+    that differ from its lowest only along those axes (a tp group: [(1, 8)]; a
+    dp x cp group: two axes). One error when the ranks form no such grid."""
+    base, ranks = members[0], sorted(members)
+    factors: list[tuple[int, int]] = []
+    span = 1
+    while span < len(ranks):
+        stride = ranks[span] - base
+        size = 1
+        while size * span < len(ranks) and ranks[size * span] == base + size * stride:
+            size += 1
+        if size < 2 or len(ranks) % (span * size):
+            raise CharonError(f"{where}: process group {pg} {ranks[:8]}... is not a grid of ranks")
+        factors.append((stride, size))
+        span *= size
+    expected = sorted(base + sum(i * s for i, (s, _) in zip(idx, factors))
+                      for idx in product(*(range(n) for _, n in factors)))
+    if expected != ranks:
+        raise CharonError(f"{where}: process group {pg} {ranks[:8]}... is not a grid of ranks")
+    return factors
+
+
+def _mesh(groups: dict[str, list[int]], used: set[str], world: int, where: str
+          ) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Mesh axes (outermost first, with their sizes) in which every used process
+    group is a set of axes, and each group's axes. Ranks no group spans get an
+    axis of their own, so the mesh holds the whole world."""
+    factors = {pg: _factors(groups[pg], where, pg) for pg in sorted(used)}
+    sizes: dict[int, int] = {}
+    for pg, fs in factors.items():
+        for stride, size in fs:
+            if sizes.setdefault(stride, size) != size:
+                raise CharonError(f"{where}: process groups disagree on the mesh: stride {stride} spans "
+                                  f"{sizes[stride]} and {size} ranks")
+    axes: list[tuple[int, int]] = []  # (stride, size), innermost first, gaps filled
+    stride = 1
+    for s in sorted(sizes):
+        if s % stride:
+            raise CharonError(f"{where}: process groups with strides {sorted(sizes)} form no mesh")
+        if s > stride:
+            axes.append((stride, s // stride))
+        axes.append((s, sizes[s]))
+        stride = s * sizes[s]
+    if world % stride:
+        raise CharonError(f"{where}: process groups span {stride} ranks, not a divisor of the world's {world}")
+    if world > stride:
+        axes.append((stride, world // stride))
+    names = {s: f"a{i}" for i, (s, _) in enumerate(reversed(axes))}
+    mesh = {names[s]: n for s, n in reversed(axes)}
+    return mesh, {pg: [names[s] for s, _ in sorted(fs, reverse=True)] for pg, fs in factors.items()}
+
+
+def import_chakra(path: str | Path, groups_file: str | Path | None = None) -> ModuleOp:
+    """The `sim` module of one rank's Chakra trace: a compute node becomes a
+    `sim.generic` named by the node (its FLOPs from `num_ops`, bytes from
+    `tensor_size` when given), a collective the `coll` op of its type on the
+    mesh axes its process group spans (`comm_group.json` beside the trace, or
+    `groups_file`), its buffer `comm_size` bytes. Data dependencies become
+    operands. Point-to-point nodes are refused (not imported yet)."""
+    path = Path(path)
+    meta, nodes = read_trace(path)
+    s = schema()
+    types = s.node_type_names
+    meta_attrs = node_attrs(meta)
+    colls = [n for n in nodes if types[n.type] == "COMM_COLL_NODE"]
+    for n in nodes:
+        if types[n.type] in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
+            raise CharonError(f"{path}: node {n.id} ({n.name}) is point-to-point: importing sends and "
+                              "receives (pipeline stages) is not supported yet")
+        if types[n.type] not in ("COMP_NODE", "COMM_COLL_NODE"):
+            raise CharonError(f"{path}: node {n.id} ({n.name}) is a {types[n.type]}: only compute and "
+                              "collective nodes are imported")
+    groups: dict[str, list[int]] = {}
+    mesh: dict[str, int] = {}
+    axes_of: dict[str, list[str]] = {}
+    if colls:
+        gfile = Path(groups_file) if groups_file else path.parent / "comm_group.json"
+        try:
+            groups = {str(k): [int(r) for r in v] for k, v in json.loads(gfile.read_text()).items()}
+        except OSError:
+            raise CharonError(f"{path}: its collectives name process groups, and {gfile} (pg_name -> ranks) "
+                              "cannot be read") from None
+        except (ValueError, TypeError, AttributeError):
+            raise CharonError(f"{gfile}: not a JSON object of pg_name -> list of ranks") from None
+        used = set()
+        for n in colls:
+            a = node_attrs(n)
+            if str(a.get("pg_name")) not in groups:
+                raise CharonError(f"{path}: node {n.id} ({n.name}) names process group {a.get('pg_name')!r}, "
+                                  f"which {gfile} lacks")
+            kind = s.comm_type_names.get(a.get("comm_type"))
+            if kind not in _COLLECTIVE_OPS:
+                raise CharonError(f"{path}: node {n.id} ({n.name}) has collective type {kind or a.get('comm_type')}: "
+                                  f"imported are {', '.join(sorted(_COLLECTIVE_OPS))}")
+            used.add(str(a["pg_name"]))
+        world = int(meta_attrs.get("world_size") or 0) or 1 + max(r for g in groups.values() for r in g)
+        mesh, axes_of = _mesh(groups, used, world, str(path))
+    ops: list = []
+    if mesh:
+        ops.append(coll.GridOp("mesh", mesh))
+    block = Block()
+    results: dict[int, SSAValue] = {}
+    byte = IntegerType(8)
+    token = TensorType(byte, [1])
+    for n in sorted(nodes, key=lambda n: n.id):
+        deps = [results[d] for d in (*n.data_deps, *n.ctrl_deps) if d in results]
+        a = node_attrs(n)
+        if types[n.type] == "COMP_NODE":
+            flops, nbytes = float(a.get("num_ops") or 0), float(a.get("tensor_size") or 0)
+            op = sim.GenericOp(n.name.replace("::", "."), deps, [token], flops, nbytes)
+            block.add_op(op)
+            results[n.id] = op.results[0]
+            continue
+        pg, kind = str(a["pg_name"]), s.comm_type_names[a["comm_type"]]
+        axes = axes_of[pg]
+        size = max(int(a.get("comm_size") or 0), 1)
+        group = len(groups[pg])
+        if kind in ("ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL"):
+            size = -(-size // group) * group  # whole blocks per rank
+        full, part = TensorType(byte, [size]), TensorType(byte, [size // group])
+        # the buffer: made by what the collective waits for (a view: no kernel)
+        buffer = sim.GenericOp("chakra.buffer", deps, [part if kind == "ALL_GATHER" else full], 0.0, 0.0)
+        block.add_op(buffer)
+        x = buffer.results[0]
+        if kind == "ALL_REDUCE":
+            op = coll.AllReduceOp(x, "mesh", axes)
+        elif kind == "BROADCAST":
+            op = coll.BroadcastOp(x, "mesh", axes)
+        elif kind == "ALL_GATHER":
+            op = coll.AllGatherOp(x, "mesh", axes, full, axis=IntegerAttr(0, 64))
+        elif kind == "REDUCE_SCATTER":
+            op = coll.ReduceScatterOp(x, "mesh", axes, part, axis=IntegerAttr(0, 64))
+        else:
+            op = coll.AllToAllOp(x, "mesh", axes, full, split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(0, 64))
+        block.add_op(op)
+        results[n.id] = op.results[0]
+    block.add_op(sim.YieldOp())
+    ops.append(sim.PhaseOp("forward", Region(block)))
+    return ModuleOp(ops)
