@@ -54,6 +54,10 @@ def serve_command(
     slo_ttft: Annotated[float, Opt("--slo-ttft", help="TTFT SLO, seconds (goodput)")] = 0.0,
     slo_tpot: Annotated[float, Opt("--slo-tpot", help="TPOT SLO, seconds (goodput)")] = 0.0,
     seed: Annotated[int, Opt("--seed", help="seed of the request source")] = 0,
+    cp_policy: Annotated[list[str] | None, Opt("--cp-policy", help="context parallelism per request: fixed:D | by-length:LEN=DEG,... | adaptive[:D] (repeatable: each policy runs on the same requests)")] = None,
+    cp_mode: Annotated[str, Opt("--cp-mode", help="ring (zigzag ring attention) | ulysses (all-to-all)")] = "ring",
+    cp_ranks: Annotated[int, Opt("--cp-ranks", help="cp ranks of tp x pp GPUs in the replica (0: the policy's largest degree)")] = 0,
+    cp_kv: Annotated[str, Opt("--cp-kv", help="distributed (KV stays on the cp ranks) | gather (onto one rank for decode)")] = "distributed",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace_out: Annotated[str | None, Opt("--trace-out", help="write the iterations of every replica as a Chrome/Perfetto trace")] = None,
 ) -> None:
@@ -79,6 +83,7 @@ def serve_command(
         gpu_memory_utilization=gpu_memory_utilization, speculative_k=speculative_k,
         acceptance_rate=acceptance_rate, draft_model=draft_model,
         slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
+        cp_policy=tuple(cp_policy or ()), cp_mode=cp_mode, cp_kv=cp_kv, cp_ranks=cp_ranks,
     )
     if as_json:
         print(json.dumps(report, indent=2))

@@ -89,6 +89,13 @@ class ServingConfig:
     seed: int = 0
     batch_overhead_s: float = 0.0
     """API only (no CLI flag): see SchedulerConfig.batch_overhead_s."""
+    cp_policy: tuple[str, ...] = ()
+    """Context parallelism per request (context_parallel.py): each policy is run
+    on the same requests; the first one's metrics are the report's."""
+    cp_mode: str = "ring"
+    cp_kv: str = "distributed"
+    cp_ranks: int = 0
+    """cp ranks (tp x pp GPUs each) of the replica; 0: the policy's largest degree."""
 
     def requests(self) -> list[Request]:
         sources = [bool(self.batch), bool(self.rate or self.num_requests), bool(self.trace)]
@@ -297,6 +304,10 @@ def serve(
     _check_context(config.model, requests, config.stages)
     scheduler = config.scheduler()
     scheduler.check()
+    if (config.cp_ranks or config.cp_mode != "ring" or config.cp_kv != "distributed") and not config.cp_policy:
+        raise CharonError("--cp-ranks, --cp-mode and --cp-kv shape context parallelism: give --cp-policy too")
+    if config.cp_policy:
+        return _serve_context_parallel(config, requests, scheduler, trace_out, timings)
     start = time.perf_counter()
     latency = step_model(config.shape())
     decode_latency = decode_memory = None
@@ -333,6 +344,84 @@ def serve(
         report["simulator_wall_s"] = {"latency_model": built - start, "scheduler": simulated - built}
     if trace_out is not None:
         _write_json(Path(trace_out), m.chrome_trace(result))
+    return report
+
+
+def _serve_context_parallel(config: ServingConfig, requests: list[Request], scheduler: SchedulerConfig,
+                            trace_out: str | Path | None, timings: bool) -> dict[str, Any]:
+    """`--cp-policy`: a pool of cp ranks per replica, groups formed per request
+    (context_parallel.py); each policy runs on the same requests."""
+    from charon_ir.frontend import load_config
+    from charon_ir.serving import context_parallel as cp
+
+    given = [flag for flag, on in (
+        ("--replicas", config.replicas != 1), ("--prefill-replicas/--decode-replicas",
+                                               bool(config.prefill_replicas or config.decode_replicas)),
+        ("--ep", config.ep != 1), ("--speculative-k", bool(config.speculative_k)),
+        ("--policy static", scheduler.policy == "static"), ("--stage", bool(config.stages)),
+        ("--prefix-tokens", bool(config.prefix_tokens)), ("--trace-out", trace_out is not None),
+        ("--trace stages or prefixes", any(r.stages or r.prefix_id for r in requests)),
+    ) if on]
+    if given:
+        raise CharonError(f"--cp-policy simulates one replica's pool of cp ranks with continuous batching; "
+                          f"it does not take {', '.join(given)}")
+    cp.check_options(config.cp_mode, config.cp_kv)
+    if config.cp_ranks < 0:
+        raise CharonError(f"--cp-ranks must be >= 0, got {config.cp_ranks}")
+    policies = [cp.CPPolicy.parse(text, config.cp_ranks) for text in config.cp_policy]
+    start = time.perf_counter()
+    latency = step_model(config.shape())
+    memory = plan_memory(latency, config, scheduler, requests)
+    _, model = load_config(config.model)
+    context = int(model.get("max_position_embeddings") or 0)
+    capacity = memory.kv_blocks * scheduler.block_size
+    runs = [cp.simulate_policy(p, requests, latency, config.cp_ranks, capacity, config.cp_mode, config.cp_kv, context)
+            for p in policies]
+    simulated = time.perf_counter()
+    first = runs[0]
+    pool = first.pop("_pool")
+    for run in runs[1:]:
+        run.pop("_pool")
+    per_rank = latency.shape.gpus
+    duration = first["duration_s"]
+    output_tokens = sum(r.output_tokens for r in requests)
+    input_tokens = sum(r.input_tokens for r in requests)
+    report: dict[str, Any] = {
+        "ttft_s": first["ttft_s"], "tpot_s": first["tpot_s"], "itl_s": first["tpot_s"],
+        "e2e_s": first["e2e_s"],
+        "throughput_tokens_per_s": output_tokens / duration if duration > 0 else 0.0,
+        "throughput_tokens_per_s_per_gpu": output_tokens / duration / first["gpus"] if duration > 0 else 0.0,
+        "total_tokens_per_s": (output_tokens + input_tokens) / duration if duration > 0 else 0.0,
+        "requests_per_s": len(requests) / duration if duration > 0 else 0.0,
+        "requests": len(requests), "input_tokens": input_tokens, "output_tokens": output_tokens,
+        "duration_s": duration,
+        "peak_memory_bytes": int(memory.weights + memory.workspace
+                                 + max(r.capacity for r in pool.ranks) * latency.kv_bytes_per_token_per_gpu),
+        "memory": {
+            "weights_bytes_per_gpu": int(memory.weights),
+            "workspace_bytes_per_gpu": int(memory.workspace),
+            "kv_capacity_bytes_per_gpu": int(memory.kv_capacity),
+            "kv_tokens_per_rank": capacity,
+            "kv_bytes_per_token_per_gpu": latency.kv_bytes_per_token_per_gpu,
+        },
+        "replicas": [
+            {"index": r.index, "physical_replica": 0, "role": "both", "gpus": per_rank,
+             "iterations": r.iterations, "busy_s": r.decode_busy_s + r.prefill_busy_s,
+             "prefill_busy_s": r.prefill_busy_s, "decode_busy_s": r.decode_busy_s,
+             "utilization": (r.decode_busy_s + r.prefill_busy_s) / duration if duration > 0 else 0.0}
+            for r in pool.ranks
+        ],
+        "context_parallel": runs,
+        "config": {
+            "model": config.model, "hardware": config.hardware, "tp": config.tp, "pp": config.pp,
+            "precision": config.precision, "policy": scheduler.policy, "cp_policy": list(config.cp_policy),
+            "cp_mode": config.cp_mode, "cp_kv": config.cp_kv, "seed": config.seed,
+            "replicas": 1, "cp_ranks": first["ranks"],
+        },
+    }
+    report.update(_energy(config, report))
+    if timings:
+        report["simulator_wall_s"] = {"simulation": simulated - start}
     return report
 
 
