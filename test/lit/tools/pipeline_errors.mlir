@@ -23,7 +23,7 @@
 // SYNTAX: charon-opt: error: invalid pass pipeline 'set-target{': column 12: Expected argument name here
 // EMPTY: charon-opt: error: invalid pass pipeline 'a,,b': column 3: Expected pass name here
 // QUOTE: charon-opt: error: invalid pass pipeline 'set-target{hardware="H100}': column 21: Unknown token
-// TARGET: charon-opt: error: argument -t/--target: invalid choice: 'llvm' (choose from mlir, simulate)
+// TARGET: charon-opt: error: argument -t/--target: invalid choice: 'llvm' (choose from mlir, simulate, chakra)
 // ONE-LINE: {{^ *1$}}
 builtin.module {
 }
