@@ -152,7 +152,6 @@ def measure(path: str | Path) -> Measured:
         by_thread: dict[Any, list[dict]] = defaultdict(list)
         for e in ops:
             by_thread[(e.get("pid"), e.get("tid"))].append(e)
-        covered = 0.0
         for thread_ops in by_thread.values():
             thread_ops.sort(key=lambda e: (e["ts"], -e["dur"]))
             # each op's self time (its duration less its children's) goes to the
@@ -170,8 +169,6 @@ def measure(path: str | Path) -> Measured:
                 if stack:
                     stack[-1][0]["_child_s"] = stack[-1][0].get("_child_s", 0.0) + e["dur"]
                     stack[-1][0]["_has_op_child"] = True
-                else:
-                    covered += e["dur"]
                 e["_class"] = outer or named or ("elementwise" if str(e.get("name", "")).startswith("aten::") else HOST)
                 e["_first"] = named is not None and outer != named
                 stack.append((e, outer or named))
@@ -183,7 +180,9 @@ def measure(path: str | Path) -> Measured:
                     kernels[c] += 1
                 if c != HOST:
                     streams["compute"].append((e["ts"], e["ts"] + e["dur"]))
-        host = (hi - lo) * 1e-6 * len(by_thread) - covered * 1e-6 + classes.pop(HOST, 0.0)
+        # host overhead: the step's time no kernel class accounts for (wrappers'
+        # self time, and the Python between ops)
+        classes.pop(HOST, None)
         host = (hi - lo) * 1e-6 - sum(v for k, v in classes.items() if k != "comm")
     unions = {name: _union(iv) for name, iv in streams.items()}
     compute = unions.get("compute", [])
