@@ -113,6 +113,10 @@ def test_a_gpu_trace_streams_and_exposed_communication(tmp_path):
     assert m.exposed_comm_s == pytest.approx(70e-6)
     assert m.streams == {"compute": pytest.approx(150e-6), "comm (stream 20)": pytest.approx(100e-6)}
     assert m.step_s == pytest.approx(400e-6)
+    rows = {r.what: r for r in kineto.compare(m, kineto.Predicted(300e-6, {"gemm": 100e-6, "comm:dp": 80e-6},
+                                                                  {}, {}, 20e-6, 1))["step"]}
+    assert rows["overlapped comm"].measured_s == pytest.approx(30e-6)
+    assert rows["overlapped comm"].predicted_s == pytest.approx(60e-6)
 
 
 @given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 10)), max_size=20),
