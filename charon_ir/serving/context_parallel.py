@@ -81,6 +81,8 @@ CP_PREFILL_LENGTHS = (1024, 4096, 16384, 65536, 262144, 1048576)
 model's context, and the context itself): 4x apart; the linear and n^2 families
 are each exact between samples up to the kernels' efficiency curves."""
 CP_TABLE_VERSION = "cp-prefill-1"
+BACKFILL_DEPTH = 16
+"""Queued requests behind a waiting head that backfilling looks at."""
 
 
 # --- policies ------------------------------------------------------------------
@@ -352,6 +354,8 @@ class CPSequence:
     j_end: int = 0
     reserved: tuple[int, ...] = ()
     """KV tokens reserved on each rank of the group while it prefills."""
+    priced: dict[int, tuple[tuple[int, ...], float]] = field(default_factory=dict)
+    """By degree: (KV tokens to reserve per rank, prefill seconds)."""
 
 
 @dataclass(eq=False)
@@ -359,6 +363,7 @@ class CPRank:
     index: int
     capacity: int
     kv_used: int = 0
+    peak_kv: int = 0
     reserved_until: float = -1.0
     """End of the prefill holding this rank; < 0 when none does."""
     busy_until: float = 0.0
@@ -476,61 +481,81 @@ class ContextParallelPool:
     def _fits(self, block: list[CPRank], reserve: tuple[int, ...]) -> bool:
         return all(r.kv_used + need <= r.capacity for r, need in zip(block, reserve))
 
-    def _choose(self, seq: CPSequence, now: float) -> tuple[int, list[CPRank]] | None:
+    def _plan(self, seq: CPSequence, now: float) -> tuple[int, list[CPRank], float, float] | None:
+        """(degree, group, start, prefill seconds) the policy would give `seq` at
+        `now`, the group possibly still held by a prefill; None when no group has
+        room for its KV."""
         prompt = seq.request.input_tokens
-        if self.policy.kind != "adaptive":
-            d = self.policy.degree_for(prompt)
-            reserve = self._shares(seq, d)[0]
-            best = None
-            for block in self._blocks(d):
-                if any(r.reserved for r in block) or not self._fits(block, reserve):
-                    continue
-                start = max(self._ready(r, now) for r in block)
-                if best is None or start < best[0]:
-                    best = (start, block)
-            return (d, best[1]) if best else None
+        degrees = self.policy.degrees if self.policy.kind == "adaptive" \
+            else (self.policy.degree_for(prompt),)
         best_key, best = None, None
-        for d in self.policy.degrees:
-            reserve = self._shares(seq, d)[0]
-            length = self.tables[d].time_s(prompt)
+        for d in degrees:
+            if d not in seq.priced:
+                seq.priced[d] = (self._shares(seq, d)[0], self._prefill_s(seq, d))
+            reserve, length = seq.priced[d]
             for block in self._blocks(d):
                 if not self._fits(block, reserve):
                     continue
                 start = max(self._ready(r, now) for r in block)
-                key = (start + length, d)
+                # fixed and by-length: the group that starts first; adaptive: the
+                # degree and group that finish first, fewer ranks on a tie
+                key = (start + length, d) if self.policy.kind == "adaptive" else (start, 0)
                 if best_key is None or key < best_key:
-                    best_key, best = key, (d, block)
-        if best is None or any(r.reserved for r in best[1]):
-            return None  # wait for the group that finishes first
+                    best_key, best = key, (d, block, start, length)
         return best
 
+    def _prefill_s(self, seq: CPSequence, d: int) -> float:
+        length = self.tables[d].time_s(seq.request.input_tokens)
+        if self.layout == "gather" and d > 1:
+            moved = (seq.request.input_tokens // d) * (d - 1)  # the followers' shares
+            length += moved * self.step.kv_bytes_per_token_per_gpu / self.comms.gather_bandwidth(d)
+        return length
+
     def _dispatch(self, now: float) -> None:
+        """Start what can start: the queue's head when its group is free of
+        prefills, else (EASY backfilling) a later request whose group the head
+        does not wait for, or which ends before the head could start."""
         while self.queue:
-            seq = self.queue[0]
-            choice = self._choose(seq, now)
-            if choice is None:
+            head = self.queue[0]
+            plan = self._plan(head, now)
+            if plan is not None and not any(r.reserved for r in plan[1]):
+                self.queue.popleft()
+                self._start(head, plan, now)
+                continue
+            if plan is None or all(r.reserved for r in self.ranks):
+                return  # the head waits for KV room: nothing overtakes it, or it could starve
+            held = {r.index for r in plan[1]}
+            head_start = plan[2]
+            for i in range(1, min(len(self.queue), 1 + BACKFILL_DEPTH)):
+                seq = self.queue[i]
+                other = self._plan(seq, now)
+                if other is None or any(r.reserved for r in other[1]):
+                    continue
+                if other[2] + other[3] <= head_start or not held & {r.index for r in other[1]}:
+                    del self.queue[i]
+                    self._start(seq, other, now)
+                    break
+            else:
                 return
-            self.queue.popleft()
-            d, block = choice
-            for r in block:
-                self._cut(r, now)
-            start = max(now, max(r.busy_until for r in block))
-            reserve, decode = self._shares(seq, d)
-            length = self.tables[d].time_s(seq.request.input_tokens)
-            if self.layout == "gather" and d > 1:
-                moved = (seq.request.input_tokens // d) * (d - 1)  # the followers' shares
-                length += moved * self.step.kv_bytes_per_token_per_gpu / self.comms.gather_bandwidth(d)
-            end = start + length
-            seq.degree, seq.ranks, seq.shares, seq.reserved = d, tuple(r.index for r in block), decode, reserve
-            seq.prefill_start_s = start
-            for r, need in zip(block, reserve):
-                r.kv_used += need
-                r.reserved_until = end
-                r.busy_until = end
-                r.prefill_busy_s += length
-            self.degree_counts[d] += 1
-            self.prefill_gpu_s += length * d * self.comms.gpus_per_rank
-            self._push(end, 1, seq)
+
+    def _start(self, seq: CPSequence, plan: tuple[int, list[CPRank], float, float], now: float) -> None:
+        d, block, _, length = plan
+        for r in block:
+            self._cut(r, now)
+        start = max(now, max(r.busy_until for r in block))
+        reserve, decode = self._shares(seq, d)
+        end = start + length
+        seq.degree, seq.ranks, seq.shares, seq.reserved = d, tuple(r.index for r in block), decode, reserve
+        seq.prefill_start_s = start
+        for r, need in zip(block, reserve):
+            r.kv_used += need
+            r.peak_kv = max(r.peak_kv, r.kv_used)
+            r.reserved_until = end
+            r.busy_until = end
+            r.prefill_busy_s += length
+        self.degree_counts[d] += 1
+        self.prefill_gpu_s += length * d * self.comms.gpus_per_rank
+        self._push(end, 1, seq)
 
     def _prefill_done(self, seq: CPSequence, t: float) -> None:
         seq.first_token_s = t

@@ -226,3 +226,24 @@ def read_trace(path: str | Path) -> list[Request]:
     for i, r in enumerate(requests):
         r.id = i
     return requests
+
+
+def long_context(num_requests: int, rate: float, seed: int = 0, min_tokens: int = 4096,
+                 max_tokens: int = 1048576, output_tokens: int = 256) -> list[Request]:
+    """A long-context workload: Poisson arrivals at `rate` per second, prompt
+    lengths log-uniform in [min_tokens, max_tokens] (as many prompts of 4K-8K
+    tokens as of 512K-1M), `output_tokens` each. numpy's default_rng(seed)
+    draws the gaps, then the lengths: the same arguments give the same requests."""
+    if not 1 <= num_requests <= MAX_REQUESTS:
+        raise CharonError(f"num_requests must be in 1..{MAX_REQUESTS:,}, got {num_requests}")
+    if not 0 < rate < math.inf:
+        raise CharonError(f"rate must be a finite number > 0, got {rate}")
+    if not 1 <= min_tokens <= max_tokens or output_tokens < 1:
+        raise CharonError(f"lengths must satisfy 1 <= min_tokens <= max_tokens and output_tokens >= 1, "
+                          f"got {min_tokens}, {max_tokens}, {output_tokens}")
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(1.0 / rate, num_requests)
+    arrivals = np.cumsum(gaps) - gaps[0]
+    prompts = np.exp(rng.uniform(math.log(min_tokens), math.log(max_tokens), num_requests))
+    prompts = np.clip(np.rint(prompts), min_tokens, max_tokens).astype(np.int64)
+    return [Request(i, float(arrivals[i]), int(prompts[i]), output_tokens) for i in range(num_requests)]
