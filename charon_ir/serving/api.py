@@ -358,7 +358,7 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
         ("--replicas", config.replicas != 1), ("--prefill-replicas/--decode-replicas",
                                                bool(config.prefill_replicas or config.decode_replicas)),
         ("--ep", config.ep != 1), ("--speculative-k", bool(config.speculative_k)),
-        ("--policy static", scheduler.policy == "static"), ("--stage", bool(config.stages)),
+        ("--policy static", config.policy == "static"), ("--stage", bool(config.stages)),
         ("--prefix-tokens", bool(config.prefix_tokens)), ("--trace-out", trace_out is not None),
         ("--trace stages or prefixes", any(r.stages or r.prefix_id for r in requests)),
     ) if on]
@@ -366,6 +366,7 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
         raise CharonError(f"--cp-policy simulates one replica's pool of cp ranks with continuous batching; "
                           f"it does not take {', '.join(given)}")
     cp.check_options(config.cp_mode, config.cp_kv)
+    scheduler = replace(scheduler, policy="continuous")  # a --batch is requests at t=0 here
     if config.cp_ranks < 0:
         raise CharonError(f"--cp-ranks must be >= 0, got {config.cp_ranks}")
     policies = [cp.CPPolicy.parse(text, config.cp_ranks) for text in config.cp_policy]
