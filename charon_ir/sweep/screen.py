@@ -58,13 +58,33 @@ from typing import Any
 
 import numpy as np
 
+from xdsl.dialects.builtin import IntegerAttr
+
+from charon_ir.api import _pass, overlap_model, pass_plan
+from charon_ir.dialects import coll, event, sim
+from charon_ir.engines.collectives import cached_plan
 from charon_ir.errors import CharonError
-from charon_ir.parallel.schedules import mark_gradient_sync, stage_order
+from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
+from charon_ir.memory.analysis import _stage_class
+from charon_ir.memory.liveness import PhaseMemory, layer_saved_values
+from charon_ir.memory.schedule import scheduled_activations
+from charon_ir.memory.states import DataParallel
+from charon_ir.memory.tensors import value_bytes
+from charon_ir.parallel.mesh import find_grid
+from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_gradient_sync, stage_order
 from charon_ir.passes.data_parallel import bucket_sizes
+from charon_ir.passes.pipeline import even_split
+from charon_ir.passes.set_target import SetTargetPass
+from charon_ir.report.energy import nics_per_gpu, training_energy
+from charon_ir.report.summary import utilization
+from charon_ir.runtime.flatten import flatten_all
 from charon_ir.runtime.interpreter import run as interpret
 from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram, ProgramInfo
 from charon_ir.runtime.tiers import fold_points
-from charon_ir.runtime.timeline import stream_work
+from charon_ir.runtime.timeline import ANY_AXIS, stream_work
+from charon_ir.target.cluster import load_cluster
+from charon_ir.target.target import Target
+from charon_ir.target.topology import group_ranks
 
 PROBE_LAYERS = (4, 8)
 """Layer counts the probe is timed at: both fold in the fast tier (>= 3), and
@@ -188,8 +208,6 @@ def class_key(config: dict[str, Any]) -> tuple:
     """The settings a probe depends on: a point's layer, and whether its
     schedule splits the backward into B and W items. The memory limit is not
     one: the probe is analysed without a limit, each point against its own."""
-    from charon_ir.parallel.schedules import SPLIT_BACKWARD
-
     skip = {"pp", "vpp", "dp", "zero", "dp_overlap_param_gather", "schedule", "global_batch", "gpus",
             "memory_limit_gb", "framework", "dp_bucket_mb"}
     split = (config.get("schedule") or "") in SPLIT_BACKWARD
@@ -212,13 +230,6 @@ def screenable(config) -> bool:
 def build_probe(evaluator, config) -> Probe | None:
     """The probe of `config`'s layer class, built with the evaluator's shared
     imports; None when the model is not one repeat of identical layers."""
-    from charon_ir.api import _pass, pass_plan
-    from charon_ir.dialects import coll, sim
-    from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
-    from charon_ir.memory.tensors import value_bytes
-    from charon_ir.parallel.mesh import find_grid
-    from charon_ir.parallel.schedules import SPLIT_BACKWARD
-
     split = (config.schedule or "") in SPLIT_BACKWARD
     base = replace(config, pp=1, vpp=1, dp=1, zero=0, dp_overlap_param_gather=False, gpus=config.tp,
                    global_batch=config.micro_batch, schedule="zb-h1" if split else "1f1b",
@@ -255,8 +266,6 @@ def build_probe(evaluator, config) -> Probe | None:
 
     whole = _stage_classes(module, split, config)
     params_layer, params_first, params_last = _param_split(phases["forward"], fwd_repeats[0])
-    from charon_ir.memory.liveness import layer_saved_values
-
     saved_layer = float(sum(n for _, n in layer_saved_values(fwd_repeats[0])))
     probe = Probe(
         layers=layers,
@@ -325,10 +334,6 @@ stage takes the rest)."""
 def _stage_classes(module, split: bool, config) -> dict[int, Any]:
     """memory-analysis's stage classes of a built module, by virtual stage, with
     the point's gradient bytes and fp8 activations."""
-    from charon_ir.dialects import sim
-    from charon_ir.memory.analysis import _stage_class
-    from charon_ir.memory.states import DataParallel
-
     classes = {}
     for op in module.body.block.ops:
         if isinstance(op, sim.StageOp):
@@ -347,8 +352,6 @@ PREFIX_CACHE_SIZE = 4
 def _prefix(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
     """The imported module after `steps` (the passes before the pipeline), built
     once per evaluator and kept: callers clone it."""
-    from charon_ir.api import _pass
-
     cache = evaluator.__dict__.setdefault("_probe_prefixes", {})
     key = (config.model, config.seq_len, config.micro_batch, repr(steps))
     if key in cache:
@@ -365,8 +368,6 @@ def _prefix(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
 
 def _memory_split(evaluator, prefix, base, layers: int, split: bool) -> dict[str, Any]:
     """The stage classes of a 4-stage split with 1, 1, 2 and L - 4 layers."""
-    from charon_ir.api import _pass, pass_plan
-
     config = replace(base, pp=4, gpus=4 * base.tp, global_batch=4 * base.micro_batch)
     module = prefix.clone()
     counts = (*MEMORY_SPLIT, layers - sum(MEMORY_SPLIT))
@@ -400,9 +401,6 @@ def _gradient_group(op, coll, sim) -> GradientGroup | None:
 def _param_split(forward, repeat) -> tuple[float, float, float]:
     """Parameter bytes per rank: of one layer, of what comes before the layers
     (first stage) and of what comes after them (last stage)."""
-    from charon_ir.dialects import sim
-    from charon_ir.memory.tensors import value_bytes
-
     block = forward.parent_block()
     params = [op for op in block.walk() if isinstance(op, sim.ParamOp)] if block else []
     by_value = {p.results[0]: float(value_bytes(p.results[0])) for p in params}
@@ -433,13 +431,6 @@ def _param_split(forward, repeat) -> tuple[float, float, float]:
 def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
     """Run the lowered probe with its layer repeats at `layers`: per item kind
     (pre, layers, post, exposed tp) seconds, the optimizer's and the FLOPs."""
-    from charon_ir.dialects import event
-    from charon_ir.runtime.flatten import KIND_COMPUTE, flatten_all
-    from charon_ir.api import overlap_model
-    from charon_ir.runtime.interpreter import run
-    from charon_ir.target.target import Target
-    from xdsl.dialects.builtin import IntegerAttr
-
     module = lowered  # only loop counts change, and each run sets them
     for op in module.walk():
         if isinstance(op, event.LoopOp) and getattr(op.attributes.get("label"), "data", "") == "repeat":
@@ -448,7 +439,7 @@ def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     overlap = overlap_model(config, Target.from_module(module).gpu)
     flat = flatten_all(programs, fold=True, overlap=overlap)
-    tl = run(flat, overlap)
+    tl = interpret(flat, overlap)
     labels, start, end = flat.labels, tl.start, tl.end
     compute = {i for i, k in enumerate(flat.kind) if k == KIND_COMPUTE}
     out: dict[str, Any] = {"flops": float(flat.flops.sum())}
@@ -482,8 +473,6 @@ def _exposed_tp(flat, tl, events, compute, t0, l0, l1, t1) -> dict[str, float]:
     """Seconds of [t0, t1) the compute stream idles (on one rank with one
     micro-batch: tp communication it waits for), split at the layers' span
     [l0, l1)."""
-    from charon_ir.report.summary import ANY_AXIS
-
     busy = sorted((float(tl.start[j]), float(tl.end[j])) for j in events if j in compute)
     idle = {"pre": 0.0, "layer": 0.0, "post": 0.0}
     cursor = t0
@@ -527,9 +516,6 @@ class Composed:
 def _sync_time(collectives: list[Collective], sizes: dict[str, int], cluster, zero: int = 0) -> list[float]:
     """Seconds of each collective on the point's mesh; the probe's gradient
     all-reduces are reduce-scatters under ZeRO >= 1 (the same buckets)."""
-    from charon_ir.engines.collectives import cached_plan
-    from charon_ir.target.topology import group_ranks
-
     def kind(c: Collective) -> str:
         return "reduce_scatter" if zero >= 1 and c.kind == "all_reduce" else c.kind
 
@@ -542,11 +528,6 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     (the interpreter's OverlapModel) prices the contention of the gradient
     reductions beside the compute, which the probe, one data-parallel rank, does
     not hold."""
-    from charon_ir.engines.collectives import cached_plan
-    from charon_ir.passes.pipeline import even_split
-    from charon_ir.parallel.schedules import SPLIT_BACKWARD
-    from charon_ir.target.topology import group_ranks
-
     pp, vpp = config.pp, config.vpp
     dp = config.data_parallel()
     m = config.microbatches(dp)
@@ -807,8 +788,6 @@ def _shift(base, one, two, steps: float):
     """(PhaseMemory, params, grads, optimizer, comm buffers) of `base` moved by
     `steps` layers along the slope from stage class `one` (1 layer) to `two`
     (2 layers): memory-analysis's numbers are linear in a stage's layers."""
-    from charon_ir.memory.liveness import PhaseMemory
-
     def move(x: int, a: int, b: int) -> int:
         return int(round(x + steps * (b - a)))
 
@@ -844,8 +823,6 @@ def _virtual_memory(probe: Probe, n: int, first: bool, last: bool):
 def compose_memory(probe: Probe, config, counts: list[int], dp: int, m: int, schedule: str) -> list[int]:
     """Peak bytes per stage from memory-analysis's own stage-class numbers and
     its schedule walk (`scheduled_activations`), ZeRO-sharded over dp."""
-    from charon_ir.memory.schedule import scheduled_activations
-
     pp, vpp = config.pp, config.vpp
     V = pp * vpp
     peaks = []
@@ -871,8 +848,6 @@ def _rough_virtual_memory(probe: Probe, whole, n: int, first: bool, last: bool):
     the whole model's stage class cut by layers (saved activations, parameters
     and their states per layer; the head's saved logits on the last stage; the
     same transient peaks beyond what is saved)."""
-    from charon_ir.memory.liveness import PhaseMemory
-
     w = whole.phases
     saved = int(probe.saved_layer * n + probe.saved_last * last)
     params = probe.params_layer * n + probe.params_first * first + probe.params_last * last
@@ -889,9 +864,6 @@ def _rough_virtual_memory(probe: Probe, whole, n: int, first: bool, last: bool):
 
 def point_target(config):
     """The Target set-target would attach to the point's module."""
-    from charon_ir.passes.set_target import SetTargetPass
-    from charon_ir.target.cluster import load_cluster
-
     cluster = load_cluster(config.cluster) if config.cluster else None
     return SetTargetPass(hardware=config.hardware, gpus=config.gpus, gpus_per_node=config.gpus_per_node,
                          cluster=config.cluster).target(cluster)
@@ -900,8 +872,6 @@ def point_target(config):
 def metrics(step: Composed, config, target) -> dict[str, Any]:
     """A screened point's record metrics, in the fast tier's form
     (`evaluate.summarise_training`)."""
-    from charon_ir.report.summary import utilization
-
     t = step.iteration_time_s
     tokens = step.tokens
     tflops = step.flops_per_gpu / t / 1e12 if t else 0.0
@@ -925,8 +895,6 @@ def metrics(step: Composed, config, target) -> dict[str, Any]:
 
 
 def _energy(step: Composed, config, target) -> dict[str, Any]:
-    from charon_ir.report.energy import nics_per_gpu, training_energy
-
     t = step.iteration_time_s
     report = {"iteration_time_s": t, "flops_per_gpu": step.flops_per_gpu, "gpus": config.gpus,
               "tokens_per_s": step.tokens / t if t and step.tokens else 0.0,
