@@ -89,6 +89,9 @@ def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
         name = str(model)
     config = {k: v for k, v in data.items() if not k.startswith("_")}
     check_config(config, where if path.is_file() else name)
+    for standard, own in ATTRIBUTE_MAPS.get(config["model_type"], {}).items():
+        if own in config and standard not in config:
+            config[standard] = config[own]  # as transformers' config reads it (GPT-2's n_head)
     return name, config
 
 
@@ -128,6 +131,15 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "FalconForCausalLM": "falcon",
 }
 """For configs that name only `architectures` (no `model_type`)."""
+
+ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
+    "gpt2": {"hidden_size": "n_embd", "max_position_embeddings": "n_positions",
+             "num_attention_heads": "n_head", "num_hidden_layers": "n_layer"},
+}
+"""transformers' `attribute_map` (standard attribute -> the family's own key) of
+the supported families whose configs name the standard attributes otherwise
+(GPT2Config's); test_gpt2_config.py checks it against transformers. `load_config` fills
+the standard names in, so every reader may use them."""
 
 REQUIRED_FIELDS = (
     ("hidden_size", "n_embd"),

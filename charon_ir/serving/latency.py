@@ -49,7 +49,7 @@ from typing import Any
 
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError, one_line, reason_of
-from charon_ir.frontend.configs import expert_count
+from charon_ir.frontend.configs import expert_count, family_of
 from charon_ir.target.hardware import check_fp8, load_gpu
 
 PREFILL_LENGTHS = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -352,11 +352,15 @@ def estimated_weight_bytes(config: dict[str, Any], shape: ReplicaShape) -> float
     layers = int(config["num_hidden_layers"])
     attention = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim
     experts = expert_count(config)
+    # GPT-2, GPT-NeoX and Falcon have two MLP matrices (up, down), the gated families three;
+    # GPT-2's width is n_inner, null for 4 x hidden
+    matrices = 2 if family_of(config, shape.model) in ("gpt2", "gpt_neox", "falcon") else 3
+    width = next((int(config[k]) for k in ("intermediate_size", "n_inner", "ffn_dim") if config.get(k)), 4 * h)
     if experts:
-        ffn = int(config.get("moe_intermediate_size") or config["intermediate_size"])
-        mlp = experts * 3 * h * ffn / shape.ep
+        ffn = int(config.get("moe_intermediate_size") or width)
+        mlp = experts * matrices * h * ffn / shape.ep
     else:
-        mlp = 3 * h * int(config["intermediate_size"])
+        mlp = matrices * h * width
     vocab = int(config["vocab_size"]) * h * (1 if config.get("tie_word_embeddings") else 2)
     element = 1.0 if shape.precision == "fp8" else 2.0
     return (layers * (attention + mlp) / shape.tp / shape.pp
