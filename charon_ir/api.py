@@ -123,6 +123,12 @@ class TrainingConfig:
     None: the GPU type's calibrated value (`compute_efficiency.OVERLAP_SLOWDOWN`)."""
     comm_slowdown: float | None = None
     """The same for the collective; None: the GPU type's calibrated value."""
+    fused_cross_entropy: bool = False
+    """With `fuse`: the loss as Transformer Engine's parallel cross entropy runs it
+    (`fuse{loss}`: one kernel that saves the bf16 logits, its gradient computed in
+    place of them), as Megatron-Bridge's recipes set `cross_entropy_loss_fusion`
+    with `cross_entropy_fusion_impl="te"`; False: log-softmax and NLL as imported
+    (fp32 softmax saved, two fp32 vocabulary-sized gradients)."""
     etp: int = 0
     """Expert tensor parallelism (Megatron-Core's `--expert-tensor-parallel-size`,
     which defaults to tp): 0 or tp, each expert's ffn split over the tp ranks;
@@ -334,6 +340,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         plan.append(("shard-expert", expert))
     if config.fuse:
         fuse: dict[str, Any] = {"attention": config.fuse_attention}
+        if config.fused_cross_entropy:
+            fuse["loss"] = True
         if config.attention_kernel:
             from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 

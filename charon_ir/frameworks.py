@@ -176,6 +176,9 @@ FRAMEWORKS: dict[str, Framework] = {
              Rule("fp8_params", lambda r: r.get("fp8_recipe") != "blockwise",
                   "training/mixed_precision.py: fp8_param_gather=True for FP8-CS, FP8-MX and delayed "
                   "scaling, False for blockwise (FP8-SC)", applies=_is_fp8),
+             Rule("fused_cross_entropy", lambda r: True,
+                  "cross_entropy_loss_fusion=True, cross_entropy_fusion_impl='te' (recipes/*: Transformer "
+                  "Engine's parallel cross entropy, the gradient written in place of the bf16 logits)"),
              Rule("etp", lambda r: 1,
                   "expert_tensor_parallel_size=1 in every MoE performance config (scripts/performance/"
                   "configs/{deepseek,qwen,gpt_oss}/*_workload_base_configs.py) and MoE recipe: experts "

@@ -57,6 +57,7 @@ from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import Roots
 from charon_ir.parallel.accounting import walk_with_multiplicity
+from charon_ir.parallel.sharding import set_type
 
 ACTIVATIONS = frozenset({"gelu", "silu", "relu", "tanh", "sigmoid"})
 
@@ -560,6 +561,65 @@ class FuseBiasActivation(FusionPattern):
                     return
 
 
+def _generic(op: Operation | None, callee: str) -> bool:
+    return isinstance(op, sim.GenericOp) and op.callee.data == callee
+
+
+class FuseCrossEntropy(FusionPattern):
+    """The loss as Megatron-Core's vocab-parallel cross entropy runs it
+    (megatron/core/tensor_parallel/cross_entropy.py): forward, the fp32 copy of
+    the logits becomes the softmax in place (cast, log-softmax and the NLL as
+    one kernel writing the softmax it saves and the loss); backward, the
+    gradient is computed in place of that saved softmax (NLL and log-softmax
+    backward, and the cast to the GEMMs' bf16, as one kernel), so no further
+    vocabulary-sized fp32 tensor is allocated."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.GenericOp, rewriter: PatternRewriter) -> None:
+        if op.callee.data == "aten._log_softmax":
+            group: list[Operation] = [op]
+            x = _owner(op.operands[0])
+            while isinstance(x, sim.ViewOp) and _single_user(x.results[0]) is not None:
+                group.insert(0, x)
+                x = _owner(x.operands[0])
+            if _kind(x, "cast") and _single_user(x.results[0]) is not None:  # pyright: ignore
+                group.insert(0, x)  # pyright: ignore[reportArgumentType]
+            nll = [u.operation for u in op.results[0].uses if _generic(u.operation, "aten.nll_loss_forward")]
+            if len(group) > 1 and nll:
+                self.fuse(group + nll[:1], "fused.cross_entropy", rewriter)
+            return
+        if op.callee.data != "aten._log_softmax_backward_data":
+            return
+        nll = _owner(op.operands[0])
+        if not (_generic(nll, "aten.nll_loss_backward") and _single_user(nll.results[0]) is op):  # pyright: ignore
+            return
+        group = [nll, op]  # pyright: ignore[reportAssignmentType]
+        tail = op.results[0]
+        while (user := _single_user(tail)) is not None and (
+            isinstance(user, sim.ViewOp) or _kind(user, "cast")
+        ):
+            group.append(user)
+            tail = user.results[0]
+            if _kind(user, "cast"):
+                break
+        if _kind(group[-1], "cast"):
+            self.fuse(group, "fused.cross_entropy_grad", rewriter)
+
+
+def _gradient_in_logits(module: ModuleOp) -> None:
+    """Transformer Engine's parallel cross entropy (Megatron-Bridge's
+    `cross_entropy_fusion_impl="te"`) computes the logits' gradient in its
+    forward kernel, in place of the bf16 logits it saves: what the backward reads
+    is that bf16 tensor, so the fused loss's recompute yields it in the logits'
+    type, not an fp32 softmax."""
+    for o in module.walk():
+        if isinstance(o, sim.GenericOp) and o.callee.data == "fused.cross_entropy" + RECOMPUTE_SUFFIX:
+            logits = o.operands[0].type
+            for r in o.results:
+                if isinstance(r.type, TensorType) and isinstance(logits, TensorType):
+                    set_type(r, TensorType(logits.element_type, r.type.get_shape()))
+
+
 @dataclass(frozen=True)
 class FusePass(ModulePass):
     name = "fuse"
@@ -568,6 +628,9 @@ class FusePass(ModulePass):
     norm: bool = True
     bias_act: bool = True
     rope: bool = True
+    loss: bool = False
+    """Megatron-Core's cross entropy (`FuseCrossEntropy`): off by default, as the
+    stacks outside Megatron run PyTorch's log-softmax and NLL as they import."""
     attention_kernel: str = ""
     """The flash kernel the cost engine prices attention with (flash2, flash3,
     triton); empty: the engine's default."""
@@ -589,6 +652,8 @@ class FusePass(ModulePass):
             patterns.append(FuseRope(saved))
         if self.bias_act:
             patterns.append(FuseBiasActivation(saved))
+        if self.loss:
+            patterns.append(FuseCrossEntropy(saved))
         if not patterns:
             return
         PatternRewriteWalker(
@@ -597,3 +662,5 @@ class FusePass(ModulePass):
         ).rewrite_module(op)
         for internals in saved:
             recompute_in_backward(internals)
+        if self.loss:
+            _gradient_in_logits(op)

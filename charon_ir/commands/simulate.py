@@ -17,7 +17,7 @@ HAND_WRITTEN_IGNORES = (
     ("fuse", "--fuse/--no-fuse"), ("tier", "--tier"), ("framework", "--framework"),
     ("overlap_grad_reduce", "--overlap-grad-reduce/--no-overlap-grad-reduce"),
     ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"), ("fp8_params", "--fp8-params/--no-fp8-params"),
-    ("moe_dispatcher", "--moe-dispatcher"), ("etp", "--etp"),
+    ("moe_dispatcher", "--moe-dispatcher"), ("etp", "--etp"), ("fused_cross_entropy", "--fused-cross-entropy/--no-fused-cross-entropy"),
 )
 """Flags that shape what the passes build: a .mlir step simulated as written has
 its own shapes, kernels and schedule, and its one run is the fine tier's."""
@@ -79,6 +79,7 @@ def simulate_command(
     fp8_params: Annotated[bool, Opt("--fp8-params/--no-fp8-params", help="with fp8: the linears' weights kept in fp8 (NeMo's fp8_params; nemo-24.07 and megatron-bridge: on)")] = False,
     fp8_recipe: Annotated[str, Opt("--fp8-recipe", help="with fp8: delayed | current | mxfp8 | blockwise (megatron-core: delayed, mxfp8 on Blackwell)")] = "delayed",
     schedule: Annotated[str, Opt("--schedule", help="gpipe | 1f1b | interleaved | zb-h1")] = "",
+    fused_cross_entropy: Annotated[bool, Opt("--fused-cross-entropy/--no-fused-cross-entropy", help="with --fuse: the loss as Transformer Engine's parallel cross entropy (bf16 logits saved, gradient in place; megatron-bridge: on)")] = False,
     etp: Annotated[int, Opt("--etp", help="with --ep: expert tensor parallel, 1 or --tp (megatron-core: tp; megatron-bridge: 1, the tp ranks folded into the expert group)")] = 0,
     moe_dispatcher: Annotated[str, Opt("--moe-dispatcher", help="with --ep: alltoall (NCCL, every token copy) | flex (DeepEP / HybridEP: once per destination node and rank)")] = "alltoall",
     fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
@@ -152,7 +153,7 @@ def simulate_command(
 PRESET_SETTINGS = (
     "sequence_parallel", "zero", "fsdp", "dp_overlap_param_gather", "dp_overlap", "dp_bucket_mb",
     "tp_comm_overlap", "attention_kernel", "optimizer", "unfused_grad_accumulation", "fp8_recipe",
-    "fp8_params", "moe_dispatcher", "etp",
+    "fp8_params", "moe_dispatcher", "etp", "fused_cross_entropy",
 )
 """TrainingConfig settings a framework preset decides: passed only when their flag is given."""
 

@@ -91,6 +91,7 @@ def training_config(config: dict[str, Any]):
         cp=config["cp"],
         ep=config["ep"],
         etp=config["etp"],
+        fused_cross_entropy=config["fused_cross_entropy"],
         vpp=config["vpp"],
         sequence_parallel=config["sequence_parallel"],
         zero=config["zero"],

@@ -87,6 +87,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "fp8_params": False,
     "blocking_comm": "",
     "etp": 0,
+    "fused_cross_entropy": False,
     "framework": "megatron-core",
 }
 """Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
@@ -110,6 +111,7 @@ LATER_SETTINGS = (
     "fp8_params",
     "blocking_comm",
     "etp",
+    "fused_cross_entropy",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that

@@ -90,3 +90,21 @@ def test_gpt_oss_clamped_swiglu_saves_its_input():
     # clamped gate and up, the sigmoid, the gated product, up + 1, which only the
     # backward read) beside the norms' savings
     assert layer_saved(before) - layer_saved(module) >= 2 * 3 * (2 * 4 * 64 * 64)
+
+
+def test_fused_cross_entropy_keeps_flops_and_saves_no_fp32_logits():
+    """fuse{loss}: the model's FLOPs kept (the backward's recompute apart), and
+    the forward phase no longer saves a vocabulary-sized fp32 tensor (24 tokens x
+    256 x 4 bytes) but the bf16 logits."""
+    before = parse(TINY_LLAMA.read_text())
+    module = apply_pipeline(parse(TINY_LLAMA.read_text()), "fuse{loss=true}")
+    plain = apply_pipeline(parse(TINY_LLAMA.read_text()), "fuse")
+    assert total_flops(module) - recomputed_flops(module) == pytest.approx(total_flops(before), rel=1e-12)
+
+    def forward_outputs(m):
+        phase = next(op for op in m.body.block.ops if isinstance(op, sim.PhaseOp) and op.kind.data == "forward")
+        return [sim.shape_of(r) + (str(r.type.element_type),) for r in phase.results]
+
+    assert (24, 256, "f32") in forward_outputs(plain)
+    assert (24, 256, "f32") not in forward_outputs(module)
+    assert (1, 24, 256, "bf16") in forward_outputs(module)
