@@ -727,21 +727,22 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
                 pre = sync_phase.pre if sync_phase and is_last else 0.0
                 e = prog.compute(s, pre, [])
                 waits.append((e, needs))
-                if is_last:
-                    for x in sync_pre:
-                        last_dp[s] = prog.dp(s, x, [e])
+                # one dp event per group of buckets: they run back to back on
+                # the dp stream after the same compute, so one event of their
+                # sum ends where the last of them would (contention included)
+                if is_last and sync_pre:
+                    last_dp[s] = prog.dp(s, sum(sync_pre), [e])
                 for _ in range(counts[v]):
                     e = prog.compute(s, per_layer, [e])
-                    for x in sync_layer:
-                        last_dp[s] = prog.dp(s, x, [e])
+                    if sync_layer:
+                        last_dp[s] = prog.dp(s, sum(sync_layer), [e])
                 e = prog.compute(s, max(d - pre - per_layer * counts[v], 0.0), [e])
                 # what the probe reduces after its layers is the embedding's
                 # and the head's gradients together: half on each end of a
                 # pipeline (equal for untied embeddings)
                 share = 1.0 if is_first and is_last else 0.5
-                if is_first or is_last:
-                    for x in sync_post:
-                        last_dp[s] = prog.dp(s, x * share, [e])
+                if (is_first or is_last) and sync_post:
+                    last_dp[s] = prog.dp(s, sum(sync_post) * share, [e])
             else:
                 e = prog.compute(s, d, [])
                 waits.append((e, needs))
