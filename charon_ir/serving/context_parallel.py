@@ -81,6 +81,9 @@ CP_PREFILL_LENGTHS = (1024, 4096, 16384, 65536, 262144, 1048576)
 model's context, and the context itself): 4x apart; the linear and n^2 families
 are each exact between samples up to the kernels' efficiency curves."""
 CP_TABLE_VERSION = "cp-prefill-1"
+ADAPTIVE_SLACK = 0.1
+"""adaptive: a narrower group is taken when it finishes the prefill within this
+share of the fastest option's time (fewer GPU-seconds for a small delay)."""
 BACKFILL_DEPTH = 16
 """Queued requests behind a waiting head that backfilling looks at."""
 
@@ -97,9 +100,10 @@ class CPPolicy:
       prompt's length (degree 1 below the first LEN); `by-length:L1,L2,...`
       doubles the degree at each threshold (1, 2, 4, ...).
     - `adaptive[:D]`: the degree (a divisor of D, default 8) and group that
-      finish the prefill first given the ranks' current work, fewer ranks on a
-      tie: a long prompt on an idle pool takes every rank, under load requests
-      take the groups that are free.
+      finish the prefill first given the ranks' current work (prefills under
+      way, decode iterations), the fewest ranks within ADAPTIVE_SLACK of it: a
+      long prompt on an idle pool takes every rank, a prompt arriving while
+      other groups prefill takes the ranks that are free.
     """
 
     text: str
@@ -459,6 +463,8 @@ class ContextParallelPool:
                 rank, version = payload
                 if rank.version == version:
                     self._segment_done(rank, t)
+        if self.queue or len(self.finished) != len(requests):  # a bug, not an input error
+            raise AssertionError(f"context-parallel pool stalled with {len(self.queue)} requests queued")
 
     # --- prefill groups -----------------------------------------------------------------
 
@@ -484,25 +490,32 @@ class ContextParallelPool:
     def _plan(self, seq: CPSequence, now: float) -> tuple[int, list[CPRank], float, float] | None:
         """(degree, group, start, prefill seconds) the policy would give `seq` at
         `now`, the group possibly still held by a prefill; None when no group has
-        room for its KV."""
+        room for its KV. fixed and by-length: the group of the degree that starts
+        first. adaptive: for each degree the group that finishes first; then the
+        fewest ranks finishing within ADAPTIVE_SLACK of the fastest (from now)."""
         prompt = seq.request.input_tokens
         degrees = self.policy.degrees if self.policy.kind == "adaptive" \
             else (self.policy.degree_for(prompt),)
-        best_key, best = None, None
+        options = []
         for d in degrees:
             if d not in seq.priced:
                 seq.priced[d] = (self._shares(seq, d)[0], self._prefill_s(seq, d))
             reserve, length = seq.priced[d]
+            best = None
             for block in self._blocks(d):
                 if not self._fits(block, reserve):
                     continue
                 start = max(self._ready(r, now) for r in block)
-                # fixed and by-length: the group that starts first; adaptive: the
-                # degree and group that finish first, fewer ranks on a tie
-                key = (start + length, d) if self.policy.kind == "adaptive" else (start, 0)
-                if best_key is None or key < best_key:
-                    best_key, best = key, (d, block, start, length)
-        return best
+                if best is None or start < best[2]:
+                    best = (d, block, start, length)
+            if best is not None:
+                options.append(best)
+        if not options:
+            return None
+        if self.policy.kind != "adaptive":
+            return options[0]
+        fastest = min(o[2] + o[3] for o in options) - now
+        return next(o for o in options if o[2] + o[3] - now <= fastest * (1 + ADAPTIVE_SLACK) + 1e-12)
 
     def _prefill_s(self, seq: CPSequence, d: int) -> float:
         length = self.tables[d].time_s(seq.request.input_tokens)

@@ -179,6 +179,16 @@ def test_a_free_rank_backfills_behind_a_waiting_group():
     assert dynamic[2].degree == 1 and dynamic[2].prefill_start_s == 0.0
 
 
+@settings(max_examples=30, deadline=None)
+@given(requests_strategy, st.sampled_from(["adaptive:4", "by-length:8192,65536", "fixed:4"]))
+def test_every_request_finishes_when_the_cache_is_tight(requests, text):
+    """Shares of a 200K prompt need 4 ranks of 60K tokens: groups wait for room,
+    and the adaptive policy never narrows a request below the degree that fits."""
+    pool = run_pool(text, 4, requests, capacity=60_000)
+    assert len(pool.finished) == len(requests)
+    assert all(r.peak_kv <= r.capacity and r.kv_used == 0 for r in pool.ranks)
+
+
 def test_a_request_too_large_for_a_rank_is_refused():
     reqs = [Request(7, 0.0, 900_000, 10)]
     with pytest.raises(CharonError, match=r"request 7: 900000 prompt \+ 10 output tokens need 450,010 KV tokens"):
