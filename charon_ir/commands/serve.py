@@ -96,6 +96,9 @@ def print_summary(report: dict) -> None:
     from rich.table import Table
 
     cfg = report["config"]
+    if "context_parallel" in report:
+        print_context_parallel(report)
+        return
     table = Table(title=f"{cfg['model']} on {cfg['replicas']} x {cfg['tp'] * cfg['pp']} "
                         f"{cfg['hardware']} ({cfg['policy']} batching)")
     table.add_column("metric")
@@ -122,3 +125,23 @@ def print_summary(report: dict) -> None:
         f"{report['memory']['kv_blocks_per_replica']} blocks; peak memory "
         f"{report['peak_memory_bytes'] / 2**30:.1f} GiB per GPU; {report['preemptions']} preemptions"
     )
+
+
+def print_context_parallel(report: dict) -> None:
+    """One row per --cp-policy: degrees used, TTFT/TPOT/E2E, GPU-seconds."""
+    from rich.console import Console
+    from rich.table import Table
+
+    cfg = report["config"]
+    gpus = cfg["cp_ranks"] * cfg["tp"] * cfg["pp"]
+    table = Table(title=f"{cfg['model']} on {cfg['cp_ranks']} cp ranks x {cfg['tp'] * cfg['pp']} "
+                        f"{cfg['hardware']} ({gpus} GPUs, {cfg['cp_mode']} attention, {cfg['cp_kv']} KV)")
+    for col in ("policy", "degrees", "TTFT mean (ms)", "TTFT p99 (ms)", "TPOT mean (ms)", "E2E mean (ms)",
+                "prefill GPU-s", "busy GPU-s"):
+        table.add_column(col, justify="left" if col in ("policy", "degrees") else "right")
+    for run in report["context_parallel"]:
+        table.add_row(run["policy"], " ".join(f"SP{d} x{n}" for d, n in run["degrees"].items()),
+                      *(f"{run[k][q] * 1e3:.1f}" for k, q in (("ttft_s", "mean"), ("ttft_s", "p99"),
+                                                            ("tpot_s", "mean"), ("e2e_s", "mean"))),
+                      f"{run['gpu_seconds']['prefill']:.1f}", f"{run['gpu_seconds']['busy']:.1f}")
+    Console().print(table)

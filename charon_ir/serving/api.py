@@ -380,9 +380,10 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
             for p in policies]
     simulated = time.perf_counter()
     first = runs[0]
-    pool = first.pop("_pool")
+    pool, first_metrics = first.pop("_pool"), first.pop("_metrics")
     for run in runs[1:]:
         run.pop("_pool")
+        run.pop("_metrics")
     per_rank = latency.shape.gpus
     duration = first["duration_s"]
     output_tokens = sum(r.output_tokens for r in requests)
@@ -396,8 +397,9 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
         "requests_per_s": len(requests) / duration if duration > 0 else 0.0,
         "requests": len(requests), "input_tokens": input_tokens, "output_tokens": output_tokens,
         "duration_s": duration,
+        "goodput": m.goodput(first_metrics, duration, config.slo_ttft, config.slo_tpot),
         "peak_memory_bytes": int(memory.weights + memory.workspace
-                                 + max(r.capacity for r in pool.ranks) * latency.kv_bytes_per_token_per_gpu),
+                                 + max(r.peak_kv for r in pool.ranks) * latency.kv_bytes_per_token_per_gpu),
         "memory": {
             "weights_bytes_per_gpu": int(memory.weights),
             "workspace_bytes_per_gpu": int(memory.workspace),

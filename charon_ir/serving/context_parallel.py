@@ -741,4 +741,6 @@ def simulate_policy(policy: CPPolicy, requests: list[Request], step: StepTimeMod
             "held": duration * ranks * per_rank,
         },
         "_pool": pool,
+        "_metrics": {"ttft": first - arrival,
+                     "tpot_per_request": np.where(multi, (finish - first) / np.maximum(outputs - 1, 1), 0.0)},
     }
