@@ -240,6 +240,13 @@ def test_dynamic_sp_cuts_the_latency_of_two_requests(tmp_path):
 # --- bad input on the command line ------------------------------------------------------
 
 
+def test_the_summary_has_a_row_per_policy():
+    proc = charon("--model", "llama-3.1-8b", "--trace", "examples/long_context/two_requests.jsonl",
+                  "--cp-ranks", "6", "--cp-policy", "fixed:4", "--cp-policy", "by-length:0=2,65536=4")
+    assert proc.returncode == 0, proc.stderr
+    assert "SP4 x2" in proc.stdout and "SP2 x1" in proc.stdout and "by-len" in proc.stdout
+
+
 @pytest.mark.parametrize(("args", "fragment"), [
     (("--cp-policy", "fixed:8", "--cp-ranks", "4"), "cp degree 8 exceeds the replica's 4 cp ranks"),
     (("--cp-policy", "fixed:2", "--cp-mode", "zigzag"), "--cp-mode must be one of ring, ulysses"),
@@ -248,13 +255,6 @@ def test_dynamic_sp_cuts_the_latency_of_two_requests(tmp_path):
     (("--cp-policy", "fixed:2", "--replicas", "2"), "it does not take --replicas"),
     (("--cp-policy", "fixed:2", "--cp-ranks", "-1"), "--cp-ranks must be >= 0"),
 ])
-def test_the_summary_has_a_row_per_policy():
-    proc = charon("--model", "llama-3.1-8b", "--trace", "examples/long_context/two_requests.jsonl",
-                  "--cp-ranks", "6", "--cp-policy", "fixed:4", "--cp-policy", "by-length:0=2,65536=4")
-    assert proc.returncode == 0, proc.stderr
-    assert "SP4 x2" in proc.stdout and "SP2 x1" in proc.stdout and "by-len" in proc.stdout
-
-
 def test_bad_cp_flags_are_one_line(args, fragment):
     proc = charon("--model", "llama-3.1-8b", "--batch", "2", "--input-len", "4096", *args)
     assert_one_line_error(proc, fragment)
