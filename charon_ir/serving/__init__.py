@@ -6,6 +6,7 @@
     scheduler.py  one replica: continuous (vLLM-style) or static batching
     cluster.py    replicas, router, prefill/decode disaggregation, the event loop
     stages.py     multi-stage requests: retrieval, remote KV, reasoning
+    context_parallel.py  long-context serving: cp groups formed per request (--cp-policy)
     metrics.py    TTFT/TPOT/ITL/E2E, goodput, KV utilisation, Chrome trace
     validation.py reproducing published inference records
 """
