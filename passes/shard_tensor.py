@@ -215,6 +215,15 @@ class ShardTensorPass(ModulePass):
                 )
             sizes.setdefault(rule.tag, set()).add(full[rule.dim])
             seeds.append((param, split(rule.dim, factor, rule.tag)))
+        if not seeds:
+            # adding the grid alone would report a TP run identical to tp=1
+            names = [p.sym_name.data for p in op.body.block.ops if isinstance(p, sim.ParamOp)]
+            raise CharonError(
+                f"shard-tensor: option 'tp' ({tp}) splits no weight: none is named as tensor "
+                f"parallelism splits it (Hugging Face names: *.q_proj.weight, *.gate_proj.weight, "
+                f"*.o_proj.weight, embed_tokens.weight, lm_head.weight, ...); the module's: "
+                f"{', '.join(names[:6]) or 'none'}{', ...' if len(names) > 6 else ''}"
+            )
         st.hints = sizes
         for param, s in seeds:
             st.assign(param.result, s)
