@@ -263,6 +263,16 @@ class CharonOptMain(xDSLOptMain):
             sys.exit(2)
 
         arg_parser.error = one_line_error  # pyright: ignore[reportAttributeAccessIssue]
+        # xDSL's help lists every pass of every dialect as one comma-joined word list,
+        # broken at hyphens ("shard-\ntensor"): here each of ours once, with its options
+        for action in arg_parser._actions:
+            if "-p" in action.option_strings:
+                action.help = ("pipeline of passes, e.g. 'shard-tensor{tp=8},pipeline{pp=4}' "
+                               "(options separated by spaces; the passes are listed below)")
+            elif "-t" in action.option_strings:
+                action.help = f"what to print: {', '.join(self.available_targets)} (default: mlir)"
+        arg_parser.formatter_class = HelpFormatter
+        arg_parser.epilog = pass_listing()
         arg_parser.add_argument(
             "--no-verify-each",
             action="store_true",
@@ -320,6 +330,51 @@ I64 = range(-(2**63), 2**63)
 
 SCIENTIFIC = re.compile(r"(?<=[=,\[ ])([+-]?\d+(?:\.\d*)?[eE][+-]?\d+)(?=[ ,\]}])")
 QUOTED = re.compile(r'("[^"]*")')
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, with the pass listing kept as written and no line broken at a
+    hyphen (a pass name is one word: "shard-tensor", not "shard-\ntensor")."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def pass_listing() -> str:
+    """Each Charon-IR pass once, as `mlir-opt --help` lists them: its name, what it
+    does (the first sentence of its file's docstring) and its options with their
+    defaults (a fixed set of values as a|b|c)."""
+    import typing
+
+    lines = ["Charon-IR passes (-p 'name{option=value option=value},name'):"]
+    for name, factory in ALL_PASSES.items():
+        cls = factory()
+        doc = " ".join((sys.modules[cls.__module__].__doc__ or "").strip().split("\n\n")[0].split())
+        sentence = re.split(r"(?<!al\.)(?<=\.)\s", doc, maxsplit=1)[0]
+        if len(sentence) > 100:
+            sentence = sentence[:99].rsplit(" ", 1)[0] + " …"
+        lines.append(f"  {name:<22} {sentence}")
+        hints = typing.get_type_hints(cls)
+        options = []
+        for field in dataclasses.fields(cls):
+            hint = hints.get(field.name)
+            choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else ()
+            value = "|".join(map(str, choices)) if choices else _option_value(field.default)
+            options.append(f"{field.name.replace('_', '-')}={value}")
+        if options:
+            lines.append(f"  {'':<22} options: {' '.join(options)}")
+    lines.append("xDSL's own passes are accepted too (see xdsl-opt --help).")
+    return "\n".join(lines)
+
+
+def _option_value(default: object) -> str:
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, tuple):
+        return ",".join(map(str, default)) or "(none)"
+    return repr(default) if default == "" else str(default)
 
 
 def decimal_numbers(spec: str) -> str:
