@@ -17,12 +17,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from charon_ir.dialects import sim
 from charon_ir.errors import CharonError, read_text
 from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, field_defaults, resolve
+from charon_ir.frontend import import_model
+from charon_ir.frontend.configs import load_config
 from charon_ir.frontend.user_modules import is_handle, lookup, model_name
+from charon_ir.memory import analyze_memory
+from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
+from charon_ir.registry import ALL_PASSES
 from charon_ir.report.energy import add_training_energy
+from charon_ir.report.output import check_output_dir, check_output_file
 from charon_ir.runtime import tiers
+from charon_ir.runtime.interpreter import calibrated_overlap
+from charon_ir.runtime.simulate_target import simulate_module
+from charon_ir.target.hardware import check_fp8, load_gpu
 from charon_ir.target.target import Target
+from charon_ir.testing import make_context
+from charon_ir.tools.charon_opt import parse_located
 
 GIB = 1 << 30
 
@@ -207,8 +219,6 @@ class TrainingConfig:
 
 
 def _pass(name: str, **options):
-    from charon_ir.registry import ALL_PASSES
-
     if name not in ALL_PASSES:
         raise CharonError(f"the '{name}' pass is not available in this build")
     try:
@@ -220,16 +230,10 @@ def _pass(name: str, **options):
 
 def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "train", ctx=None):
     """A bundled name or config.json through the frontend; a .mlir file parsed."""
-    from charon_ir.testing import make_context
-
     ctx = ctx or make_context()
     if model.endswith(".mlir"):
-        from charon_ir.tools.charon_opt import parse_located
-
         path = Path(model)
         return ctx, parse_located(ctx, read_text(path), str(path))
-    from charon_ir.frontend import import_model
-
     if is_handle(model):
         module = import_model(lookup(model), seq_len=seq_len, batch=batch, mode=mode)
         _check_layer_stack(module, model)
@@ -246,8 +250,6 @@ def check_precision(precision: str, hardware: str, cluster: str) -> None:
     if precision not in ("bf16", "fp8"):
         raise CharonError(f"--precision must be bf16 or fp8, got '{precision}'")
     if precision == "fp8" and not cluster:
-        from charon_ir.target.hardware import check_fp8, load_gpu
-
         check_fp8(load_gpu(hardware))
 
 
@@ -263,8 +265,6 @@ options, and 'microbatches' is no flag)."""
 
 
 def _check_schedule_flags(config: TrainingConfig, schedule: str, dp: int, microbatches: int) -> None:
-    from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
-
     try:
         check_schedule(schedule, config.pp, config.vpp, microbatches)
     except ScheduleError as e:
@@ -288,8 +288,6 @@ def _routing_groups(model: str) -> dict[str, int]:
     Nothing for an .mlir input, which states no config."""
     if model.endswith(".mlir") or is_handle(model) or model.startswith("megatron:"):
         return {}
-    from charon_ir.frontend.configs import load_config
-
     _, hf = load_config(model)
     groups, pick = hf.get("n_group"), hf.get("topk_group")
     if isinstance(groups, int) and isinstance(pick, int) and 1 < groups and 0 < pick < groups:
@@ -409,8 +407,6 @@ def _check_layer_stack(module, path: str) -> None:
     """The passes a flag asks for schedule micro-batches over a stack of layers (a
     `sim.repeat` in the forward phase); a hand-written step without one failed in
     the pipeline pass, which no flag had named."""
-    from charon_ir.dialects import sim
-
     for phase in module.body.block.ops:
         if isinstance(phase, sim.PhaseOp) and phase.kind.data == "forward" and any(
             isinstance(o, sim.RepeatOp) for o in phase.body.block.ops
@@ -422,7 +418,6 @@ def _check_layer_stack(module, path: str) -> None:
 
 def _memory(module, config: TrainingConfig) -> list:
     """Per-stage memory of a module memory-analysis has checked."""
-    from charon_ir.memory import analyze_memory
     fp8 = config.precision == "fp8"
     return analyze_memory(module, Target.from_module(module), grad_bytes=config.grad_bytes,
                           fp8=fp8, fp8_params=fp8 and config.fp8_params)
@@ -492,8 +487,6 @@ def simulate(
 def _check_outputs(trace: str | Path | None, plot: str | Path | None) -> None:
     """A trace or plot path that cannot be written fails before the run, not
     after it (and a trace is never written beside plots that then fail)."""
-    from charon_ir.report.output import check_output_dir, check_output_file
-
     if trace is not None:  # an empty path was taken for no trace at all
         check_output_file(trace, "--trace")
     if plot is not None:
@@ -527,8 +520,6 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
 def overlap_model(config: TrainingConfig, gpu):
     """The interpreter's overlap contention: the config's slowdowns where set,
     else the calibrated one of the GPU type (a GpuSpec)."""
-    from charon_ir.runtime.interpreter import calibrated_overlap
-
     return calibrated_overlap(gpu, config.compute_slowdown, config.comm_slowdown)
 
 
@@ -570,8 +561,6 @@ def simulate_file(
     (on `cluster` when one is given, as `simulate` does), price it (its GEMMs on
     the fp8 tensor cores under `precision="fp8"`), lower it and interpret it with
     the GPU type's calibrated overlap contention."""
-    from charon_ir.runtime.interpreter import calibrated_overlap
-    from charon_ir.runtime.simulate_target import simulate_module
     if gpus < 1:  # set-target would read 0 as "every GPU of the cluster"
         raise CharonError(f"--gpus must be >= 1, got {gpus}")
     check_precision(precision, hardware, cluster)
