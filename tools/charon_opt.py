@@ -140,12 +140,35 @@ def refuse_lowered(module_pass: ModulePass, module: ModuleOp) -> None:
         raise CharonError(f"{name}: the module is already lowered to events{before}")
 
 
+MAX_PARSED_OPS = 20_000
+"""The most ops of an IR file read: xDSL's parser takes ~0.7-0.9 ms per op on the
+project's 2-CPU machines (a third of it in its lexer, `MLIRLexer.lex`, 27 tokens
+an op; a sixth re-parsing the same tensor types), so 20,000 ops take ~15 s and a
+200,000-op file took over 300 s. A model that large is built in memory
+(`charon simulate --model CONFIG`), not read as text: text IR is for tests."""
+
+OP_LINE = re.compile(r'^[ \t]*(?:%[^=\n]*=[ \t]*)?"?[A-Za-z_][\w$]*\.[\w.]+', re.MULTILINE)
+"""The start of an op (`%x = sim.matmul`, `"sim.yield"`, `coll.grid @mesh`), one per line
+as charon-opt prints them."""
+
+
+def check_module_size(text: str, name: str) -> None:
+    """Refuse a file of more than MAX_PARSED_OPS ops before parsing it (counted by
+    their lines: milliseconds where parsing them would take minutes)."""
+    ops = sum(1 for _ in OP_LINE.finditer(text))
+    if ops > MAX_PARSED_OPS:
+        raise CharonError(f"{name}: {ops:,} operations; an IR file holds at most {MAX_PARSED_OPS:,} "
+                          "(~15 s with xDSL's parser at ~0.8 ms an op): build a model that large "
+                          "from its config (charon simulate --model CONFIG)")
+
+
 def parse_located(ctx: Context, text: str, name: str) -> ModuleOp:
     """Parse and verify `text` as charon-opt does, for the other tools that read
     IR files: a parse or verifier error is one CharonError naming `name:line:col`
     (and the op a verifier rejected)."""
     if not text.strip():  # xDSL's own word for it is "Could not parse entire input!"
         raise CharonError(f"{name}: the file is empty (expected a builtin.module)")
+    check_module_size(text, name)
     parser = LocatingParser(ctx, text, name)
     try:
         module = parser.parse_module()
@@ -231,6 +254,7 @@ class CharonOptMain(xDSLOptMain):
                 text = io.read().decode()
             except UnicodeDecodeError as e:
                 raise CharonError(f"{self.get_input_name()}: not UTF-8 text (byte {e.start})") from None
+            check_module_size(text, self.get_input_name())
             parser = LocatingParser(self.ctx, text, self.get_input_name())
             try:
                 module = parser.parse_module()

@@ -68,3 +68,34 @@ def test_a_profile_database_name_too_long_is_one_line(tmp_path, charon_fails, mo
     monkeypatch.setenv("CHARON_PROFILE_DB", str(tmp_path / f"{LONG_NAME}.db"))
     line = charon_fails("simulate", "--model", "llama-3.1-8b", "--gpus", "8", "--engines", "db,analytic")
     assert line.endswith("File name too long")
+
+
+def chain_of_ops(n: int) -> str:
+    lines = ['builtin.module {', '  %x0 = sim.input "x" : tensor<8x32xbf16>']
+    lines += [f'  %x{i} = sim.elementwise "gelu" %x{i - 1} : tensor<8x32xbf16> -> tensor<8x32xbf16>'
+              for i in range(1, n)]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def test_an_ir_file_past_the_parsed_size_is_refused_before_parsing(tmp_path, charon_fails, monkeypatch):
+    from xdsl.parser import Parser
+
+    from charon_ir.tools.charon_opt import MAX_PARSED_OPS
+
+    def parse(*args, **kwargs):
+        raise AssertionError("the file was parsed")
+
+    monkeypatch.setattr(Parser, "parse_module", parse)
+    big = tmp_path / "big.mlir"
+    big.write_text(chain_of_ops(MAX_PARSED_OPS))  # and the module: one too many (200,000 took 300 s)
+    line = charon_fails("simulate", "--model", str(big))
+    assert line.startswith(f"error: {big}: {MAX_PARSED_OPS + 1:,} operations; an IR file holds at most "
+                           f"{MAX_PARSED_OPS:,} (~15 s with xDSL's parser")
+
+
+def test_the_op_count_counts_op_lines():
+    from charon_ir.tools.charon_opt import OP_LINE
+
+    assert sum(1 for _ in OP_LINE.finditer(chain_of_ops(50))) == 51  # builtin.module is one
+    text = '  "sim.yield"() : () -> ()\n  coll.grid @mesh(axes = ["tp"], shape = 2)\n  // a comment\n  }\n'
+    assert sum(1 for _ in OP_LINE.finditer(text)) == 2
