@@ -24,6 +24,7 @@ from typing import Any
 
 from charon_ir.errors import CharonError
 from charon_ir.serving import cluster as cluster_sim
+from charon_ir.serving import context_parallel as cp
 from charon_ir.serving import metrics as m
 from charon_ir.serving.latency import ReplicaShape, StepTimeModel, step_model
 from charon_ir.serving.requests import (
@@ -36,7 +37,7 @@ from charon_ir.serving.requests import (
     static_batch,
 )
 from charon_ir.serving.scheduler import SchedulerConfig
-from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel
+from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel, parse_stage_servers
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default share of HBM the engine may use (the rest: CUDA context, NCCL,
@@ -66,6 +67,9 @@ class ServingConfig:
     prefix_groups: int = 0
     stages: tuple[str, ...] = ()
     """Stages added to every generated request, e.g. ("retrieval:8", "reasoning:1024")."""
+    stage_servers: tuple[str, ...] = ()
+    """Resource stages' server pools, e.g. ("retrieval=4,remote_kv=1",): their
+    stages queue first come, first served (none: each stage runs at once)."""
     replicas: int = 1
     router: str = "round-robin"
     prefill_replicas: int = 0
@@ -300,6 +304,7 @@ def serve(
     deployment.check()
     # before the replicas are built: ten million of them ran out of host memory
     deployment.check_size(config.tp * config.pp * config.ep)
+    stage_servers = parse_stage_servers(config.stage_servers)
     requests = config.requests()
     _check_context(config.model, requests, config.stages)
     scheduler = config.scheduler()
@@ -326,6 +331,7 @@ def serve(
         requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel(),
         record_iterations=trace_out is not None, hardware=config.hardware,
         decode_model=decode_latency, decode_kv_blocks=decode_memory.kv_blocks if decode_memory else 0,
+        stage_servers=stage_servers,
     )
     simulated = time.perf_counter()
     report = build_report(config, scheduler, latency, memory, result)
@@ -339,6 +345,8 @@ def serve(
         report["config"]["decode_hardware"] = config.decode_hardware
         for r in report["replicas"]:
             r["hardware"] = config.decode_hardware if r["role"] == "decode" else config.hardware
+    if stage_servers:
+        report["stages"] = m.stage_report(result.stage_uses or [], stage_servers, report["duration_s"])
     report.update(_energy(config, report))
     if timings:
         report["simulator_wall_s"] = {"latency_model": built - start, "scheduler": simulated - built}
@@ -352,7 +360,6 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
     """`--cp-policy`: a pool of cp ranks per replica, groups formed per request
     (context_parallel.py); each policy runs on the same requests."""
     from charon_ir.frontend import load_config
-    from charon_ir.serving import context_parallel as cp
 
     given = [flag for flag, on in (
         ("--replicas", config.replicas != 1), ("--prefill-replicas/--decode-replicas",
@@ -360,6 +367,7 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
         ("--ep", config.ep != 1), ("--speculative-k", bool(config.speculative_k)),
         ("--policy static", config.policy == "static"), ("--stage", bool(config.stages)),
         ("--prefix-tokens", bool(config.prefix_tokens)), ("--trace-out", trace_out is not None),
+        ("--stage-servers", bool(config.stage_servers)),
         ("--trace stages or prefixes", any(r.stages or r.prefix_id for r in requests)),
     ) if on]
     if given:

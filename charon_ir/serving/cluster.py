@@ -19,7 +19,7 @@ from charon_ir.errors import CharonError
 from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
 from charon_ir.serving.scheduler import Replica, SchedulerConfig, Sequence, StagePipeline
-from charon_ir.serving.stages import StageModel, apply_stages
+from charon_ir.serving.stages import StageModel, StageUse, apply_stages, schedule_stages
 
 ROUTERS = ("round-robin", "least-loaded")
 MAX_GPUS = 2**20
@@ -120,6 +120,8 @@ class RunResult:
     replicas: list[Replica]
     makespan_s: float
     first_arrival_s: float
+    stage_uses: list[StageUse] | None = None
+    """Each resource stage's queue wait and service (with --stage-servers)."""
 
 
 def run(
@@ -134,6 +136,7 @@ def run(
     hardware: str = "",
     decode_model: StepTimeModel | None = None,
     decode_kv_blocks: int = 0,
+    stage_servers: dict[str, int] | None = None,
 ) -> RunResult:
     """`decode_model` and `decode_kv_blocks`: the decode replicas of a
     disaggregated deployment on other hardware than the prefill ones (the
@@ -202,8 +205,13 @@ def run(
         router = Router(replicas, deployment.router)
 
     sequences: list[Sequence] = []
-    for r in requests:
-        staged = apply_stages(r, stage_model, model.kv_bytes_per_token_per_gpu)
+    uses: list[StageUse] | None = None
+    if stage_servers:
+        all_staged, uses = schedule_stages(requests, stage_model, model.kv_bytes_per_token_per_gpu,
+                                           stage_servers)
+    for n, r in enumerate(requests):
+        staged = all_staged[n] if stage_servers else apply_stages(r, stage_model,
+                                                                  model.kv_bytes_per_token_per_gpu)
         seq = Sequence(r, r.input_tokens, staged.fetched_tokens, staged.output_tokens,
                        skip=staged.fetched_tokens)
         sequences.append(seq)
@@ -246,4 +254,4 @@ def run(
             f"{len(sequences) - len(finished)} requests never finished (scheduler stalled)"
         )
     makespan = max(s.finish_s for s in sequences)
-    return RunResult(sequences, replicas, makespan, min(r.arrival_s for r in requests))
+    return RunResult(sequences, replicas, makespan, min(r.arrival_s for r in requests), uses)

@@ -58,7 +58,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from charon_ir.api import _pass, load_model_module
+from charon_ir.dialects import coll, sim
+from charon_ir.engines.collectives import cached_plan
 from charon_ir.errors import CharonError
+from charon_ir.frontend import load_config
+from charon_ir.passes import shard_context
+from charon_ir.passes.cost_annotate import COST_ATTR
+from charon_ir.serving import metrics as m
 from charon_ir.serving.latency import (
     Curve,
     ReplicaShape,
@@ -69,6 +78,8 @@ from charon_ir.serving.latency import (
     _write_atomically,
 )
 from charon_ir.serving.requests import Request
+from charon_ir.target.hardware import load_gpu
+from charon_ir.target.target import Target
 
 CP_MODES = ("ring", "ulysses")
 KV_LAYOUTS = ("distributed", "gather")
@@ -210,8 +221,6 @@ class PrefillTable:
 
 def _priced_parts(module) -> tuple[float, float, float]:
     """(token-local, attention, cp collectives) seconds of a priced prefill step."""
-    from charon_ir.dialects import coll, sim
-    from charon_ir.passes.cost_annotate import COST_ATTR
 
     parts = [0.0, 0.0, 0.0]
 
@@ -234,7 +243,6 @@ def _priced_parts(module) -> tuple[float, float, float]:
 
 
 def _price_prefill(shape: ReplicaShape, degree: int, mode: str, tokens: int) -> tuple[float, float, float]:
-    from charon_ir.api import _pass, load_model_module
 
     ctx, module = load_model_module(shape.model, seq_len=tokens, batch=1, mode="prefill")
     _pass("fuse").apply(ctx, module)
@@ -256,7 +264,6 @@ def _lengths(context: int) -> tuple[int, ...]:
 
 
 def _prefill_key(shape: ReplicaShape, degree: int, mode: str, lengths: tuple[int, ...]) -> str:
-    from charon_ir.passes import shard_context
 
     digest = hashlib.sha256(Path(shard_context.__file__).read_bytes() + Path(__file__).read_bytes())
     payload = json.dumps([CP_TABLE_VERSION, _table_key(shape), degree, mode, lengths, digest.hexdigest()])
@@ -315,7 +322,6 @@ class GroupComms:
         """One decode step's combine of `sequences` sequences over a group of `degree` ranks."""
         if degree <= 1 or sequences <= 0:
             return 0.0
-        from charon_ir.engines.collectives import cached_plan
 
         plan = cached_plan("all_reduce", self.combine_bytes_per_sequence * sequences,
                            tuple(r * self.gpus_per_rank for r in range(degree)), self._topology())
@@ -324,8 +330,6 @@ class GroupComms:
     @cache  # noqa: B019
     def gather_bandwidth(self, degree: int) -> float:
         """Bytes/s into the leader of a group of `degree` ranks (its link)."""
-        from charon_ir.target.hardware import load_gpu
-        from charon_ir.target.target import Target
 
         gpu = load_gpu(self.hardware)
         target = Target(gpu, self.gpus_per_rank * self.ranks, gpu.gpus_per_node)
@@ -333,8 +337,6 @@ class GroupComms:
         return link.bandwidth
 
     def _topology(self):
-        from charon_ir.target.hardware import load_gpu
-        from charon_ir.target.target import Target
 
         gpu = load_gpu(self.hardware)
         return Target(gpu, self.gpus_per_rank * self.ranks, gpu.gpus_per_node).topology
@@ -699,10 +701,7 @@ def check_options(mode: str, kv_layout: str) -> None:
 def simulate_policy(policy: CPPolicy, requests: list[Request], step: StepTimeModel, ranks: int,
                     capacity_tokens: int, mode: str, kv_layout: str, context: int) -> dict[str, Any]:
     """One policy's run: metrics, GPU-seconds and the ranks' busy time."""
-    import numpy as np
 
-    from charon_ir.frontend import load_config
-    from charon_ir.serving import metrics as m
 
     shape = step.shape
     ranks = ranks or policy.largest

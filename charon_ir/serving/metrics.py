@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from charon_ir.serving.cluster import RunResult
+from charon_ir.serving.stages import StageUse
 
 
 def summary(values: np.ndarray) -> dict[str, float]:
@@ -115,4 +116,33 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
                 "args": {"tokens": it.tokens, "prefill_tokens": it.prefill_tokens,
                          "decodes": it.decodes, "kv_blocks": it.kv_blocks},
             })
+    # resource stages: one process per resource, a thread per server; the wait
+    # in the queue is the span's `queued_s`
+    kinds = sorted({u.kind for u in result.stage_uses or []})
+    for n, kind in enumerate(kinds):
+        pid = len(result.replicas) + n
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": f"stage {kind}"}})
+        for u in result.stage_uses or []:
+            if u.kind == kind:
+                events.append({"name": kind, "ph": "X", "pid": pid, "tid": u.server,
+                               "ts": u.start_s * 1e6, "dur": (u.end_s - u.start_s) * 1e6,
+                               "args": {"request": u.request, "queued_s": u.start_s - u.ready_s}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def stage_report(uses: list[StageUse], servers: dict[str, int], duration_s: float) -> dict[str, Any]:
+    """Per resource: servers, stages served, utilisation over the run, queueing
+    delay and service time ({p50, p90, p99, mean})."""
+    out: dict[str, Any] = {}
+    for kind, n in servers.items():
+        mine = [u for u in uses if u.kind == kind]
+        wait = np.array([u.start_s - u.ready_s for u in mine])
+        service = np.array([u.end_s - u.start_s for u in mine])
+        out[kind] = {
+            "servers": n,
+            "stages": len(mine),
+            "utilization": float(service.sum() / (n * duration_s)) if duration_s > 0 else 0.0,
+            "queueing_delay_s": summary(wait),
+            "service_s": summary(service),
+        }
+    return out

@@ -15,8 +15,11 @@ and PCIe Gen5 host memory; they are inputs, not measurements of this project.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
+from typing import Any
 
+from charon_ir.errors import CharonError
 from charon_ir.serving.requests import Request
 
 STAGE_KINDS = ("retrieval", "remote_kv", "reasoning")
@@ -69,3 +72,88 @@ def apply_stages(request: Request, model: StageModel, kv_bytes_per_token: float)
         fetched,
         request.output_tokens + extra_output,
     )
+
+
+# --- stages as resources: servers and queues ----------------------------------------
+
+RESOURCE_KINDS = ("retrieval", "remote_kv")
+"""Stages served by a pool of servers of their own: retrieval by vector-DB
+workers, remote_kv by the slower tier's transfer links (each at
+`remote_kv_bandwidth`). Reasoning decodes on the replica, which queues it."""
+MAX_STAGE_SERVERS = 1_000_000
+
+
+def parse_stage_servers(texts: tuple[str, ...]) -> dict[str, int]:
+    """`--stage-servers retrieval=4,remote_kv=2` (repeatable) as {kind: servers}."""
+    servers: dict[str, int] = {}
+    for text in texts:
+        shown = text if len(text) <= 60 else f"{text[:57]}..."
+        for item in text.split(","):
+            name, eq, count = item.partition("=")
+            if name not in RESOURCE_KINDS:
+                raise CharonError(f"--stage-servers '{shown}': unknown resource '{name[:40]}'; "
+                                  f"resources: {', '.join(RESOURCE_KINDS)}")
+            if not eq or not (count.isascii() and count.isdigit()) or len(count) > 7 \
+                    or not 1 <= int(count) <= MAX_STAGE_SERVERS:
+                raise CharonError(f"--stage-servers '{shown}': {name} needs =N servers, N in "
+                                  f"1..{MAX_STAGE_SERVERS:,}")
+            if name in servers:
+                raise CharonError(f"--stage-servers '{shown}': {name} given twice")
+            servers[name] = int(count)
+    return servers
+
+
+@dataclass(frozen=True)
+class StageUse:
+    """One stage of one request on a server of its resource."""
+
+    kind: str
+    request: int
+    server: int
+    ready_s: float
+    """When the request reached the stage (its queue)."""
+    start_s: float
+    end_s: float
+
+
+def stage_service_s(stage, request: Request, model: StageModel, kv_bytes_per_token: float) -> float:
+    if stage.kind == "retrieval":
+        return model.retrieval_base_s + stage.amount * model.retrieval_per_document_s
+    if stage.kind == "remote_kv":
+        tokens = min(stage.amount, request.input_tokens - 1)
+        return model.remote_kv_latency_s + tokens * kv_bytes_per_token / model.remote_kv_bandwidth
+    return 0.0
+
+
+def schedule_stages(requests: list[Request], model: StageModel, kv_bytes_per_token: float,
+                    servers: dict[str, int]) -> tuple[list[StagedRequest], list[StageUse]]:
+    """Every request's stages in order, a resource's stages first come, first
+    served on the first of its servers to be free (M/G/c); stages without
+    servers take their service time alone. The staged requests, in the order given."""
+    free = {kind: [(0.0, k) for k in range(n)] for kind, n in servers.items()}
+    ready = [0.0] * len(requests)
+    uses: list[StageUse] = []
+    events = [(r.arrival_s, i, 0) for i, r in enumerate(requests)]
+    heapq.heapify(events)
+    while events:
+        t, i, j = heapq.heappop(events)
+        request = requests[i]
+        if j == len(request.stages):
+            ready[i] = t
+            continue
+        stage = request.stages[j]
+        service = stage_service_s(stage, request, model, kv_bytes_per_token)
+        if stage.kind in free:
+            free_at, server = heapq.heappop(free[stage.kind])
+            start = max(t, free_at)
+            end = start + service
+            heapq.heappush(free[stage.kind], (end, server))
+            uses.append(StageUse(stage.kind, request.id, server, t, start, end))
+        else:
+            end = t + service
+        heapq.heappush(events, (end, i, j + 1))
+    staged = []
+    for r, t in zip(requests, ready):
+        plain = apply_stages(r, model, kv_bytes_per_token)
+        staged.append(StagedRequest(t, plain.prefill_tokens, plain.fetched_tokens, plain.output_tokens))
+    return staged, uses
