@@ -31,8 +31,14 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars or spinners on stderr "
+                               "(they are drawn only on a terminal)"),
+) -> None:
     """Predict LLM training and serving time and memory on GPU clusters."""
+    from charon_ir import progress
+
+    progress.QUIET = quiet
 
 
 for _name in COMMAND_MODULES:

@@ -175,15 +175,21 @@ def import_model_with_summary(
     from charon_ir.frontend.builder import ModuleBuilder
     from charon_ir.frontend.tracing import StepShape, trace_hf_model, trace_user_module
 
-    if megatron:
-        from charon_ir.frontend.megatron import build_megatron_model, on_cpu
+    from charon_ir.progress import status
 
-        with on_cpu():
-            traced = trace_user_module(build_megatron_model(config, model), StepShape(mode, batch, seq_len), dtype)
-    else:
-        traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype)
-    builder = ModuleBuilder(traced, mode)
-    module = builder.build()
+    # a cold import takes 10-40 s (torch, then one decoder layer traced): say so on a terminal
+    with status(f"importing {name} ({mode}, seq {seq_len}, batch {batch}): tracing one decoder layer; "
+                "cached after"):
+        if megatron:
+            from charon_ir.frontend.megatron import build_megatron_model, on_cpu
+
+            with on_cpu():
+                traced = trace_user_module(build_megatron_model(config, model), StepShape(mode, batch, seq_len),
+                                           dtype)
+        else:
+            traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype)
+        builder = ModuleBuilder(traced, mode)
+        module = builder.build()
     _annotate(module, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)
     module.verify()
     text = str(module)

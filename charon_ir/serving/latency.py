@@ -50,6 +50,7 @@ from typing import Any
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError, one_line, reason_of
 from charon_ir.frontend.configs import expert_count, family_of
+from charon_ir.progress import progress_bar
 from charon_ir.target.hardware import check_fp8, load_gpu
 
 PREFILL_LENGTHS = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -382,19 +383,23 @@ def build_step_model(shape: ReplicaShape) -> StepTimeModel:
     # Only the attention of the decode samples is used: their other ops have
     # shapes [batch, 1, hidden], which the GEMM model reads as `batch` separate
     # products of one row, not one GEMM of `batch` rows.
-    for batch, context in DECODE_SAMPLES:
-        module = _sample(shape, "decode", context, batch)
-        decode_attention[batch * context] = _split_step(module)[2]
-    block_overhead = attention_constants(gpu).fwd_overhead
-    for n in PREFILL_LENGTHS:
-        module = _sample(shape, "prefill", n, 1)
-        body[n], head_s, attention_s, largest = _split_step(module)
-        # prompts within one query block compute one tile: the curve keeps the
-        # full block's time (the shorter ones' are no larger)
-        tiles = prefill_chunk_tiles(n, 0, block_overhead)
-        prefill_attention[tiles] = max(prefill_attention.get(tiles, 0.0), attention_s)
-        largest_per_token = max(largest_per_token, largest / n)
-        params = _param_bytes(module)
+    samples = len(DECODE_SAMPLES) + len(PREFILL_LENGTHS)
+    with progress_bar(samples, f"serve: pricing {shape.model}'s steps (cached after)") as advance:
+        for batch, context in DECODE_SAMPLES:
+            module = _sample(shape, "decode", context, batch)
+            decode_attention[batch * context] = _split_step(module)[2]
+            advance()
+        block_overhead = attention_constants(gpu).fwd_overhead
+        for n in PREFILL_LENGTHS:
+            module = _sample(shape, "prefill", n, 1)
+            body[n], head_s, attention_s, largest = _split_step(module)
+            # prompts within one query block compute one tile: the curve keeps the
+            # full block's time (the shorter ones' are no larger)
+            tiles = prefill_chunk_tiles(n, 0, block_overhead)
+            prefill_attention[tiles] = max(prefill_attention.get(tiles, 0.0), attention_s)
+            largest_per_token = max(largest_per_token, largest / n)
+            params = _param_bytes(module)
+            advance()
     hidden = int(config["hidden_size"])
     vocab_per_gpu = int(config["vocab_size"]) / shape.tp
     act_bytes = 1.0 if shape.precision == "fp8" else 2.0

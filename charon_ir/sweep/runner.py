@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charon_ir import progress as progress_module
 from charon_ir.errors import CharonError
 from charon_ir.sweep.evaluate import STATUS_ILLEGAL, record, sharing_order
 from charon_ir.sweep.space import Point, Space, load_space
@@ -413,6 +414,7 @@ class _progress:
         )
         self.task = self.progress.add_task("sweep", total=total, rate="", counts=self._counts())
         self.progress.start()
+        progress_module.ACTIVE += 1  # no import spinner under the bar
 
     def _counts(self) -> str:
         parts = [f"{k} {v}" for k, v in sorted(self.counts.items())]
@@ -428,3 +430,4 @@ class _progress:
 
     def close(self) -> None:
         self.progress.stop()
+        progress_module.ACTIVE -= 1

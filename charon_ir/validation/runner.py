@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 from charon_ir import api
 from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
 from charon_ir.errors import CharonError
+from charon_ir.progress import progress_bar
 from charon_ir.frameworks import framework as check_framework
 from charon_ir.serving.validation import reproduce_inference_record
 from charon_ir.target.hardware import load_gpu
@@ -134,16 +135,21 @@ def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: st
     imports are cached on disk, so a second run is mostly interpretation."""
     directory = str(cache_directory())
     jobs = jobs or os.cpu_count() or 1
-    if jobs == 1 or len(records) == 1:
-        return [run_training_record(r, directory, framework) for r in records]
-    # the longest runs (most layers x stages) first, so no worker ends alone
-    order = sorted(range(len(records)), key=lambda i: -_weight(records[i]))
-    with ProcessPoolExecutor(jobs) as pool:
-        done = list(pool.map(run_training_record, [records[i] for i in order],
-                             [directory] * len(order), [framework] * len(order)))
-    results: list[RecordResult | None] = [None] * len(records)
-    for i, result in zip(order, done):
-        results[i] = result
+    with progress_bar(len(records), "validate: training records") as advance:
+        if jobs == 1 or len(records) == 1:
+            done = []
+            for record in records:
+                done.append(run_training_record(record, directory, framework))
+                advance()
+            return done
+        # the longest runs (most layers x stages) first, so no worker ends alone
+        order = sorted(range(len(records)), key=lambda i: -_weight(records[i]))
+        results: list[RecordResult | None] = [None] * len(records)
+        with ProcessPoolExecutor(jobs) as pool:
+            futures = {pool.submit(run_training_record, records[i], directory, framework): i for i in order}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                advance()
     return [r for r in results if r is not None]
 
 
