@@ -26,6 +26,7 @@ from charon_ir.errors import CharonError
 from charon_ir.serving import cluster as cluster_sim
 from charon_ir.serving import context_parallel as cp
 from charon_ir.serving import metrics as m
+from charon_ir.serving.kv_cache import parse_kv_tiers
 from charon_ir.serving.latency import ReplicaShape, StepTimeModel, step_model
 from charon_ir.serving.requests import (
     MAX_SAMPLED_TOKENS,
@@ -67,6 +68,9 @@ class ServingConfig:
     prefix_groups: int = 0
     stages: tuple[str, ...] = ()
     """Stages added to every generated request, e.g. ("retrieval:8", "reasoning:1024")."""
+    kv_tiers: tuple[str, ...] = ()
+    """Levels below HBM for evicted prefix-cache blocks, e.g. ("dram:64:50", "ssd:1024:6")
+    (NAME:GIB:GBS[:US] per GPU, kv_cache.parse_kv_tiers)."""
     stage_servers: tuple[str, ...] = ()
     """Resource stages' server pools, e.g. ("retrieval=4,remote_kv=1",): their
     stages queue first come, first served (none: each stage runs at once)."""
@@ -164,6 +168,7 @@ class ServingConfig:
             speculative_k=self.speculative_k,
             acceptance_rate=self.acceptance_rate,
             batch_overhead_s=self.batch_overhead_s,
+            kv_tiers=parse_kv_tiers(self.kv_tiers),
         )
 
     def shape(self) -> ReplicaShape:
@@ -345,6 +350,8 @@ def serve(
         report["config"]["decode_hardware"] = config.decode_hardware
         for r in report["replicas"]:
             r["hardware"] = config.decode_hardware if r["role"] == "decode" else config.hardware
+    if scheduler.kv_tiers:
+        report["kv_tiers"] = m.tier_report(result, scheduler)
     if stage_servers:
         report["stages"] = m.stage_report(result.stage_uses or [], stage_servers, report["duration_s"])
     report.update(_energy(config, report))
@@ -367,7 +374,7 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
         ("--ep", config.ep != 1), ("--speculative-k", bool(config.speculative_k)),
         ("--policy static", config.policy == "static"), ("--stage", bool(config.stages)),
         ("--prefix-tokens", bool(config.prefix_tokens)), ("--trace-out", trace_out is not None),
-        ("--stage-servers", bool(config.stage_servers)),
+        ("--stage-servers", bool(config.stage_servers)), ("--kv-tier", bool(config.kv_tiers)),
         ("--trace stages or prefixes", any(r.stages or r.prefix_id for r in requests)),
     ) if on]
     if given:

@@ -8,10 +8,64 @@ is `used <= capacity` at every step.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from charon_ir.errors import CharonError
+
+KV_TIER_NAMES = ("dram", "ssd", "remote")
+
+
+@dataclass(frozen=True)
+class KVTier:
+    """A memory level below HBM that evicted prefix-cache blocks move to (per GPU)."""
+
+    name: str
+    capacity_bytes: float
+    bandwidth: float
+    """Bytes/s from this level into one GPU's HBM."""
+    latency_s: float = 0.0
+
+
+def parse_kv_tiers(texts: tuple[str, ...]) -> tuple[KVTier, ...]:
+    """`--kv-tier NAME:CAPACITY_GIB:BANDWIDTH_GBS[:LATENCY_US]`, repeatable, in
+    the order blocks move down (HBM, then the first given, ...); per GPU."""
+    tiers: list[KVTier] = []
+    for text in texts:
+        shown = text if len(text) <= 60 else f"{text[:57]}..."
+        parts = text.split(":")
+        usage = (f"--kv-tier '{shown}': expected NAME:CAPACITY_GIB:BANDWIDTH_GBS[:LATENCY_US] with NAME "
+                 f"one of {', '.join(KV_TIER_NAMES)}")
+        if len(parts) not in (3, 4) or parts[0] not in KV_TIER_NAMES:
+            raise CharonError(usage)
+        try:
+            numbers = [float(p) for p in parts[1:]]
+        except ValueError:
+            raise CharonError(usage) from None
+        capacity, bandwidth = numbers[0], numbers[1]
+        latency = numbers[2] if len(numbers) > 2 else 0.0
+        if not 0 < capacity < math.inf:
+            raise CharonError(f"--kv-tier '{shown}': a tier needs a capacity > 0 GiB, got {parts[1]}")
+        if not 0 < bandwidth < math.inf or not 0 <= latency < math.inf:
+            raise CharonError(f"--kv-tier '{shown}': the bandwidth must be > 0 GB/s and the latency >= 0 us")
+        if any(t.name == parts[0] for t in tiers):
+            raise CharonError(f"--kv-tier '{shown}': {parts[0]} given twice")
+        tiers.append(KVTier(parts[0], capacity * 2**30, bandwidth * 1e9, latency * 1e-6))
+    return tuple(tiers)
+
+
+@dataclass
+class TierLevel:
+    """One tier's share of a replica's prefix cache: blocks by prefix, LRU first."""
+
+    tier: KVTier
+    capacity: int
+    used: int = 0
+    peak: int = 0
+    prefixes: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    hit_blocks: int = 0
+    fetch_s: float = 0.0
 
 
 @dataclass
@@ -36,6 +90,11 @@ class BlockManager:
     peak: int = 0
     prefixes: OrderedDict[str, PrefixEntry] = field(default_factory=OrderedDict)
     """Cached prompt prefixes, least recently used first."""
+    tiers: list[TierLevel] = field(default_factory=list)
+    """Levels below HBM (--kv-tier): evicted prefix blocks move down, LRU at each;
+    past the last they are dropped."""
+    block_bytes: float = 0.0
+    """KV bytes of one block on one GPU (what a tier stores and moves)."""
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
@@ -69,12 +128,69 @@ class BlockManager:
                 self.used -= evict
                 if entry.blocks == 0:
                     del self.prefixes[key]
+                if self.tiers and evict:
+                    self._spill(key, evict, 0)
                 if blocks <= self.free:
                     break
         self.used += blocks
         self.peak = max(self.peak, self.used)
         assert self.used <= self.capacity
         return True
+
+    def _spill(self, key: str, blocks: int, level: int) -> None:
+        """`blocks` of prefix `key` into tier `level`, pushing its least recently
+        used blocks one level down when it is full."""
+        if level >= len(self.tiers):
+            return
+        tier = self.tiers[level]
+        tier.prefixes[key] = tier.prefixes.get(key, 0) + blocks
+        tier.prefixes.move_to_end(key)
+        tier.used += blocks
+        while tier.used > tier.capacity:
+            oldest = next(iter(tier.prefixes))
+            move = min(tier.prefixes[oldest], tier.used - tier.capacity)
+            tier.prefixes[oldest] -= move
+            tier.used -= move
+            if tier.prefixes[oldest] == 0:
+                del tier.prefixes[oldest]
+            self._spill(oldest, move, level + 1)
+        tier.peak = max(tier.peak, tier.used)
+
+    def fetch_prefix(self, prefix_id: str, want_blocks: int, recompute_s=None) -> float:
+        """Bring blocks of `prefix_id` beyond those in HBM back from the tiers,
+        nearest first, up to `want_blocks` in HBM and as HBM has room; the
+        seconds the copies take (each tier's latency and blocks over its
+        bandwidth). `recompute_s(tokens)`: a tier whose copy would take longer
+        than prefilling those tokens again is not read (nor any below it)."""
+        entry = self.prefixes.get(prefix_id)
+        have = entry.blocks if entry is not None else 0
+        seconds = 0.0
+        for tier in self.tiers:
+            n = min(tier.prefixes.get(prefix_id, 0), want_blocks - have)
+            if n <= 0:
+                continue
+            dt = tier.tier.latency_s + n * self.block_bytes / tier.tier.bandwidth
+            if recompute_s is not None and dt >= recompute_s(n * self.block_size):
+                break
+            if entry is None:
+                entry = self.prefixes[prefix_id] = PrefixEntry(0)
+            entry.uses.append(have)  # pinned while room is made for the rest
+            got = self.allocate(n)
+            entry.uses.remove(have)
+            if not got:
+                break
+            tier.prefixes[prefix_id] -= n
+            if tier.prefixes[prefix_id] == 0:
+                del tier.prefixes[prefix_id]
+            tier.used -= n
+            entry.blocks += n
+            have += n
+            tier.hit_blocks += n
+            tier.fetch_s += dt
+            seconds += dt
+        if entry is not None and entry.blocks == 0:
+            del self.prefixes[prefix_id]
+        return seconds
 
     def release(self, blocks: int) -> None:
         self.used -= blocks

@@ -146,3 +146,22 @@ def stage_report(uses: list[StageUse], servers: dict[str, int], duration_s: floa
             "service_s": summary(service),
         }
     return out
+
+
+def tier_report(result: RunResult, scheduler) -> list[dict[str, Any]]:
+    """Per --kv-tier level, over the replicas: its capacity, peak use, the prefix
+    tokens it served back to HBM and the seconds those copies took."""
+    out = []
+    for i, tier in enumerate(scheduler.kv_tiers):
+        levels = [r.kv.tiers[i] for r in result.replicas if r.kv.tiers]
+        block_bytes = result.replicas[0].kv.block_bytes
+        out.append({
+            "name": tier.name,
+            "capacity_bytes_per_gpu": tier.capacity_bytes,
+            "bandwidth_bytes_per_s": tier.bandwidth,
+            "latency_s": tier.latency_s,
+            "peak_bytes_per_gpu": max(lv.peak for lv in levels) * block_bytes,
+            "hit_tokens": sum(lv.hit_blocks for lv in levels) * scheduler.block_size,
+            "fetch_s": sum(lv.fetch_s for lv in levels),
+        })
+    return out

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from charon_ir.errors import CharonError
-from charon_ir.serving.kv_cache import BlockManager
+from charon_ir.serving.kv_cache import BlockManager, KVTier, TierLevel
 from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
 
@@ -55,6 +55,8 @@ class SchedulerConfig:
     acceptance_rate: float = 0.7
     host_bandwidth: float = 25e9
     """Bytes/s of swapping KV blocks to and from host memory (PCIe)."""
+    kv_tiers: tuple[KVTier, ...] = ()
+    """Memory levels below HBM for evicted prefix-cache blocks (--kv-tier)."""
     batch_overhead_s: float = 0.0
     """Static batching: host time of the runtime call that runs one batch,
     outside the engine's forward passes (buffer and sampler setup, the sampling
@@ -188,6 +190,16 @@ class Replica:
         self.draft = draft
         self.on_prefilled = on_prefilled
         self.kv = BlockManager(kv_blocks, config.block_size)
+        self.fetch_s = 0.0
+        """Seconds of prefix blocks copied up from the tiers, charged to the next iteration."""
+        if config.kv_tiers:
+            self.kv.block_bytes = config.block_size * model.kv_bytes_per_token_per_gpu
+            for tier in config.kv_tiers:
+                blocks = int(tier.capacity_bytes // self.kv.block_bytes)
+                if blocks < 1:
+                    raise CharonError(f"--kv-tier {tier.name}: {tier.capacity_bytes / 2**30:g} GiB per GPU holds no "
+                                      f"{config.block_size}-token block ({self.kv.block_bytes:,.0f} bytes)")
+                self.kv.tiers.append(TierLevel(tier, blocks))
         self.watermark_blocks = int(ADMISSION_WATERMARK * kv_blocks)
         self.rate = config.tokens_per_decode if role != "prefill" else 1.0
         self.spec_tokens = config.speculative_k + 1 if role != "prefill" else 1
@@ -289,7 +301,8 @@ class Replica:
             dt += self.config.speculative_k * self.draft.iteration_time(
                 decodes + pad, decodes + pad, int(context)
             )
-        dt += extra_s
+        dt += extra_s + self.fetch_s
+        self.fetch_s = 0.0
         end = self.pipeline.run(now, dt) if self.pipeline is not None else now + dt
         self.busy_s += dt
         self.iterations += 1
@@ -398,11 +411,19 @@ class Replica:
         # the shared part is at most this request's own prefix, and one prompt
         # token is always computed (its logits give the first output token)
         bs = self.kv.block_size
-        blocks = self.kv.lookup_prefix(r.prefix_id, min(r.prefix_tokens, seq.prompt - 1) // bs)
+        want = min(r.prefix_tokens, seq.prompt - 1) // bs
+        if self.kv.tiers:  # blocks evicted to a slower tier come back, priced by where they are
+            self.fetch_s += self.kv.fetch_prefix(r.prefix_id, want, self._recompute_s)
+        blocks = self.kv.lookup_prefix(r.prefix_id, want)
         if blocks:
             seq.prefix_hold = r.prefix_id
             seq.shared = blocks
             seq.skip = max(seq.skip, blocks * bs)
+
+    def _recompute_s(self, tokens: int) -> float:
+        """What prefilling `tokens` again would add to an iteration: the layers'
+        work on them, not the head or a floor the iteration pays anyway."""
+        return self.model.prefill_time(tokens) - self.model.prefill_time(1)
 
     def _drop_prefix(self, seq: Sequence) -> None:
         if seq.prefix_hold:
