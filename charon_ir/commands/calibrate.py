@@ -90,11 +90,14 @@ def calibrate_command(
         return
 
     width = max(len(r.id) for r in rows) if rows else 10
-    print(f"{'record':{width}}  {'gpu':16} {'measured':>9} {'predicted':>9} {'error':>7}  setup")
+    # measured and predicted share each row's unit (TFLOP/s of a GEMM, GB/s of a collective)
+    units = max((len(r.unit) for r in rows), default=4)
+    print(f"{'record':{width}}  {'gpu':16} {'measured':>9} {'predicted':>9} {'unit':{units}} "
+          f"{'error':>7}  setup")
     for r in rows:
         side = "" if r.primary else "  (quoted on the side, not a record value)"
         print(
-            f"{r.id:{width}}  {r.gpu:16} {r.measured:9.1f} {r.predicted:9.1f} "
+            f"{r.id:{width}}  {r.gpu:16} {r.measured:9.1f} {r.predicted:9.1f} {r.unit:{units}} "
             f"{r.error * 100:+6.1f}%  {r.setup}{side}"
         )
     print()

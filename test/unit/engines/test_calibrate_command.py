@@ -60,3 +60,11 @@ def test_bad_only_is_one_line(charon_fails):
     # an empty value is a choice like any other, not "all groups"
     assert charon_fails("calibrate", "--only", "") == (
         "error: --only '': expected gemm, attention, nccl or layer")
+
+
+def test_calibrate_table_labels_its_units():
+    # the values mix TFLOP/s (kernels) and GB/s (collectives): each row names its unit
+    result = CliRunner().invoke(app, ["calibrate", "--only", "nccl"])
+    header, first = result.output.splitlines()[:2]
+    assert header.split()[:6] == ["record", "gpu", "measured", "predicted", "unit", "error"]
+    assert first.split()[4] == "GB/s"
