@@ -152,3 +152,35 @@ def test_simulate_a_mutated_config(workdir, edits):
     config = workdir / "config.json"
     config.write_text(json.dumps({**CONFIG, **edits}))
     charon(workdir, "simulate", "--model", str(config), "--gpus", "8", "--json")
+
+
+PIPELINES = st.sampled_from([
+    "", "set-target{hardware=H100 gpus=8},cost-annotate,lower-to-events",
+    "shard-tensor{tp=2},set-target{hardware=H100 gpus=8},cost-annotate",
+    "pipeline{pp=2},data-parallel{dp=2}", "recompute{policy=full},fuse", "memory-analysis",
+    "set-target{hardware=H100},cost-annotate,lower-to-events,fuse",
+])
+
+
+@fuzz(30)
+@given(data=st.data(), pipeline=PIPELINES)
+def test_charon_opt_on_a_mutated_mlir(tmp_path, data, pipeline):
+    """charon-opt: exit 0 with IR on stdout, or exit 1/2 with one error line."""
+    from charon_ir.tools.charon_opt import main
+
+    step = tmp_path / "step.mlir"
+    step.write_text(mutate(data.draw(st.sampled_from([MLP, TINY_STEP])), data))
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main([str(step), *(["-p", pipeline] if pipeline else [])])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    event(f"exit {code}")
+    stderr = err.getvalue()
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
+    if code == 0:
+        assert out.getvalue().startswith("builtin.module"), out.getvalue()[:200]
+    else:
+        assert code in (1, 2) and len(stderr.splitlines()) == 1 and len(stderr) <= 520, stderr
