@@ -280,6 +280,12 @@ def table_rows(records: Sequence[dict], top: int) -> tuple[list[str], list[list[
     return header, rows
 
 
+def plot_label(config: dict[str, Any], keys: Sequence[str]) -> str:
+    """A configuration's settings as a plot's tick reads them: `tp=2 recomp=full`
+    (a setting and its value run together read "recompnone")."""
+    return " ".join(f"{SHORT.get(k, k)}={_cell(config.get(k))}" for k in keys)
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "y" if value else "-"
@@ -312,6 +318,11 @@ def write_plots(records: Sequence[dict], front: Sequence[dict], folder: str | Pa
         xlabel, xs = "cost ($ / hour)", [cost_per_hour(r, table) for r in ranked]
     else:
         xlabel, xs = "GPUs", [gpus(r) for r in ranked]
+        if len(set(xs)) == 1:
+            # one GPU count: the frontier is one point and the scatter a vertical strip;
+            # memory per GPU is what the configurations trade throughput against
+            xlabel = f"peak memory per GPU (GiB), all on {xs[0]} GPUs"
+            xs = [r["metrics"].get("max_peak_memory_bytes", 0) / GIB for r in ranked]
     ys = [throughput(r) for r in ranked]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = ["tab:red" if r["key"] in front_keys else "tab:blue" for r in ranked]
@@ -337,7 +348,7 @@ def write_plots(records: Sequence[dict], front: Sequence[dict], folder: str | Pa
         parts = list(dict.fromkeys(p for r in best for p in _components(r["metrics"])))
         fig, ax = plt.subplots(figsize=(8, 4.5))
         bottoms = [0.0] * len(best)
-        labels = [" ".join(f"{SHORT.get(k, k)}{_cell(r['config'].get(k))}" for k in _varying(best)) for r in best]
+        labels = [plot_label(r["config"], _varying(best)) for r in best]
         for part in parts:
             values = [_components(r["metrics"]).get(part, 0.0) for r in best]
             ax.bar(range(len(best)), values, bottom=bottoms, label=part)
@@ -345,7 +356,7 @@ def write_plots(records: Sequence[dict], front: Sequence[dict], folder: str | Pa
         ax.set_xticks(range(len(best)), labels, rotation=35, ha="right", fontsize=7)
         ax.set_ylabel("seconds per step (critical stage)")
         ax.set_title("Step breakdown of the best configurations")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never on one
         fig.tight_layout()
         path = folder / "breakdown.png"
         fig.savefig(path, dpi=120)
