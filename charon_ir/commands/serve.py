@@ -138,12 +138,12 @@ def print_context_parallel(report: dict) -> None:
     gpus = cfg["cp_ranks"] * cfg["tp"] * cfg["pp"]
     table = Table(title=f"{cfg['model']} on {cfg['cp_ranks']} cp ranks x {cfg['tp'] * cfg['pp']} "
                         f"{cfg['hardware']} ({gpus} GPUs, {cfg['cp_mode']} attention, {cfg['cp_kv']} KV)")
-    for col in ("policy", "degrees", "TTFT mean (ms)", "TTFT p99 (ms)", "TPOT mean (ms)", "E2E mean (ms)",
-                "prefill GPU-s", "busy GPU-s"):
+    for col in ("policy", "degrees", "TTFT mean (s)", "TTFT p99 (s)", "TPOT mean (ms)", "E2E mean (s)",
+                "prefill GPU-h", "busy GPU-h"):
         table.add_column(col, justify="left" if col in ("policy", "degrees") else "right")
     for run in report["context_parallel"]:
         table.add_row(run["policy"], " ".join(f"SP{d} x{n}" for d, n in run["degrees"].items()),
-                      *(f"{run[k][q] * 1e3:.1f}" for k, q in (("ttft_s", "mean"), ("ttft_s", "p99"),
-                                                            ("tpot_s", "mean"), ("e2e_s", "mean"))),
-                      f"{run['gpu_seconds']['prefill']:.1f}", f"{run['gpu_seconds']['busy']:.1f}")
+                      f"{run['ttft_s']['mean']:.3f}", f"{run['ttft_s']['p99']:.3f}",
+                      f"{run['tpot_s']['mean'] * 1e3:.1f}", f"{run['e2e_s']['mean']:.3f}",
+                      f"{run['gpu_seconds']['prefill'] / 3600:.3g}", f"{run['gpu_seconds']['busy'] / 3600:.3g}")
     Console().print(table)

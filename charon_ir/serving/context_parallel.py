@@ -290,6 +290,8 @@ def prefill_table(shape: ReplicaShape, degree: int, mode: str, context: int, p2p
     if table is None:
         local, attention, comm = {}, {}, {}
         for n in lengths:
+            # the zigzag ring cuts the sequence into 2 x degree chunks
+            n = -(-n // (2 * degree)) * (2 * degree)
             local[n], attention[float(n) * n], comm[n] = _price_prefill(shape, degree, mode, n)
         table = PrefillTable(degree, mode, Curve.through(local), Curve.through(attention),
                              Curve.through(comm), p2p_s)

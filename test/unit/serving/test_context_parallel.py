@@ -94,6 +94,13 @@ def test_ulysses_pays_its_all_to_alls_on_the_critical_path(tiny_shape):
     assert ring.time_s(n) == pytest.approx(ring.local(n) + max(ring.attention(n * n), ring.comm(n)))
 
 
+def test_a_degree_that_is_no_power_of_two_is_priced(tiny_shape):
+    """The samples are rounded up to whole zigzag chunks (2 x 3 of them)."""
+    table = cp.prefill_table(tiny_shape, 3, "ring", 4096, 0.0, use_cache=False)
+    assert all(n % 6 == 0 for n in table.local.xs)
+    assert table.time_s(4000) > 0
+
+
 def test_prefill_table_round_trips_through_json(tiny_shape):
     table = cp.prefill_table(tiny_shape, 2, "ring", 4096, 1e-9, use_cache=False)
     again = cp.PrefillTable.from_json(json.loads(json.dumps(table.to_json())))
@@ -254,6 +261,8 @@ def test_the_summary_has_a_row_per_policy():
     (("--cp-ranks", "4",), "give --cp-policy too"),
     (("--cp-policy", "fixed:2", "--replicas", "2"), "it does not take --replicas"),
     (("--cp-policy", "fixed:2", "--cp-ranks", "-1"), "--cp-ranks must be >= 0"),
+    (("--cp-policy", "fixed:3", "--cp-mode", "ulysses"),
+     "--cp-mode ulysses with cp degree 3: shard-context: option 'cp' (3) does not divide the attention heads (32)"),
 ])
 def test_bad_cp_flags_are_one_line(args, fragment):
     proc = charon("--model", "llama-3.1-8b", "--batch", "2", "--input-len", "4096", *args)
