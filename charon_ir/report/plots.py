@@ -83,10 +83,11 @@ def write_plots(directory: str | Path, timeline: Timeline, report: dict,
     ):
         ax.bar(x, values, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_xticks(list(x))  # stages are whole numbers (matplotlib put ticks at -0.25 ... 1.25)
     ax.set_xlabel("pipeline stage")
     ax.set_ylabel("seconds")
     ax.set_title("time breakdown per stage")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, over none
     path = out / "breakdown.png"
     _save(fig, path)
     plt.close(fig)
