@@ -46,8 +46,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from charon_ir import api
+from charon_ir.api import TrainingConfig, load_model_module, overlap_model, pass_plan, time_module
 from charon_ir.errors import CharonError
+from charon_ir.memory import peak_bytes_per_stage
+from charon_ir.sweep import screen
+from charon_ir.sweep.hardware import cluster_file, has_hardware_axes, point_hardware
 from charon_ir.sweep.space import ModelShape, Point, states_lower_bound
+from charon_ir.target.cluster import load_cluster
+from charon_ir.target.hardware import load_gpu
+from charon_ir.testing import make_context
 
 Step = tuple[str, tuple[tuple[str, Any], ...]]
 """A pass of the pipeline and its options, hashable and ordered."""
@@ -71,9 +79,6 @@ def _step(name: str, **options: Any) -> Step:
 def training_config(config: dict[str, Any]):
     """The api's TrainingConfig of a point, with a synthesised cluster when the
     point sweeps network settings."""
-    from charon_ir.api import TrainingConfig
-    from charon_ir.sweep.hardware import cluster_file, has_hardware_axes, point_hardware
-
     cluster = config["cluster"]
     if has_hardware_axes(config):
         cluster = cluster_file(config, config["gpus"])
@@ -123,8 +128,6 @@ def training_config(config: dict[str, Any]):
 
 def training_steps(config) -> tuple[Step, ...]:
     """The import, then the pass steps of a TrainingConfig in api.pass_plan's order."""
-    from charon_ir.api import pass_plan
-
     steps = [_step("import", model=config.model, seq_len=config.seq_len, batch=config.micro_batch)]
     steps += [_step(name, **options) for name, options in pass_plan(config)]
     return tuple(steps)
@@ -208,8 +211,6 @@ class TrainingEvaluator:
     worker); `evaluate` takes points already in `sharing_order`."""
 
     def __init__(self, cache: bool = True, tier: str = "fast") -> None:
-        from charon_ir.testing import make_context
-
         self.ctx = make_context()
         self.cache = cache
         self.tier = tier
@@ -260,8 +261,6 @@ class TrainingEvaluator:
         if step in self._imports:
             self._imports.move_to_end(step)
             return self._imports[step]
-        from charon_ir.api import load_model_module
-
         _, module = load_model_module(model, seq_len=seq_len, batch=batch, ctx=self.ctx)
         if self.cache:
             self._imports[step] = module
@@ -276,12 +275,10 @@ class TrainingEvaluator:
         return module.clone() if self.cache else module
 
     def _apply(self, step: Step, module):
-        from charon_ir.api import _pass
-
         name, options = step
         if name == "import":
             return self._import(step)
-        _pass(name, **dict(options)).apply(self.ctx, module)
+        api._pass(name, **dict(options)).apply(self.ctx, module)
         return module
 
     def _build(self, steps: tuple[Step, ...], keep: int):
@@ -329,9 +326,6 @@ class TrainingEvaluator:
         """api.simulate's fast tier on a built module, which it lowers in place
         (`_build` gives each point its own). The per-stage peaks are the ones
         memory-analysis attached while building, not a second analysis."""
-        from charon_ir.api import time_module
-        from charon_ir.memory import peak_bytes_per_stage
-
         memory = [_Peak(peak) for peak in peak_bytes_per_stage(module)]
         return time_module(self.ctx, module, config, memory, tier="fast")
 
@@ -390,9 +384,6 @@ class TrainingEvaluator:
         must decide it: a configuration the screen does not model, a probe that
         fails (the fast tier gives the error), or a composed peak within the
         margin of the GPU's memory."""
-        from charon_ir.api import overlap_model
-        from charon_ir.sweep import screen
-
         if not screen.screenable(config):
             return None
         clock = _Clock()
@@ -455,9 +446,6 @@ class _Peak:
 
 
 def _hbm_bytes(config) -> float:
-    from charon_ir.target.cluster import load_cluster
-    from charon_ir.target.hardware import load_gpu
-
     if config.cluster:
         return load_cluster(config.cluster).gpu.hbm_bytes
     return load_gpu(config.hardware).hbm_bytes

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
-from charon_ir.target.cluster import PLAUSIBLE
+from charon_ir.frontend.cache import cache_root
+from charon_ir.target.cluster import PLAUSIBLE, ScaleOut, Tier, implicit_cluster, load_cluster
+from charon_ir.target.hardware import derive_gpu, load_gpu
 
 TOPOLOGIES = ("fat_tree", "rail_fat_tree", "fullflat")
 """fat_tree: one non-blocking tier over every node (the implicit cluster's);
@@ -95,15 +97,11 @@ def gpu_overrides(config: dict[str, Any]) -> dict[str, float]:
 def point_hardware(config: dict[str, Any]) -> str:
     """The GPU a point runs on: its `hardware` (or its cluster's GPU), as the
     variant its GPU axes make ("" when neither is set)."""
-    from charon_ir.target.hardware import derive_gpu, load_gpu
-
     overrides = gpu_overrides(config)
     hardware = config.get("hardware") or ""
     if not overrides:
         return hardware
     if not hardware and config.get("cluster"):
-        from charon_ir.target.cluster import load_cluster
-
         hardware = load_cluster(config["cluster"]).gpu.ref
     base = load_gpu(hardware or "H100-SXM5-80GB")
     return derive_gpu(base, overrides, f"the point's GPU axes on {base.name}").ref
@@ -118,9 +116,6 @@ def has_hardware_axes(config: dict[str, Any]) -> bool:
 
 def cluster_text(config: dict[str, Any], gpus: int) -> str:
     """The canonical cluster text of a point's hardware settings."""
-    from charon_ir.target.cluster import ScaleOut, Tier, implicit_cluster, load_cluster
-    from charon_ir.target.hardware import load_gpu
-
     if config.get("cluster"):
         base = load_cluster(config["cluster"])
         per_node = base.gpus_per_node
@@ -170,8 +165,6 @@ def cluster_text(config: dict[str, Any], gpus: int) -> str:
 
 
 def cluster_directory() -> Path:
-    from charon_ir.frontend.cache import cache_root
-
     return cache_root() / "sweep-clusters"
 
 

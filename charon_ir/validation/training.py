@@ -29,7 +29,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from charon_ir.api import configure
+from charon_ir.errors import CharonError
 from charon_ir.frameworks import DEFAULT_FRAMEWORK
+from charon_ir.frontend.configs import bundled_models, check_config, load_config
 from charon_ir.validation import record_gpu
 
 
@@ -257,8 +260,6 @@ model name in lower case. Used only where its layers and hidden size agree."""
 
 
 def _bundled_config(model: dict[str, Any]) -> dict[str, Any] | None:
-    from charon_ir.frontend.configs import bundled_models, load_config
-
     name = BUNDLED_MODEL_OF_NAME.get(str(model.get("name", "")).lower())
     if name is None or name not in bundled_models():
         return None
@@ -319,9 +320,6 @@ def hf_config(model: dict[str, Any], tp: int) -> dict[str, Any]:
 
 def _importable(config: dict[str, Any]) -> dict[str, Any]:
     """`config`, or Unsupported naming why the frontend refuses its family."""
-    from charon_ir.errors import CharonError
-    from charon_ir.frontend.configs import check_config
-
     try:
         check_config(dict(config), "the record's model")
     except CharonError as e:
@@ -375,8 +373,6 @@ class TrainingCase:
     def settings(self) -> dict[str, Any]:
         """Every TrainingConfig setting of the run: the record's, then its
         framework's preset, then the defaults."""
-        from charon_ir.api import configure
-
         config, _ = configure("", self.framework, **self.options)
         return {f.name: getattr(config, f.name) for f in fields(config) if f.name != "model"}
 

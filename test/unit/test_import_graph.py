@@ -251,8 +251,6 @@ REMAINING: dict[str, set[str]] = {  # to move to the top of their modules
     "charon_ir.serving.requests": {"charon_ir.serving.stages"},
     "charon_ir.serving.validation": {"charon_ir.serving.api", "charon_ir.validation"},
     "charon_ir.sweep": {"charon_ir.sweep.analysis"},
-    "charon_ir.sweep.evaluate": {"charon_ir.api", "charon_ir.memory", "charon_ir.sweep.hardware", "charon_ir.sweep.screen", "charon_ir.target.cluster", "charon_ir.target.hardware", "charon_ir.testing"},
-    "charon_ir.sweep.hardware": {"charon_ir.frontend.cache", "charon_ir.target.cluster", "charon_ir.target.hardware"},
     "charon_ir.sweep.runner": {"charon_ir.profile.store", "charon_ir.sweep.screen", "charon_ir.target.hardware", "concurrent.futures", "multiprocessing", "random", "rich.console", "rich.progress", "socket"},
     "charon_ir.sweep.serving": {"charon_ir.serving"},
     "charon_ir.sweep.space": {"charon_ir.api", "charon_ir.engines.analytic", "charon_ir.engines.base", "charon_ir.engines.compute_efficiency", "charon_ir.frameworks", "charon_ir.frontend.configs", "charon_ir.parallel.schedules", "charon_ir.passes.recompute", "charon_ir.serving.latency", "charon_ir.serving.scheduler", "charon_ir.sweep.hardware", "charon_ir.target.cluster", "charon_ir.target.hardware", "yaml"},
@@ -260,5 +258,4 @@ REMAINING: dict[str, set[str]] = {  # to move to the top of their modules
     "charon_ir.target.cluster": {"lark"},
     "charon_ir.target.target": {"charon_ir.target.topology"},
     "charon_ir.validation.live": {"charon_ir.api", "charon_ir.frontend", "charon_ir.profile.collect", "charon_ir.profile.runner", "charon_ir.profile.session", "charon_ir.profile.store", "charon_ir.validation.runner", "charon_ir.validation.training"},
-    "charon_ir.validation.training": {"charon_ir.api", "charon_ir.errors", "charon_ir.frontend.configs"},
 }
