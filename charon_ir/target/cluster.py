@@ -521,9 +521,12 @@ class _Reader:
                 )
             if not tiers:
                 raise self.fail(blk.line, blk.col, "'scale_out fat_tree' needs at least one 'tier' block")
-            for lo, hi in zip(tiers, tiers[1:]):
-                if hi.span <= lo.span or hi.span % lo.span:
-                    # a tier spanning what the one below spans joins no more nodes
+            rails_joined = self.boolean(blk, "rail_optimized", True)
+            for i, (lo, hi) in enumerate(zip(tiers, tiers[1:])):
+                # a tier spanning what the one below spans joins no more nodes, except
+                # the spine right above a rail-optimized leaf tier: it joins the rails
+                same_ok = rails_joined and i == 0 and hi.span == lo.span
+                if not same_ok and (hi.span <= lo.span or hi.span % lo.span):
                     raise self.fail(blk.line, blk.col,
                                     "tier spans must grow, each a multiple of the one below "
                                     f"(spans {lo.span} then {hi.span})")

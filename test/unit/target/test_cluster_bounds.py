@@ -22,9 +22,13 @@ def error_of(text: str) -> str:
 
 
 def test_identical_tiers_are_refused():
-    assert error_of(tiers(16, 16)) == ("f.cluster:3:1: tier spans must grow, each a multiple of the "
-                                       "one below (spans 16 then 16)")
-    assert "spans 4 then 4" in error_of(tiers(4, 4, 16))
+    assert error_of(tiers(16, 16, 16)) == ("f.cluster:3:1: tier spans must grow, each a multiple of the "
+                                           "one below (spans 16 then 16)")
+    assert "spans 16 then 16" in error_of(tiers(4, 16, 16))
+    # but the spine above a rail-optimized leaf tier spans the same nodes: it joins the rails
+    assert [t.span for t in parse_cluster(tiers(16, 16), "f.cluster").scale_out.tiers] == [16, 16]
+    no_rails = HEAD + "  rail_optimized = false\n  tier { span = 16 }\n  tier { span = 16 }\n}\n"
+    assert "spans 16 then 16" in error_of(no_rails)
 
 
 def test_more_tiers_than_a_fat_tree_has_are_refused():
