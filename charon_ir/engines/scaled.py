@@ -37,8 +37,10 @@ from xdsl.ir import Operation
 from charon_ir.dialects.sim import ComputeOp
 from charon_ir.engines.base import Cost, CostEngine
 from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S
+from charon_ir.engines.db import DbEngine
 from charon_ir.profile.device import lookup_device
 from charon_ir.profile.key import OpKey, is_free_view
+from charon_ir.profile.shipped import NOT_READ, shipped_db_path
 from charon_ir.profile.store import Measurement, ProfileStore, default_db_path
 from charon_ir.target.hardware import GpuSpec, UnknownGpuError, gpu_names, load_gpu
 from charon_ir.target.target import Target
@@ -86,9 +88,6 @@ class ScaledEngine(CostEngine):
     name = "scaled"
 
     def __init__(self, path: Path | str | None = None):
-        from charon_ir.engines.db import DbEngine
-        from charon_ir.profile.shipped import NOT_READ, shipped_db_path
-
         self.path = Path(path).expanduser() if path is not None else default_db_path()
         self._db = DbEngine(self.path)
         devices = set(_devices_in(self.path))

@@ -26,6 +26,7 @@ from charon_ir.profile.key import kind_of_family
 from charon_ir.profile.shipped import SHIPPED_DB
 from charon_ir.profile.store import ProfileStore
 from charon_ir.target.hardware import load_gpu
+from charon_ir.validation import record_gpu
 
 MIN_TIME_S = 50e-6
 """Rows timed under this on either GPU are left out (see the module docstring)."""
@@ -63,8 +64,6 @@ def _mamf_records() -> list[dict[str, Any]]:
 def gemm_errors() -> list[tuple[str, str, float]]:
     """(from, to, error) of each published best GEMM (TFLOP/s) predicted from
     another GPU's: compute-bound, so the peaks' ratio with the source's efficiency."""
-    from charon_ir.validation import record_gpu
-
     best: dict[str, float] = {}
     for r in _mamf_records():
         gpu = record_gpu(r)

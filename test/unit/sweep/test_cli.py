@@ -88,8 +88,8 @@ TINY_CONFIG = str(Path(__file__).resolve().parents[3] / "examples" / "llama_tiny
     ("training", "attention_kernel", "flash9", "'attention_kernel' must be flash2, flash3, triton or empty, "
                                               "got 'flash9'"),
     ("training", "zero", "[0, 4]", "'zero' must be 0, 1, 2 or 3, got 4"),
-    ("training", "engines", "analytic,magic", "'engines' must be a comma-separated list of analytic, db or "
-                                              "predict, got 'analytic,magic'"),
+    ("training", "engines", "analytic,magic", "'engines' must be a comma-separated list of analytic, db, "
+                                              "predict, scaled or calibrated, got 'analytic,magic'"),
     ("training", "topology", "[fat_tree, torus]", "'topology' must be fat_tree, rail_fat_tree, fullflat or "
                                                  "empty, got 'torus'"),
     ("serving", "hardware", "[H100-SXM5-80GB, Z100]", "'hardware': unknown GPU 'Z100' (known: "),
