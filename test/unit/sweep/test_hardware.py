@@ -100,3 +100,19 @@ def test_bad_gpu_axes_are_one_line_errors():
         cluster_text({"hardware": "H100", "scale_out_bw": "0GB/s"}, 64)
     with pytest.raises(CharonError, match="hbm_capacity"):
         load_space({"kind": "training", "model": "llama-3.1-8b", "hbm_capacity": ["80GB", "lots"]}).points()
+
+
+def test_gpu_axes_as_sweep_flags(charon_cli, tmp_path):
+    import json
+
+    run = charon_cli("sweep", "--name", "flags", "--model", "llama-3.1-8b", "--gpus", "8", "--tp", "8",
+                     "--seq-len", "2048", "--global-batch", "16", "--hbm-bw", "3.35TB/s,8TB/s",
+                     "--peak-flops-scale", "1,2", "--tier", "fast", "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    records = json.loads(run.stdout)["results"]
+    times = {(r["config"]["peak_flops_scale"], r["config"]["hbm_bw"]): r["metrics"]["iteration_time_s"]
+             for r in records}
+    assert len(times) == 4
+    assert times[(2.0, "8TB/s")] < times[(2.0, "3.35TB/s")] < times[(1.0, "3.35TB/s")]
+    assert times[(1.0, "8TB/s")] < times[(1.0, "3.35TB/s")]
+    assert all(r["metrics"]["energy_j"] > 0 for r in records)
