@@ -167,6 +167,33 @@ def test_expert_parallel(import_config, ep, top_k):
         ep * total_flops(before) - (ep - 1) * adamw * experts, rel=1e-12)
 
 
+@SETTINGS
+@given(ep=st.sampled_from([2, 4]), top_k=st.sampled_from([1, 2]))
+def test_expert_tensor_parallel_fold(import_config, ep, top_k):
+    """etp 1 under tp 2 (Megatron-Core's MoE parallel folding) against etp = tp: per
+    rank the same token FLOPs and the same replicated work; the all_to_alls over
+    ["ep", "tp"] carry the rank's own half of the rows; the mesh's ep axis ep / 2."""
+    seq = 40
+    config = llama(4, 2)
+    config.update(num_local_experts=4, num_experts_per_tok=top_k)
+    before = import_config("mixtral-8x7b", seq, **config)
+    split = apply_pipeline(before.clone(), f"shard-tensor{{tp=2}},sequence-parallel,shard-expert{{ep={ep}}}")
+    folded = apply_pipeline(before.clone(),
+                            f"shard-tensor{{tp=2 experts=false}},sequence-parallel,shard-expert{{ep={ep} etp=1}}")
+    assert folded.attributes["charon.expert_tp"].value.data == 1
+
+    def token_flops(m):
+        return sum(op.flops() * k for op, k in walk_with_multiplicity(m)
+                   if isinstance(op, sim.ComputeOp) and not isinstance(op, sim.OptimizerStepOp))
+
+    assert token_flops(folded) == pytest.approx(token_flops(split), rel=1e-12)
+    assert replicated_flops(folded) == pytest.approx(replicated_flops(split), rel=1e-12)
+    calls = collective_calls(folded, "all_to_all")
+    assert sum(m for _, m in calls) == 4 * 2 and all(op.axis_names() == ["ep", "tp"] for op, _ in calls)
+    for op, _ in calls:
+        assert op.payload_bytes() == seq * top_k * 64 * 2 / 2
+
+
 def test_gpt_conv1d_and_padded_vocabulary(import_config):
     """GPT-2/3 keep their linear weights as [in, out] (Conv1D) and a vocabulary of
     50257; Megatron pads the vocabulary to a multiple of 128 * tp."""
