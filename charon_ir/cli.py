@@ -13,6 +13,7 @@ import sys
 
 import typer
 
+from charon_ir import progress
 from charon_ir.errors import CharonError, one_line, short_path
 
 COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep", "export")
@@ -36,8 +37,6 @@ def _root(
                                "(they are drawn only on a terminal)"),
 ) -> None:
     """Predict LLM training and serving time and memory on GPU clusters."""
-    from charon_ir import progress
-
     progress.QUIET = quiet
 
 

@@ -18,6 +18,10 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
 QUIET = False
 """Set by `charon --quiet`: no progress at all."""
 ACTIVE = 0
@@ -47,10 +51,6 @@ def progress_bar(total: int, what: str) -> Iterator[Callable[[int], None]]:
     if not shown() or total <= 0:
         yield lambda n=1: None
         return
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
-
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn())
     with _drawing(), Progress(*columns, console=Console(stderr=True), transient=True) as bar:
@@ -64,7 +64,5 @@ def status(what: str) -> Iterator[None]:
     if not shown():
         yield
         return
-    from rich.console import Console
-
     with _drawing(), Console(stderr=True).status(what):
         yield

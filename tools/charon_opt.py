@@ -22,6 +22,8 @@ import io
 import os
 import re
 import sys
+import textwrap
+import typing
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import IO
@@ -361,8 +363,6 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     hyphen (a pass name is one word: "shard-tensor", not "shard-\ntensor")."""
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        import textwrap
-
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
@@ -370,8 +370,6 @@ def pass_listing() -> str:
     """Each Charon-IR pass once, as `mlir-opt --help` lists them: its name, what it
     does (the first sentence of its file's docstring) and its options with their
     defaults (a fixed set of values as a|b|c)."""
-    import typing
-
     lines = ["Charon-IR passes (-p 'name{option=value option=value},name'):"]
     for name, factory in ALL_PASSES.items():
         cls = factory()

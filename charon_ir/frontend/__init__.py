@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from charon_ir.errors import CharonError
 from charon_ir.frontend import cache as ir_cache
 from charon_ir.frontend.configs import bundled_models, family_of, load_config
+from charon_ir.progress import status
 
 if TYPE_CHECKING:
     from torch import nn
@@ -174,8 +175,6 @@ def import_model_with_summary(
                                 cache_file=ir_cache.cache_path(key), text=text)
     from charon_ir.frontend.builder import ModuleBuilder
     from charon_ir.frontend.tracing import StepShape, trace_hf_model, trace_user_module
-
-    from charon_ir.progress import status
 
     # a cold import takes 10-40 s (torch, then one decoder layer traced): say so on a terminal
     with status(f"importing {name} ({mode}, seq {seq_len}, batch {batch}): tracing one decoder layer; "

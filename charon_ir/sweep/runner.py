@@ -29,7 +29,7 @@ from typing import Any
 from charon_ir import progress as progress_module
 from charon_ir.errors import CharonError
 from charon_ir.sweep.evaluate import STATUS_ILLEGAL, record, sharing_order
-from charon_ir.sweep.space import Point, Space, load_space
+from charon_ir.sweep.space import Point, Space, _defaults, load_space
 from charon_ir.sweep.store import ResultStore, simulator_fingerprint
 from charon_ir.sweep.workers import evaluate_points, evaluator, point_kind
 
@@ -309,8 +309,6 @@ def run_sweep(
 def _space_points(space: Space) -> list[Point]:
     """Stand-ins for the points of `space` for what its settings' values decide
     (the files it reads, the engines): one per value, without enumerating it."""
-    from charon_ir.sweep.space import _defaults
-
     values = {**_defaults(space.kind), **space.fixed, **{k: v[0] for k, v in space.axes.items()}}
     stand_ins = [Point({**values, key: value}, "", "") for key, axis in space.axes.items() for value in axis]
     return stand_ins or [Point(values, "", "")]
