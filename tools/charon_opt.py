@@ -470,6 +470,10 @@ def print_diagnostic(message: str) -> None:
 def main(args: Sequence[str] | None = None) -> None:
     try:
         CharonOptMain(description="Charon-IR modular optimizer driver", args=args).run()
+    except ArgSpecParseError as e:  # a BaseException in xDSL: the -t spec's syntax (its options unquoted)
+        print_error(f"invalid target spec: {spec_syntax_error(e)} (quote an option's value: "
+                    "-t 'chakra{dir=\"out\"}')")
+        sys.exit(1)
     except ParseError as e:
         print_error(f"{span_location(e.span)}: error: {e.msg}", located=True)
         sys.exit(1)

@@ -13,6 +13,8 @@
 // RUN: not charon-opt %s --pass-pipeline='builtin.module(set-target{hardware="H100})' 2>&1 | filecheck %s --check-prefix=QUOTE
 // RUN: not charon-opt %s -p 'set-target{' 2>&1 | wc -l | filecheck %s --check-prefix=ONE-LINE
 // RUN: not charon-opt %s -t llvm 2>&1 | filecheck %s --check-prefix=TARGET
+// RUN: not charon-opt %s -t 'chakra{dir=/x}' 2>&1 | filecheck %s --check-prefix=TARGET-SPEC
+// RUN: not charon-opt %s -t 'chakra{dir=/x}' 2>&1 | wc -l | filecheck %s --check-prefix=ONE-LINE
 
 // PASS: charon-opt: error: invalid pass pipeline 'set-target{hardware=H100},frobnicate': Unrecognized passes: ['frobnicate']
 // OPTION: charon-opt: error: invalid pass pipeline 'set-target{hardwre=H100}': Provided arguments ["hardwre"] not found in expected arguments ["hardware", "gpus", "gpus_per_node"
@@ -27,3 +29,4 @@
 // ONE-LINE: {{^ *1$}}
 builtin.module {
 }
+// TARGET-SPEC: charon-opt: error: invalid target spec: column {{[0-9]+}}: Unknown token (quote an option's value
