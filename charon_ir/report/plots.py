@@ -56,13 +56,19 @@ def write_plots(directory: str | Path, timeline: Timeline, report: dict,
     # 2. memory over time per stage
     if memory:
         fig, ax = plt.subplots(figsize=(10, 4))
+        peaks = report.get("peak_memory_bytes") or []
         for index, points in sorted(memory.items()):
             ts = [t for t, _ in points] + [report["iteration_time_s"]]
             bs = [b / GIB for _, b in points] + [points[-1][1] / GIB]
-            ax.step(ts, bs, where="post", label=program.programs[index].name)
+            (line,) = ax.step(ts, bs, where="post", label=program.programs[index].name)
+            if index < len(peaks):
+                # the analysis' peak (the table's) adds the running micro-batch's
+                # working set, which the curve of held bytes leaves out
+                ax.axhline(peaks[index] / GIB, color=line.get_color(), linestyle="--", linewidth=0.8,
+                           label=f"{program.programs[index].name} peak (with the working set)")
         ax.set_xlabel("seconds")
         ax.set_ylabel("GiB per GPU")
-        ax.set_title("memory: model states + saved activations of in-flight micro-batches")
+        ax.set_title("memory: model states + saved activations of in-flight micro-batches; dashed: peak")
         if len(memory) <= 16:
             ax.legend(fontsize=7, ncol=2)
         path = out / "memory.png"

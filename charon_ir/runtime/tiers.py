@@ -188,7 +188,7 @@ def time_module(
                 if trace:
                     write_trace(trace, [timeline], curves)
                 if plot:
-                    write_plots(plot, timeline, report, curves)
+                    write_plots(plot, timeline, {**report, "peak_memory_bytes": [s.peak for s in memory]}, curves)
             return report
         m_a, m_b = points
 

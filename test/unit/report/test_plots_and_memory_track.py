@@ -44,3 +44,18 @@ def test_global_batch_not_divisible_is_one_line():
     assert out.returncode == 1 and out.stdout == ""
     # the line itself: an internal error is one line too
     assert out.stderr == "error: --global-batch 7 is not divisible by dp x micro-batch = 2 x 1 = 2\n"
+
+
+def test_the_memory_plot_reaches_the_reported_peak(tmp_path, monkeypatch):
+    """memory.png draws held bytes over time and, dashed, each stage's peak as the
+    table reports it (held bytes plus the running micro-batch's working set)."""
+    from charon_ir.report import plots
+
+    saved = {}
+    real_save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: (saved.__setitem__(Path(path).name, fig),
+                                                             real_save(fig, path)))
+    report = simulate(EIGHT_LAYERS, gpus=4, pp=4, global_batch=8, plot=tmp_path / "plots")
+    ax = saved["memory.png"].axes[0]
+    tops = [max(line.get_ydata()) for line in ax.get_lines()]
+    assert max(tops) == pytest.approx(max(report["peak_memory_bytes"]) / plots.GIB)
