@@ -182,7 +182,14 @@ def _measure(store, device, opset, source, factors, repeats, warmup, threads, de
 
         def on_start(run, total: int) -> None:
             state["run"] = run
-            progress.update(task, total=total, description=f"measuring on {run.device}")
+            # the bar counts measurements: each op not in the database yet, once a
+            # round (rounds interleave the ops so that a slow spell of the machine
+            # spreads over all of them)
+            todo = len(items) - run.already
+            rounds = total // todo if todo else 0
+            progress.update(task, total=total,
+                            description=f"measuring {todo} ops x {rounds} rounds on {run.device}"
+                            + (f" ({run.already} already in the database)" if run.already else ""))
 
         try:
             run = profile_ops(

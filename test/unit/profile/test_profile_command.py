@@ -115,3 +115,28 @@ def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: s
     assert result.stderr.strip() == message.format(**paths)
     # checked before the database is opened: no file, no "profiling ..." line
     assert not paths["new"].exists()
+
+
+def test_the_bar_says_what_it_counts(tmp_path: Path, charon, monkeypatch):
+    """The header counts ops; the bar counts measurements (each op not yet in the
+    database, once a round): its label says so, and its total is their product."""
+    from rich.progress import Progress
+
+    seen = []
+    real_update = Progress.update
+
+    def update(self, task, **kw):
+        if "description" in kw:
+            seen.append((kw["description"], kw.get("total")))
+        return real_update(self, task, **kw)
+
+    monkeypatch.setattr(Progress, "update", update)
+    step = tmp_path / "step.mlir"
+    step.write_text(STEP)
+    result = charon("profile", "--device", "cpu", "--ops-from", str(step), "--db", str(tmp_path / "p.db"),
+                    "--repeats", "2", "--warmup", "1", "--sweep", "2")
+    assert result.returncode == 0, result.stderr
+    ((label, total),) = seen
+    words = label.split()
+    ops, rounds = int(words[1]), int(words[4])
+    assert label == f"measuring {ops} ops x {rounds} rounds on cpu" and total == ops * rounds
