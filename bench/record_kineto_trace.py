@@ -37,31 +37,15 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-    import transformers
     from torch.profiler import ProfilerActivity, profile
-    from transformers import AutoConfig, AutoModelForCausalLM
 
-    from charon_ir.validation.live import LIVE_MODEL
+    from charon_ir.validation.live import LIVE_MODEL, training_step
 
-    transformers.logging.set_verbosity_error()
     device = torch.device(args.device)
     if device.type == "cpu":
         torch.set_num_threads(1)
     dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
-    kwargs = dict(LIVE_MODEL)
-    config = AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
-    config._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=dtype).to(device)
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)
-    ids = torch.randint(0, config.vocab_size, (args.batch, args.seq_len), device=device)
-
-    def step() -> None:
-        loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    step = training_step(LIVE_MODEL, args.batch, args.seq_len, device, dtype)
 
     for _ in range(2):
         step()

@@ -7,6 +7,7 @@ dimension.
 """
 
 
+import gzip
 from pathlib import Path
 
 
@@ -103,3 +104,20 @@ def parse_json(text: str, where: str, what: str = "JSON",
     if nesting_depth(data) > MAX_NESTING:
         raise error(f"{where}: malformed {what}: nested more than {MAX_NESTING} deep")
     return data
+
+
+def read_json_file(path: str | Path, what: str) -> object:
+    """A JSON file, plain or gzipped (traces are shipped as .json.gz), parsed as
+    `parse_json` does; unreadable, not gzip or not JSON is one line naming it."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise CharonError(f"{short_path(path)}: cannot read: {e.strerror}") from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode()
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise CharonError(f"{short_path(path)}: not a {what}: {reason_of(e)}") from None
+    return parse_json(text, str(path), what, constants=True)

@@ -17,7 +17,6 @@ which this importer does not do yet.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from itertools import product
@@ -37,7 +36,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region, SSAValue
 
 from charon_ir.dialects import coll, sim
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, read_json_file
 from charon_ir.interop.chakra import node_attrs, read_trace, schema
 
 FREE = frozenset({
@@ -83,15 +82,7 @@ def _element_type(type_name: str):
 
 
 def load_execution_trace(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise CharonError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    except (OSError, EOFError, ValueError) as e:
-        raise CharonError(f"{path}: not a PyTorch execution trace (JSON): {str(e).splitlines()[0]}") from None
+    data = read_json_file(path, "PyTorch execution trace (JSON)")
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise CharonError(f"{path}: not a PyTorch execution trace: no 'nodes' list")
     return data

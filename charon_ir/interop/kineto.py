@@ -15,7 +15,6 @@ calibration adds it (`calibration`).
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from collections import defaultdict
@@ -26,7 +25,7 @@ from typing import Any
 from charon_ir import api
 from charon_ir.dialects import event
 from charon_ir.engines.calibrated import probing
-from charon_ir.errors import CharonError
+from charon_ir.errors import CharonError, read_json_file
 from charon_ir.interop import calibration as user
 from charon_ir.interop.kernel_classes import CLASSES, HOST, WORK_FLOPS, kernel_class
 from charon_ir.profile.device import gpu_table_name
@@ -54,17 +53,7 @@ class Measured:
 
 def load_trace(path: str | Path) -> dict[str, Any]:
     """The trace's JSON (plain or gzipped); bad input is one line naming the file."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise CharonError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        data = json.loads(raw)
-    except (OSError, EOFError, ValueError) as e:
-        raise CharonError(f"{path}: not a Chrome trace (JSON): {str(e).splitlines()[0]}") from None
+    data = read_json_file(path, "Chrome trace (JSON)")
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise CharonError(f"{path}: not a Chrome trace: no traceEvents list")
     return data

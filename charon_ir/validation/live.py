@@ -89,27 +89,38 @@ def _device(name: str | None):
     return torch_device(name)
 
 
-def measure_step(setup: LiveSetup, device, dtype) -> list[float]:
-    """Wall times of real training steps (forward, loss, backward, AdamW)."""
+def training_step(config: dict, batch: int, seq_len: int, device, dtype):
+    """One real training step (forward, loss, backward, AdamW) of the HF model
+    `config` describes, built with random weights: a function that runs it (the
+    live check times it; bench/record_kineto_trace.py profiles it)."""
     import torch
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
 
     transformers.logging.set_verbosity_error()
-    kwargs = dict(setup.config)
-    config = AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
-    config._attn_implementation = "sdpa"
+    kwargs = dict(config)
+    hf_config = AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
+    hf_config._attn_implementation = "sdpa"
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=dtype).to(device)
+    model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype).to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)
-    ids = torch.randint(0, config.vocab_size, (setup.batch, setup.seq_len), device=device)
+    ids = torch.randint(0, hf_config.vocab_size, (batch, seq_len), device=device)
 
     def step() -> None:
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def measure_step(setup: LiveSetup, device, dtype) -> list[float]:
+    """Wall times of real training steps (forward, loss, backward, AdamW)."""
+    import torch
+
+    step = training_step(setup.config, setup.batch, setup.seq_len, device, dtype)
 
     def synchronize() -> None:
         if device.type == "cuda":

@@ -91,7 +91,7 @@ def test_an_imported_trace_simulates(tmp_path, capsys, monkeypatch):
 
 def test_bad_execution_traces_are_one_line(charon_fails, tmp_path):
     cases = {
-        "bad.json": (b"[1, 2", "not a PyTorch execution trace (JSON)"),
+        "bad.json": (b"[1, 2", "bad.json:1:6: malformed PyTorch execution trace (JSON)"),
         "nonodes.json": (b'{"schema": "x"}', "no 'nodes' list"),
         "noid.json": (json.dumps({"nodes": [{"name": "aten::mm"}]}).encode(), "has no integer id and name"),
         "noio.json": (json.dumps({"nodes": [{"id": 1, "name": "aten::mm"}]}).encode(), "has no inputs"),

@@ -132,7 +132,7 @@ def test_overlap_is_bounded_by_both_sides(a, b):
 def test_bad_traces_are_one_line(charon_fails, tmp_path):
     flags = ["--model", CONFIG, "--seq-len", "256"]
     cases = {
-        "bad.json": (b"{not json", "not a Chrome trace (JSON)"),
+        "bad.json": (b"{not json", "bad.json:1:2: malformed Chrome trace (JSON)"),
         "bad.json.gz": (b"\x1f\x8b\x08garbage", "not a Chrome trace"),
         "empty.json": (b'{"traceEvents": []}', "no complete ('X') events"),
         "list.json": (b'{"traceEvents": {}}', "no traceEvents list"),
