@@ -92,29 +92,47 @@ def axis_of(stream: str) -> str:
 
 
 ANY_AXIS = "*"
-"""The time any axis's communication runs with no compute beside it: the axes'
-exposures overlap (tp and dp waited for at once), so their sum can exceed it."""
+"""The time any axis's communication runs with no compute beside it; the axes'
+exposures are exclusive (EXPOSURE_PRIORITY), so they add up to it."""
+
+EXPOSURE_PRIORITY = ("tp", "cp", "ep", "pp", "dp")
+"""Whose a moment of exposed communication is when several axes' collectives
+run at once with no compute beside them: first the axes whose collectives sit
+inside a layer between two kernels (tp, cp, ep: the next kernel waits for them),
+then the pipeline's hand-offs, then the gradient reduction. One owner per
+moment, so that per-axis exposure, compute and bubble add up to the step, and a
+pipeline send that runs while a layer waits for its tensor-parallel all-reduce
+is counted once (the tiers agree: a folded layer loop's window hides it too)."""
+
+
+def _exposure_rank(axis: str) -> tuple[int, str]:
+    head = axis.split("_")[0]
+    order = EXPOSURE_PRIORITY.index(head) if head in EXPOSURE_PRIORITY else len(EXPOSURE_PRIORITY)
+    return order, axis
 
 
 def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
     """Per axis, the time program `index`'s communication runs with none of its
-    compute beside it (folded loops add what they hid inside), and under
-    ANY_AXIS that of all axes together."""
+    compute beside it and no axis before it in EXPOSURE_PRIORITY exposed at that
+    moment (folded loops add what they hid inside), and under ANY_AXIS that of
+    all axes together: their sum."""
     program = timeline.program
     compute = timeline.intervals(KIND_COMPUTE, program=index)
-    exposed: dict[str, float] = {}
-    every_axis: list[tuple[float, float]] = []
+    by_axis: dict[str, list[tuple[float, float]]] = {}
     # folded loops report their inner exposure themselves (folded_exposed)
     not_folded = program.busy == program.duration
     for s, name in enumerate(program.streams):
         if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
             continue
         mask = (program.stream == s) & not_folded
-        intervals = union(list(zip(timeline.start[mask], timeline.end[mask])))
-        every_axis += intervals
-        axis = axis_of(name)
-        exposed[axis] = exposed.get(axis, 0.0) + subtract(intervals, compute)
-    exposed[ANY_AXIS] = subtract(union(every_axis), compute)
+        by_axis.setdefault(axis_of(name), []).extend(zip(timeline.start[mask], timeline.end[mask]))
+    exposed: dict[str, float] = {}
+    covered = union(list(compute))
+    for axis in sorted(by_axis, key=_exposure_rank):
+        intervals = union(by_axis[axis])
+        exposed[axis] = subtract(intervals, covered)
+        covered = union(covered + intervals)
+    exposed[ANY_AXIS] = sum(exposed.values())
     for i, inner in program.folded_exposed.items():
         if program.event_program[i] == index:  # pyright: ignore[reportOptionalSubscript]
             for axis, t in inner.items():
