@@ -3,7 +3,6 @@ grouping of a layer stack into repeats."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -36,14 +35,22 @@ def test_decode_reads_the_context(imported):
     assert forward_flops(module) == pytest.approx(weights + attention, rel=0.01)
 
 
-def test_cache_hit_is_fast_and_identical(tmp_path, monkeypatch):
+def test_cache_hit_traces_nothing_and_is_identical(tmp_path, monkeypatch):
     monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
     first = import_model_with_summary("llama-3.1-8b", seq_len=64)
     assert not first.from_cache and first.cache_file is not None
     assert first.cache_file.parent == tmp_path / "ir"
-    start = time.perf_counter()
-    second = import_model_with_summary("llama-3.1-8b", seq_len=64)
-    assert second.from_cache and time.perf_counter() - start < 1.0
+    # a hit parses the entry: the tracer (seconds of torch) must not run; how fast
+    # the parse is, bench/bench_import.py measures (no timing asserted here)
+    from charon_ir.frontend import tracing
+
+    def no_trace(*args, **kwargs):
+        raise AssertionError("a cache hit traced the model")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tracing, "trace_hf_model", no_trace)
+        second = import_model_with_summary("llama-3.1-8b", seq_len=64)
+    assert second.from_cache
     assert str(second.module) == str(first.module)
     # another option is another key
     third = import_model_with_summary("llama-3.1-8b", seq_len=64, mode="prefill", use_cache=True)
