@@ -75,6 +75,11 @@ def profile_command(
         float,
         typer.Option("--refresh-below", help="measure again the stored ops faster than this many seconds"),
     ] = 0.0,
+    budget: Annotated[
+        float,
+        typer.Option("--budget", min=0.0, help="seconds to spend measuring (0: no limit): the model's ops first, "
+                     "then the sweep's variants; what is left, a later run measures"),
+    ] = 0.0,
 ) -> None:
     """Measure ops into the profile database; with --fit, report the predictor's error."""
     from charon_ir.profile.store import ProfileStore, default_db_path
@@ -113,7 +118,8 @@ def profile_command(
         torch_device(device)
         with ProfileStore.open(path) as store:
             measured_on = _measure(
-                store, device, opset, source, factors, repeats, warmup, threads, device_name, refresh_below
+                store, device, opset, source, factors, repeats, warmup, threads, device_name, refresh_below,
+                budget,
             )
     if fit:
         store = ProfileStore.open_existing(path)
@@ -159,10 +165,11 @@ def _ops(ops_from: Path | None, model: str | None, shipped_steps: bool, seq_len:
     return opset, "the bundled tiny Llama step (charon_ir/profile/reference_step.py)"
 
 
-def _measure(store, device, opset, source, factors, repeats, warmup, threads, device_name, refresh_below) -> str:
+def _measure(store, device, opset, source, factors, repeats, warmup, threads, device_name, refresh_below,
+             budget: float = 0.0) -> str:
     """Measure what the database lacks; return the device name it is stored under."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from charon_ir.profile.session import plan, profile_ops
 
@@ -175,7 +182,7 @@ def _measure(store, device, opset, source, factors, repeats, warmup, threads, de
     started = time.monotonic()
     state: dict[str, object] = {}
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
         console=err,
     ) as progress:
         task = progress.add_task("measuring", total=len(items))
@@ -195,7 +202,7 @@ def _measure(store, device, opset, source, factors, repeats, warmup, threads, de
             run = profile_ops(
                 store, items, device, warmup=warmup, repeats=repeats, device_name=device_name,
                 cpu_threads=threads, on_start=on_start, on_op=lambda key: progress.advance(task),
-                refresh_below=refresh_below,
+                refresh_below=refresh_below, budget_s=budget,
             )
         except KeyboardInterrupt:
             progress.stop()
@@ -212,6 +219,9 @@ def _measure(store, device, opset, source, factors, repeats, warmup, threads, de
         f"already in the database {run.already}, in {elapsed:.1f} s",
         file=sys.stderr,
     )
+    if run.left_for_later:
+        print(f"--budget {budget:g} s reached: {run.left_for_later} ops left unmeasured; run again to measure them",
+              file=sys.stderr)
     if opset.views:
         print(f"zero-work views (cost 0, not measured): {opset.views}", file=sys.stderr)
     for reason, count in sorted(run.not_runnable.items()):

@@ -15,6 +15,7 @@ has covered what the `db` engine needs for that model first.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class ProfileRun:
     """Ops the database had for this device and torch version: skipped."""
     not_runnable: Counter[str] = field(default_factory=Counter)
     """Why ops could not run, with counts."""
+    left_for_later: int = 0
+    """Ops the time budget left unmeasured (a later run measures them)."""
 
 
 def torch_device(device: str):
@@ -81,6 +84,7 @@ def profile_ops(
     on_op: Callable[[OpKey], None] | None = None,
     refresh: bool = False,
     refresh_below: float = 0.0,
+    budget_s: float = 0.0,
 ) -> ProfileRun:
     """Measure every op of `items` the database lacks on `device` (`cpu`, `cuda`
     or `cuda:N`); with `refresh`, every op, replacing the timings already there
@@ -90,7 +94,10 @@ def profile_ops(
     `on_start(run, steps)` is called once the ops to measure are known and
     `on_op(key)` after each of the `steps` (an op in a round). A
     KeyboardInterrupt leaves what was committed and propagates; `run` holds the
-    counts so far."""
+    counts so far. `budget_s` > 0: no op is started past that many seconds; the
+    first round measures the items in order (the model's ops before the sweep's
+    variants), later rounds only refine, and what the budget left is counted in
+    `run.left_for_later`."""
     import torch
 
     from charon_ir.profile import runner
@@ -116,8 +123,14 @@ def profile_ops(
         on_start(run, len(todo) * rounds)
     samples: dict[OpKey, list[float]] = {}
     calls: dict[OpKey, int] = {}
+    deadline = time.monotonic() + budget_s if budget_s > 0 else None
     for r in range(rounds):
-        for key, op in todo:
+        for position, (key, op) in enumerate(todo):
+            # each run measures one op at least, so that runs again always progress
+            if deadline is not None and (r > 0 or position > 0) and time.monotonic() > deadline:
+                if r == 0:
+                    run.left_for_later = len(todo) - position
+                break
             if r > 0 and key not in samples:
                 if on_op is not None:
                     on_op(key)  # not runnable, or measured first by another run

@@ -140,3 +140,20 @@ def test_the_bar_says_what_it_counts(tmp_path: Path, charon, monkeypatch):
     words = label.split()
     ops, rounds = int(words[1]), int(words[4])
     assert label == f"measuring {ops} ops x {rounds} rounds on cpu" and total == ops * rounds
+
+
+def test_a_budget_measures_the_models_ops_first_and_leaves_the_rest(tmp_path: Path, charon):
+    """--budget stops starting ops once spent: the first op of the plan (the
+    model's) is measured, the variants after it wait for a later run, which
+    resumes where this one stopped."""
+    step = tmp_path / "step.mlir"
+    step.write_text(STEP)
+    db = tmp_path / "p.db"
+    args = ("profile", "--device", "cpu", "--ops-from", str(step), "--db", str(db), "--repeats", "1",
+            "--warmup", "0", "--sweep", "2")
+    first = charon(*args, "--budget", "1e-9")
+    assert first.returncode == 0, first.stderr
+    assert "--budget 1e-09 s reached: 7 ops left unmeasured; run again to measure them" in first.stderr
+    assert "measured 1," in first.stderr
+    rest = charon(*args)
+    assert rest.returncode == 0 and "already in the database 1" in rest.stderr
