@@ -57,13 +57,18 @@ def roofline_s(gpu: GpuSpec, kind: str, dtype: str, flops: float, nbytes: float)
     return max(compute, memory)
 
 
+MIN_ROOFLINE_S = 1e-12
+
+
 def scale_time(t_a: float, source: GpuSpec, target: GpuSpec, kind: str, dtype: str,
                flops: float, nbytes: float) -> float:
     """The time on `target` of a kernel measured at `t_a` on `source`."""
     fixed = min(t_a, KERNEL_FLOOR_S)
     r_a = roofline_s(source, kind, dtype, flops, nbytes)
     r_b = roofline_s(target, kind, dtype, flops, nbytes)
-    if r_a <= 0 or r_b <= 0:
+    # a roofline under a picosecond is no work (denormal byte counts make their
+    # ratio noise): the kernel is its launch, unscaled
+    if r_a <= MIN_ROOFLINE_S or r_b <= MIN_ROOFLINE_S:
         return t_a
     return fixed + (t_a - fixed) * r_b / r_a
 

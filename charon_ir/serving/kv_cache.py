@@ -179,6 +179,16 @@ class BlockManager:
             entry.uses.remove(have)
             if not got:
                 break
+            # an entry holding no block yet may have been dropped while room was made
+            self.prefixes[prefix_id] = entry
+            # making room spilled HBM blocks into the tiers, which may have pushed
+            # this prefix's own blocks further down: fetch what is still here
+            still = min(n, tier.prefixes.get(prefix_id, 0))
+            if still < n:
+                self.release(n - still)
+                if still == 0:
+                    continue
+                n, dt = still, tier.tier.latency_s + still * self.block_bytes / tier.tier.bandwidth
             tier.prefixes[prefix_id] -= n
             if tier.prefixes[prefix_id] == 0:
                 del tier.prefixes[prefix_id]

@@ -5,7 +5,7 @@ priced by where its blocks are (or recomputed when that is faster)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from charon_ir.errors import CharonError
@@ -83,6 +83,9 @@ def test_a_copy_slower_than_recomputing_is_not_made():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from("pafr"), st.integers(0, 5), st.integers(1, 8)), max_size=60),
        st.integers(1, 6), st.integers(1, 6))
+# found by CI: making room for a fetch spilled the prefix's own blocks out of the
+# one-block DRAM tier it was being fetched from (a KeyError)
+@example([("p", 2, 1), ("p", 0, 1), ("p", 0, 1), ("p", 0, 1), ("p", 0, 1), ("p", 0, 8), ("f", 2, 1)], 1, 1)
 def test_tiers_hold_at_most_their_capacity(ops, dram, ssd):
     kv = manager(12, dram, ssd)
     held = 0
