@@ -22,6 +22,7 @@ from charon_ir.errors import CharonError, read_text
 from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, field_defaults, resolve
 from charon_ir.frontend import import_model
 from charon_ir.frontend.configs import load_config
+from charon_ir.frontend import MEGATRON_PREFIX
 from charon_ir.frontend.user_modules import is_handle, lookup, model_name
 from charon_ir.memory import analyze_memory
 from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
@@ -286,7 +287,7 @@ def _routing_groups(model: str) -> dict[str, int]:
     DeepSeek-V2/V3's `n_group` groups of experts, a token's within `topk_group`
     of them (Megatron-Core's moe_router_num_groups / moe_router_group_topk).
     Nothing for an .mlir input, which states no config."""
-    if model.endswith(".mlir") or is_handle(model) or model.startswith("megatron:"):
+    if model.endswith(".mlir") or is_handle(model) or model.startswith(MEGATRON_PREFIX):
         return {}
     _, hf = load_config(model)
     groups, pick = hf.get("n_group"), hf.get("topk_group")

@@ -29,7 +29,6 @@ Needs the `megatron` extra (`pip install charon-ir[megatron]`).
 from __future__ import annotations
 
 import contextlib
-import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,10 +39,8 @@ import yaml
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from charon_ir.errors import CharonError, read_text
-from charon_ir.frontend import torch_ops
-
-PREFIX = "megatron:"
+from charon_ir.errors import CharonError, parse_json, read_text
+from charon_ir.frontend import MEGATRON_PREFIX, torch_ops
 
 ACTIVATIONS = {
     "silu": torch.nn.functional.silu,
@@ -56,24 +53,20 @@ MODEL_FIELDS = ("vocab_size", "max_sequence_length", "position_embedding_type",
                 "share_embeddings_and_output_weights", "rotary_percent", "rotary_base")
 
 
-def is_megatron(model: str) -> bool:
-    return isinstance(model, str) and model.startswith(PREFIX)
-
-
 def load_megatron_config(model: str) -> tuple[str, dict[str, Any]]:
     """(display name, config dict) of `megatron:PATH`."""
-    path = Path(model.removeprefix(PREFIX))
+    path = Path(model.removeprefix(MEGATRON_PREFIX))
     text = read_text(path)
-    try:
-        if path.suffix in (".yaml", ".yml"):
+    if path.suffix in (".yaml", ".yml"):
+        try:
             config = yaml.safe_load(text)
-        else:
-            config = json.loads(text)
-    except Exception as e:
-        raise CharonError(f"{path}: not a Megatron config ({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+        except yaml.YAMLError as e:
+            raise CharonError(f"{path}: not a Megatron config (YAML: {str(e).splitlines()[0][:200]})") from None
+    else:
+        config = parse_json(text, str(path), "Megatron config")
     if not isinstance(config, dict):
         raise CharonError(f"{path}: a Megatron config is a mapping of TransformerConfig and GPTModel fields")
-    return f"megatron:{path.stem}", config
+    return f"{MEGATRON_PREFIX}{path.stem}", config
 
 
 def _megatron():

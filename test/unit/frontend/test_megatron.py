@@ -79,3 +79,14 @@ def test_a_bad_config_is_one_line(tmp_path, change, message):
 def test_a_missing_config_is_one_line():
     with pytest.raises(CharonError, match="no-such.yaml"):
         import_model("megatron:no-such.yaml", seq_len=64)
+
+
+def test_a_malformed_config_is_one_line(tmp_path):
+    for name, text, message in (("bad.json", "{1", "bad.json:1:2: malformed Megatron config"),
+                                ("bad.yaml", "a: [1", "bad.yaml: not a Megatron config (YAML:"),
+                                ("list.yaml", "- 1", "a mapping of TransformerConfig")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(CharonError, match=message.replace("(", r"\(")) as err:
+            import_model(f"megatron:{path}", seq_len=64, use_cache=False)
+        assert "\n" not in str(err.value)
