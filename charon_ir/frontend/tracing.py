@@ -598,7 +598,7 @@ def _probe(model, path, layers, fakes, names, ids) -> LayerStack | None:
     first = slots_of(first_args, first_kwargs)
     if not isinstance(first.get(hidden), torch.Tensor):
         return None
-    for (i, args, kwargs), prev in zip(calls[1:], outputs):
+    for (_, args, kwargs), prev in zip(calls[1:], outputs):
         these = slots_of(args, kwargs)
         if these.keys() != first.keys() or these[hidden] is not _primary(prev):
             return None
@@ -686,24 +686,20 @@ class UserModuleFamily(Family):
 
         hidden_kind, hidden_key = self.stack.hidden_slot
 
-        def skip(_m, args, kwargs, _last):
-            out = h if _last else (args[hidden_key] if hidden_kind == "arg" else kwargs[hidden_key])
-            if arity is None:
-                return out
-            return (out, *(None for _ in range(arity - 1)))
+        def skip(last: bool):
+            def forward(*args, **kwargs):
+                out = h if last else (args[hidden_key] if hidden_kind == "arg" else kwargs[hidden_key])
+                return out if arity is None else (out, *(None for _ in range(arity - 1)))
+            return forward
 
-        saved = []
+        saved = [layer.forward for layer in self.stack.layers]
         for i, layer in enumerate(self.stack.layers):
-            saved.append(layer.forward)
-            layer.forward = lambda *a, _last=(i == n - 1), **k: skip(None, a, k, _last)
+            layer.forward = skip(i == n - 1)
         try:
-            return self._forward_after_stack()
+            return self._forward(self.head_tokens)
         finally:
             for layer, fwd in zip(self.stack.layers, saved):
                 layer.forward = fwd
-
-    def _forward_after_stack(self):
-        return self._forward(self.head_tokens)
 
     def stem_modules(self):
         return [self.model]
