@@ -45,7 +45,8 @@ def profile_command(
         str | None, typer.Option("--device", help="cpu or cuda (cuda:N): measure on this device")
     ] = None,
     ops_from: Annotated[
-        Path | None, typer.Option("--ops-from", help="a .mlir file whose compute ops to measure")
+        list[Path] | None,
+        typer.Option("--ops-from", help="a .mlir file whose compute ops to measure (repeat for several)"),
     ] = None,
     model: Annotated[
         str | None,
@@ -93,7 +94,7 @@ def profile_command(
         raise CharonError(f"--device {device}: expected cpu, cuda or cuda:N")
     if device is None and not fit:
         raise CharonError("charon profile: pass --device cpu|cuda to measure, or --fit")
-    if device is None and (ops_from is not None or model is not None or shipped_steps):
+    if device is None and (ops_from or model is not None or shipped_steps):
         raise CharonError("charon profile: --ops-from, --model and --shipped-steps need --device cpu|cuda")
     if model is None:
         for name, flag in (("seq_len", "--seq-len"), ("batch", "--batch")):
@@ -139,10 +140,10 @@ def _factors(text: str) -> tuple[float, ...]:
     return factors
 
 
-def _ops(ops_from: Path | None, model: str | None, shipped_steps: bool, seq_len: int, batch: int):
+def _ops(ops_from: list[Path] | None, model: str | None, shipped_steps: bool, seq_len: int, batch: int):
     from charon_ir.profile.collect import OpSet, parse_module_file
 
-    if (ops_from is not None) + (model is not None) + shipped_steps > 1:
+    if bool(ops_from) + (model is not None) + shipped_steps > 1:
         raise CharonError("charon profile: pass one of --ops-from, --model and --shipped-steps")
     if shipped_steps:
         from charon_ir.profile.shipped import SHIPPED_STEPS
@@ -155,9 +156,12 @@ def _ops(ops_from: Path | None, model: str | None, shipped_steps: bool, seq_len:
 
         opset.add_module(import_model(model, seq_len=seq_len, batch=batch, mode="train"))
         return opset, f"{model} (seq {seq_len}, batch {batch})"
-    if ops_from is not None:
-        opset.add_module(parse_module_file(ops_from))
-        return opset, str(ops_from)
+    if ops_from:
+        # one plan over every file: an op two files share, and its sweep
+        # variants, are measured once
+        for path in ops_from:
+            opset.add_module(parse_module_file(path))
+        return opset, ", ".join(map(str, ops_from))
     from charon_ir.profile.collect import parse_module_text
     from charon_ir.profile.reference_step import llama_step_mlir
 

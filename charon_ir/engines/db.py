@@ -26,7 +26,7 @@ from charon_ir.dialects.sim import ComputeOp
 from charon_ir.engines.base import Cost, CostEngine
 from charon_ir.profile.device import lookup_device
 from charon_ir.profile.key import OpKey, is_free_view
-from charon_ir.profile.shipped import NOT_READ, shipped_db_path
+from charon_ir.profile.shipped import SHIPPED_MAX_SPREAD, shipped_db_path
 from charon_ir.profile.store import Measurement, ProfileStore, default_db_path, latest_by_key
 from charon_ir.target.target import Target
 
@@ -44,10 +44,9 @@ def load_measurements(path: Path, device: str) -> list[Measurement]:
 def _shipped_table(shipped: Path, device: str) -> dict[OpKey, Measurement]:
     """The shipped measurements of `device`, read once per process: the file is
     immutable (every cost-annotate run builds its engines anew)."""
-    if device in NOT_READ:
-        return {}
     with ProfileStore.open_shipped(shipped) as store:
-        return latest_by_key(store.measurements(device))
+        table = latest_by_key(store.measurements(device))
+    return {key: m for key, m in table.items() if m.spread <= SHIPPED_MAX_SPREAD}
 
 
 def measurement_table(path: Path, device: str) -> dict[OpKey, Measurement]:

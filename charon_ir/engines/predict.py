@@ -26,11 +26,13 @@ from charon_ir.engines.db import measurement_table
 from charon_ir.profile.device import lookup_device
 from charon_ir.profile.fit import Bounded, Sample, elements_of, fit_family, samples_by_family
 from charon_ir.profile.key import OpKey, is_free_view
+from charon_ir.profile.shipped import shipped_db_path
 from charon_ir.profile.store import default_db_path
 from charon_ir.target.target import Target
 
-# (database path, modification times of it and its WAL, device) -> family -> model
-_FITTED: dict[tuple[str, tuple[float, ...], str], dict[str, Bounded | None]] = {}
+# (database path, modification times of it and its WAL, the shipped file read
+# under it or None, device) -> family -> model
+_FITTED: dict[tuple[str, tuple[float, ...], str | None, str], dict[str, Bounded | None]] = {}
 
 
 def _stamp(path: Path) -> tuple[float, ...]:
@@ -48,7 +50,9 @@ class FamilyModels:
     """The measurements of one device, grouped by family, fitted on demand."""
 
     def __init__(self, path: Path, device: str):
-        self.models = _FITTED.setdefault((str(path), _stamp(path), device), {})
+        shipped = shipped_db_path()
+        key = (str(path), _stamp(path), str(shipped) if shipped is not None else None, device)
+        self.models = _FITTED.setdefault(key, {})
         self.path, self.device = path, device
         self._samples: dict[str, list[Sample]] | None = None
 

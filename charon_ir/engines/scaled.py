@@ -40,7 +40,7 @@ from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S
 from charon_ir.engines.db import DbEngine
 from charon_ir.profile.device import lookup_device
 from charon_ir.profile.key import OpKey, is_free_view
-from charon_ir.profile.shipped import NOT_READ, shipped_db_path
+from charon_ir.profile.shipped import shipped_db_path
 from charon_ir.profile.store import Measurement, ProfileStore, default_db_path
 from charon_ir.target.hardware import GpuSpec, UnknownGpuError, gpu_names, load_gpu
 from charon_ir.target.target import Target
@@ -100,7 +100,7 @@ class ScaledEngine(CostEngine):
         if shipped is not None:
             devices |= set(_devices_in(shipped, shipped=True))
         # GPUs whose measurements can be scaled: bundled ones the db engine reads
-        self.sources = sorted(d for d in devices if d not in NOT_READ and _bundled_gpu(d) is not None)
+        self.sources = sorted(d for d in devices if _bundled_gpu(d) is not None)
 
     def _order(self, target: GpuSpec, own: str) -> list[str]:
         """Source devices, same architecture first (then by name, for a stable choice)."""

@@ -82,16 +82,35 @@ def torch_dtype(value: SSAValue) -> torch.dtype:
     return TORCH_DTYPES[text]
 
 
+_INPUT_RNG: dict[torch.device, torch.Generator] = {}
+
+
+def _rng(device: torch.device) -> torch.Generator:
+    """The generator inputs are drawn from: one of the runner's own per device,
+    not torch's default. A CUDA graph capture that fails (a kernel that
+    synchronises, autograd's backward thread) can leave the default CUDA
+    generator marked as capturing, and every later draw from it then raises
+    "Offset increment outside graph capture" (seen on an H200 with torch 2.11:
+    every op after the first flash-attention backward failed)."""
+    if device not in _INPUT_RNG:
+        _INPUT_RNG[device] = torch.Generator(device=device)
+    return _INPUT_RNG[device]
+
+
+def _randint(high: int, shape, device: torch.device, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    return torch.randint(0, high, shape, dtype=dtype, device=device, generator=_rng(device))
+
+
 def tensor_for(value: SSAValue, device: torch.device, requires_grad: bool = False) -> torch.Tensor:
     """A tensor of `value`'s type with values in [0.5, 1.5): positive, so rsqrt,
     div and pow stay finite and no kernel takes a slow path on NaNs."""
     assert isinstance(value.type, TensorType)
     dtype, shape = torch_dtype(value), shape_of(value)
     if dtype == torch.bool:
-        return torch.rand(shape, device=device) < 0.5
+        return torch.rand(shape, device=device, generator=_rng(device)) < 0.5
     if not dtype.is_floating_point:
-        return torch.randint(0, 2, shape, dtype=dtype, device=device)
-    t = (torch.rand(shape, device=device) + 0.5).to(dtype)
+        return _randint(2, shape, device, dtype)
+    t = (torch.rand(shape, device=device, generator=_rng(device)) + 0.5).to(dtype)
     return t.requires_grad_(requires_grad)
 
 
@@ -202,7 +221,7 @@ def _prepare_attention(op: AttentionOp | AttentionGradOp, device: torch.device) 
     if not grad:
         return lambda: _with_backends(backends, forward)
     out = _with_backends(backends, forward)
-    grad_out = torch.rand_like(out)
+    grad_out = torch.rand(out.shape, dtype=out.dtype, device=out.device, generator=_rng(out.device))
     inputs = (q, k, v)
     return lambda: torch.autograd.grad(out, inputs, grad_out, retain_graph=True)
 
@@ -250,6 +269,10 @@ def _prepare_optimizer(op: OptimizerStepOp, device: torch.device) -> Callable[[]
         if low:
             torch._foreach_copy_([p for p, _ in low], [m.detach() for _, m in low])
 
+    # the optimizer's state is made on its first step: made here, eagerly, a step
+    # whose capture into a CUDA graph fails half-way cannot leave it half-made
+    # (KeyError 'exp_avg' on the next step, seen on an H200)
+    step()
     return step
 
 
@@ -282,7 +305,7 @@ def _prepare_generic(op: GenericOp, device: torch.device) -> Callable[[], object
         x_value, target_value = (ins[1], ins[2]) if backward else (ins[0], ins[1])
         x = tensor_for(x_value, device)
         classes = shape_of(x_value)[-1]
-        target = torch.randint(0, classes, shape_of(target_value), device=device)
+        target = _randint(classes, shape_of(target_value), device)
         if not backward:
             return lambda: aten.nll_loss_forward(x, target, None, 1, -100)
         grad, total = tensor_for(ins[0], device), tensor_for(ins[3], device)
@@ -294,14 +317,14 @@ def _prepare_generic(op: GenericOp, device: torch.device) -> Callable[[], object
     if callee == "aten.embedding_dense_backward" and len(ins) == 2:
         g = tensor_for(ins[0], device)
         rows = outs[0][0]
-        ids = torch.randint(0, rows, shape_of(ins[1]), device=device)
+        ids = _randint(rows, shape_of(ins[1]), device)
         return lambda: aten.embedding_dense_backward(g, ids, rows, -1, False)
     raise NotRunnable(f"sim.generic '{callee}' has no runner (its arguments are not in the IR)")
 
 
 def prepare(op: ComputeOp, device: torch.device) -> Callable[[], object]:
     """A closure running `op` once on `device`, on tensors built here."""
-    torch.manual_seed(0)
+    _rng(device).manual_seed(0)
     if isinstance(op, GenericOp):
         return _no_grad(_prepare_generic(op, device))
     if isinstance(op, MatmulOp):
@@ -316,7 +339,7 @@ def prepare(op: ComputeOp, device: torch.device) -> Callable[[], object]:
         return _prepare_attention(op, device)
     if isinstance(op, EmbeddingOp):
         table = tensor_for(op.table, device)
-        ids = torch.randint(0, shape_of(op.table)[0], shape_of(op.ids), device=device)
+        ids = _randint(shape_of(op.table)[0], shape_of(op.ids), device)
         ids = ids.to(torch_dtype(op.ids))
         return _no_grad(lambda: F.embedding(ids, table))
     if isinstance(op, NormOp):
@@ -398,8 +421,22 @@ def graphed(fn: Callable[[], object], device: torch.device, calls: int) -> Calla
                 fn()
     except (RuntimeError, NotImplementedError, TypeError, ValueError):
         torch.cuda.synchronize(device)
+        _end_failed_capture(device)
         return fn
     return Graphed(graph, calls)
+
+
+def _end_failed_capture(device: torch.device) -> None:
+    """Capture one trivial kernel: a capture that completes takes the default
+    CUDA generator out of the capturing state a failed one can leave it in (see
+    `_rng`), so kernels that draw from it run again."""
+    x = torch.zeros(1, device=device)
+    try:
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            x.add_(1)
+        torch.cuda.synchronize(device)
+    except RuntimeError:
+        pass
 
 
 def _sample(fn: Callable[[], object], calls: int, device: torch.device) -> float:
@@ -473,7 +510,7 @@ def time_call(
         raise NotRunnable(first_line(e)) from None
 
 
-KERNEL_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError)
+KERNEL_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError, KeyError)
 """What torch raises when a kernel is missing for a dtype on a device
 ("not implemented for 'Float8_e4m3fn'") or a shape it cannot take."""
 

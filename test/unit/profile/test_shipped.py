@@ -14,7 +14,7 @@ from charon_ir.dialects.sim import ComputeOp
 from charon_ir.engines.db import measurement_table
 from charon_ir.profile.key import is_free_view
 from charon_ir.profile.shipped import (
-    NOT_READ,
+    SHIPPED_MAX_SPREAD,
     SHIPPED_GPUS,
     SHIPPED_STEPS,
     SHIPPED_DB,
@@ -90,14 +90,34 @@ def test_engines_price_with_the_shipped_kernels(user_db: Path, monkeypatch: pyte
     assert set(engines_used()) == {"analytic"}
 
 
-def test_the_rows_of_a_device_not_read_stay_in_the_file_but_price_nothing(user_db: Path):
-    """The H200's eager timings (launch-bound under 20 us) priced an H200 step 14 %
-    slower than an H100's."""
-    assert "H200-SXM-141GB" in NOT_READ
-    with ProfileStore.open_shipped(SHIPPED_DB) as store:
-        assert len(latest_by_key(store.measurements("H200-SXM-141GB"))) > 3000
-    assert measurement_table(user_db, "H200-SXM-141GB") == {}
-    assert len(measurement_table(user_db, "H100-SXM5-80GB")) > 3000
+def test_unstable_shipped_rows_stay_in_the_file_but_price_nothing(user_db: Path):
+    """Rows whose samples spread over a quarter of their median (the H200's small
+    kernels split between their own time and PyTorch's launch interval) are not read."""
+    for gpu in SHIPPED_GPUS:
+        with ProfileStore.open_shipped(SHIPPED_DB) as store:
+            stored = latest_by_key(store.measurements(gpu))
+        read = measurement_table(user_db, gpu)
+        unstable = {k for k, m in stored.items() if m.spread > SHIPPED_MAX_SPREAD}
+        assert unstable and len(read) > 2500
+        assert not unstable & set(read) and set(read) == set(stored) - unstable
+
+
+def test_a_faster_gpu_is_not_priced_much_slower_by_its_own_kernels(user_db: Path):
+    """The H200's eager small-kernel timings once priced its step 14 % slower than
+    the H100's; re-timed as CUDA graphs its kernels price it within a few percent
+    (the same chip's GEMMs and attention, more HBM bandwidth)."""
+    def step(gpu: str) -> float:
+        config = TrainingConfig(model="llama-3.1-8b", gpus=64, tp=8, pp=2, sequence_parallel=True,
+                                seq_len=4096, global_batch=256, hardware=gpu,
+                                engines=("db", "predict", "analytic"))
+        _, module, _ = build_training_module(config)
+        engines = Counter(op.attributes["cost"].engine.data for op in module.walk()  # pyright: ignore
+                          if isinstance(op, ComputeOp) and not is_free_view(op))
+        assert engines["db"] > 60, engines
+        return sum(op.attributes["cost"].time_s.data for op in module.walk()  # pyright: ignore
+                   if isinstance(op, ComputeOp) and not is_free_view(op))
+
+    assert step("H200-SXM-141GB") < 1.05 * step("H100-SXM5-80GB")
 
 
 def test_user_measurement_wins_over_the_shipped_one(user_db: Path, monkeypatch: pytest.MonkeyPatch):

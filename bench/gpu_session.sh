@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The checks a lent GPU machine runs, in one call (README "Measured", docs/interop.md):
+#   1. torch.profiler (Kineto) traces and an execution trace of a small training step;
+#   2. `charon validate --live` on the GPU;
+#   3. the shipped kernels of this GPU timed again, as CUDA graphs, into
+#      charon_ir/profile/data/gpu_kernels.db (every row of the shipped steps' plan), on
+#      the time the call has left (SESSION_S, default 540 s, minus what 1-2 took).
+# Run from the repository root on a machine with torch and a GPU; what it writes goes
+# to $OUT (default out/gpu). Needs the shipped steps' ops as .mlir (written here, with
+# the pinned torch, by `python bench/shipped_step_ops.py .gpu/ops`) so the GPU side
+# measures exactly the ops the pinned frontend builds, and wheels of the pure-Python
+# dependencies the GPU image lacks in .whl/ (xdsl, lark, immutabledict, ordered-set).
+#   PROFILE_BUDGET: at most this many seconds for step 3 (default 400)
+set -u
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+LOG="$OUT/session.log"
+exec > >(tee -a "$LOG") 2>&1
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+DEVICE=${DEVICE:-cuda}  # cpu: a rehearsal of the plumbing on a machine without a GPU
+TAG=${TAG:-$DEVICE}  # names the traces: llama4-TAG-s512-b8.json.gz
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/charon-site .whl/*.whl || exit 1
+fi
+# the package as setuptools lays it out (pyproject's package-dir), without building it
+rm -rf /tmp/charon-pkg && mkdir -p /tmp/charon-pkg
+cp -r charon_ir /tmp/charon-pkg/ && for d in dialects passes lowering tools; do cp -r "$d" "/tmp/charon-pkg/charon_ir/$d"; done
+export PYTHONPATH=/tmp/charon-pkg:/tmp/charon-site${PYTHONPATH:+:$PYTHONPATH}
+export CHARON_CACHE_DIR=/tmp/charon-cache CHARON_PROFILE_DB=/tmp/charon-cache/profile.db
+CHARON="$PY -P -m charon_ir.cli"  # -P: not the checkout's charon_ir (cwd), the laid-out one
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
+$PY -c "import torch, transformers, xdsl; print('torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" || exit 1
+
+echo "== 1. Kineto traces $(date -u +%T)"
+[ -n "${SKIP_TRACES:-}" ] || timeout 180 $PY bench/record_kineto_trace.py --device "$DEVICE" --seq-len 512 --batch 8 \
+  --out "$OUT/llama4-$TAG-s512-b8.json.gz" --execution-trace "$OUT/llama4-$TAG-s512-b8.et.json.gz"
+[ -n "${SKIP_TRACES:-}" ] || timeout 120 $PY bench/record_kineto_trace.py --device "$DEVICE" --seq-len 512 --batch 16 --out "$OUT/llama4-$TAG-s512-b16.json.gz"
+
+echo "== 2. validate --live $(date -u +%T)"
+[ -n "${SKIP_LIVE:-}" ] || timeout 240 $CHARON validate --live --device "$DEVICE" --json > "$OUT/live.json"
+echo "rc=$?"; [ -s "$OUT/live.json" ] && cat "$OUT/live.json"
+echo "== 3. shipped kernels as CUDA graphs $(date -u +%T)"
+DB=${DB:-charon_ir/profile/data/gpu_kernels.db}
+ops=(); for f in .gpu/ops/*.mlir; do ops+=(--ops-from "$f"); done
+# last, on what the call has left: the budget stops starting ops, a later run resumes
+budget=$(( ${SESSION_S:-540} - SECONDS - 45 )); (( budget > ${PROFILE_BUDGET:-400} )) && budget=${PROFILE_BUDGET:-400}
+echo "profile budget ${budget} s"
+timeout $(( budget + 30 )) $CHARON --quiet profile --device "$DEVICE" "${ops[@]}" --db "$DB" \
+  --refresh-below 1 --repeats 5 --budget "$budget"
+echo "rc=$?"
+$PY - "$DB" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA journal_mode=DELETE"); c.commit(); c.close()
+PY
+cp "$DB" "$OUT/gpu_kernels.db"
+
+echo "== done $(date -u +%T)"
