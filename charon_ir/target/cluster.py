@@ -34,6 +34,10 @@ Blocks and keys:
   and `latency` (per switch); `rail_optimized`. `fullflat` is one non-blocking
   tier reaching every node (`latency`). `torus` arranges nodes in `dims`, links of
   `bandwidth`, `latency` per hop.
+- `kv_tier NAME` (`dram`, `ssd`, `remote`; repeatable, in the order KV blocks move
+  down from HBM): `capacity` (bytes per GPU: a node's DRAM or SSD divided by its
+  GPUs), `bandwidth` (into one GPU's HBM) and `latency` (per copy). Read by
+  `charon serve --cluster` for evicted prefix-cache blocks.
 - `nodes`: how many nodes; `name`: a label.
 
 `parse_cluster` checks every key and value and raises one-line
@@ -79,12 +83,18 @@ _BANDWIDTH_UNITS = {
     "b/s": Decimal(1) / 8, "Kb/s": Decimal(10) ** 3 / 8, "Mb/s": Decimal(10) ** 6 / 8,
     "Gb/s": Decimal(10) ** 9 / 8, "Tb/s": Decimal(10) ** 12 / 8,
 }
+_BYTE_UNITS = {
+    "B": Decimal(1), "KB": Decimal(10) ** 3, "MB": Decimal(10) ** 6, "GB": Decimal(10) ** 9,
+    "TB": Decimal(10) ** 12, "KiB": Decimal(2) ** 10, "MiB": Decimal(2) ** 20, "GiB": Decimal(2) ** 30,
+    "TiB": Decimal(2) ** 40,
+}
 _TIME_UNITS = {
     "s": Decimal(1), "ms": Decimal(10) ** -3, "us": Decimal(10) ** -6, "ns": Decimal(10) ** -9,
 }
 PLAUSIBLE = {
     "bandwidth": (1e3, 1e15, "a link's bandwidth is between 1KB/s and 1000TB/s"),
     "time": (0.0, 1.0, "a link's latency is at most 1s"),
+    "size": (1.0, 1e18, "a memory tier holds between 1B and 1000PB per GPU"),
 }
 """What a link of any era measures, in B/s and s: beyond it a value is a typo, and
 its arithmetic would leave floating point (a 1e300 s latency printed as `infns` in
@@ -145,6 +155,21 @@ class ScaleOut:
     """The switches reduce in the network (NVIDIA SHARP): fat_tree and fullflat only."""
 
 
+KV_TIER_NAMES = ("dram", "ssd", "remote")
+"""Memory levels below HBM that hold KV cache blocks (`kv_tier` blocks, `--kv-tier`)."""
+
+
+@dataclass(frozen=True)
+class KVTier:
+    """A memory level below HBM that evicted KV blocks move to (per GPU)."""
+
+    name: str
+    capacity_bytes: float
+    bandwidth: float
+    """Bytes/s from this level into one GPU's HBM."""
+    latency_s: float = 0.0
+
+
 @dataclass(frozen=True)
 class Cluster:
     name: str
@@ -155,6 +180,8 @@ class Cluster:
     nics: Nics
     scale_out: ScaleOut
     source: str = field(default="", compare=False)
+    kv_tiers: tuple[KVTier, ...] = ()
+    """Memory levels below HBM for KV blocks, nearest first (`kv_tier` blocks)."""
 
     @property
     def total_gpus(self) -> int:
@@ -196,6 +223,8 @@ class Cluster:
         if so.kind == "torus":
             body += [f"dims = {_dims(so.dims)}", f"bandwidth = {_bw(so.bandwidth)}"]
         parts.append(f"scale_out {so.kind} {{ {' '.join(body)} }}".replace("{  }", "{ }"))
+        parts += [f"kv_tier {t.name} {{ capacity = {_num(t.capacity_bytes)}B bandwidth = {_bw(t.bandwidth)}"
+                  f" latency = {_t(t.latency_s)} }}" for t in self.kv_tiers]
         return " ".join(parts)
 
 
@@ -426,7 +455,7 @@ class _Reader:
     # -- the cluster ------------------------------------------------------
 
     def cluster(self, top: _Block, source: str) -> Cluster:
-        self.check_keys(top, ("name", "nodes"), ("node", "scale_up", "nic", "scale_out"))
+        self.check_keys(top, ("name", "nodes"), ("node", "scale_up", "nic", "scale_out", "kv_tier"))
         name = self.text(top, "name", Path(self.filename).stem)
         nodes = self.integer(top, "nodes", default=1)
 
@@ -452,7 +481,23 @@ class _Reader:
         scale_up = self.read_scale_up(top, gpu, per_node)
         nics = self.read_nics(top, gpu, per_node)
         scale_out = self.read_scale_out(top, nodes)
-        return Cluster(name, gpu, per_node, nodes, scale_up, nics, scale_out, source)
+        return Cluster(name, gpu, per_node, nodes, scale_up, nics, scale_out, source,
+                       self.read_kv_tiers(top))
+
+    def read_kv_tiers(self, top: _Block) -> tuple[KVTier, ...]:
+        tiers: list[KVTier] = []
+        for blk in (b for b in top.blocks if b.kind == "kv_tier"):
+            name = self.labelled(blk, KV_TIER_NAMES)
+            if any(t.name == name for t in tiers):
+                raise self.fail(blk.line, blk.col, f"'kv_tier {name}' appears twice")
+            self.check_keys(blk, ("capacity", "bandwidth", "latency"))
+            tiers.append(KVTier(
+                name,
+                self.quantity(blk, "capacity", _BYTE_UNITS, "size"),
+                self.quantity(blk, "bandwidth", _BANDWIDTH_UNITS, "bandwidth"),
+                self.quantity(blk, "latency", _TIME_UNITS, "time", default=0.0),
+            ))
+        return tuple(tiers)
 
     def read_scale_up(self, top: _Block, gpu: GpuSpec, per_node: int) -> ScaleUp:
         blk = self.single(top, "scale_up", required=False)
