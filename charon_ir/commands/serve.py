@@ -17,8 +17,10 @@ def register(app: typer.Typer) -> None:
 
 
 def serve_command(
+    ctx: typer.Context,
     model: Annotated[str, Opt("--model", help="bundled name, config.json or a model folder")],
-    hardware: Annotated[str, Opt("--hardware", help="GPU: a name (H100-SXM5-80GB), a GPU file (.toml) or a variant (H100:hbm_bw=6.7e12)")] = "H100-SXM5-80GB",
+    hardware: Annotated[str, Opt("--hardware", help="GPU: a name (H100-SXM5-80GB), a GPU file (.toml) or a variant (H100:hbm_bw=6.7e12); with --cluster: the cluster's")] = "H100-SXM5-80GB",
+    cluster: Annotated[str, Opt("--cluster", help="a .cluster file or preset: its kv_tier blocks are the KV levels below HBM (--kv-tier replaces one)")] = "",
     power_cap: Annotated[float, Opt("--power-cap", help="board power limit per GPU, W: lower clocks and speed (docs/calibration.md, Energy)")] = 0.0,
     tp: Annotated[int, Opt("--tp", help="tensor parallel per replica")] = 1,
     pp: Annotated[int, Opt("--pp", help="pipeline stages per replica")] = 1,
@@ -64,16 +66,24 @@ def serve_command(
     trace_out: Annotated[str | None, Opt("--trace-out", help="write the iterations of every replica as a Chrome/Perfetto trace")] = None,
 ) -> None:
     """Simulate serving requests on replicas of a model and print the latency report."""
+    from charon_ir.commands import on_command_line
     from charon_ir.serving import serve
 
+    if cluster and on_command_line(ctx, "power_cap"):
+        from charon_ir.errors import CharonError
+
+        raise CharonError("--power-cap with --cluster: cap the cluster file's GPU "
+                          "(node { gpu = \"H100:power_cap=500\" })")
+    # the cluster's GPU unless --hardware is typed (its default would contradict the file)
+    chosen = {"hardware": hardware} if not cluster or on_command_line(ctx, "hardware") else {}
     if power_cap:
         from charon_ir.target.hardware import with_power_cap
 
-        hardware = with_power_cap(hardware, power_cap)
+        chosen["hardware"] = with_power_cap(hardware, power_cap)
     report = serve(
         model,
         trace_out=trace_out,
-        hardware=hardware, tp=tp, pp=pp, ep=ep, precision=precision,
+        **chosen, cluster=cluster, tp=tp, pp=pp, ep=ep, precision=precision,
         attention_kernel=attention_kernel, input_len=input_len, output_len=output_len, batch=batch, rate=rate,
         num_requests=num_requests, trace=str(trace) if trace else "",
         length_distribution=length_dist, length_spread=length_spread,

@@ -26,7 +26,7 @@ from charon_ir.errors import CharonError
 from charon_ir.serving import cluster as cluster_sim
 from charon_ir.serving import context_parallel as cp
 from charon_ir.serving import metrics as m
-from charon_ir.serving.kv_cache import parse_kv_tiers
+from charon_ir.serving.kv_cache import merge_kv_tiers, parse_kv_tiers
 from charon_ir.serving.latency import ReplicaShape, StepTimeModel, step_model
 from charon_ir.serving.requests import (
     MAX_SAMPLED_TOKENS,
@@ -38,6 +38,7 @@ from charon_ir.serving.requests import (
     static_batch,
 )
 from charon_ir.serving.scheduler import SchedulerConfig
+from charon_ir.target.cluster import KVTier
 from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel, parse_stage_servers
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -71,6 +72,10 @@ class ServingConfig:
     kv_tiers: tuple[str, ...] = ()
     """Levels below HBM for evicted prefix-cache blocks, e.g. ("dram:64:50", "ssd:1024:6")
     (NAME:GIB:GBS[:US] per GPU, kv_cache.parse_kv_tiers)."""
+    cluster: str = ""
+    """A .cluster file or preset: its `kv_tier` blocks are the KV levels below
+    HBM (`kv_tiers` flags replace a level of the same name), its GPU the
+    `hardware` unless that is given."""
     stage_servers: tuple[str, ...] = ()
     """Resource stages' server pools, e.g. ("retrieval=4,remote_kv=1",): their
     stages queue first come, first served (none: each stage runs at once)."""
@@ -168,8 +173,15 @@ class ServingConfig:
             speculative_k=self.speculative_k,
             acceptance_rate=self.acceptance_rate,
             batch_overhead_s=self.batch_overhead_s,
-            kv_tiers=parse_kv_tiers(self.kv_tiers),
+            kv_tiers=merge_kv_tiers(self.declared_kv_tiers(), parse_kv_tiers(self.kv_tiers)),
         )
+
+    def declared_kv_tiers(self) -> tuple[KVTier, ...]:
+        if not self.cluster:
+            return ()
+        from charon_ir.target.cluster import load_cluster
+
+        return load_cluster(self.cluster).kv_tiers
 
     def shape(self) -> ReplicaShape:
         return ReplicaShape(self.model, self.hardware, self.tp, self.pp, self.ep, self.precision,
@@ -292,6 +304,10 @@ def serve(
         from charon_ir.report.output import check_output_file
 
         check_output_file(trace_out, "--trace-out")  # before the run, not after it
+    if options.get("cluster") and "hardware" not in options:
+        from charon_ir.target.cluster import load_cluster
+
+        options["hardware"] = load_cluster(options["cluster"]).gpu.ref
     config = ServingConfig(model=model, **options)
     if config.seed < 0:  # numpy's SeedSequence takes no negative seed
         raise CharonError(f"--seed must be >= 0, got {config.seed}")
@@ -333,7 +349,7 @@ def serve(
     if decode_latency is not None:
         decode_memory = plan_memory(decode_latency, config, scheduler, requests, draft)
     result = cluster_sim.run(
-        requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel(),
+        requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel.over(scheduler.kv_tiers),
         record_iterations=trace_out is not None, hardware=config.hardware,
         decode_model=decode_latency, decode_kv_blocks=decode_memory.kv_blocks if decode_memory else 0,
         stage_servers=stage_servers,

@@ -13,19 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from charon_ir.errors import CharonError
-
-KV_TIER_NAMES = ("dram", "ssd", "remote")
-
-
-@dataclass(frozen=True)
-class KVTier:
-    """A memory level below HBM that evicted prefix-cache blocks move to (per GPU)."""
-
-    name: str
-    capacity_bytes: float
-    bandwidth: float
-    """Bytes/s from this level into one GPU's HBM."""
-    latency_s: float = 0.0
+from charon_ir.target.cluster import KV_TIER_NAMES, KVTier
 
 
 def parse_kv_tiers(texts: tuple[str, ...]) -> tuple[KVTier, ...]:
@@ -51,8 +39,16 @@ def parse_kv_tiers(texts: tuple[str, ...]) -> tuple[KVTier, ...]:
             raise CharonError(f"--kv-tier '{shown}': the bandwidth must be > 0 GB/s and the latency >= 0 us")
         if any(t.name == parts[0] for t in tiers):
             raise CharonError(f"--kv-tier '{shown}': {parts[0]} given twice")
-        tiers.append(KVTier(parts[0], capacity * 2**30, bandwidth * 1e9, latency * 1e-6))
+        tiers.append(KVTier(parts[0], capacity * 2**30, bandwidth * 1e9, latency / 1e6))
     return tuple(tiers)
+
+
+def merge_kv_tiers(declared: tuple[KVTier, ...], flags: tuple[KVTier, ...]) -> tuple[KVTier, ...]:
+    """The cluster file's tiers (`kv_tier` blocks, in its order), each replaced
+    by a `--kv-tier` of the same name; a flag's new tier goes below them."""
+    given = {t.name: t for t in flags}
+    merged = [given.pop(t.name, t) for t in declared]
+    return tuple(merged + [t for t in flags if t.name in given])
 
 
 @dataclass

@@ -39,6 +39,15 @@ class StageModel:
     """Bytes/s from the slower tier to one GPU (PCIe Gen5 x16, effective)."""
     remote_kv_latency_s: float = 50e-6
 
+    @staticmethod
+    def over(tiers) -> StageModel:
+        """remote_kv stages fetched from the `remote` KV tier when one is declared
+        (its bandwidth and latency per GPU), else over the defaults."""
+        remote = next((t for t in tiers if t.name == "remote"), None)
+        if remote is None:
+            return StageModel()
+        return StageModel(remote_kv_bandwidth=remote.bandwidth, remote_kv_latency_s=remote.latency_s)
+
 
 @dataclass(frozen=True)
 class StagedRequest:

@@ -10,9 +10,12 @@ from hypothesis import strategies as st
 
 from charon_ir.errors import CharonError
 from charon_ir.serving.cluster import Deployment, run
-from charon_ir.serving.kv_cache import BlockManager, KVTier, TierLevel, parse_kv_tiers
+from charon_ir.serving import serve
+from charon_ir.serving.api import ServingConfig
+from charon_ir.serving.kv_cache import BlockManager, KVTier, TierLevel, merge_kv_tiers, parse_kv_tiers
 from charon_ir.serving.requests import Request
 from charon_ir.serving.scheduler import SchedulerConfig
+from charon_ir.serving.stages import StageModel
 
 from .conftest import synthetic_model
 from .test_serve_cli import assert_one_line_error, charon
@@ -142,3 +145,49 @@ def test_a_tier_holding_no_block_is_refused():
 def test_bad_tier_on_the_command_line_is_one_line():
     proc = charon("--model", "llama-3.1-8b", "--batch", "2", "--kv-tier", "dram:0:50")
     assert_one_line_error(proc, "--kv-tier 'dram:0:50': a tier needs a capacity > 0 GiB, got 0")
+
+
+# --- tiers declared in the cluster file (`kv_tier` blocks, serve --cluster) ----------
+
+def test_flags_replace_the_cluster_files_tier_of_their_name():
+    dram, ssd, remote = KVTier("dram", 8.0, 5.0), KVTier("ssd", 64.0, 2.0), KVTier("remote", 1e3, 1.0)
+    fast_ssd = KVTier("ssd", 64.0, 9.0)
+    assert merge_kv_tiers((dram, ssd), (fast_ssd, remote)) == (dram, fast_ssd, remote)
+    assert merge_kv_tiers((), (ssd,)) == (ssd,) and merge_kv_tiers((dram,), ()) == (dram,)
+
+
+def test_serve_reads_the_tiers_and_the_gpu_of_the_cluster_file(tmp_path):
+    """The same tiers from the file or the flags schedule the same run."""
+    path = tmp_path / "kv.cluster"
+    path.write_text("node { gpu = H100-SXM5-80GB gpus = 8 }\n"
+                    "kv_tier dram { capacity = 8GiB bandwidth = 50GB/s }\n"
+                    "kv_tier ssd { capacity = 64GiB bandwidth = 25GB/s latency = 100us }\n")
+    config = ServingConfig("llama-3.1-8b", cluster=str(path), kv_tiers=("ssd:32:3",))
+    assert [(t.name, t.capacity_bytes, t.bandwidth) for t in config.scheduler().kv_tiers] == [
+        ("dram", 8 * 2**30, 50e9), ("ssd", 32 * 2**30, 3e9)]
+    # 30 prefixes cycling through a small HBM: the DRAM tier serves some back
+    common = dict(rate=20.0, num_requests=150, input_len=1024, output_len=8, prefix_tokens=768,
+                  prefix_groups=30, gpu_memory_utilization=0.22)
+    from_file = serve("llama-3.1-8b", cluster=str(path), **common)
+    from_flags = serve("llama-3.1-8b", kv_tiers=("dram:8:50", "ssd:64:25:100"), **common)
+    assert from_file["config"]["hardware"] == "H100-SXM5-80GB"
+    assert from_file["kv_tiers"][0]["hit_tokens"] > 0
+    assert from_file["kv_tiers"] == from_flags["kv_tiers"] and from_file["ttft_s"] == from_flags["ttft_s"]
+
+
+def test_remote_kv_stages_fetch_over_the_remote_tier():
+    slow = StageModel.over((KVTier("remote", 2**40, 1e9, 1e-3),))
+    assert (slow.remote_kv_bandwidth, slow.remote_kv_latency_s) == (1e9, 1e-3)
+    assert StageModel.over((KVTier("dram", 2**30, 5e10),)) == StageModel()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("kv_tier dram { bandwidth = 50GB/s }", "bad.cluster:2:1: 'kv_tier' needs 'capacity'"),
+    ("kv_tier nvme { capacity = 1TB bandwidth = 6GB/s }",
+     "bad.cluster:2:1: 'kv_tier' needs a kind (dram | ssd | remote), got 'nvme'"),
+])
+def test_a_bad_tier_in_the_cluster_file_is_one_line(charon_fails, tmp_path, monkeypatch, body, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.cluster").write_text("node { gpu = H100-SXM5-80GB }\n" + body + "\n")
+    line = charon_fails("serve", "--model", "llama-3.1-8b", "--batch", "2", "--cluster", "bad.cluster")
+    assert message in line
