@@ -355,7 +355,11 @@ class _AttentionBase(ComputeOp, abc.ABC):
     """Shape rule shared by attention and its gradient: q [b, sq, hq, d],
     k [b, skv, hkv, d], v [b, skv, hkv, dv], hq a multiple of hkv (GQA/MQA).
     `window` (causal only): a query sees the `window` latest keys, itself
-    included (sliding-window attention, HF's `sliding_window`)."""
+    included (sliding-window attention, HF's `sliding_window`).
+    `chunk` (causal only, not with a window): the sequence is cut into chunks
+    of `chunk` tokens and a query at position p sees the keys of its own chunk,
+    floor(p / chunk) * chunk .. p (Llama 4's chunked attention,
+    `attention_chunk_size`)."""
 
     q = operand_def(AnyTensor)
     k = operand_def(AnyTensor)
@@ -363,10 +367,15 @@ class _AttentionBase(ComputeOp, abc.ABC):
     causal = opt_prop_def(UnitAttr)
     flash = opt_prop_def(UnitAttr)
     window = opt_prop_def(IntegerAttr[I64])
+    chunk = opt_prop_def(IntegerAttr[I64])
 
     def window_size(self) -> int:
         """Keys a query may see at most; 0: no window."""
         return self.window.value.data if self.window is not None else 0
+
+    def chunk_size(self) -> int:
+        """Tokens of an attention chunk; 0: not chunked."""
+        return self.chunk.value.data if self.chunk is not None else 0
 
     def _verify_qkv(self) -> None:
         _check_static(self.name, self.q, self.k, self.v)
@@ -397,6 +406,14 @@ class _AttentionBase(ComputeOp, abc.ABC):
             raise VerifyException(
                 f"a window ({self.window_size()}) must be >= 1 and needs causal attention"
             )
+        if self.chunk is not None and (self.chunk_size() < 1 or not self.causal):
+            raise VerifyException(
+                f"a chunk ({self.chunk_size()}) must be >= 1 and needs causal attention"
+            )
+        if self.chunk is not None and self.window is not None:
+            raise VerifyException(
+                "a chunk and a window exclude each other: a query sees its chunk or its window"
+            )
 
     def score_pairs(self) -> float:
         """(query, key) pairs computed per batch row and head; a causal mask keeps
@@ -404,12 +421,15 @@ class _AttentionBase(ComputeOp, abc.ABC):
         sq, skv = shape_of(self.q)[1], shape_of(self.k)[1]
         if not self.causal:
             return float(sq * skv)
-        window = self.window_size()
-        if not window or window >= skv:
+        window, chunk = self.window_size(), self.chunk_size()
+        if (not window or window >= skv) and (not chunk or chunk >= skv):
             return float(sq * (skv - sq) + sq * (sq + 1) / 2)
 
         def seen_by_first(n: int) -> float:
             """Keys seen by the queries at kv positions 0 .. n-1."""
+            if chunk:  # position p sees p mod chunk + 1 keys
+                whole, rest = divmod(n, chunk)
+                return whole * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
             if n <= window:
                 return n * (n + 1) / 2
             return window * (window + 1) / 2 + (n - window) * window
@@ -455,6 +475,7 @@ class AttentionOp(_AttentionBase):
         causal: bool = True,
         flash: bool = False,
         window: int = 0,
+        chunk: int = 0,
     ):
         props: dict[str, Attribute] = {}
         if causal:
@@ -463,6 +484,8 @@ class AttentionOp(_AttentionBase):
             props["flash"] = UnitAttr()
         if window:
             props["window"] = IntegerAttr(window, 64)
+        if chunk:
+            props["chunk"] = IntegerAttr(chunk, 64)
         super().__init__(
             operands=[q, k, v], result_types=[result_type], properties=props
         )

@@ -125,7 +125,8 @@ class RecomputeAttentionCore(RewritePattern):
         if not isinstance(forward, sim.AttentionOp) or forward.flash:
             return
         clone = sim.AttentionOp(
-            op.q, op.k, op.v, op.out.type, causal=bool(op.causal), flash=False, window=op.window_size()
+            op.q, op.k, op.v, op.out.type, causal=bool(op.causal), flash=False, window=op.window_size(),
+            chunk=op.chunk_size(),
         )
         for name, attr in forward.attributes.items():
             clone.attributes[name] = attr

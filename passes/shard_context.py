@@ -181,6 +181,11 @@ class ContextAttention:
             # remote blocks are priced whole below, which a window would undo
             raise CharonError(f"shard-context: sliding-window attention (window {op.window_size()}) is not "
                               "modelled on the ring; use the all-to-all (Ulysses) variant")
+        if op.chunk is not None:
+            # the same for a chunk: whether a remote block lies in a query's chunk
+            # depends on where the ring's blocks fall
+            raise CharonError(f"shard-context: chunked attention (chunk {op.chunk_size()}) is not "
+                              "modelled on the ring; use the all-to-all (Ulysses) variant")
         st = self.state
         cp = st.size
         seq = split(1, cp, "seq")

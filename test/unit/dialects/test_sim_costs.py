@@ -78,3 +78,24 @@ def test_a_window_keeps_the_latest_keys_of_each_query(sq, extra, window):
     assert op.score_pairs() <= causal.score_pairs()
     if window >= skv:
         assert op.flops() == causal.flops()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 48), st.integers(0, 48), st.integers(1, 120))
+def test_a_chunk_keeps_the_keys_of_each_querys_chunk(sq, extra, chunk):
+    """Chunked attention (Llama 4): the query at kv position p sees the keys
+    floor(p / chunk) * chunk .. p, counted one by one; a chunk past the sequence
+    is plain causal attention, and no query sees more than a window of the
+    chunk's size would show it."""
+    skv = sq + extra
+    q = sim.InputOp("q", tensor(1, sq, 4, 16))
+    k = sim.InputOp("k", tensor(1, skv, 2, 16))
+    op = sim.AttentionOp(q.result, k.result, k.result, tensor(1, sq, 4, 16), causal=True, chunk=chunk)
+    op.verify()
+    positions = range(skv - sq, skv)
+    assert op.score_pairs() == sum(len(range(p // chunk * chunk, p + 1)) for p in positions)
+    causal = sim.AttentionOp(q.result, k.result, k.result, tensor(1, sq, 4, 16), causal=True)
+    window = sim.AttentionOp(q.result, k.result, k.result, tensor(1, sq, 4, 16), causal=True, window=chunk)
+    assert op.score_pairs() <= window.score_pairs() <= causal.score_pairs()
+    if chunk >= skv:
+        assert op.flops() == causal.flops()

@@ -50,6 +50,27 @@
 
 %q = sim.input "q" : tensor<1x16x8x64xbf16>
 %k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k {causal, chunk = 0 : i64} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
+// CHECK: error: 'sim.attention' op a chunk (0) must be >= 1 and needs causal attention
+
+// -----
+
+%q = sim.input "q" : tensor<1x16x8x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k {chunk = 8 : i64} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
+// CHECK: error: 'sim.attention' op a chunk (8) must be >= 1 and needs causal attention
+
+// -----
+
+%q = sim.input "q" : tensor<1x16x8x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k {causal, window = 4 : i64, chunk = 8 : i64} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
+// CHECK: error: 'sim.attention' op a chunk and a window exclude each other: a query sees its chunk or its window
+
+// -----
+
+%q = sim.input "q" : tensor<1x16x8x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
 %o = sim.attention %q, %k, %k : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x4x64xbf16>
 // CHECK: error: 'sim.attention' op result shape must be [1, 16, 8, 64] [batch, q seq, q heads, v head_dim], got [1, 16, 4, 64]
 

@@ -24,7 +24,8 @@ builtin.module {
       %k = sim.generic "aten.slice"(%kv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<2x16x4x16xbf16>) -> tensor<2x16x2x16xbf16>
       %a0 = sim.attention %q, %k, %k {causal} : (tensor<2x16x4x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>) -> tensor<2x16x4x16xbf16>
       %a = sim.attention %a0, %k, %k {causal, window = 8 : i64} : (tensor<2x16x4x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>) -> tensor<2x16x4x16xbf16>
-      %s = sim.softmax %a dim 3 : tensor<2x16x4x16xbf16>
+      %ac = sim.attention %a, %k, %k {causal, chunk = 4 : i64} : (tensor<2x16x4x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>) -> tensor<2x16x4x16xbf16>
+      %s = sim.softmax %ac dim 3 : tensor<2x16x4x16xbf16>
       %o = sim.view %s : tensor<2x16x4x16xbf16> -> tensor<2x16x64xbf16>
       %z = sim.elementwise "add" %o, %h : tensor<2x16x64xbf16>, tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
       sim.yield %z, %n : tensor<2x16x64xbf16>, tensor<2x16x64xbf16>
@@ -42,13 +43,15 @@ builtin.module {
   // CHECK-NEXT:     %[[K:.*]] = sim.generic "aten.slice"(%[[KV]]) {flop_count = 0.000000e+00 : f64, byte_count = 0.000000e+00 : f64} : (tensor<2x16x4x16xbf16>) -> tensor<2x16x2x16xbf16>
   // CHECK-NEXT:     %[[A0:.*]] = sim.attention %[[Q]], %[[K]], %[[K]] {causal}
   // CHECK-NEXT:     %[[A:.*]] = sim.attention %[[A0]], %[[K]], %[[K]] {causal, window = 8 : i64}
-  // CHECK-NEXT:     %[[S:.*]] = sim.softmax %[[A]] dim 3 : tensor<2x16x4x16xbf16>
+  // CHECK-NEXT:     %[[AC:.*]] = sim.attention %[[A]], %[[K]], %[[K]] {causal, chunk = 4 : i64}
+  // CHECK-NEXT:     %[[S:.*]] = sim.softmax %[[AC]] dim 3 : tensor<2x16x4x16xbf16>
   // CHECK-NEXT:     %[[O:.*]] = sim.view %[[S]]
   // CHECK-NEXT:     %[[Z:.*]] = sim.elementwise "add" %[[O]], %[[H]] : tensor<2x16x64xbf16>, tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
   // CHECK-NEXT:     sim.yield %[[Z]], %[[N]] : tensor<2x16x64xbf16>, tensor<2x16x64xbf16>
   // CHECK-NEXT:   }
   // CHECK-NEXT:   sim.yield %[[R0]], %[[R1]]
   // GENERIC: "sim.repeat"(%{{.*}}, %{{.*}}) <{count = 3 : i64, operandSegmentSizes = array<i32: 1, 1>}>
+  // GENERIC: "sim.attention"({{.*}}) <{causal, chunk = 4 : i64}>
 
   %b:2 = sim.phase "backward" -> tensor<3x64x64xbf16>, tensor<64xbf16> {
     %dy = sim.elementwise "fill" %f#0 : tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
