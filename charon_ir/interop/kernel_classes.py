@@ -24,12 +24,16 @@ def kernel_class(name: str) -> str:
     if (n in _GEMM or n == "matmul" or "gemm" in n or "cutlass" in n and "attention" not in n
             or n.startswith("sm90_xmma") or n.startswith("nvjet")):
         return "gemm"
-    if "attention" in n or "flash" in n or "fmha" in n:
+    # cuDNN's SDPA runs its backward's pre/post-processing (dO.O, dQ to 16 bits)
+    # as `cudnn::fusion::` kernels of their own
+    if "attention" in n or "flash" in n or "fmha" in n or n.startswith("void cudnn::fusion::"):
         return "attention"
     if "adam" in n or "optimizer" in n or "multi_tensor_apply" in n:
         return "optimizer"
-    if "embedding" in n:
+    # PyTorch's CUDA embedding: a gather forward; a backward that sorts the ids and
+    # sums each id's rows in segments (`krn_partials_per_segment`, ...)
+    if "embedding" in n or "gather_kernel" in n or "partial_segment" in n or "partials_per_segment" in n:
         return "embedding"
-    if "nll_loss" in n or "log_softmax" in n or "cross_entropy" in n:
+    if "nll_loss" in n or "log_softmax" in n or "logsoftmax" in n or "cross_entropy" in n:
         return "loss"
     return "elementwise"

@@ -108,7 +108,10 @@ def measure(path: str | Path) -> Measured:
     """The measured step of a Kineto trace, in seconds."""
     data = load_trace(path)
     events = _events(data, str(path))
-    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+    # the host's step: a GPU trace also holds the step's projection onto the
+    # GPU (`gpu_user_annotation`), which spans only part of its kernels
+    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
+             and e.get("cat") != "gpu_user_annotation"]
     if steps:
         step = max(steps, key=lambda e: e["ts"])
         lo, hi = step["ts"], step["ts"] + step["dur"]
@@ -119,7 +122,10 @@ def measure(path: str | Path) -> Measured:
         raise CharonError(f"{path}: the trace has no complete ('X') events")
     inside = [e for e in events if e["ts"] >= lo and e["ts"] + e["dur"] <= hi + 1e-3]
     props = data.get("deviceProperties") or []
-    gpu_kernels = [e for e in inside if e.get("cat") == "kernel"]
+    gpu_kernels = _step_kernels(events, lo, hi)
+    if gpu_kernels:
+        # the GPU runs behind the host: the step ends with the last kernel it launched
+        hi = max(hi, max(e["ts"] + e["dur"] for e in gpu_kernels))
     classes: dict[str, float] = defaultdict(float)
     kernels: dict[str, int] = defaultdict(int)
     streams: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -182,6 +188,27 @@ def measure(path: str | Path) -> Measured:
         streams={name: _length(iv) * 1e-6 for name, iv in unions.items()},
         kernels=dict(kernels), exposed_comm_s=exposed, device=device, host_s=max(host, 0.0),
     )
+
+
+def _step_kernels(events: list[dict], lo: float, hi: float) -> list[dict]:
+    """The GPU kernels the host launched inside [lo, hi]: matched to their
+    launch (`cuda_runtime` / `cuda_driver` events) by correlation id, since a
+    kernel runs after its launch, past the host's step when the GPU lags; a
+    kernel with no launch on record counts when it runs inside the window."""
+    launches = {(e.get("args") or {}).get("correlation"): e["ts"] for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    launches.pop(None, None)
+    kernels = []
+    for e in events:
+        if e.get("cat") != "kernel":
+            continue
+        launched = launches.get((e.get("args") or {}).get("correlation"))
+        if launched is not None:
+            if lo <= launched <= hi:
+                kernels.append(e)
+        elif e["ts"] >= lo and e["ts"] + e["dur"] <= hi + 1e-3:
+            kernels.append(e)
+    return kernels
 
 
 @dataclass
