@@ -171,9 +171,23 @@ class KVTier:
 
 
 @dataclass(frozen=True)
+class NodeKind:
+    """One run of nodes of a heterogeneous cluster, in rank order: `nodes` nodes
+    of one GPU with their own scale-up fabric and NICs. Runs of one kind (the
+    same `name`, the `node` block's label) are alike."""
+
+    name: str
+    gpu: GpuSpec
+    nodes: int
+    scale_up: ScaleUp
+    nics: Nics
+
+
+@dataclass(frozen=True)
 class Cluster:
     name: str
     gpu: GpuSpec
+    """Every node's GPU; with several node kinds, the first node's."""
     gpus_per_node: int
     nodes: int
     scale_up: ScaleUp
@@ -182,6 +196,9 @@ class Cluster:
     source: str = field(default="", compare=False)
     kv_tiers: tuple[KVTier, ...] = ()
     """Memory levels below HBM for KV blocks, nearest first (`kv_tier` blocks)."""
+    kinds: tuple[NodeKind, ...] = ()
+    """Runs of nodes in rank order when the file has several `node` blocks
+    (empty: every node alike); `gpu`, `scale_up` and `nics` are the first run's."""
 
     @property
     def total_gpus(self) -> int:
@@ -191,23 +208,73 @@ class Cluster:
     def nic_bandwidth_per_gpu(self) -> float:
         return self.nics.count * self.nics.bandwidth / self.gpus_per_node
 
+    @property
+    def heterogeneous(self) -> bool:
+        return len(self.kind_names()) > 1
+
     def with_nodes(self, nodes: int) -> Cluster:
+        if self.kinds:
+            raise ClusterError(f"cluster '{self.name}' has {len(self.kinds)} runs of node kinds: "
+                               "its node count is theirs and cannot be changed")
         return replace(self, nodes=nodes)
+
+    def kind_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k.name for k in self.kinds))
+
+    def kind_of_rank(self, rank: int) -> NodeKind:
+        """The node kind GPU `rank` (node-major) sits on."""
+        node = rank // self.gpus_per_node
+        for kind in self.kinds:
+            if node < kind.nodes:
+                return kind
+            node -= kind.nodes
+        raise ClusterError(f"rank {rank} is beyond the {self.total_gpus} GPUs of cluster '{self.name}'")
+
+    def kind(self, name: str) -> NodeKind:
+        for kind in self.kinds:
+            if kind.name == name:
+                return kind
+        raise ClusterError(f"cluster '{self.name}' has no node kind '{name}' "
+                           f"(kinds: {', '.join(self.kind_names()) or 'none'})")
+
+    def view(self, name: str) -> Cluster:
+        """The cluster as one kind's GPUs see it: every node of that kind, the same
+        node count and network (what prices collectives among that kind's ranks)."""
+        k = self.kind(name)
+        return Cluster(self.name, k.gpu, self.gpus_per_node, self.nodes, k.scale_up, k.nics,
+                       self.scale_out, self.source, self.kv_tiers)
+
+    def slowest_view(self, names: tuple[str, ...]) -> Cluster:
+        """The cluster with each link class at its slowest among the kinds `names`:
+        what traffic joining ranks of those kinds crosses (a pipeline's send from an
+        H100 stage to a B200 stage runs at the H100's links); the GPU is the first's."""
+        kinds = [self.kind(n) for n in names]
+        first = kinds[0]
+        scale_up = replace(first.scale_up,
+                           bandwidth=min(k.scale_up.bandwidth for k in kinds),
+                           latency=max(k.scale_up.latency for k in kinds),
+                           multicast=all(k.scale_up.multicast for k in kinds))
+        nics = min(kinds, key=lambda k: k.nics.count * k.nics.bandwidth).nics
+        nics = replace(nics, latency=max(k.nics.latency for k in kinds))
+        return Cluster(self.name, first.gpu, self.gpus_per_node, self.nodes, scale_up, nics,
+                       self.scale_out, self.source, self.kv_tiers)
 
     def to_text(self) -> str:
         """A canonical one-line form, read back by `parse_cluster`."""
-        su, nic, so = self.scale_up, self.nics, self.scale_out
-        parts = [
-            f'name = "{self.name}"',
-            f"nodes = {self.nodes}",
-            f"node {{ gpu = {_gpu_ref(self.gpu.ref)} gpus = {self.gpus_per_node} }}",
-            f"scale_up {su.kind} {{ domain = {su.domain} bandwidth = {_bw(su.bandwidth)}"
-            f" latency = {_t(su.latency)} multicast = {_b(su.multicast)}"
-            + (f" dims = {_dims(su.dims)}" if su.dims else "")
-            + " }",
-            f"nic {{ count = {nic.count} speed = {_bw(nic.bandwidth)} rails = {nic.rails}"
-            f" latency = {_t(nic.latency)} pxn = {_b(nic.pxn)} }}",
-        ]
+        so = self.scale_out
+        parts = [f'name = "{self.name}"', f"nodes = {self.nodes}"]
+        if self.kinds:
+            parts += [
+                f"node {k.name} {{ gpu = {_gpu_ref(k.gpu.ref)} gpus = {self.gpus_per_node}"
+                f" nodes = {k.nodes} {_scale_up_text(k.scale_up)} {_nic_text(k.nics)} }}"
+                for k in self.kinds
+            ]
+        else:
+            parts += [
+                f"node {{ gpu = {_gpu_ref(self.gpu.ref)} gpus = {self.gpus_per_node} }}",
+                _scale_up_text(self.scale_up),
+                _nic_text(self.nics),
+            ]
         body = []
         if so.kind == "fat_tree":
             body.append(f"rail_optimized = {_b(so.rail_optimized)}")
@@ -226,6 +293,18 @@ class Cluster:
         parts += [f"kv_tier {t.name} {{ capacity = {_num(t.capacity_bytes)}B bandwidth = {_bw(t.bandwidth)}"
                   f" latency = {_t(t.latency_s)} }}" for t in self.kv_tiers]
         return " ".join(parts)
+
+
+def _scale_up_text(su: ScaleUp) -> str:
+    return (f"scale_up {su.kind} {{ domain = {su.domain} bandwidth = {_bw(su.bandwidth)}"
+            f" latency = {_t(su.latency)} multicast = {_b(su.multicast)}"
+            + (f" dims = {_dims(su.dims)}" if su.dims else "")
+            + " }")
+
+
+def _nic_text(nic: Nics) -> str:
+    return (f"nic {{ count = {nic.count} speed = {_bw(nic.bandwidth)} rails = {nic.rails}"
+            f" latency = {_t(nic.latency)} pxn = {_b(nic.pxn)} }}")
 
 
 def _gpu_ref(ref: str) -> str:
@@ -457,11 +536,82 @@ class _Reader:
     def cluster(self, top: _Block, source: str) -> Cluster:
         self.check_keys(top, ("name", "nodes"), ("node", "scale_up", "nic", "scale_out", "kv_tier"))
         name = self.text(top, "name", Path(self.filename).stem)
+        node_blocks = [b for b in top.blocks if b.kind == "node"]
+        if len(node_blocks) > 1 or any(b.label or "nodes" in b.entries for b in node_blocks):
+            return self.heterogeneous(top, name, node_blocks, source)
         nodes = self.integer(top, "nodes", default=1)
 
         node = self.single(top, "node")
         assert node is not None
         self.check_keys(node, ("gpu", "gpus"))
+        gpu = self.node_gpu(node)
+        per_node = self.integer(node, "gpus", default=gpu.gpus_per_node)
+
+        scale_up = self.read_scale_up(top, gpu, per_node)
+        nics = self.read_nics(top, gpu, per_node)
+        scale_out = self.read_scale_out(top, nodes)
+        return Cluster(name, gpu, per_node, nodes, scale_up, nics, scale_out, source,
+                       self.read_kv_tiers(top))
+
+    def heterogeneous(self, top: _Block, name: str, node_blocks: list[_Block], source: str) -> Cluster:
+        """Several `node` blocks: runs of nodes in rank order, each labelled with
+        its kind, with its own `nodes` and, optionally, its own `scale_up` and
+        `nic` blocks (else the file's, else its GPU's)."""
+        runs: list[NodeKind] = []
+        first_of: dict[str, tuple[NodeKind, _Block]] = {}
+        per_node = 0
+        start = 0  # the run's first GPU
+        for node in node_blocks:
+            self.check_keys(node, ("gpu", "gpus", "nodes"), ("scale_up", "nic"))
+            if node.label is None and len(node_blocks) > 1:
+                raise self.fail(node.line, node.col, "a file with several 'node' blocks names each "
+                                "one's kind: 'node h100 { ... }'")
+            gpu = self.node_gpu(node)
+            gpus = self.integer(node, "gpus", default=gpu.gpus_per_node)
+            if not per_node:
+                per_node = gpus
+            elif gpus != per_node:
+                at = node.entries.get("gpus")
+                line, col = (at.line, at.col) if at else (node.line, node.col)
+                raise self.fail(line, col, f"node kind '{node.label}' has {gpus} GPUs per node but "
+                                f"'{node_blocks[0].label}' has {per_node}: every node holds as many")
+            count = self.integer(node, "nodes", default=self.integer(top, "nodes", default=1)
+                                 if len(node_blocks) == 1 else None)
+            source_blk = lambda kind: node if any(b.kind == kind for b in node.blocks) else top  # noqa: E731
+            scale_up = self.read_scale_up(source_blk("scale_up"), gpu, per_node)
+            nics = self.read_nics(source_blk("nic"), gpu, per_node)
+            run = NodeKind(node.label or gpu.name, gpu, count, scale_up, nics)
+            if run.name in first_of:
+                before, blk = first_of[run.name]
+                if (before.gpu, before.scale_up, before.nics) != (gpu, scale_up, nics):
+                    raise self.fail(node.line, node.col, f"node kind '{run.name}' differs from its "
+                                    f"first run (line {blk.line}): one kind, one GPU and fabric")
+            else:
+                first_of[run.name] = (run, node)
+            domain = scale_up.domain
+            if domain > per_node and (start % domain or (count * per_node) % domain):
+                raise self.fail(node.line, node.col, f"node kind '{run.name}' (GPUs {start} to "
+                                f"{start + count * per_node - 1}) cuts a {domain}-GPU scale-up "
+                                "domain: a domain lies within one kind")
+            runs.append(run)
+            start += count * per_node
+        nodes = sum(r.nodes for r in runs)
+        if "nodes" in top.entries:
+            stated = self.integer(top, "nodes")
+            if stated != nodes:
+                v = top.entries["nodes"]
+                held = ", ".join(f"{r.name}: {r.nodes}" for r in runs)
+                raise self.fail(v.line, v.col, f"'nodes' is {stated} but the node kinds hold "
+                                f"{nodes} ({held}): the kinds must cover every node")
+        for kind in ("scale_up", "nic"):
+            self.single(top, kind, required=False)  # at most once at the top
+        scale_out = self.read_scale_out(top, nodes)
+        first = runs[0]
+        kinds = tuple(runs) if len(first_of) > 1 else ()
+        return Cluster(name, first.gpu, per_node, nodes, first.scale_up, first.nics, scale_out,
+                       source, self.read_kv_tiers(top), kinds)
+
+    def node_gpu(self, node: _Block) -> GpuSpec:
         gpu_value = self.need(node, "gpu")
         if gpu_value.kind not in ("word", "string"):
             raise self.fail(gpu_value.line, gpu_value.col, "'gpu' must be a GPU name")
@@ -473,16 +623,9 @@ class _Reader:
             if near.exists():
                 gpu_ref = str(near) + gpu_ref[len(base):]
         try:
-            gpu = load_gpu(gpu_ref)
+            return load_gpu(gpu_ref)
         except UnknownGpuError as e:
             raise self.fail(gpu_value.line, gpu_value.col, str(e)) from None
-        per_node = self.integer(node, "gpus", default=gpu.gpus_per_node)
-
-        scale_up = self.read_scale_up(top, gpu, per_node)
-        nics = self.read_nics(top, gpu, per_node)
-        scale_out = self.read_scale_out(top, nodes)
-        return Cluster(name, gpu, per_node, nodes, scale_up, nics, scale_out, source,
-                       self.read_kv_tiers(top))
 
     def read_kv_tiers(self, top: _Block) -> tuple[KVTier, ...]:
         tiers: list[KVTier] = []
