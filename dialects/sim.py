@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
@@ -72,6 +73,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 AnyTensor = base(TensorType)
 
@@ -173,6 +175,46 @@ class CostAttr(ParametrizedAttribute):
             f"<time_s = {self.time_s.data:.6e}, flops = {self.flops.data:.6e}, "
             f'bytes = {self.bytes.data:.6e}, engine = "{self.engine.data}">'
         )
+
+
+class ParamRole(StrEnum):
+    """What a parameter is in the model, as the frontend knows it: the passes
+    read this, never the parameter's (Hugging Face) name."""
+
+    EMBEDDING = "embedding"
+    """The token embedding table [vocab, hidden] (a learned position table is
+    `other`: nothing splits it on the vocabulary)."""
+    ATTENTION = "attention"
+    MLP = "mlp"
+    ROUTER = "router"
+    """An MoE router's scores (its weight, bias, correction bias)."""
+    EXPERT = "expert"
+    """The routed experts' stacked weights and biases [experts, ...]."""
+    SHARED_EXPERT = "shared_expert"
+    NORM = "norm"
+    HEAD = "head"
+    """The output projection to the vocabulary [vocab, hidden]."""
+    OTHER = "other"
+
+
+ROLES_WITH_A_TABLE = frozenset({ParamRole.EMBEDDING, ParamRole.HEAD, ParamRole.EXPERT})
+"""Roles whose parameter has two dims at least: a table's rows, or the experts."""
+
+
+@irdl_attr_definition
+class ParamRoleAttr(EnumAttribute[ParamRole]):
+    """`#sim.role<expert>`: a `sim.param`'s role (`ParamRole`)."""
+
+    name = "sim.role"
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data.value)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> ParamRole:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(ParamRole)
 
 
 @irdl_attr_definition
@@ -871,20 +913,36 @@ class OptimizerStepOp(ComputeOp):
 @irdl_op_definition
 class ParamOp(IRDLOperation):
     """A model parameter. A parameter sliced by a `sim.repeat` carries the leading
-    `count` dim (all layers' copies stacked)."""
+    `count` dim (all layers' copies stacked). `role` says what it is in the model
+    (`#sim.role<...>`; absent: `other`); an embedding, a head or the routed
+    experts have two dims at least."""
 
     name = "sim.param"
 
     sym_name = prop_def(StringAttr)
+    role = opt_prop_def(ParamRoleAttr)
     result = result_def(AnyTensor)
 
     traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name attr-dict `:` type($result)"
 
-    def __init__(self, name: str, result_type: Attribute):
-        super().__init__(
-            result_types=[result_type], properties={"sym_name": StringAttr(name)}
-        )
+    def __init__(self, name: str, result_type: Attribute, role: ParamRole = ParamRole.OTHER):
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name)}
+        if role != ParamRole.OTHER:
+            properties["role"] = ParamRoleAttr(role)
+        super().__init__(result_types=[result_type], properties=properties)
+
+    def param_role(self) -> ParamRole:
+        return self.role.data if self.role is not None else ParamRole.OTHER
+
+    def verify_(self) -> None:
+        t = self.result.type
+        if (self.param_role() in ROLES_WITH_A_TABLE and isinstance(t, TensorType)
+                and len(t.get_shape()) < 2):
+            raise VerifyException(
+                f"a parameter of role '{self.param_role()}' needs two dims at least, got {t}"
+            )
 
 
 @irdl_op_definition
@@ -1381,5 +1439,5 @@ Sim = Dialect(
         KVCacheWriteOp,
         KVCacheReadOp,
     ],
-    [CostAttr, TokenType],
+    [CostAttr, ParamRoleAttr, TokenType],
 )

@@ -200,3 +200,18 @@ sim.phase "forward" {
   sim.yield
 }
 // CHECK: error: 'sim.elementwise' op operand %z is used before it is defined
+
+// -----
+
+%p = sim.param "p" {role = "expert"} : tensor<4x4xbf16>
+// CHECK: error: 'sim.param' op "expert" should be of base attribute sim.role
+
+// -----
+
+%p = sim.param "p" {role = #sim.role<head>} : tensor<4xbf16>
+// CHECK: error: 'sim.param' op a parameter of role 'head' needs two dims at least, got tensor<4xbf16>
+
+// -----
+
+%p = sim.param "p" {role = #sim.role<expert>} : tensor<8xbf16>
+// CHECK: error: 'sim.param' op a parameter of role 'expert' needs two dims at least, got tensor<8xbf16>
