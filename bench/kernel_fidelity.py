@@ -6,7 +6,7 @@ For every distinct compute op of the shipped training steps
 on the GPU, the measured time over the analytic engine's, per op kind: median
 and 10th/90th percentiles of the ratio, and the summed times (each distinct op
 once, not weighted by how often a step runs it). Reads the shipped file itself,
-rows the engines leave out included (`shipped.NOT_READ`), and no user database.
+rows the engines leave out included (`shipped.SHIPPED_MAX_SPREAD`), and no user database.
 """
 
 from __future__ import annotations

@@ -10,8 +10,12 @@ runs), and the sweep variants the `predict` engine fits on, measured with torch
 
 The H100's timings under 100 us were taken again as CUDA graphs (`runner.graphed`)
 after the first run had timed them eagerly, at PyTorch's launch rate (`charon
-profile ... --refresh-below 1e-4`); the H200's were not: its small kernels read at
-least 7.4 us, an upper bound, and the engines do not read its rows (`NOT_READ`).
+profile ... --refresh-below 1e-4`); the H200's were all taken again so on
+2026-11-27 (`bench/gpu_session.sh`: the steps' ops written by
+`bench/shipped_step_ops.py` with the pinned torch, measured with `--ops-from ...
+--refresh-below 1 --repeats 5`), and its eager rows under 100 us that the plan no
+longer holds were dropped. Rows whose samples spread too far are not read
+(`SHIPPED_MAX_SPREAD`).
 
 The `db` and `predict` engines read these after the user's own database (a
 measurement of the user's for the same op wins). `CHARON_PROFILE_SHIPPED=off`
