@@ -9,7 +9,11 @@
 # to $OUT (default out/gpu). Needs the shipped steps' ops as .mlir (written here, with
 # the pinned torch, by `python bench/shipped_step_ops.py .gpu/ops`) so the GPU side
 # measures exactly the ops the pinned frontend builds, and wheels of the pure-Python
-# dependencies the GPU image lacks in .whl/ (xdsl, lark, immutabledict, ordered-set).
+# dependencies the GPU image lacks in .whl/:
+#   .venv/bin/python -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#       -d .whl xdsl==0.74.0 lark==1.3.1 'immutabledict<4.3.2' ordered-set==4.1.0
+# The GPU image's own torch and transformers are used (2.11.0+cu130 and 5.17.0 on
+# 2026-11-27). A rehearsal without a GPU: DEVICE=cpu PROFILE_BUDGET=5 DB=/tmp/x.db.
 #   PROFILE_BUDGET: at most this many seconds for step 3 (default 400)
 set -u
 OUT=${OUT:-out/gpu}
