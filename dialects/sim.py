@@ -217,6 +217,38 @@ class ParamRoleAttr(EnumAttribute[ParamRole]):
             return parser.parse_str_enum(ParamRole)
 
 
+class WeightSplit(StrEnum):
+    """Where Megatron's tensor parallelism splits a layer's weight, as the
+    frontend knows it from the module: shard-tensor reads this, never the name.
+    A table of role embedding or head is split on the vocabulary instead."""
+
+    COLUMN = "column"
+    """The output features (ColumnParallelLinear: q, k, v, gate, up, fc1; the
+    routed experts' gate_up): a bias is split with them."""
+    KV = "kv"
+    """A column split over the kv heads (k, v): with fewer kv heads than ranks a
+    kv head is shared by tp / kv_heads ranks."""
+    ROW = "row"
+    """The input features (RowParallelLinear: o, down, fc2): a bias, added after
+    the all-reduce, stays whole."""
+
+
+@irdl_attr_definition
+class WeightSplitAttr(EnumAttribute[WeightSplit]):
+    """`#sim.split<column>`: a `sim.param`'s tensor-parallel split (`WeightSplit`)."""
+
+    name = "sim.split"
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data.value)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> WeightSplit:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(WeightSplit)
+
+
 @irdl_attr_definition
 class TokenType(ParametrizedAttribute, TypeAttribute):
     """A value with no data: an ordering edge (a send's completion)."""
@@ -915,26 +947,35 @@ class ParamOp(IRDLOperation):
     """A model parameter. A parameter sliced by a `sim.repeat` carries the leading
     `count` dim (all layers' copies stacked). `role` says what it is in the model
     (`#sim.role<...>`; absent: `other`); an embedding, a head or the routed
-    experts have two dims at least."""
+    experts have two dims at least. `split` says where tensor parallelism splits
+    a layer's weight (`#sim.split<...>`; absent: nowhere); a table of role
+    embedding or head, split on the vocabulary, has none."""
 
     name = "sim.param"
 
     sym_name = prop_def(StringAttr)
     role = opt_prop_def(ParamRoleAttr)
+    split = opt_prop_def(WeightSplitAttr)
     result = result_def(AnyTensor)
 
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name attr-dict `:` type($result)"
 
-    def __init__(self, name: str, result_type: Attribute, role: ParamRole = ParamRole.OTHER):
+    def __init__(self, name: str, result_type: Attribute, role: ParamRole = ParamRole.OTHER,
+                 split: WeightSplit | None = None):
         properties: dict[str, Attribute] = {"sym_name": StringAttr(name)}
         if role != ParamRole.OTHER:
             properties["role"] = ParamRoleAttr(role)
+        if split is not None:
+            properties["split"] = WeightSplitAttr(split)
         super().__init__(result_types=[result_type], properties=properties)
 
     def param_role(self) -> ParamRole:
         return self.role.data if self.role is not None else ParamRole.OTHER
+
+    def weight_split(self) -> WeightSplit | None:
+        return self.split.data if self.split is not None else None
 
     def verify_(self) -> None:
         t = self.result.type
@@ -942,6 +983,11 @@ class ParamOp(IRDLOperation):
                 and len(t.get_shape()) < 2):
             raise VerifyException(
                 f"a parameter of role '{self.param_role()}' needs two dims at least, got {t}"
+            )
+        if self.split is not None and self.param_role() in (ParamRole.EMBEDDING, ParamRole.HEAD):
+            raise VerifyException(
+                f"a parameter of role '{self.param_role()}' is split on the vocabulary, "
+                f"not by '{self.weight_split()}'"
             )
 
 
@@ -1439,5 +1485,5 @@ Sim = Dialect(
         KVCacheWriteOp,
         KVCacheReadOp,
     ],
-    [CostAttr, ParamRoleAttr, TokenType],
+    [CostAttr, ParamRoleAttr, TokenType, WeightSplitAttr],
 )

@@ -215,3 +215,13 @@ sim.phase "forward" {
 
 %p = sim.param "p" {role = #sim.role<expert>} : tensor<8xbf16>
 // CHECK: error: 'sim.param' op a parameter of role 'expert' needs two dims at least, got tensor<8xbf16>
+
+// -----
+
+%p = sim.param "p" {role = #sim.role<embedding>, split = #sim.split<column>} : tensor<16x4xbf16>
+// CHECK: error: 'sim.param' op a parameter of role 'embedding' is split on the vocabulary, not by 'column'
+
+// -----
+
+%p = sim.param "p" {split = "row"} : tensor<4x4xbf16>
+// CHECK: error: 'sim.param' op "row" should be of base attribute sim.split

@@ -96,24 +96,27 @@ builtin.module {
   // CHECK-NEXT: sim.generic "aten.slice"(%[[HS]]) {{.*}}view_dims = {{\[}}[0 : i64], [2 : i64], [1 : i64], [3 : i64]]{{.*}} : (tensor<2x16x16x4xbf16>) -> tensor<2x16x16x2xbf16>
   // GENERIC:    "sim.generic"(%{{.*}}) <{{{.*}}view_dims = {{\[}}[0 : i64], [2 : i64], [1 : i64], [3 : i64]]{{.*}}}>
 
-  // Each parameter's role (`#sim.role<...>`), set by the frontend; absent: other.
+  // Each parameter's role (`#sim.role<...>`) and tensor-parallel split
+  // (`#sim.split<...>`), set by the frontend; absent: other, not split.
   %emb = sim.param "tok" {role = #sim.role<embedding>} : tensor<1000x64xbf16>
-  %wat = sim.param "a" {role = #sim.role<attention>} : tensor<64x64xbf16>
-  %wml = sim.param "m" {role = #sim.role<mlp>} : tensor<128x64xbf16>
+  %wat = sim.param "a" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<64x64xbf16>
+  %wkv = sim.param "kv" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  %wml = sim.param "m" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<64x128xbf16>
   %wro = sim.param "r" {role = #sim.role<router>} : tensor<8x64xbf16>
-  %wex = sim.param "x" {role = #sim.role<expert>} : tensor<8x128x64xbf16>
+  %wex = sim.param "x" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<8x128x64xbf16>
   %wsh = sim.param "s" {role = #sim.role<shared_expert>} : tensor<128x64xbf16>
   %wno = sim.param "n" {role = #sim.role<norm>} : tensor<64xbf16>
   %whd = sim.param "h" {role = #sim.role<head>} : tensor<1000x64xbf16>
   %wot = sim.param "o" {role = #sim.role<other>} : tensor<64xbf16>
   // CHECK:      sim.param "tok" {role = #sim.role<embedding>} : tensor<1000x64xbf16>
-  // CHECK-NEXT: sim.param "a" {role = #sim.role<attention>} : tensor<64x64xbf16>
-  // CHECK-NEXT: sim.param "m" {role = #sim.role<mlp>} : tensor<128x64xbf16>
+  // CHECK-NEXT: sim.param "a" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<64x64xbf16>
+  // CHECK-NEXT: sim.param "kv" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  // CHECK-NEXT: sim.param "m" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<64x128xbf16>
   // CHECK-NEXT: sim.param "r" {role = #sim.role<router>} : tensor<8x64xbf16>
-  // CHECK-NEXT: sim.param "x" {role = #sim.role<expert>} : tensor<8x128x64xbf16>
+  // CHECK-NEXT: sim.param "x" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<8x128x64xbf16>
   // CHECK-NEXT: sim.param "s" {role = #sim.role<shared_expert>} : tensor<128x64xbf16>
   // CHECK-NEXT: sim.param "n" {role = #sim.role<norm>} : tensor<64xbf16>
   // CHECK-NEXT: sim.param "h" {role = #sim.role<head>} : tensor<1000x64xbf16>
   // CHECK-NEXT: sim.param "o" {role = #sim.role<other>} : tensor<64xbf16>
-  // GENERIC:    "sim.param"() <{sym_name = "x", role = #sim.role<expert>}> : () -> tensor<8x128x64xbf16>
+  // GENERIC:    "sim.param"() <{sym_name = "x", role = #sim.role<expert>, split = #sim.split<column>}> : () -> tensor<8x128x64xbf16>
 }
