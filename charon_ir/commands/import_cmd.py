@@ -29,7 +29,10 @@ def import_command(
     execution_trace: Annotated[str, typer.Option("--execution-trace", help="import a PyTorch execution trace "
                                                  "(ExecutionTraceObserver JSON, .json or .json.gz) instead of a model")] = "",
     chakra: Annotated[str, typer.Option("--chakra", help="import one rank's Chakra trace (.et) instead of a model; "
-                                        "its process groups from comm_group.json beside it")] = "",
+                                        "its process groups from comm_group.json beside it, the traces of "
+                                        "the ranks it sends to and receives from ({prefix}.{rank}.et) too")] = "",
+    reprice: Annotated[bool, typer.Option("--reprice", help="with --chakra: price every node with the cost "
+                                          "engines, not at the trace's recorded durations")] = False,
 ) -> None:
     """Import a model as sim IR, without a GPU and without weights.
 
@@ -44,7 +47,9 @@ def import_command(
     if execution_trace or chakra:
         if sum(map(bool, (model, execution_trace, chakra))) > 1:
             raise typer.BadParameter("give one of a model, --execution-trace and --chakra", param_hint="'MODEL'")
-        _import_trace(execution_trace or chakra, output, chakra=bool(chakra))
+        if reprice and not chakra:
+            raise typer.BadParameter("--reprice goes with --chakra", param_hint="'--reprice'")
+        _import_trace(execution_trace or chakra, output, chakra=bool(chakra), reprice=reprice)
         return
     if not model:  # a usage error (exit 2), as click's own for a missing argument
         raise typer.BadParameter("give a model (a bundled name or a config.json); --list names them",
@@ -88,7 +93,7 @@ def import_command(
             print(line, file=sys.stderr)
 
 
-def _import_trace(trace: str, output: str, chakra: bool) -> None:
+def _import_trace(trace: str, output: str, chakra: bool, reprice: bool = False) -> None:
     """A recorded step's execution trace, or one rank's Chakra trace, as sim IR
     (`charon_ir.interop.chakra_import`)."""
     if output != "-":
@@ -96,7 +101,7 @@ def _import_trace(trace: str, output: str, chakra: bool) -> None:
 
         check_output_file(output, "-o")
     start = time.perf_counter()
-    module = import_chakra(trace) if chakra else import_execution_trace(trace)
+    module = import_chakra(trace, reprice=reprice) if chakra else import_execution_trace(trace)
     text = str(module).rstrip("\n") + "\n"
     if output == "-":
         sys.stdout.write(text)

@@ -17,20 +17,27 @@ which this importer does not do yet.
 
 from __future__ import annotations
 
+import heapq
 import json
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     BFloat16Type,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
     TensorType,
 )
 from xdsl.ir import Block, Region, SSAValue
@@ -38,6 +45,8 @@ from xdsl.ir import Block, Region, SSAValue
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError, read_json_file
 from charon_ir.interop.chakra import node_attrs, read_trace, schema
+from charon_ir.passes.cost_annotate import COST_ATTR
+from charon_ir.passes.pipeline import PIPELINE_ATTR
 
 FREE = frozenset({
     "aten::view", "aten::as_strided", "aten::t", "aten::transpose", "aten::reshape", "aten::expand",
@@ -244,6 +253,12 @@ def import_execution_trace(path: str | Path) -> ModuleOp:
 # --- Chakra execution traces (.et) -------------------------------------------
 
 _COLLECTIVE_OPS = {"ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL", "BROADCAST"}
+_NODE_TYPES = ("COMP_NODE", "COMM_COLL_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE")
+_TRACE_FILE = re.compile(r"(?P<prefix>.+)\.(?P<rank>\d+)\.et")
+"""ASTRA-sim's trace naming, `{prefix}.{npu}.et`: how the peers of a rank's
+sends and receives are found beside it."""
+TRACE_ENGINE = "trace"
+"""The `cost` engine of a compute node priced at its trace's duration."""
 
 
 def _factors(members: list[int], where: str, pg: str) -> list[tuple[int, int]]:
@@ -269,14 +284,16 @@ def _factors(members: list[int], where: str, pg: str) -> list[tuple[int, int]]:
     return factors
 
 
-def _mesh(groups: dict[str, list[int]], used: set[str], world: int, where: str
-          ) -> tuple[dict[str, int], dict[str, list[str]]]:
+def _mesh(groups: dict[str, list[int]], used: set[str], world: int, where: str,
+          pipeline: tuple[int, int] | None = None) -> tuple[dict[str, int], dict[str, list[str]]]:
     """Mesh axes (outermost first, with their sizes) in which every used process
     group is a set of axes, and each group's axes. Ranks no group spans get an
-    axis of their own, so the mesh holds the whole world."""
+    axis of their own, so the mesh holds the whole world. `pipeline` (stride,
+    size) is the axis the imported ranks' sends and receives run along: it is
+    named `pp`, the axis lowering reads as pipeline stages."""
     factors = {pg: _factors(groups[pg], where, pg) for pg in sorted(used)}
     sizes: dict[int, int] = {}
-    for pg, fs in factors.items():
+    for fs in [*factors.values(), [pipeline] if pipeline else []]:
         for stride, size in fs:
             if sizes.setdefault(stride, size) != size:
                 raise CharonError(f"{where}: process groups disagree on the mesh: stride {stride} spans "
@@ -295,70 +312,331 @@ def _mesh(groups: dict[str, list[int]], used: set[str], world: int, where: str
     if world > stride:
         axes.append((stride, world // stride))
     names = {s: f"a{i}" for i, (s, _) in enumerate(reversed(axes))}
+    if pipeline:
+        names[pipeline[0]] = "pp"
     mesh = {names[s]: n for s, n in reversed(axes)}
     return mesh, {pg: [names[s] for s, _ in sorted(fs, reverse=True)] for pg, fs in factors.items()}
 
 
-def import_chakra(path: str | Path, groups_file: str | Path | None = None) -> ModuleOp:
+def _ordered(nodes: list, where: str) -> list:
+    """The nodes in an order their dependencies allow (lowest id first among the
+    ready ones: a trace written in program order keeps it). A dependency on a
+    node the trace lacks, or a cycle, is one error."""
+    by_id = {n.id: n for n in nodes}
+    if len(by_id) != len(nodes):
+        raise CharonError(f"{where}: two nodes share an id")
+    waiting: dict[int, int] = {}
+    users: dict[int, list[int]] = {}
+    for n in nodes:
+        deps = set(n.data_deps) | set(n.ctrl_deps)
+        for d in deps:
+            if d not in by_id:
+                raise CharonError(f"{where}: node {n.id} ({n.name}) depends on node {d}, which the trace lacks")
+            users.setdefault(d, []).append(n.id)
+        waiting[n.id] = len(deps)
+    ready = [i for i, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(by_id[i])
+        for u in users.get(i, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(out) != len(nodes):
+        stuck = min(i for i, count in waiting.items() if count > 0)
+        raise CharonError(f"{where}: the dependencies of node {stuck} ({by_id[stuck].name}) make a cycle")
+    return out
+
+
+def _read_rank(path: Path) -> tuple[Any, list]:
+    meta, nodes = read_trace(path)
+    types = schema().node_type_names
+    for n in nodes:
+        if types[n.type] not in _NODE_TYPES:
+            raise CharonError(f"{path}: node {n.id} ({n.name}) is a {types[n.type]}: only compute, collective, "
+                              "send and receive nodes are imported")
+    return meta, _ordered(nodes, str(path))
+
+
+def _peers(path: Path, rank: int | None, nodes: list) -> list[tuple[Any, bool, int]]:
+    """(node, is a send, peer) of each send and receive of a rank's trace; each
+    must name the rank itself as its source (a send) or destination (a receive)."""
+    s = schema()
+    send, recv = s.node_types["COMM_SEND_NODE"], s.node_types["COMM_RECV_NODE"]
+    out = []
+    for n in nodes:
+        if n.type not in (send, recv):
+            continue
+        a = node_attrs(n)
+        if rank is None:
+            raise CharonError(f"{path}: node {n.id} ({n.name}) is point-to-point, and the file's name says no "
+                              "rank ({prefix}.{rank}.et, ASTRA-sim's naming) to find its peers' traces by")
+        src, dst = a.get("comm_src"), a.get("comm_dst")
+        if not isinstance(src, int) or not isinstance(dst, int):
+            raise CharonError(f"{path}: node {n.id} ({n.name}) is point-to-point without integer comm_src "
+                              "and comm_dst")
+        mine, peer = (src, dst) if n.type == send else (dst, src)
+        if mine != rank:
+            raise CharonError(f"{path}: node {n.id} ({n.name}) {'sends from' if n.type == send else 'receives at'} "
+                              f"rank {mine}, but the file is rank {rank}'s")
+        if peer == rank or peer < 0:
+            raise CharonError(f"{path}: node {n.id} ({n.name}) has peer rank {peer}")
+        out.append((n, n.type == send, peer))
+    return out
+
+
+@dataclass
+class _Rank:
+    path: Path
+    meta: Any
+    nodes: list
+    p2p: list[tuple[Any, bool, int]]
+
+
+def _pipeline(path: Path, meta: Any, nodes: list) -> dict[int, _Rank]:
+    """The given rank's trace and, through their sends and receives, every rank
+    it exchanges messages with, transitively (its pipeline: each read from
+    `{prefix}.{rank}.et` beside it), by rank."""
+    m = _TRACE_FILE.fullmatch(path.name)
+    rank = int(m.group("rank")) if m else None
+    p2p = _peers(path, rank, nodes)  # without a rank: raises at the first send or receive
+    if not p2p:
+        return {}
+    assert rank is not None and m is not None
+    found = {rank: _Rank(path, meta, nodes, p2p)}
+    todo = [rank]
+    while todo:
+        for _, _, peer in found[todo.pop()].p2p:
+            if peer in found:
+                continue
+            peer_path = path.with_name(f"{m.group('prefix')}.{peer}.et")
+            if not peer_path.is_file():
+                raise CharonError(f"{path}: rank {rank}'s pipeline exchanges messages with rank {peer}, whose "
+                                  f"trace {peer_path} is missing (every stage of the pipeline is imported)")
+            peer_meta, peer_nodes = _read_rank(peer_path)
+            found[peer] = _Rank(peer_path, peer_meta, peer_nodes, _peers(peer_path, peer, peer_nodes))
+            todo.append(peer)
+    return found
+
+
+def _pipeline_axis(ranks: list[int], where: Path) -> tuple[int, int]:
+    """The (stride, size) of the mesh axis the ranks of a pipeline lie on."""
+    stride = ranks[1] - ranks[0]
+    if any(b - a != stride for a, b in zip(ranks, ranks[1:])):
+        raise CharonError(f"{where}: the ranks its messages reach, {ranks[:8]}, are not evenly spaced: "
+                          "not one pipeline axis of a mesh")
+    return stride, len(ranks)
+
+
+def _check_messages(ranks: dict[int, _Rank]) -> None:
+    """The k-th send from rank a to rank b and the k-th receive at b from a are
+    one message: the same tag and size (lowering pairs them in that order)."""
+    sends: dict[tuple[int, int], list] = {}
+    recvs: dict[tuple[int, int], list] = {}
+    for r, rank in ranks.items():
+        for n, is_send, peer in rank.p2p:
+            (sends if is_send else recvs).setdefault((r, peer) if is_send else (peer, r), []).append(n)
+    for key in sorted(set(sends) | set(recvs)):
+        out, into = sends.get(key, []), recvs.get(key, [])
+        if len(out) != len(into):
+            raise CharonError(f"{ranks[key[0]].path}: rank {key[0]} sends {len(out)} messages to rank {key[1]}, "
+                              f"which receives {len(into)} from it")
+        for k, (a, b) in enumerate(zip(out, into)):
+            sa, sb = node_attrs(a), node_attrs(b)
+            for field in ("comm_tag", "comm_size"):
+                if sa.get(field) != sb.get(field):
+                    raise CharonError(
+                        f"{ranks[key[0]].path}: message {k} from rank {key[0]} to rank {key[1]}: the send "
+                        f"(node {a.id}) has {field} {sa.get(field)}, its receive (node {b.id}) {sb.get(field)} "
+                        "(sends and receives pair in order)")
+
+
+def _groups(path: Path, groups_file: str | Path | None) -> tuple[Path, dict[str, list[int]]]:
+    gfile = Path(groups_file) if groups_file else path.parent / "comm_group.json"
+    try:
+        return gfile, {str(k): [int(r) for r in v] for k, v in json.loads(gfile.read_text()).items()}
+    except OSError:
+        raise CharonError(f"{path}: its collectives name process groups, and {gfile} (pg_name -> ranks) "
+                          "cannot be read") from None
+    except (ValueError, TypeError, AttributeError):
+        raise CharonError(f"{gfile}: not a JSON object of pg_name -> list of ranks") from None
+
+
+def import_chakra(path: str | Path, groups_file: str | Path | None = None, reprice: bool = False) -> ModuleOp:
     """The `sim` module of one rank's Chakra trace: a compute node becomes a
     `sim.generic` named by the node (its FLOPs from `num_ops`, bytes from
-    `tensor_size` when given), a collective the `coll` op of its type on the
-    mesh axes its process group spans (`comm_group.json` beside the trace, or
-    `groups_file`), its buffer `comm_size` bytes. Data dependencies become
-    operands. Point-to-point nodes are refused (not imported yet)."""
+    `tensor_size` when given) priced at the node's duration (`charon_duration_s`,
+    else a nonzero `duration_micros`; with `reprice`, or without either, the
+    engines price it), a collective the `coll` op of its type on the mesh axes
+    its process group spans (`comm_group.json` beside the trace, or
+    `groups_file`), its buffer `comm_size` bytes. Data and control dependencies
+    become operands.
+
+    A trace with sends and receives brings its pipeline: the traces of every
+    rank it exchanges messages with (transitively, `{prefix}.{rank}.et` beside
+    it) are imported too, each rank one `sim.stage` (its position along the
+    ranks' axis, named `pp`) whose one phase is its whole step, and the k-th
+    send from a rank to another becomes the `coll.send` paired with the other's
+    k-th `coll.recv` (checked: the same `comm_tag` and `comm_size`). The module's
+    `sim.pipeline` runs each stage's phase once (one micro-batch: the trace is
+    the step's schedule already)."""
     path = Path(path)
-    meta, nodes = read_trace(path)
+    meta, nodes = _read_rank(path)
+    pipeline = _pipeline(path, meta, nodes)
+    ranks = pipeline or {-1: _Rank(path, meta, nodes, [])}
     s = schema()
-    types = s.node_type_names
-    meta_attrs = node_attrs(meta)
-    colls = [n for n in nodes if types[n.type] == "COMM_COLL_NODE"]
-    for n in nodes:
-        if types[n.type] in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
-            raise CharonError(f"{path}: node {n.id} ({n.name}) is point-to-point: importing sends and "
-                              "receives (pipeline stages) is not supported yet")
-        if types[n.type] not in ("COMP_NODE", "COMM_COLL_NODE"):
-            raise CharonError(f"{path}: node {n.id} ({n.name}) is a {types[n.type]}: only compute and "
-                              "collective nodes are imported")
+    colls = {r: [n for n in rank.nodes if n.type == s.node_types["COMM_COLL_NODE"]] for r, rank in ranks.items()}
     groups: dict[str, list[int]] = {}
+    used: set[str] = set()
+    if any(colls.values()):
+        gfile, groups = _groups(path, groups_file)
+        for r, found in colls.items():
+            for n in found:
+                a = node_attrs(n)
+                if str(a.get("pg_name")) not in groups:
+                    raise CharonError(f"{ranks[r].path}: node {n.id} ({n.name}) names process group "
+                                      f"{a.get('pg_name')!r}, which {gfile} lacks")
+                kind = s.comm_type_names.get(a.get("comm_type"))
+                if kind not in _COLLECTIVE_OPS:
+                    raise CharonError(f"{ranks[r].path}: node {n.id} ({n.name}) has collective type "
+                                      f"{kind or a.get('comm_type')}: imported are {', '.join(sorted(_COLLECTIVE_OPS))}")
+                used.add(str(a["pg_name"]))
+    stages = sorted(pipeline)
+    axis = None
+    if pipeline:
+        _check_messages(pipeline)
+        axis = _pipeline_axis(stages, path)
     mesh: dict[str, int] = {}
     axes_of: dict[str, list[str]] = {}
-    if colls:
-        gfile = Path(groups_file) if groups_file else path.parent / "comm_group.json"
-        try:
-            groups = {str(k): [int(r) for r in v] for k, v in json.loads(gfile.read_text()).items()}
-        except OSError:
-            raise CharonError(f"{path}: its collectives name process groups, and {gfile} (pg_name -> ranks) "
-                              "cannot be read") from None
-        except (ValueError, TypeError, AttributeError):
-            raise CharonError(f"{gfile}: not a JSON object of pg_name -> list of ranks") from None
-        used = set()
-        for n in colls:
-            a = node_attrs(n)
-            if str(a.get("pg_name")) not in groups:
-                raise CharonError(f"{path}: node {n.id} ({n.name}) names process group {a.get('pg_name')!r}, "
-                                  f"which {gfile} lacks")
-            kind = s.comm_type_names.get(a.get("comm_type"))
-            if kind not in _COLLECTIVE_OPS:
-                raise CharonError(f"{path}: node {n.id} ({n.name}) has collective type {kind or a.get('comm_type')}: "
-                                  f"imported are {', '.join(sorted(_COLLECTIVE_OPS))}")
-            used.add(str(a["pg_name"]))
-        world = int(meta_attrs.get("world_size") or 0) or 1 + max(r for g in groups.values() for r in g)
-        mesh, axes_of = _mesh(groups, used, world, str(path))
+    if used or axis:
+        world = int(node_attrs(meta).get("world_size") or 0) or 1 + max(
+            [r for g in groups.values() for r in g] + stages)
+        mesh, axes_of = _mesh(groups, used, world, str(path), axis)
     ops: list = []
     if mesh:
         ops.append(coll.GridOp("mesh", mesh))
+    priced: list = []
+    if not pipeline:
+        inputs: list = []
+        phase = _phase(ranks[-1], groups, axes_of, {}, reprice, priced, inputs)
+        module = ModuleOp([*ops, *inputs, phase])
+        _attach(priced)
+        return module
+    position = {r: i for i, r in enumerate(stages)}
+    for r in stages:
+        inputs = []
+        phase = _phase(pipeline[r], groups, axes_of, position, reprice, priced, inputs, position[r])
+        ops.append(sim.StageOp([position[r]], Region(Block([*inputs, phase]))))
+    module = ModuleOp(ops)
+    _attach(priced)
+    module.attributes[PIPELINE_ATTR] = DictionaryAttr({
+        "pp": IntegerAttr(len(stages), 64), "vpp": IntegerAttr(1, 64), "schedule": StringAttr("gpipe"),
+        "microbatches": IntegerAttr(1, 64), "layers": ArrayAttr([IntegerAttr(0, 64)] * len(stages)),
+    })
+    return module
+
+
+def _recorded(op, a: dict[str, Any], node, reprice: bool, priced: list) -> None:
+    """Note the node's recorded duration as `op`'s price (in `priced`): a compute
+    node's `charon_duration_s` (the exporter's exact seconds), else its nonzero
+    `duration_micros`; a communication node's `charon_duration_s` only (the
+    project's price, which may count what Chakra cannot say, as a sequence-
+    parallel collective overlapped with GEMMs; a measured one includes the wait
+    for the slowest peer, so the engines re-price it). With `reprice`, none."""
+    if reprice:
+        return
+    exact = a.get("charon_duration_s")
+    if isinstance(exact, float) and 0 <= exact < float("inf"):
+        priced.append((op, exact))
+    elif isinstance(op, sim.GenericOp) and node.duration_micros > 0:
+        priced.append((op, node.duration_micros * 1e-6))
+
+
+def _attach(priced: list) -> None:
+    """The noted durations as `cost` attributes (cost-annotate keeps them); a
+    collective's bytes need its grid, so the ops are in their module by now."""
+    for op, seconds in priced:
+        if isinstance(op, sim.GenericOp):
+            cost = sim.CostAttr(seconds, op.flops(), op.bytes_moved(), TRACE_ENGINE)
+        else:
+            cost = sim.CostAttr(seconds, 0.0, op.ring_bytes_per_rank(), TRACE_ENGINE)
+        op.attributes[COST_ATTR] = cost
+
+
+def _lane(kind: str, a: dict[str, Any], axes_of: dict[str, list[str]]) -> Any:
+    """The stream lowering puts a node on, for communication nodes: one per
+    collective group's axes, one for sends and one for receives; None for compute."""
+    if kind == "COMM_COLL_NODE":
+        return tuple(axes_of[str(a["pg_name"])])
+    return {"COMM_SEND_NODE": "send", "COMM_RECV_NODE": "recv"}.get(kind)
+
+
+def _phase(rank: _Rank, groups: dict[str, list[int]], axes_of: dict[str, list[str]],
+           position: dict[int, int], reprice: bool, priced: list, inputs: list, me: int = 0) -> sim.PhaseOp:
+    """One rank's nodes as the ops of one `forward` phase; the step inputs it
+    reads are appended to `inputs`."""
+    s = schema()
+    types = s.node_type_names
     block = Block()
     results: dict[int, SSAValue] = {}
     byte = IntegerType(8)
     token = TensorType(byte, [1])
-    for n in sorted(nodes, key=lambda n: n.id):
-        deps = [results[d] for d in (*n.data_deps, *n.ctrl_deps) if d in results]
+    peers = {id(n): peer for n, _, peer in rank.p2p}
+    lane: dict[int, Any] = {}
+    free: dict[TensorType, SSAValue] = {}
+
+    def buffer_of(deps: list[SSAValue], t: TensorType) -> SSAValue:
+        """A communication node's buffer: made by what it waits for (a free op:
+        no kernel); one it waits for nothing for is a step input, ready at the
+        start (a free op would wait for the compute issued before it)."""
+        if deps:
+            op = sim.GenericOp("chakra.buffer", deps, [t], 0.0, 0.0)
+            block.add_op(op)
+            return op.results[0]
+        if t not in free:
+            op = sim.InputOp(f"chakra_buffer_{len(free)}", t)
+            inputs.append(op)
+            free[t] = op.result
+        return free[t]
+
+    for n in rank.nodes:
         a = node_attrs(n)
-        if types[n.type] == "COMP_NODE":
+        kind = types[n.type]
+        lane[n.id] = _lane(kind, a, axes_of)
+        # a communication node's dependencies on its own lane are its lane's
+        # order, which lowering keeps (one stream per lane): as operands they
+        # would hold its buffer, made on the compute stream, until they are done
+        deps = [results[d] for d in dict.fromkeys((*n.data_deps, *n.ctrl_deps))
+                if lane[n.id] is None or lane[d] != lane[n.id]]
+        if kind == "COMP_NODE":
             flops, nbytes = float(a.get("num_ops") or 0), float(a.get("tensor_size") or 0)
             op = sim.GenericOp(n.name.replace("::", "."), deps, [token], flops, nbytes)
+            _recorded(op, a, n, reprice, priced)
             block.add_op(op)
             results[n.id] = op.results[0]
+            continue
+        if kind in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
+            size = max(int(a.get("comm_size") or 0), 1)
+            props = {"grid": SymbolRefAttr("mesh"), "grid_axes": ArrayAttr([StringAttr("pp")]),
+                     "shift": IntegerAttr(position[peers[id(n)]] - me, 64)}
+            message = TensorType(byte, [size])
+            if kind == "COMM_RECV_NODE":
+                # the project's receive is posted at the start and completes
+                # with its message: what the node waited for besides is dropped
+                op = coll.RecvOp.build(result_types=[message], properties=props)
+                _recorded(op, a, n, reprice, priced)
+                block.add_op(op)
+                results[n.id] = op.results[0]
+                continue
+            # a send reads a buffer made by what it waits for; what waits for
+            # the send waits for that buffer (a send has no result)
+            buffer = buffer_of(deps, message)
+            send = coll.SendOp.build(operands=[buffer], properties=props)
+            _recorded(send, a, n, reprice, priced)
+            block.add_op(send)
+            results[n.id] = buffer
             continue
         pg, kind = str(a["pg_name"]), s.comm_type_names[a["comm_type"]]
         axes = axes_of[pg]
@@ -367,10 +645,7 @@ def import_chakra(path: str | Path, groups_file: str | Path | None = None) -> Mo
         if kind in ("ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL"):
             size = -(-size // group) * group  # whole blocks per rank
         full, part = TensorType(byte, [size]), TensorType(byte, [size // group])
-        # the buffer: made by what the collective waits for (a view: no kernel)
-        buffer = sim.GenericOp("chakra.buffer", deps, [part if kind == "ALL_GATHER" else full], 0.0, 0.0)
-        block.add_op(buffer)
-        x = buffer.results[0]
+        x = buffer_of(deps, part if kind == "ALL_GATHER" else full)
         if kind == "ALL_REDUCE":
             op = coll.AllReduceOp(x, "mesh", axes)
         elif kind == "BROADCAST":
@@ -381,8 +656,8 @@ def import_chakra(path: str | Path, groups_file: str | Path | None = None) -> Mo
             op = coll.ReduceScatterOp(x, "mesh", axes, part, axis=IntegerAttr(0, 64))
         else:
             op = coll.AllToAllOp(x, "mesh", axes, full, split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(0, 64))
+        _recorded(op, a, n, reprice, priced)
         block.add_op(op)
         results[n.id] = op.results[0]
     block.add_op(sim.YieldOp())
-    ops.append(sim.PhaseOp("forward", Region(block)))
-    return ModuleOp(ops)
+    return sim.PhaseOp("forward", Region(block))

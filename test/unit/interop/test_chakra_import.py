@@ -115,7 +115,9 @@ def test_bad_chakra_traces_are_one_line(exported, tmp_path, charon_fails):
         "missing": (write("missing", coll_node("9"), groups='{"3": [0, 1]}'), "lacks"),
         "nogrid": (write("nogrid", coll_node(), groups='{"3": [0, 1, 5]}'), "not a grid of ranks"),
         "memload": (write("memload", s.Node(id=0, name="load", type=s.node_types["MEM_LOAD_NODE"])),
-                    "only compute and collective nodes"),
+                    "only compute, collective, send and receive nodes"),
+        "unknowndep": (write("unknowndep", s.Node(id=0, name="mm", type=s.node_types["COMP_NODE"], data_deps=[7])),
+                       "depends on node 7, which the trace lacks"),
     }
     for name, (path, message) in cases.items():
         line = charon_fails("import", "--chakra", path, "-o", str(tmp_path / "o.mlir"))
@@ -123,3 +125,99 @@ def test_bad_chakra_traces_are_one_line(exported, tmp_path, charon_fails):
     assert not (tmp_path / "o.mlir").exists()
     line = charon_fails("import", "--chakra", str(exported / "charon.5.et"), "llama-3.1-8b")
     assert "give one of a model, --execution-trace and --chakra" in line
+
+
+# --- a pipeline: sends and receives pair across the ranks' traces
+
+PP_STEP = dict(hardware="H100-SXM5-80GB", gpus=8, tp=2, pp=2, dp=2, sequence_parallel=True, seq_len=512,
+               global_batch=4, micro_batch=1)
+
+
+@cache
+def _pipeline(directory: str):
+    """A pp=2 step (ranks 5 and 7 are one pipeline), exported, and its own
+    fine-tier report and event programs."""
+    from charon_ir import api
+    from charon_ir.runtime.simulate_target import simulate_module
+
+    config, _ = api.configure("llama-3.1-8b", **PP_STEP)
+    ctx, module, _ = api.build_training_module(config)
+    api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
+    Exporter(module).write(directory, [5, 7])
+    return Path(directory), simulate_module(ctx, module, tier="fine"), module
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    return _pipeline(str(tmp_path_factory.mktemp("pp")))
+
+
+def _per_program(module) -> list[dict]:
+    """Per event program: compute seconds and bytes sent per point-to-point message."""
+    from charon_ir.interop.chakra_export import COMP, SEND, unroll
+    from charon_ir.dialects import event
+
+    out = []
+    for program in [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]:
+        rc = unroll(program)
+        out.append({"compute_s": sum(d for d, k in zip(rc.duration_s, rc.kind) if k == COMP),
+                    "sent": [b for b, k in zip(rc.nbytes, rc.kind) if k == SEND]})
+    return out
+
+
+def test_a_pipeline_reimports_and_simulates_as_exported(pipeline, ctx):
+    """Export -> import -> simulate: the same compute per rank (exactly: the
+    trace's exact durations), the same bytes per message, the step within 1 %."""
+    from charon_ir.registry import ALL_PASSES
+    from charon_ir.runtime.simulate_target import simulate_module
+
+    directory, expected, original = pipeline
+    module = import_chakra(directory / "charon.5.et")  # brings rank 7, its peer
+    module.verify()
+    stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
+    assert [st.stage_ids() for st in stages] == [(0,), (1,)]
+    (grid,) = [op for op in module.body.block.ops if isinstance(op, coll.GridOp)]
+    assert grid.axis_sizes()["pp"] == 2 and prod(grid.axis_sizes().values()) == 8
+    sends = [op for op in module.walk() if isinstance(op, coll.SendOp)]
+    recvs = [op for op in module.walk() if isinstance(op, coll.RecvOp)]
+    assert len(sends) == len(recvs) == 4
+    for name, options in (("set-target", {"hardware": "H100-SXM5-80GB", "gpus": 8}), ("cost-annotate", {}),
+                          ("lower-to-events", {})):
+        ALL_PASSES[name]()(**options).apply(ctx, module)
+    report = simulate_module(ctx, module, tier="fine")
+    for got, want in zip(_per_program(module), _per_program(original), strict=True):
+        assert got["compute_s"] == pytest.approx(want["compute_s"], rel=1e-12)
+        assert got["sent"] == want["sent"] and got["sent"]
+    assert report["breakdown"]["compute_s"] == pytest.approx(expected["breakdown"]["compute_s"], rel=1e-12)
+    assert report["iteration_time_s"] == pytest.approx(expected["iteration_time_s"], rel=0.01)
+
+
+def test_reprice_leaves_the_durations_to_the_engines(pipeline):
+    directory, _, _ = pipeline
+    priced = [op for op in import_chakra(directory / "charon.7.et").walk() if "cost" in op.attributes]
+    assert priced and {op.attributes["cost"].engine.data for op in priced} == {"trace"}
+    assert not [op for op in import_chakra(directory / "charon.7.et", reprice=True).walk() if "cost" in op.attributes]
+
+
+def test_unmatched_messages_are_one_line(pipeline, tmp_path, charon_fails):
+    directory, _, _ = pipeline
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "charon.5.et").write_bytes((directory / "charon.5.et").read_bytes())
+    (lone / "comm_group.json").write_text((directory / "comm_group.json").read_text())
+    line = charon_fails("import", "--chakra", str(lone / "charon.5.et"), "-o", str(tmp_path / "o.mlir"))
+    assert "exchanges messages with rank 7" in line and "missing" in line
+    # rank 7's first receive from rank 5 given another tag
+    s = schema()
+    meta, nodes = read_trace(directory / "charon.7.et")
+    for n in nodes:
+        if n.type == s.node_types["COMM_RECV_NODE"] and node_attrs(n)["comm_src"] == 5:
+            for a in n.attr:
+                if a.name == "comm_tag":
+                    a.int64_val += 1
+            break
+    (lone / "charon.7.et").write_bytes(frame(meta.SerializeToString())
+                                       + b"".join(frame(n.SerializeToString()) for n in nodes))
+    line = charon_fails("import", "--chakra", str(lone / "charon.5.et"), "-o", str(tmp_path / "o.mlir"))
+    assert "message 0 from rank 5 to rank 7" in line and "comm_tag" in line
+    assert not (tmp_path / "o.mlir").exists()
