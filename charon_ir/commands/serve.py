@@ -39,7 +39,10 @@ def serve_command(
     prefix_groups: Annotated[int, Opt("--prefix-groups", help="distinct shared prefixes")] = 0,
     stage: Annotated[list[str] | None, Opt("--stage", help="add a stage to every request: retrieval:DOCS, remote_kv:TOKENS, reasoning:TOKENS (repeatable)")] = None,
     kv_tier: Annotated[list[str] | None, Opt("--kv-tier", help="a level below HBM for evicted prefix-cache blocks, per GPU: NAME:CAPACITY_GIB:BANDWIDTH_GBS[:LATENCY_US], NAME dram|ssd|remote, in order (repeatable)")] = None,
-    stage_servers: Annotated[list[str] | None, Opt("--stage-servers", help="servers of a resource stage, queued first come first served: retrieval=N,remote_kv=N (repeatable)")] = None,
+    stage_servers: Annotated[list[str] | None, Opt("--stage-servers", help="servers of a resource stage, queued first come first served: retrieval=N,remote_kv=N,routing=N (repeatable)")] = None,
+    reasoning_budget: Annotated[int, Opt("--reasoning-budget", help="the most tokens a reasoning stage decodes before the answer starts (0: no cap)")] = 0,
+    router_model: Annotated[str, Opt("--router-model", help="a small model that reads every prompt and decides before --model answers (routing servers: --stage-servers routing=N, default 1)")] = "",
+    router_tokens: Annotated[int, Opt("--router-tokens", help="tokens the router decodes per decision")] = 1,
     replicas: Annotated[int, Opt("--replicas", help="replicas behind the router")] = 1,
     router: Annotated[str, Opt("--router", help="round-robin | least-loaded")] = "round-robin",
     prefill_replicas: Annotated[int, Opt("--prefill-replicas", help="disaggregated prefill replicas")] = 0,
@@ -88,6 +91,7 @@ def serve_command(
         num_requests=num_requests, trace=str(trace) if trace else "",
         length_distribution=length_dist, length_spread=length_spread,
         prefix_tokens=prefix_tokens, prefix_groups=prefix_groups, stages=tuple(stage or ()), stage_servers=tuple(stage_servers or ()), kv_tiers=tuple(kv_tier or ()),
+        reasoning_budget=reasoning_budget, router_model=router_model, router_tokens=router_tokens,
         replicas=replicas, router=router, prefill_replicas=prefill_replicas,
         decode_replicas=decode_replicas, decode_hardware=decode_hardware, policy=policy, block_size=block_size,
         max_batch_tokens=max_batch_tokens, max_num_seqs=max_num_seqs,
@@ -137,6 +141,34 @@ def print_summary(report: dict) -> None:
         f"{report['memory']['kv_blocks_per_replica']} blocks; peak memory "
         f"{report['peak_memory_bytes'] / 2**30:.1f} GiB per GPU; {report['preemptions']} preemptions"
     )
+    if "stages" in report:
+        print_stages(report["stages"], console)
+
+
+def print_stages(stages: dict, console) -> None:
+    """A row per stage a request crosses: its servers' utilisation, the wait in
+    its queue and its service (the reasoning row: tokens and thinking time)."""
+    from rich.table import Table
+
+    table = Table(title="stages")
+    for col in ("stage", "servers", "utilisation", "queueing mean (ms)", "queueing p99 (ms)",
+                "service mean (ms)"):
+        table.add_column(col, justify="left" if col == "stage" else "right")
+    for name, s in stages.items():
+        if name == "reasoning":
+            continue
+        table.add_row(name, str(s["servers"]), f"{s['utilization'] * 100:.1f}%",
+                      f"{s['queueing_delay_s']['mean'] * 1e3:.1f}", f"{s['queueing_delay_s']['p99'] * 1e3:.1f}",
+                      f"{s['service_s']['mean'] * 1e3:.1f}" if "service_s" in s else "-")
+    console.print(table)
+    if "routing" in stages:
+        console.print(f"routing: {stages['routing']['model']} reads each prompt, one request at a time per server")
+    if "reasoning" in stages:
+        r = stages["reasoning"]
+        console.print(f"reasoning: {r['stages']} stages, {r['tokens']['mean']:.0f} tokens mean "
+                      f"({r['cut_by_budget']} cut by the budget), {r['reasoning_s']['mean']:.2f} s mean "
+                      f"thinking; first answer token {r['time_to_answer_s']['mean']:.2f} s mean, "
+                      f"{r['time_to_answer_s']['p99']:.2f} s p99 after arrival")
 
 
 def print_context_parallel(report: dict) -> None:

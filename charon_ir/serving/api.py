@@ -72,6 +72,15 @@ class ServingConfig:
     kv_tiers: tuple[str, ...] = ()
     """Levels below HBM for evicted prefix-cache blocks, e.g. ("dram:64:50", "ssd:1024:6")
     (NAME:GIB:GBS[:US] per GPU, kv_cache.parse_kv_tiers)."""
+    reasoning_budget: int = 0
+    """The most tokens a reasoning stage decodes (0: none); a trace stage's own
+    'budget' is kept when tighter."""
+    router_model: str = ""
+    """A small model that reads every prompt and decides before the large one
+    answers: a `routing` stage on servers of its own (`routing=N` in
+    stage_servers, default 1), each a replica of it on one `hardware` GPU."""
+    router_tokens: int = 1
+    """Tokens the router decodes per decision."""
     cluster: str = ""
     """A .cluster file or preset: its `kv_tier` blocks are the KV levels below
     HBM (`kv_tiers` flags replace a level of the same name), its GPU the
@@ -251,8 +260,8 @@ def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] 
     _, model_config = load_config(model)
     limit = int(model_config.get("max_position_embeddings") or 0)
     longest = max(requests, key=lambda r: r.input_tokens + r.output_tokens + sum(
-        s.amount for s in r.stages if s.kind == "reasoning"))
-    reasoning = sum(s.amount for s in longest.stages if s.kind == "reasoning")
+        s.decoded_tokens for s in r.stages if s.kind == "reasoning"))
+    reasoning = sum(s.decoded_tokens for s in longest.stages if s.kind == "reasoning")
     tokens = longest.input_tokens + longest.output_tokens + reasoning
     # the stage is to blame only when the request fits without it
     if limit and tokens > limit and reasoning and not longest.source and tokens - reasoning <= limit:
@@ -267,6 +276,60 @@ def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] 
             f"{longest.source or f'request {longest.id}'}: {tokens} tokens, more than the "
             f"{limit}-token context of {model}"
         )
+
+
+def _apply_reasoning_budget(budget: int, requests: list[Request]) -> None:
+    """Cap every reasoning stage at `budget` tokens (a stage's own budget kept when tighter)."""
+    if not budget:
+        return
+    if not 1 <= budget <= MAX_SAMPLED_TOKENS:
+        raise CharonError(f"--reasoning-budget must be in 1..2^31 tokens, got {budget}")
+    stages = [s for r in requests for s in r.stages if s.kind == "reasoning"]
+    if not stages:
+        raise CharonError("--reasoning-budget caps reasoning stages, and no request has one "
+                          "(--stage reasoning:TOKENS, or a trace's {\"kind\": \"reasoning\"})")
+    for stage in stages:
+        stage.budget = min(stage.budget or budget, budget)
+
+
+MAX_ROUTER_TOKENS = 4096
+"""Decision tokens of one routing stage at most: a router emits a label or a
+short plan; thousands of tokens are an answer, not a decision."""
+
+
+def _router_model(config: ServingConfig, requests: list[Request],
+                  stage_servers: dict[str, int]) -> StepTimeModel | None:
+    """--router-model: its replica's step model, and a routing stage after
+    every request's others, on `routing` servers (1 unless given)."""
+    if not config.router_model:
+        if "routing" in stage_servers or config.router_tokens != 1:
+            raise CharonError("--stage-servers routing=N and --router-tokens are the router's: "
+                              "give --router-model too")
+        return None
+    if not 1 <= config.router_tokens <= MAX_ROUTER_TOKENS:
+        raise CharonError(f"--router-tokens must be in 1..{MAX_ROUTER_TOKENS}, got {config.router_tokens}")
+    from charon_ir.frontend import load_config
+
+    shape = ReplicaShape(config.router_model, config.hardware, 1, 1, 1, config.precision, config.attention_kernel)
+    try:
+        _, router_config = load_config(config.router_model)
+        router = step_model(shape)
+    except CharonError as e:
+        raise CharonError(f"--router-model {config.router_model}: {e}") from None
+    usable = router.hbm_bytes * config.gpu_memory_utilization
+    if router.weight_bytes_per_gpu >= usable:
+        raise CharonError(f"--router-model {config.router_model}: its weights "
+                          f"({router.weight_bytes_per_gpu / 2**30:.1f} GiB) do not fit the "
+                          f"{usable / 2**30:.1f} GiB usable on one {config.hardware}")
+    limit = int(router_config.get("max_position_embeddings") or 0)
+    longest = max(r.input_tokens for r in requests)
+    if limit and longest + config.router_tokens > limit:
+        raise CharonError(f"--router-model {config.router_model}: reads prompts of up to {longest} tokens, "
+                          f"more than its {limit}-token context")
+    stage_servers.setdefault("routing", 1)
+    for r in requests:  # last: the router reads the prompt it passes on (retrieved documents included)
+        r.stages.append(Stage("routing", config.router_tokens))
+    return router
 
 
 def _draft_model(config: ServingConfig, hardware: str = "") -> StepTimeModel | None:
@@ -327,6 +390,7 @@ def serve(
     deployment.check_size(config.tp * config.pp * config.ep)
     stage_servers = parse_stage_servers(config.stage_servers)
     requests = config.requests()
+    _apply_reasoning_budget(config.reasoning_budget, requests)
     _check_context(config.model, requests, config.stages)
     scheduler = config.scheduler()
     scheduler.check()
@@ -335,6 +399,7 @@ def serve(
     if config.cp_policy:
         return _serve_context_parallel(config, requests, scheduler, trace_out, timings)
     start = time.perf_counter()
+    router = _router_model(config, requests, stage_servers)
     latency = step_model(config.shape())
     decode_latency = decode_memory = None
     if config.decode_hardware:
@@ -349,7 +414,7 @@ def serve(
     if decode_latency is not None:
         decode_memory = plan_memory(decode_latency, config, scheduler, requests, draft)
     result = cluster_sim.run(
-        requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel.over(scheduler.kv_tiers),
+        requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel.over(scheduler.kv_tiers, router),
         record_iterations=trace_out is not None, hardware=config.hardware,
         decode_model=decode_latency, decode_kv_blocks=decode_memory.kv_blocks if decode_memory else 0,
         stage_servers=stage_servers,
@@ -368,8 +433,19 @@ def serve(
             r["hardware"] = config.decode_hardware if r["role"] == "decode" else config.hardware
     if scheduler.kv_tiers:
         report["kv_tiers"] = m.tier_report(result, scheduler)
-    if stage_servers:
-        report["stages"] = m.stage_report(result.stage_uses or [], stage_servers, report["duration_s"])
+    if stage_servers or any(r.stages for r in requests):
+        # every stage a request crosses: the resources', the answering model's
+        # queue, and the reasoning it decodes
+        stages = m.stage_report(result.stage_uses or [], stage_servers, report["duration_s"])
+        if "routing" in stages:
+            stages["routing"]["model"] = config.router_model
+            report["config"].update(router_model=config.router_model, router_tokens=config.router_tokens)
+        if config.reasoning_budget:
+            report["config"]["reasoning_budget"] = config.reasoning_budget
+        stages["llm"] = m.model_stage_report(result, report["duration_s"])
+        if any(s.kind == "reasoning" for r in requests for s in r.stages):
+            stages["reasoning"] = m.reasoning_report(result)
+        report["stages"] = stages
     report.update(_energy(config, report))
     if timings:
         report["simulator_wall_s"] = {"latency_model": built - start, "scheduler": simulated - built}
@@ -391,6 +467,7 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
         ("--policy static", config.policy == "static"), ("--stage", bool(config.stages)),
         ("--prefix-tokens", bool(config.prefix_tokens)), ("--trace-out", trace_out is not None),
         ("--stage-servers", bool(config.stage_servers)), ("--kv-tier", bool(config.kv_tiers)),
+        ("--router-model", bool(config.router_model)), ("--reasoning-budget", bool(config.reasoning_budget)),
         ("--trace stages or prefixes", any(r.stages or r.prefix_id for r in requests)),
     ) if on]
     if given:

@@ -213,7 +213,7 @@ def run(
         staged = all_staged[n] if stage_servers else apply_stages(r, stage_model,
                                                                   model.kv_bytes_per_token_per_gpu)
         seq = Sequence(r, r.input_tokens, staged.fetched_tokens, staged.output_tokens,
-                       skip=staged.fetched_tokens)
+                       skip=staged.fetched_tokens, ready_s=staged.ready_s)
         sequences.append(seq)
         heapq.heappush(pending, (staged.ready_s, order, 0, seq))
         order += 1

@@ -12,6 +12,7 @@ Each is summarised as {p50, p90, p99, mean} in seconds.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -127,6 +128,17 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
                 events.append({"name": kind, "ph": "X", "pid": pid, "tid": u.server,
                                "ts": u.start_s * 1e6, "dur": (u.end_s - u.start_s) * 1e6,
                                "args": {"request": u.request, "queued_s": u.start_s - u.ready_s}})
+    # a request's wait for the model and its reasoning: async spans (they overlap)
+    if result.stage_uses is not None or any(reasoning_tokens(s) for s in result.sequences):
+        pid = len(result.replicas) + len(kinds)
+        spans = [(s, "queued for the model", s.ready_s, s.admitted_s) for s in result.sequences]
+        spans += [(s, "reasoning", s.first_token_s, a) for s, a in zip(result.sequences, answer_start_s(result))
+                  if reasoning_tokens(s)]
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "requests"}})
+        for seq, name, begin, end in spans:
+            common = {"name": name, "cat": "request", "pid": pid, "tid": 0, "id": seq.request.id}
+            events.append({**common, "ph": "b", "ts": begin * 1e6, "args": {"request": seq.request.id}})
+            events.append({**common, "ph": "e", "ts": end * 1e6})
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
@@ -146,6 +158,63 @@ def stage_report(uses: list[StageUse], servers: dict[str, int], duration_s: floa
             "service_s": summary(service),
         }
     return out
+
+
+def reasoning_tokens(seq) -> int:
+    return sum(st.decoded_tokens for st in seq.request.stages if st.kind == "reasoning")
+
+
+def answer_start_s(result: RunResult) -> list[float]:
+    """When each sequence's first answer token came: the token after its
+    reasoning (the first token when it does not reason). Token 0 comes with the
+    prefill, the others with decode iterations, `rate` per iteration."""
+    ends = [r.decode_end_s for r in result.replicas]
+    out = []
+    for seq in result.sequences:
+        thought = reasoning_tokens(seq)
+        if not thought:
+            out.append(seq.first_token_s)
+            continue
+        rate = result.replicas[seq.segments[-1][0]].rate if seq.segments else 1.0
+        iteration = math.ceil(thought / rate)  # the decode iteration that gives token `thought`
+        when = seq.finish_s
+        for replica, first, last in seq.segments:
+            if iteration <= last - first + 1:
+                when = ends[replica][first + iteration - 1]
+                break
+            iteration -= last - first + 1
+        out.append(when)
+    return out
+
+
+def model_stage_report(result: RunResult, duration_s: float) -> dict[str, Any]:
+    """The answering model as a stage: its replicas as servers, a request's wait
+    from reaching the router (after the stages before it) to its first prefill
+    chunk, and the replicas' busy share."""
+    wait = np.array([s.admitted_s - s.ready_s for s in result.sequences])
+    busy = sum(r.busy_s for r in result.replicas)
+    return {
+        "servers": len(result.replicas),
+        "stages": len(result.sequences),
+        "utilization": float(busy / (len(result.replicas) * duration_s)) if duration_s > 0 else 0.0,
+        "queueing_delay_s": summary(wait),
+    }
+
+
+def reasoning_report(result: RunResult) -> dict[str, Any]:
+    """Reasoning decoded on the model's replicas: tokens thought, how many hit
+    their budget, and the time from the first (thinking) token to the first
+    answer token."""
+    stages = [st for s in result.sequences for st in s.request.stages if st.kind == "reasoning"]
+    reasoning = [s for s in result.sequences if reasoning_tokens(s)]
+    answers = dict(zip(map(id, result.sequences), answer_start_s(result)))
+    return {
+        "stages": len(stages),
+        "tokens": summary(np.array([st.decoded_tokens for st in stages], dtype=float)),
+        "cut_by_budget": sum(1 for st in stages if st.budget and st.amount > st.budget),
+        "reasoning_s": summary(np.array([answers[id(s)] - s.first_token_s for s in reasoning])),
+        "time_to_answer_s": summary(np.array([answers[id(s)] - s.request.arrival_s for s in reasoning])),
+    }
 
 
 def tier_report(result: RunResult, scheduler) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ A trace line is a JSON object:
      "prefix_id": "sys-prompt-3", "prefix_tokens": 512,
      "stages": [{"kind": "retrieval", "documents": 8},
                 {"kind": "remote_kv", "tokens": 4096},
-                {"kind": "reasoning", "tokens": 2048}]}
+                {"kind": "reasoning", "tokens": 2048, "budget": 1024}]}
 
 `arrival_s` (alias `arrival_time`), `input_tokens` and `output_tokens` are
 required; the rest is optional (see stages.py for the stage kinds).
@@ -35,7 +35,16 @@ class Stage:
 
     kind: str
     amount: int = 0
-    """documents for retrieval, tokens for remote_kv and reasoning."""
+    """documents for retrieval, tokens for remote_kv and reasoning (the tokens
+    the model would think), decision tokens for routing."""
+    budget: int = 0
+    """reasoning: the most tokens it may decode (0: no cap); thinking stops
+    there and the answer starts (budget forcing)."""
+
+    @property
+    def decoded_tokens(self) -> int:
+        """Tokens a reasoning stage decodes: its tokens, cut at its budget."""
+        return min(self.amount, self.budget) if self.budget else self.amount
 
 
 @dataclass
@@ -168,7 +177,14 @@ def _stage(obj: Any, where: str) -> Stage:
     amount = _positive_int(obj, key, where, 0) if key in obj else 0
     if key == "documents" and amount > MAX_RETRIEVAL_DOCUMENTS:  # as --stage retrieval:N
         raise CharonError(f"{where}: 'documents' must be at most {MAX_RETRIEVAL_DOCUMENTS:,}, got {amount}")
-    return Stage(obj["kind"], amount)
+    unknown = sorted(set(obj) - {"kind", key, "budget"}) or (["budget"] if "budget" in obj and
+                                                              obj["kind"] != "reasoning" else [])
+    if unknown:  # a misspelt 'tokens' would be a stage of none, silently
+        raise CharonError(f"{where}: a {obj['kind']} stage takes 'kind', '{key}'"
+                          + (" and 'budget'" if obj["kind"] == "reasoning" else "")
+                          + f", not '{unknown[0][:40]}'")
+    budget = _positive_int(obj, "budget", where) if "budget" in obj else 0
+    return Stage(obj["kind"], amount, budget)
 
 
 def read_trace(path: str | Path) -> list[Request]:

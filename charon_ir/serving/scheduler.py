@@ -120,6 +120,10 @@ class Sequence:
     j0: int = 0
     c0: float = 0.0
     g0: float = 0.0
+    ready_s: float = 0.0
+    """When it reached the router, after the stages before the model."""
+    admitted_s: float = -1.0
+    """When its first prefill chunk was scheduled (the end of its wait for the model)."""
     first_token_s: float = -1.0
     finish_s: float = -1.0
     segments: list[tuple[int, int, int]] = field(default_factory=list)
@@ -313,6 +317,8 @@ class Replica:
             self._finish_decodes(end)
             self.decode_iteration += 1
         for seq, chunk in chunks:
+            if seq.admitted_s < 0:
+                seq.admitted_s = now
             seq.prefilled += chunk
             if seq.skip + seq.prefilled >= seq.prompt:
                 self._prefill_done(seq, end)
