@@ -15,6 +15,7 @@
 # The GPU image's own torch and transformers are used (2.11.0+cu130 and 5.17.0 on
 # 2026-11-27). A rehearsal without a GPU: DEVICE=cpu PROFILE_BUDGET=5 DB=/tmp/x.db.
 #   PROFILE_BUDGET: at most this many seconds for step 3 (default 400)
+#   SKIP_TRACES, SKIP_LIVE, SKIP_PROFILE: leave out step 1, 2 or 3
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
@@ -46,6 +47,7 @@ echo "== 2. validate --live $(date -u +%T)"
 [ -n "${SKIP_LIVE:-}" ] || timeout 240 $CHARON validate --live --device "$DEVICE" --json > "$OUT/live.json"
 echo "rc=$?"; [ -s "$OUT/live.json" ] && cat "$OUT/live.json"
 echo "== 3. shipped kernels as CUDA graphs $(date -u +%T)"
+if [ -n "${SKIP_PROFILE:-}" ]; then echo "== done (SKIP_PROFILE) $(date -u +%T)"; exit 0; fi
 DB=${DB:-charon_ir/profile/data/gpu_kernels.db}
 ops=(); for f in .gpu/ops/*.mlir; do ops+=(--ops-from "$f"); done
 # last, on what the call has left: the budget stops starting ops, a later run resumes
