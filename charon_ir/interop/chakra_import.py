@@ -10,9 +10,17 @@ it; views and allocations (no kernel runs) are left out. Ops under an autograd
 node are the backward phase, ops under `Optimizer.step` the optimizer phase, the
 rest the forward. Operands are wired by tensor id within a phase.
 
-Collectives (c10d / NCCL nodes) are refused in one line: a single-process trace
-has none, and a multi-rank trace needs its process groups mapped onto a mesh,
-which this importer does not do yet.
+A collective (an outermost `c10d::` op, or a `record_param_comms` outside one)
+becomes the `coll` op of its kind over a flat byte buffer on the mesh axes its
+process group spans (`_mesh`: the groups in use factored into (stride, size)
+axes of the world). The group: the `record_param_comms` inside names it
+(`pg_name`; its ranks from `## process_group:init ##`, else `global_rank_start`,
+`global_rank_stride`, `pg_size`), as NCCL records; gloo records none, so a
+trace whose `process_group:init` lists one group uses it and one that lists
+several is refused. It waits for the compute issued before it (a NCCL
+collective waits for its caller's stream); what reads its tensors waits for it.
+Point-to-point ops are refused in one line (one rank's trace lacks its peer's
+program; Chakra traces of every rank import as a pipeline).
 """
 
 from __future__ import annotations
@@ -61,6 +69,33 @@ FREE = frozenset({
 them holding an op that does (a `contiguous` that copies) is kept."""
 
 _GEMMS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm")
+RECORD_PARAM_COMMS = "record_param_comms"
+"""The node a NCCL process group records around each collective, its attributes
+naming the group (`pg_name`, `pg_size`, `global_rank_start`, `global_rank_stride`)
+and the message (`collective_name`, `in_msg_nelems`, `out_msg_nelems`, `dtype`)."""
+_BACKEND_RECORDS = ("gloo:", "nccl:")
+_C10D = {
+    # c10d op -> (collective, the argument holding its buffer, whether that is one rank's part)
+    "allreduce_": ("all_reduce", 0, False), "allreduce_coalesced_": ("all_reduce", 0, False),
+    "broadcast_": ("broadcast", 0, False),
+    "allgather_": ("all_gather", 1, True), "_allgather_base_": ("all_gather", 1, True),
+    "allgather_coalesced_": ("all_gather", 1, True), "allgather_into_tensor_coalesced_": ("all_gather", 1, True),
+    "reduce_scatter_": ("reduce_scatter", 0, True), "_reduce_scatter_base_": ("reduce_scatter", 0, True),
+    "reduce_scatter_tensor_coalesced_": ("reduce_scatter", 0, True),
+    "alltoall_": ("all_to_all", 1, False), "alltoall_base_": ("all_to_all", 1, False),
+    "barrier": ("barrier", 0, False),
+}
+_P2P = ("send", "recv_", "recv_any_source_")
+_COMMS_NAMES = {
+    # record_param_comms' collective_name, "_", "base", "coalesced", "into_tensor" dropped
+    "allreduce": "all_reduce", "broadcast": "broadcast", "allgather": "all_gather",
+    "reducescatter": "reduce_scatter", "reducescattertensor": "reduce_scatter", "alltoall": "all_to_all",
+    "alltoallv": "all_to_all", "barrier": "barrier", "wait": "wait", "send": "send", "recv": "recv",
+}
+_DTYPE_BYTES = {
+    "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1, "Byte": 1,
+    "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1, "ComplexFloat": 8,
+}
 _DTYPES = {
     "float": Float32Type, "double": Float64Type, "c10::Half": Float16Type, "c10::BFloat16": BFloat16Type,
 }
@@ -100,11 +135,13 @@ def load_execution_trace(path: str | Path) -> dict[str, Any]:
 def _flops(node: dict, shapes: list) -> float:
     name = node["name"]
     try:
+        # mm(a, b), addmm(bias, a, b, beta, alpha): the matrices by position
+        first = 1 if name in ("aten::addmm", "aten::baddbmm", "aten::addbmm") else 0
         if name in ("aten::mm", "aten::addmm"):
-            a, b = shapes[-2], shapes[-1]
+            a, b = shapes[first], shapes[first + 1]
             return 2.0 * a[0] * a[1] * b[1]
-        if name in ("aten::bmm", "aten::baddbmm"):
-            a, b = shapes[-2], shapes[-1]
+        if name in ("aten::bmm", "aten::baddbmm", "aten::addbmm"):
+            a, b = shapes[first], shapes[first + 1]
             return 2.0 * a[0] * a[1] * a[2] * b[2]
         if "scaled_dot_product" in name and "attention" in name:
             q, k = shapes[0], shapes[1]
@@ -130,12 +167,88 @@ class _Importer:
                 if not isinstance(io, dict) or not all(isinstance(io.get(k), list) for k in ("values", "shapes", "types")):
                     raise CharonError(f"{where}: node {n['id']} ({n['name']}) has no {side} values/shapes/types")
             self.nodes[n["id"]] = n
+        self.groups, self.world = self._process_groups()
         self.contexts: dict[int, tuple[bool, str]] = {}
         self.children: dict[int, list[int]] = {}
         for n in self.nodes.values():
             parent = n.get("ctrl_deps")
             if isinstance(parent, int) and parent in self.nodes:
                 self.children.setdefault(parent, []).append(n["id"])
+
+    def _process_groups(self) -> tuple[dict[str, list[int]], int]:
+        """pg_name -> ranks, from the `## process_group:init ##` node (the groups
+        that existed when recording began; `ranks` empty: the world), and the
+        world's size (the default group's)."""
+        groups: dict[str, list[int]] = {}
+        world = 0
+        for n in self.nodes.values():
+            if n["name"] != "## process_group:init ##":
+                continue
+            try:
+                entries = json.loads(n["inputs"]["values"][0])
+                for e in entries:
+                    size = int(e["group_size"])
+                    groups[str(e["pg_name"])] = [int(r) for r in e.get("ranks") or range(size)]
+                    if e.get("pg_desc") == "default_pg" or not world:
+                        world = max(world, size) if e.get("pg_desc") != "default_pg" else size
+            except (IndexError, TypeError, ValueError, KeyError, AttributeError):
+                raise CharonError(f"{self.where}: node {n['id']} (## process_group:init ##) holds no JSON list "
+                                  "of process groups (pg_name, ranks, group_size)") from None
+        return groups, world
+
+    def collective(self, node: dict) -> tuple[str, float, str, list[int]] | None:
+        """(collective, buffer bytes, pg_name, member ranks) of a communication
+        node; None for one that moves nothing (a barrier, a wait). The buffer is
+        one rank's part for all_gather and reduce_scatter, the whole otherwise.
+        Its group: the `record_param_comms` inside (NCCL) names it; a trace
+        without one (gloo records none) names none, so the one group of
+        `## process_group:init ##` is taken, and several are one error."""
+        name, where = node["name"], f"{self.where}: node {node['id']} ({node['name']})"
+        meta = node if name == RECORD_PARAM_COMMS else next(
+            (d for d in self.descendants(node["id"]) if d["name"] == RECORD_PARAM_COMMS), None)
+        if meta is not None:
+            attrs = {a.get("name"): a.get("value") for a in meta.get("attrs", []) if isinstance(a, dict)}
+            raw = str(attrs.get("collective_name", ""))
+            key = raw.lower().replace("_base", "").replace("_coalesced", "").replace("_into_tensor", "").replace("_", "")
+            kind = _COMMS_NAMES.get(key)
+            if kind is None:
+                raise CharonError(f"{where}: collective '{raw}' is not one of "
+                                  f"{', '.join(sorted(set(_COMMS_NAMES.values()) - {'wait'}))}")
+            if kind in ("wait", "barrier"):
+                return None
+            if kind in ("send", "recv"):
+                raise CharonError(f"{where}: point-to-point ({raw}): one rank's execution trace does not "
+                                  "hold its peer's program; import the ranks' Chakra traces for a pipeline")
+            itemsize = _DTYPE_BYTES.get(str(attrs.get("dtype")))
+            if itemsize is None:
+                raise CharonError(f"{where}: record_param_comms dtype {attrs.get('dtype')!r} is not one of "
+                                  f"{', '.join(_DTYPE_BYTES)}")
+            try:
+                nelems = int(attrs["out_msg_nelems" if kind == "reduce_scatter" else "in_msg_nelems"])
+                pg = str(attrs["pg_name"])
+                members = self.groups.get(pg) or [
+                    int(attrs["global_rank_start"]) + i * int(attrs["global_rank_stride"])
+                    for i in range(int(attrs["pg_size"]))]
+            except (KeyError, TypeError, ValueError):
+                raise CharonError(f"{where}: record_param_comms lacks integer in/out_msg_nelems, pg_name and "
+                                  "pg_size, global_rank_start, global_rank_stride") from None
+            return kind, float(nelems * itemsize), pg, members
+        op = name.removeprefix("c10d::")
+        if op in _P2P:
+            raise CharonError(f"{where}: point-to-point: one rank's execution trace does not hold its peer's "
+                              "program; import the ranks' Chakra traces for a pipeline")
+        if op not in _C10D:
+            raise CharonError(f"{where}: not a collective this importer knows ({', '.join(sorted(_C10D))})")
+        kind, arg, _ = _C10D[op]
+        if kind == "barrier":
+            return None
+        if len(self.groups) != 1:
+            raise CharonError(f"{where}: names no process group (no record_param_comms: a gloo trace), and "
+                              f"the trace has {len(self.groups)} groups, not one to take")
+        (pg, members), = self.groups.items()
+        values = node["inputs"]["values"]
+        nbytes = float(sum(t[3] * t[4] for t in _tensors(values[arg]))) if arg < len(values) else 0.0
+        return kind, nbytes, pg, members
 
     def context(self, node_id: int) -> tuple[bool, str]:
         """Whether an aten op encloses the node, and the phase its enclosing
@@ -162,7 +275,7 @@ class _Importer:
     def _with(self, node_id: int, inside: bool, phase: str) -> tuple[bool, str]:
         """The context a node gives its children."""
         name = self.nodes[node_id]["name"]
-        inside = inside or name.startswith("aten::")
+        inside = inside or name.startswith(("aten::", "c10d::", RECORD_PARAM_COMMS))
         if name.startswith(("Optimizer.step", "Optimizer.zero_grad")):
             phase = "optimizer"
         elif phase == "forward" and (name.startswith("autograd::engine::evaluate_function")
@@ -177,24 +290,30 @@ class _Importer:
             yield n
             stack.extend(self.children.get(n["id"], ()))
 
-    def is_comm(self, name: str) -> bool:
-        n = name.lower()
-        return n.startswith("c10d::") or "nccl" in n or n == "record_param_comms"
-
     def kernels(self) -> list[tuple[str, dict]]:
-        """(phase, node) of every op that runs work, in execution (id) order."""
+        """(phase, node) of every op that runs work, in execution (id) order:
+        outermost aten ops, and collectives (an outermost c10d op, or a
+        `record_param_comms` outside one). A top-level op after the backward
+        began is the backward's (a gradient all-reduce after `loss.backward()`),
+        one after the optimizer's step the optimizer's."""
         out = []
+        seen: set[str] = set()
         for node_id in sorted(self.nodes):
             node = self.nodes[node_id]
             name = node["name"]
-            if self.is_comm(name):
-                raise CharonError(f"{self.where}: node {node_id} is a collective ({name}): importing "
-                                  "multi-rank traces (process groups onto a mesh) is not supported yet")
-            if not name.startswith("aten::"):
+            if name.startswith(_BACKEND_RECORDS):
+                continue  # the backend running a c10d op (on its own thread): the op is the record
+            if not name.startswith(("aten::", "c10d::", RECORD_PARAM_COMMS)):
+                if name.startswith("Optimizer.step"):
+                    seen.add("step")
                 continue
             inside, phase = self.context(node_id)
             if inside:
-                continue  # inside another aten op: its time is that op's
+                continue  # inside another aten or c10d op: its time is that op's
+            if phase == "backward":
+                seen.add("backward")
+            elif phase == "forward" and seen:
+                phase = "optimizer" if "step" in seen else "backward"
             if name in FREE and all(d["name"] in FREE for d in self.descendants(node_id)
                                     if d["name"].startswith("aten::")):
                 continue
@@ -216,16 +335,33 @@ class _Importer:
 
     def build(self) -> ModuleOp:
         phases: dict[str, list] = {"forward": [], "backward": [], "optimizer": []}
+        comms: dict[int, tuple[str, float, str, list[int]] | None] = {}
         for phase, node in self.kernels():
             phases[phase].append(node)
-        ops = []
+            if not node["name"].startswith("aten::"):
+                comms[node["id"]] = self.collective(node)
+        used = {c[2]: c[3] for c in comms.values() if c is not None and len(c[3]) > 1}
+        ops: list = []
+        axes_of: dict[str, list[str]] = {}
+        if used:
+            world = self.world or 1 + max(r for members in used.values() for r in members)
+            mesh, axes_of = _mesh(used, set(used), world, self.where)
+            ops.append(coll.GridOp("mesh", mesh))
+        inputs: list = []
+        free: dict[TensorType, SSAValue] = {}
         for kind, nodes in phases.items():
             if not nodes:
                 continue
             block = Block()
             values: dict[int, SSAValue] = {}
+            last: list[SSAValue] = []  # the latest compute op's result
             for node in nodes:
-                inputs = [values[t[0]] for t in _tensors(node["inputs"]["values"]) if t[0] in values]
+                inputs_of = [values[t[0]] for t in _tensors(node["inputs"]["values"]) if t[0] in values]
+                if node["id"] in comms:
+                    # issued after the compute before it, which it waits for (as a
+                    # NCCL collective waits for its caller's stream)
+                    self._collective(block, node, comms[node["id"]], last, values, axes_of, inputs, free)
+                    continue
                 result_types, produced = [], []
                 outs = node["outputs"]
                 for value, shape, type_name in zip(outs["values"], outs["shapes"], outs["types"]):
@@ -236,13 +372,57 @@ class _Importer:
                     result_types.append(TensorType(element, shape))
                     produced.append(value[0])
                 flops, nbytes = self.work(node)
-                op = sim.GenericOp(node["name"].replace("::", "."), inputs, result_types, flops, nbytes)
+                op = sim.GenericOp(node["name"].replace("::", "."), inputs_of, result_types, flops, nbytes)
                 block.add_op(op)
                 for tensor_id, result in zip(produced, op.results):
                     values[tensor_id] = result
+                last = list(op.results[:1]) or last
             block.add_op(sim.YieldOp())
             ops.append(sim.PhaseOp(kind, Region(block)))
-        return ModuleOp(ops)
+        grid = ops[:1] if used else []
+        return ModuleOp([*grid, *inputs, *ops[len(grid):]])
+
+    @staticmethod
+    def _collective(block: Block, node: dict, found, deps: list[SSAValue], values: dict[int, SSAValue],
+                    axes_of: dict[str, list[str]], inputs: list, free: dict) -> None:
+        """A collective as the `coll` op of its kind over a flat byte buffer made
+        by `deps`; what reads its tensors afterwards (in place, or its outputs)
+        waits for it. One over a single rank, or moving nothing, is left out."""
+        if found is None or len(found[3]) < 2:
+            return
+        kind, nbytes, pg, members = found
+        group, axes = len(members), axes_of[pg]
+        byte = IntegerType(8)
+        per = max(round(nbytes), 1)
+        if kind == "all_to_all":
+            per = -(-per // group) * group  # whole blocks per rank
+        shapes = {"all_gather": (per, per * group), "reduce_scatter": (per * group, per)}.get(kind, (per, per))
+        source, result = TensorType(byte, [shapes[0]]), TensorType(byte, [shapes[1]])
+        if deps:
+            # the buffer: made by what the collective reads (a free op: no kernel)
+            buffer = sim.GenericOp("c10d.buffer", deps, [source], 0.0, 0.0)
+            block.add_op(buffer)
+            x = buffer.results[0]
+        else:  # first in its phase: a step input, ready at the start
+            if source not in free:
+                op = sim.InputOp(f"c10d_buffer_{len(free)}", source)
+                inputs.append(op)
+                free[source] = op.result
+            x = free[source]
+        if kind == "all_reduce":
+            op = coll.AllReduceOp(x, "mesh", axes)
+        elif kind == "broadcast":
+            op = coll.BroadcastOp(x, "mesh", axes)
+        elif kind == "all_gather":
+            op = coll.AllGatherOp(x, "mesh", axes, result, axis=IntegerAttr(0, 64))
+        elif kind == "reduce_scatter":
+            op = coll.ReduceScatterOp(x, "mesh", axes, result, axis=IntegerAttr(0, 64))
+        else:
+            op = coll.AllToAllOp(x, "mesh", axes, result, split_axis=IntegerAttr(0, 64),
+                                 concat_axis=IntegerAttr(0, 64))
+        block.add_op(op)
+        for t in (*_tensors(node["outputs"]["values"]), *_tensors(node["inputs"]["values"])):
+            values[t[0]] = op.results[0]
 
 
 def import_execution_trace(path: str | Path) -> ModuleOp:

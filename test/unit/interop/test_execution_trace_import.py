@@ -18,6 +18,8 @@ ET = Path(__file__).parents[2] / "data" / "kineto" / "llama4-cpu-s256.et.json.gz
 
 def _generic(module):
     for phase in module.body.block.ops:
+        if not isinstance(phase, sim.PhaseOp):
+            continue  # the grid and step inputs of a trace with collectives
         for op in phase.body.block.ops:
             if isinstance(op, sim.GenericOp):
                 yield phase.kind.data, op
@@ -95,7 +97,7 @@ def test_bad_execution_traces_are_one_line(charon_fails, tmp_path):
         "nonodes.json": (b'{"schema": "x"}', "no 'nodes' list"),
         "noid.json": (json.dumps({"nodes": [{"name": "aten::mm"}]}).encode(), "has no integer id and name"),
         "noio.json": (json.dumps({"nodes": [{"id": 1, "name": "aten::mm"}]}).encode(), "has no inputs"),
-        "comm.json": (json.dumps({"nodes": [_node(1, "record_param_comms", 0)]}).encode(), "is a collective"),
+        "comm.json": (json.dumps({"nodes": [_node(1, "record_param_comms", 0)]}).encode(), "collective '' is not one of"),
         "empty.json": (json.dumps({"nodes": [_node(1, "aten::view", 0)]}).encode(), "nothing to simulate"),
     }
     for name, (data, message) in cases.items():
@@ -105,3 +107,127 @@ def test_bad_execution_traces_are_one_line(charon_fails, tmp_path):
         assert not (tmp_path / "o.mlir").exists()
     with pytest.raises(CharonError, match="cannot read"):
         import_execution_trace(tmp_path / "missing.json")
+
+
+# --- collectives: a two-rank step recorded over gloo, and NCCL's record_param_comms
+
+DISTRIBUTED = Path(__file__).parents[2] / "data" / "distributed"
+"""tp2-gloo.<rank>.et.json.gz: bench/record_distributed_et.py's tensor- and sequence-parallel MLP step."""
+
+
+def _collectives(module):
+    from charon_ir.dialects import coll
+
+    for phase in module.body.block.ops:
+        if isinstance(phase, sim.PhaseOp):
+            for op in phase.body.block.ops:
+                if isinstance(op, coll.CollectiveOp):
+                    yield phase.kind.data, op
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_recorded_two_rank_step_imports_with_its_collectives(rank):
+    from charon_ir.dialects import coll
+
+    module = import_execution_trace(DISTRIBUTED / f"tp2-gloo.{rank}.et.json.gz")
+    module.verify()
+    (grid,) = [op for op in module.body.block.ops if isinstance(op, coll.GridOp)]
+    assert grid.axis_sizes() == {"a0": 2}  # the world: gloo's one (default) group of 2
+    seq, hidden, f32 = 64, 256, 4
+    half = seq // 2 * hidden * f32  # one rank's half of the sequence
+    got = [(phase, op.op_kind(), op.operands[0].type.get_shape()[0], op.results[0].type.get_shape()[0])
+           for phase, op in _collectives(module)]
+    assert got == [
+        ("forward", "broadcast", 2 * half, 2 * half),  # the batch, from rank 0
+        ("forward", "all_gather", half, 2 * half),  # the sequence before the column-parallel linear
+        ("forward", "reduce_scatter", 2 * half, half),  # the row-parallel linear's partial sums
+        ("backward", "all_gather", half, 2 * half),  # their transposes
+        ("backward", "reduce_scatter", 2 * half, half),
+        ("backward", "all_reduce", hidden * f32, hidden * f32),  # the LayerNorm's weight and bias gradients
+        ("backward", "all_reduce", hidden * f32, hidden * f32),
+    ]
+    assert all(op.group_size() == 2 for _, op in _collectives(module))
+    linear = [op for phase, op in _generic(module) if phase == "forward" and op.callee.data == "aten.linear"]
+    assert [op.flop_count.value.data for op in linear] == [2.0 * seq * hidden * 2 * hidden] * 2  # 4h/2 columns
+
+
+def test_a_recorded_two_rank_step_simulates(tmp_path, capsys, monkeypatch):
+    from charon_ir import cli
+
+    out = tmp_path / "step.mlir"
+    trace = DISTRIBUTED / "tp2-gloo.1.et.json.gz"
+    monkeypatch.setattr(sys, "argv", ["charon", "import", "--execution-trace", str(trace), "-o", str(out)])
+    cli.main()
+    monkeypatch.setattr(sys, "argv", ["charon", "simulate", "--model", str(out), "--gpus", "2", "--json"])
+    capsys.readouterr()
+    cli.main()
+    report = json.loads(capsys.readouterr().out)
+    assert report["iteration_time_s"] > report["breakdown"]["compute_s"] > 0
+    assert set(report["breakdown"]["exposed_comm_s"]) == {"a0"}
+
+
+def _comms_node(node_id, parent, **attrs):
+    node = _node(node_id, "record_param_comms", parent)
+    node["attrs"] = [{"name": k, "type": "string" if isinstance(v, str) else "int", "value": v}
+                     for k, v in attrs.items()]
+    return node
+
+
+def _groups_node(node_id, groups):
+    node = _node(node_id, "## process_group:init ##", 1)
+    node["inputs"] = {"values": [json.dumps(groups)], "shapes": [[]], "types": ["String"], "strides": [[]]}
+    return node
+
+
+def test_nccl_collectives_take_the_group_record_param_comms_names(tmp_path):
+    """A NCCL trace's collectives, as torch's ExecutionTraceObserver writes them
+    (the attributes torch's own distributed tests check): the group by pg_name,
+    from process_group:init, or from global_rank_start/stride and pg_size."""
+    groups = [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [], "group_size": 8},
+              {"pg_name": "1", "pg_desc": "dp", "ranks": [1, 3, 5, 7], "group_size": 4}]
+    x = (10, 1024, [1024])
+    nodes = [
+        _node(1, "[pytorch|profiler|execution_trace|thread]", 0),
+        _groups_node(2, groups),
+        _node(3, "aten::relu", 1, [x], [x]),
+        _node(4, "c10d::allreduce_", 1, [x], [x]),
+        _comms_node(5, 4, collective_name="allreduce", dtype="BFloat16", in_msg_nelems=1024, out_msg_nelems=1024,
+                    pg_name="1", pg_size=4, global_rank_start=1, global_rank_stride=2),
+        _node(6, "nccl:all_reduce", 5, [x]),
+        # a group made after recording began: not in process_group:init
+        _comms_node(7, 1, collective_name="_allgather_base", dtype="Float", in_msg_nelems=256, out_msg_nelems=512,
+                    pg_name="9", pg_size=2, global_rank_start=1, global_rank_stride=1),
+        _comms_node(8, 1, collective_name="wait", dtype="Float", in_msg_nelems=0, out_msg_nelems=0),
+        _node(9, "aten::relu", 1, [x], [x]),
+    ]
+    path = tmp_path / "nccl.json"
+    path.write_text(json.dumps({"schema": "1.1.1-chakra.0.0.4", "nodes": nodes}))
+    module = import_execution_trace(path)
+    module.verify()
+    got = [(op.op_kind(), op.axis_names(), op.group_size(), op.payload_bytes()) for _, op in _collectives(module)]
+    # ranks 1, 3, 5, 7 (stride 2) and 1, 2 (stride 1): a 4 x 2 grid of the 8 ranks
+    assert got == [("all_reduce", ["a0"], 4, 2048.0), ("all_gather", ["a1"], 2, 2048.0)]
+    (grid,) = [op for op in module.body.block.ops if op.name == "coll.grid"]
+    assert grid.axis_sizes() == {"a0": 4, "a1": 2}
+
+
+def test_bad_collectives_are_one_line(charon_fails, tmp_path):
+    groups = [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [], "group_size": 4},
+              {"pg_name": "1", "pg_desc": "tp", "ranks": [0, 1], "group_size": 2}]
+    x = (10, 16, [16])
+    head = [_node(1, "[pytorch|profiler|execution_trace|thread]", 0), _node(3, "aten::relu", 1, [x], [x])]
+    cases = {
+        "ambiguous.json": ([_groups_node(2, groups), _node(4, "c10d::allreduce_", 1, [x], [x])],
+                           "names no process group"),
+        "send.json": ([_groups_node(2, groups[:1]), _node(4, "c10d::send", 1, [x])], "point-to-point"),
+        "gather.json": ([_groups_node(2, groups[:1]), _node(4, "c10d::gather_", 1, [x])], "not a collective"),
+        "badinit.json": ([_groups_node(2, {"x": 1})], "holds no JSON list of process groups"),
+        "dtype.json": ([_comms_node(4, 1, collective_name="allreduce", dtype="Quux", in_msg_nelems=1,
+                                    out_msg_nelems=1, pg_name="0", pg_size=2, global_rank_start=0,
+                                    global_rank_stride=1)], "dtype 'Quux'"),
+    }
+    for name, (nodes, message) in cases.items():
+        (tmp_path / name).write_text(json.dumps({"nodes": head + nodes}))
+        line = charon_fails("import", "--execution-trace", str(tmp_path / name), "-o", str(tmp_path / "o.mlir"))
+        assert message in line and name in line, (name, line)
+        assert not (tmp_path / "o.mlir").exists()
