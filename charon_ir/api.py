@@ -25,6 +25,7 @@ from charon_ir.frontend.configs import load_config
 from charon_ir.frontend import MEGATRON_PREFIX
 from charon_ir.frontend.user_modules import is_handle, lookup, model_name
 from charon_ir.memory import analyze_memory
+from charon_ir.passes import set_target
 from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
 from charon_ir.registry import ALL_PASSES
 from charon_ir.report.energy import add_training_energy
@@ -505,8 +506,15 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
     message `charon simulate` prints."""
     if not memory:
         return None
-    capacity = limit_gb * GIB if limit_gb > 0 else Target.from_module(module).gpu.hbm_bytes
-    worst = max(memory, key=lambda r: (r.peak, -r.stage))
+    stage_gpus = set_target.stage_gpus(module)
+    gpus = stage_gpus or [Target.from_module(module).gpu]
+
+    def capacity_of(stage: int) -> float:
+        return limit_gb * GIB if limit_gb > 0 else gpus[stage % len(gpus)].hbm_bytes
+
+    # the stage most over its own GPU's memory
+    worst = max(memory, key=lambda r: (r.peak - capacity_of(r.stage), r.peak, -r.stage))
+    capacity = capacity_of(worst.stage)
     if worst.peak <= capacity:
         return None
     return {
@@ -540,11 +548,27 @@ def time_module(
     if memory is None:
         memory = _memory(module, config)
     target = Target.from_module(module)
+    stage_gpus = set_target.stage_gpus(module)  # read before lowering erases the stages
     report = tiers.time_module(ctx, module, memory, overlap_model(config, target.gpu), pp=config.pp,
                                vpp=config.vpp, blocking=tuple(config.blocking_comm), tier=tier,
                                trace=trace, plot=plot)
+    if stage_gpus:
+        _on_stage_gpus(report, target, stage_gpus)
     # the energy of the step as timed (extrapolated from fewer micro-batches too)
-    return add_training_energy(report, target)
+    return add_training_energy(report, target, stage_gpus)
+
+
+def _on_stage_gpus(report: dict[str, Any], target: Target, stage_gpus: list) -> None:
+    """A pipeline over several kinds of GPU (a cluster of several node kinds):
+    each stage names its GPU, and MFU and HFU are shares of the job's mean peak
+    (every stage has as many GPUs)."""
+    for stage, gpu in zip(report["stages"], stage_gpus):
+        stage["hardware"] = gpu.name
+    report["breakdown"]["hardware"] = stage_gpus[report["breakdown"]["stage"]].name
+    mean_peak = sum(g.peak("bf16") for g in stage_gpus) / len(stage_gpus)
+    for key in ("mfu", "hfu"):
+        report[key] *= target.gpu.peak("bf16") / mean_peak
+    report["hardware"] = "+".join(dict.fromkeys(g.name for g in stage_gpus))
 
 
 def simulate_file(

@@ -21,7 +21,10 @@ Options:
   `mxfp8` or `blockwise` (block scales written beside the data); bytes per
   operand element in `analytic.FP8_CAST_BYTES_PER_OPERAND_ELEMENT` (default delayed).
 
-Ops inside a `sim.repeat` are priced once: the cost is per iteration. Compute ops
+Ops inside a `sim.repeat` are priced once: the cost is per iteration. On a
+cluster of several node kinds each `sim.stage` is priced on the GPU and links of
+its `node_kind` (set-target), and a collective over `pp` (a pipeline send, the
+tied embedding's all-reduce) on the slowest links of the stages' kinds. Compute ops
 are priced before collectives: a collective overlapped with GEMMs
 (`--tp-comm-overlap`) is timed against the GEMMs' prices, whichever engine gave them.
 """
@@ -29,8 +32,8 @@ are priced before collectives: a collective overlapped with GEMMs
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -40,11 +43,11 @@ from xdsl.pattern_rewriter import (
 )
 
 from charon_ir.dialects.coll import CollectiveOp
-from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp, RepeatOp
+from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp, RepeatOp, StageOp
 from charon_ir.engines.analytic import FP8_RECIPES, AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
 from charon_ir.errors import CharonError
-from charon_ir.target.target import Target
+from charon_ir.target.target import NODE_KIND_ATTR, Target
 
 COST_ATTR = "cost"
 
@@ -56,12 +59,17 @@ class PriceOp(RewritePattern):
     engines: tuple[CostEngine, ...]
     target: Target
     kinds: tuple[type, ...] = (ComputeOp, CollectiveOp)
+    across_stages: Target | None = None
+    """Where stages sit on different node kinds: the target of collectives over `pp`."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, self.kinds) or COST_ATTR in op.attributes:
             return
+        target = self.target
+        if self.across_stages is not None and isinstance(op, CollectiveOp) and "pp" in op.axis_names():
+            target = self.across_stages
         for engine in self.engines:
-            cost = engine.price(op, self.target)
+            cost = engine.price(op, target)
             if cost is not None:
                 op.attributes[COST_ATTR] = CostAttr(
                     cost.time_s, cost.flops, cost.bytes, cost.engine
@@ -136,14 +144,34 @@ class CostAnnotatePass(ModulePass):
         if self.fp8_recipe not in FP8_RECIPES:
             raise CharonError(f"cost-annotate: option 'fp8-recipe' must be one of "
                               f"{', '.join(FP8_RECIPES)}, got '{self.fp8_recipe}'")
+        placed = [s for s in op.body.block.ops
+                  if isinstance(s, StageOp) and NODE_KIND_ATTR in s.attributes]
+        if not target.heterogeneous or not placed:
+            self.price(op.body, chain, target)
+            return
+        kinds = tuple(dict.fromkeys(_node_kind(s) for s in placed))
+        for stage in placed:
+            own = target.on_node_kind(_node_kind(stage))
+            self.price(stage.body, chain, own, target.across(kinds, own.gpu))
+        self.price(op.body, chain, target)  # anything outside the stages
+
+    def price(self, region: Region, chain: tuple[CostEngine, ...], target: Target,
+              across_stages: Target | None = None) -> None:
         # compute first: a collective overlapped with GEMMs (--tp-comm-overlap)
         # is priced by the GEMMs' own times, whichever engine gave them
         compute: list[RewritePattern] = [PriceOp(chain, target, (ComputeOp,))]
         if self.fp8_gemms:
             fp8_target = fp8_gemm_target(target, "cost-annotate: option 'fp8-gemms'")
             compute.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts, self.fp8_recipe))
-        for patterns in (compute, [PriceOp(chain, target)]):
+        for patterns in (compute, [PriceOp(chain, target, across_stages=across_stages)]):
             PatternRewriteWalker(
                 GreedyRewritePatternApplier(patterns, dce_enabled=False),
                 apply_recursively=False,
-            ).rewrite_module(op)
+            ).rewrite_region(region)
+
+
+def _node_kind(stage: StageOp) -> str:
+    kind = stage.attributes[NODE_KIND_ATTR]
+    if not isinstance(kind, StringAttr):
+        raise CharonError(f"cost-annotate: a sim.stage's '{NODE_KIND_ATTR}' must be a string")
+    return kind.data

@@ -32,6 +32,7 @@ from xdsl.passes import ModulePass
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.memory import GIB, MEMORY_ATTR, analyze_memory
+from charon_ir.passes.set_target import stage_gpus
 from charon_ir.target.target import TARGET_ATTR, Target
 
 
@@ -69,6 +70,10 @@ class MemoryAnalysisPass(ModulePass):
                 stage.attributes[MEMORY_ATTR] = ArrayAttr([results[p].to_attr() for p in physical])
         if limit is None:
             return
-        worst = max(results.values(), key=lambda r: (r.peak, -r.stage))
-        if worst.peak > limit:
-            raise CharonError(worst.oom_message(limit))
+        # on a cluster of several node kinds a stage has its own GPU's memory
+        gpus = None if self.limit_gb > 0 else stage_gpus(op)
+        limits = {r.stage: gpus[r.stage % len(gpus)].hbm_bytes if gpus else limit
+                  for r in results.values()}
+        worst = max(results.values(), key=lambda r: (r.peak - limits[r.stage], r.peak, -r.stage))
+        if worst.peak > limits[worst.stage]:
+            raise CharonError(worst.oom_message(limits[worst.stage]))

@@ -16,6 +16,11 @@ Options:
   cluster's; its canonical text is stored on the module, so later passes need no
   file.
 
+On a cluster of several node kinds (docs/cluster.md), each pipeline stage
+(`sim.stage`) gets the kind its ranks sit on as `node_kind`; a stage class whose
+stages sit on different kinds is split, one `sim.stage` per kind, and a stage
+whose ranks span kinds is an error (as is a job without stages that does).
+
 Every later pass and engine reads the target from the module, never from options.
 A module already priced (cost-annotate ran) is not retargeted to another GPU: its
 times are the first GPU's.
@@ -24,14 +29,20 @@ times are the first GPU's.
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from math import prod
+
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects.coll import GridOp
+from charon_ir.dialects.sim import StageOp
+from charon_ir.memory import MEMORY_ATTR
+from charon_ir.parallel.mesh import grid_axes
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import MAX_CLUSTER_COUNT, Cluster, load_cluster
-from charon_ir.target.hardware import UnknownGpuError, load_gpu
-from charon_ir.target.target import TARGET_ATTR, Target
+from charon_ir.target.hardware import GpuSpec, UnknownGpuError, load_gpu
+from charon_ir.target.target import NODE_KIND_ATTR, TARGET_ATTR, Target
+from charon_ir.target.topology import group_ranks
 
 DEFAULT_GPUS_WITHOUT_CLUSTER = 8
 
@@ -77,6 +88,8 @@ class SetTargetPass(ModulePass):
                     f"set the target ({target.gpu.name}) before cost-annotate"
                 )
         op.attributes[TARGET_ATTR] = target.to_attr()
+        if target.cluster is not None and target.cluster.heterogeneous:
+            place_stages(op, target.cluster, target.gpus)
 
     def target(self, cluster: Cluster | None) -> Target:
         if not self.hardware and cluster is None:
@@ -134,3 +147,69 @@ class SetTargetPass(ModulePass):
                 f"set-target: option 'gpus' ({gpus}) is not a whole number of "
                 f"{per_node}-GPU nodes"
             )
+
+
+def stage_kinds(op: ModuleOp, cluster: Cluster, gpus: int) -> list[str]:
+    """The node kind of each physical pipeline stage (one entry without a `pp`
+    axis): the kind every rank of the stage sits on."""
+    sizes = grid_axes(op) or {"dp": gpus}
+    pp = sizes.get("pp", 1)
+    others = [a for a in sizes if a != "pp"]
+    stride = prod(sizes[a] for a in list(sizes)[list(sizes).index("pp") + 1:]) if "pp" in sizes else 0
+    kinds = []
+    for s in range(pp):
+        names = sorted({cluster.kind_of_rank(r).name
+                        for r in group_ranks(sizes, others, rank=s * stride)},
+                       key=cluster.kind_names().index)
+        if len(names) > 1:
+            where = f"pipeline stage {s}'s ranks" if pp > 1 else "the job's ranks"
+            raise CharonError(
+                f"set-target: {where} lie on node kinds {' and '.join(names)} of cluster "
+                f"'{cluster.name}': a stage runs on one kind (order the node blocks so that "
+                "each stage's ranks share one, ranks are dp-major)"
+            )
+        kinds.append(names[0])
+    return kinds
+
+
+def place_stages(op: ModuleOp, cluster: Cluster, gpus: int) -> None:
+    """Give each `sim.stage` its ranks' node kind, splitting a stage class whose
+    stages sit on different kinds."""
+    kinds = stage_kinds(op, cluster, gpus)
+    pp = len(kinds)
+    for stage in [s for s in op.body.block.ops if isinstance(s, StageOp)]:
+        by_kind: dict[str, list[int]] = {}
+        for v in stage.stage_ids():
+            by_kind.setdefault(kinds[v % pp], []).append(v)
+        if len(by_kind) == 1:
+            stage.attributes[NODE_KIND_ATTR] = StringAttr(next(iter(by_kind)))
+            continue
+        if MEMORY_ATTR in stage.attributes:
+            raise CharonError("set-target: the module's memory is analysed for one kind of GPU; "
+                              "set a cluster of several node kinds before memory-analysis")
+        block = stage.parent_block()
+        assert block is not None
+        for kind, ids in by_kind.items():
+            part = stage.clone()
+            part.virtual_stages = DenseArrayBase.from_list(i64, ids)
+            part.attributes[NODE_KIND_ATTR] = StringAttr(kind)
+            block.insert_op_before(part, stage)
+        stage.detach()
+        stage.erase()
+
+
+def stage_gpus(op: ModuleOp) -> list[GpuSpec] | None:
+    """The GPU of each physical pipeline stage of a module placed on a cluster of
+    several node kinds (`node_kind` on its stages), None on one kind of GPU."""
+    target = Target.from_module(op)
+    stages = [s for s in op.body.block.ops if isinstance(s, StageOp)]
+    if not target.heterogeneous or not stages or target.cluster is None:
+        return None
+    pp = grid_axes(op).get("pp", 1)
+    gpus: list[GpuSpec | None] = [None] * pp
+    for stage in stages:
+        kind = stage.attributes.get(NODE_KIND_ATTR)
+        if isinstance(kind, StringAttr):
+            for v in stage.stage_ids():
+                gpus[v % pp] = target.cluster.kind(kind.data).gpu
+    return [g or target.gpu for g in gpus]

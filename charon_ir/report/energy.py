@@ -38,9 +38,11 @@ def nics_per_gpu(cluster: Any) -> float:
     return cluster.nics.count / cluster.gpus_per_node if cluster.gpus_per_node else 0.0
 
 
-def add_training_energy(report: dict[str, Any], target: Any) -> dict[str, Any]:
-    """`report` with its energy (training_energy) on the target's GPU and NICs."""
-    report.update(training_energy(report, target.gpu, nics_per_gpu(target.topology)))
+def add_training_energy(report: dict[str, Any], target: Any,
+                        stage_gpus: list[GpuSpec] | None = None) -> dict[str, Any]:
+    """`report` with its energy (training_energy) on the target's GPU and NICs,
+    or each stage's own GPU (`stage_gpus`, a cluster of several node kinds)."""
+    report.update(training_energy(report, target.gpu, nics_per_gpu(target.topology), stage_gpus))
     return report
 
 
@@ -60,24 +62,30 @@ def _no_power(gpu: GpuSpec) -> dict[str, Any]:
             "energy": {"note": f"{gpu.name} states no power figures ([power] in its GPU file)"}}
 
 
-def training_energy(report: dict[str, Any], gpu: GpuSpec, nics_per_gpu: float) -> dict[str, Any]:
+def training_energy(report: dict[str, Any], gpu: GpuSpec, nics_per_gpu: float,
+                    stage_gpus: list[GpuSpec] | None = None) -> dict[str, Any]:
     """`energy_j` (the whole job, one step), `tokens_per_joule` and the split of
     a step's energy, from a training report's stages (compute, exposed
-    communication, bubble per rank class) and FLOPs."""
-    if not gpu.has_power:
-        return _no_power(gpu)
-    step = float(report["iteration_time_s"])
+    communication, bubble per rank class) and FLOPs; each stage on `gpu`, or on
+    its own of `stage_gpus`."""
     stages = report.get("stages") or [report["breakdown"]]
+    by_stage = stage_gpus if stage_gpus and len(stage_gpus) == len(stages) else [gpu] * len(stages)
+    missing = [g for g in by_stage if not g.has_power]
+    if missing:
+        return _no_power(missing[0])
+    step = float(report["iteration_time_s"])
     mean_compute = sum(float(s["compute_s"]) for s in stages) / len(stages)
-    activity = compute_activity(gpu, float(report["flops_per_gpu"]), mean_compute)
+    activities = {g: compute_activity(g, float(report["flops_per_gpu"]), mean_compute)
+                  for g in dict.fromkeys(by_stage)}
+    activity = activities[by_stage[0]]
     compute_j = comm_j = idle_j = 0.0
-    for s in stages:
+    for s, own in zip(stages, by_stage):
         compute_s = float(s["compute_s"])
         bubble_s = float(s["bubble_s"])
         comm_s = max(0.0, step - compute_s - bubble_s)
-        compute_j += compute_s * board_power_w(gpu, activity)
-        comm_j += comm_s * board_power_w(gpu, COMM_ACTIVITY)
-        idle_j += bubble_s * gpu.idle_w
+        compute_j += compute_s * board_power_w(own, activities[own])
+        comm_j += comm_s * board_power_w(own, COMM_ACTIVITY)
+        idle_j += bubble_s * own.idle_w
     n = len(stages)
     per_gpu = {"compute_j": compute_j / n, "comm_j": comm_j / n, "idle_j": idle_j / n,
                "nic_j": step * NIC_POWER_W * nics_per_gpu}

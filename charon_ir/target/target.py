@@ -9,7 +9,7 @@ network (`Target.topology`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from math import prod
 
@@ -20,6 +20,9 @@ from charon_ir.target.cluster import Cluster, implicit_cluster, parse_cluster_ca
 from charon_ir.target.hardware import GpuSpec, load_gpu
 
 TARGET_ATTR = "sim.target"
+NODE_KIND_ATTR = "node_kind"
+"""On a `sim.stage` of a module targeted at a cluster of several node kinds: the
+kind (a `node` block's label) its ranks sit on, set by `set-target`."""
 
 # Per-step latency of a collective (alpha), seconds, for callers that want one
 # number per link; the analytic engine uses NCCL's full latency model
@@ -77,6 +80,24 @@ class Target:
                 "the module has no target: run set-target{hardware=...} first"
             )
         return Target.from_attr(attr)
+
+    @property
+    def heterogeneous(self) -> bool:
+        return self.cluster is not None and self.cluster.heterogeneous
+
+    def on_node_kind(self, name: str) -> Target:
+        """The target as the ranks of node kind `name` see it: their GPU, their
+        scale-up fabric and NICs."""
+        assert self.cluster is not None
+        view = self.cluster.view(name)
+        return Target(view.gpu, self.gpus, self.gpus_per_node, view)
+
+    def across(self, names: tuple[str, ...], gpu: GpuSpec) -> Target:
+        """The target of traffic between ranks of the node kinds `names`: each
+        link class at its slowest among them; `gpu` does the work at its ends."""
+        assert self.cluster is not None
+        view = self.cluster.slowest_view(names)
+        return Target(gpu, self.gpus, self.gpus_per_node, replace(view, gpu=gpu))
 
     @property
     def topology(self) -> Cluster:

@@ -1,0 +1,24 @@
+// set-target on a cluster of several node kinds gives each sim.stage the kind its
+// ranks sit on; the two middle stages, one class after `pipeline`, sit on
+// different kinds and are split. cost-annotate then prices each stage on its
+// own GPU (these 64x64 GEMMs take the launch latency on both: test/unit/passes/
+// test_node_kinds.py compares the times of larger ones).
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'pipeline{pp=4 microbatches=8},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4}' | filecheck %s
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'pipeline{pp=4 microbatches=8},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4},cost-annotate' | filecheck %s --check-prefix=PRICED
+// A stage (here the whole job, dp 2 with no pipeline) whose ranks span two kinds:
+// RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4}' 2>&1 | filecheck %s --check-prefix=SPAN
+// RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'set-target{cluster="%S/Inputs/uncovered.cluster"}' 2>&1 | filecheck %s --check-prefix=UNCOVERED
+
+// CHECK:      sim.stage [0] attributes {node_kind = "h100"} {
+// CHECK:      sim.stage [1] attributes {node_kind = "h100"} {
+// CHECK:      sim.stage [2] attributes {node_kind = "b200"} {
+// CHECK:      sim.stage [3] attributes {node_kind = "b200"} {
+
+// PRICED:      sim.stage [1] attributes {node_kind = "h100"} {
+// PRICED:        sim.matmul {{.*}}cost = #sim.cost<time_s = {{.*}}, engine = "analytic">
+// PRICED:        coll.send {{.*}} on @mesh ["pp"] {{.*}}cost = #sim.cost<time_s = {{.*}}, engine = "analytic">
+// PRICED:      sim.stage [2] attributes {node_kind = "b200"} {
+// PRICED:        sim.matmul {{.*}}cost = #sim.cost<time_s = {{.*}}, engine = "analytic">
+
+// SPAN: charon-opt: error: set-target: the job's ranks lie on node kinds h100 and b200 of cluster 'h100-b200-chain': a stage runs on one kind
+// UNCOVERED: charon-opt: error: {{.*}}uncovered.cluster:2:9: 'nodes' is 5 but the node kinds hold 4 (h100: 2, b200: 2): the kinds must cover every node
