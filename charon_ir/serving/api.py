@@ -81,6 +81,9 @@ class ServingConfig:
     stage_servers, default 1), each a replica of it on one `hardware` GPU."""
     router_tokens: int = 1
     """Tokens the router decodes per decision."""
+    retrieval_cost: str = ""
+    """BASE_MS:PER_DOCUMENT_MS of one retrieval on a vector-DB server ("": the
+    StageModel defaults, 2 ms + 0.4 ms a document)."""
     cluster: str = ""
     """A .cluster file or preset: its `kv_tier` blocks are the KV levels below
     HBM (`kv_tiers` flags replace a level of the same name), its GPU the
@@ -278,6 +281,27 @@ def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] 
         )
 
 
+def _stage_model(config: ServingConfig, scheduler: SchedulerConfig, router: StepTimeModel | None,
+                 requests: list[Request]) -> StageModel:
+    """The stages' costs: KV tiers, the router, --retrieval-cost."""
+    model = StageModel.over(scheduler.kv_tiers, router)
+    if not config.retrieval_cost:
+        return model
+    if not any(s.kind == "retrieval" for r in requests for s in r.stages):
+        raise CharonError("--retrieval-cost prices retrieval stages, and no request has one "
+                          "(--stage retrieval:DOCS, or a trace's {\"kind\": \"retrieval\"})")
+    shown = config.retrieval_cost[:60]
+    base, colon, per_document = config.retrieval_cost.partition(":")
+    try:
+        base_ms, per_document_ms = float(base), float(per_document)
+    except ValueError:
+        base_ms = per_document_ms = -1.0
+    if not colon or not (0 <= base_ms <= 1e6 and 0 <= per_document_ms <= 1e6):
+        raise CharonError(f"--retrieval-cost '{shown}': expected BASE_MS:PER_DOCUMENT_MS, two numbers of "
+                          "milliseconds in 0..1e6 (e.g. 2:0.4)")
+    return replace(model, retrieval_base_s=base_ms / 1e3, retrieval_per_document_s=per_document_ms / 1e3)
+
+
 def _apply_reasoning_budget(budget: int, requests: list[Request]) -> None:
     """Cap every reasoning stage at `budget` tokens (a stage's own budget kept when tighter)."""
     if not budget:
@@ -414,7 +438,7 @@ def serve(
     if decode_latency is not None:
         decode_memory = plan_memory(decode_latency, config, scheduler, requests, draft)
     result = cluster_sim.run(
-        requests, latency, scheduler, deployment, memory.kv_blocks, draft, StageModel.over(scheduler.kv_tiers, router),
+        requests, latency, scheduler, deployment, memory.kv_blocks, draft, _stage_model(config, scheduler, router, requests),
         record_iterations=trace_out is not None, hardware=config.hardware,
         decode_model=decode_latency, decode_kv_blocks=decode_memory.kv_blocks if decode_memory else 0,
         stage_servers=stage_servers,
@@ -468,6 +492,7 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
         ("--prefix-tokens", bool(config.prefix_tokens)), ("--trace-out", trace_out is not None),
         ("--stage-servers", bool(config.stage_servers)), ("--kv-tier", bool(config.kv_tiers)),
         ("--router-model", bool(config.router_model)), ("--reasoning-budget", bool(config.reasoning_budget)),
+        ("--retrieval-cost", bool(config.retrieval_cost)),
         ("--trace stages or prefixes", any(r.stages or r.prefix_id for r in requests)),
     ) if on]
     if given:

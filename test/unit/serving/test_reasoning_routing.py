@@ -131,3 +131,32 @@ def test_bad_trace_stage_is_one_line(charon_fails, tmp_path, stage, message):
     trace.write_text('{"arrival_s": 0, "input_tokens": 8, "output_tokens": 4, "stages": [' + stage + ']}\n')
     line = charon_fails("serve", "--model", "llama-3.1-8b", "--trace", str(trace))
     assert f"{trace}:1: {message}" in line
+
+
+def test_the_retrieval_cost_is_an_input():
+    report = serve("llama-3.1-8b", stages=("retrieval:10",), stage_servers=("retrieval=1",),
+                   retrieval_cost="5:1.5", **COMMON)
+    assert report["stages"]["retrieval"]["service_s"]["mean"] == pytest.approx(5e-3 + 10 * 1.5e-3)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--stage", "retrieval:4", "--retrieval-cost", "2"), "--retrieval-cost '2': expected BASE_MS:PER_DOCUMENT_MS"),
+    (("--stage", "retrieval:4", "--retrieval-cost", "2:-1"), "--retrieval-cost '2:-1': expected BASE_MS:PER_DOCUMENT_MS"),
+    (("--stage", "retrieval:4", "--retrieval-cost", "nan:1"), "--retrieval-cost 'nan:1': expected"),
+    (("--retrieval-cost", "2:0.4"), "--retrieval-cost prices retrieval stages, and no request has one"),
+])
+def test_bad_retrieval_cost_is_one_line(charon_fails, args, message):
+    assert message in charon_fails("serve", "--model", "llama-3.1-8b", "--batch", "2", *args)
+
+
+def test_the_cluster_files_gpu_serves_unless_hardware_is_given(charon_fails, tmp_path):
+    cluster = tmp_path / "a100.cluster"
+    cluster.write_text("node { gpu = A100-SXM4-40GB gpus = 8 }\n")
+    line = charon_fails("serve", "--model", "llama-3.1-70b", "--batch", "1", "--cluster", str(cluster))
+    assert "does not fit on A100-SXM4-40GB" in line
+    line = charon_fails("serve", "--model", "llama-3.1-70b", "--batch", "1", "--cluster", str(cluster),
+                        "--hardware", "H100-SXM5-80GB")
+    assert "does not fit on H100-SXM5-80GB" in line
+    line = charon_fails("serve", "--model", "llama-3.1-8b", "--batch", "1", "--cluster", str(cluster),
+                        "--power-cap", "300")
+    assert "--power-cap with --cluster: cap the cluster file's GPU" in line
