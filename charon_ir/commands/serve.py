@@ -9,6 +9,9 @@ from typing import Annotated
 
 import typer
 
+from charon_ir.commands import on_command_line
+from charon_ir.errors import CharonError
+
 Opt = typer.Option
 
 
@@ -49,6 +52,8 @@ def serve_command(
     prefill_replicas: Annotated[int, Opt("--prefill-replicas", help="disaggregated prefill replicas")] = 0,
     decode_replicas: Annotated[int, Opt("--decode-replicas", help="disaggregated decode replicas")] = 0,
     decode_hardware: Annotated[str, Opt("--decode-hardware", help="GPU of the decode replicas (disaggregated; default: --hardware)")] = "",
+    prefill_kind: Annotated[str, Opt("--prefill-kind", help="with a --cluster of several node kinds: the kind the prefill replicas run on (default: the first)")] = "",
+    decode_kind: Annotated[str, Opt("--decode-kind", help="with a --cluster of several node kinds: the kind the decode replicas run on (default: the second)")] = "",
     policy: Annotated[str, Opt("--policy", help="continuous | static (default: static with --batch)")] = "",
     block_size: Annotated[int, Opt("--block-size", help="KV block size, tokens")] = 16,
     max_batch_tokens: Annotated[int, Opt("--max-batch-tokens", help="token budget per iteration")] = 8192,
@@ -70,12 +75,9 @@ def serve_command(
     trace_out: Annotated[str | None, Opt("--trace-out", help="write the iterations of every replica as a Chrome/Perfetto trace")] = None,
 ) -> None:
     """Simulate serving requests on replicas of a model and print the latency report."""
-    from charon_ir.commands import on_command_line
     from charon_ir.serving import serve
 
     if cluster and on_command_line(ctx, "power_cap"):
-        from charon_ir.errors import CharonError
-
         raise CharonError("--power-cap with --cluster: cap the cluster file's GPU "
                           "(node { gpu = \"H100:power_cap=500\" })")
     # the cluster's GPU unless --hardware is typed (its default would contradict the file)
@@ -95,7 +97,8 @@ def serve_command(
         reasoning_budget=reasoning_budget, router_model=router_model, router_tokens=router_tokens,
         retrieval_cost=retrieval_cost,
         replicas=replicas, router=router, prefill_replicas=prefill_replicas,
-        decode_replicas=decode_replicas, decode_hardware=decode_hardware, policy=policy, block_size=block_size,
+        decode_replicas=decode_replicas, decode_hardware=decode_hardware, prefill_kind=prefill_kind,
+        decode_kind=decode_kind, policy=policy, block_size=block_size,
         max_batch_tokens=max_batch_tokens, max_num_seqs=max_num_seqs,
         chunked_prefill=chunked_prefill, preemption=preemption,
         gpu_memory_utilization=gpu_memory_utilization, speculative_k=speculative_k,

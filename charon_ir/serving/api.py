@@ -38,7 +38,7 @@ from charon_ir.serving.requests import (
     static_batch,
 )
 from charon_ir.serving.scheduler import SchedulerConfig
-from charon_ir.target.cluster import KVTier
+from charon_ir.target.cluster import KVTier, load_cluster
 from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel, parse_stage_servers
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -97,6 +97,10 @@ class ServingConfig:
     decode_replicas: int = 0
     decode_hardware: str = ""
     """The GPU of the decode replicas of a disaggregated deployment ("" : `hardware`)."""
+    prefill_kind: str = ""
+    decode_kind: str = ""
+    """On a cluster of several node kinds: the kinds (`node` labels) the prefill and
+    the decode replicas run on ("": the first kind, the second)."""
     policy: str = ""
     """continuous | static; default static with --batch, continuous otherwise."""
     block_size: int = 16
@@ -191,8 +195,6 @@ class ServingConfig:
     def declared_kv_tiers(self) -> tuple[KVTier, ...]:
         if not self.cluster:
             return ()
-        from charon_ir.target.cluster import load_cluster
-
         return load_cluster(self.cluster).kv_tiers
 
     def shape(self) -> ReplicaShape:
@@ -391,9 +393,8 @@ def serve(
         from charon_ir.report.output import check_output_file
 
         check_output_file(trace_out, "--trace-out")  # before the run, not after it
+    hardware_typed = "hardware" in options
     if options.get("cluster") and "hardware" not in options:
-        from charon_ir.target.cluster import load_cluster
-
         options["hardware"] = load_cluster(options["cluster"]).gpu.ref
     config = ServingConfig(model=model, **options)
     if config.seed < 0:  # numpy's SeedSequence takes no negative seed
@@ -412,6 +413,7 @@ def serve(
     deployment.check()
     # before the replicas are built: ten million of them ran out of host memory
     deployment.check_size(config.tp * config.pp * config.ep)
+    config, kv_placement = _on_node_kinds(config, deployment, hardware_typed)
     stage_servers = parse_stage_servers(config.stage_servers)
     requests = config.requests()
     _apply_reasoning_budget(config.reasoning_budget, requests)
@@ -441,7 +443,7 @@ def serve(
         requests, latency, scheduler, deployment, memory.kv_blocks, draft, _stage_model(config, scheduler, router, requests),
         record_iterations=trace_out is not None, hardware=config.hardware,
         decode_model=decode_latency, decode_kv_blocks=decode_memory.kv_blocks if decode_memory else 0,
-        stage_servers=stage_servers,
+        stage_servers=stage_servers, kv_placement=kv_placement,
     )
     simulated = time.perf_counter()
     report = build_report(config, scheduler, latency, memory, result)
@@ -455,6 +457,8 @@ def serve(
         report["config"]["decode_hardware"] = config.decode_hardware
         for r in report["replicas"]:
             r["hardware"] = config.decode_hardware if r["role"] == "decode" else config.hardware
+    if kv_placement is not None:
+        report["config"]["node_kinds"] = {"prefill": config.prefill_kind, "decode": config.decode_kind}
     if scheduler.kv_tiers:
         report["kv_tiers"] = m.tier_report(result, scheduler)
     if stage_servers or any(r.stages for r in requests):
@@ -559,6 +563,66 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
     if timings:
         report["simulator_wall_s"] = {"simulation": simulated - start}
     return report
+
+
+def _on_node_kinds(config: ServingConfig, deployment: cluster_sim.Deployment, hardware_typed: bool
+                   ) -> tuple[ServingConfig, cluster_sim.KVPlacement | None]:
+    """On a cluster of several node kinds, a disaggregated deployment: the prefill
+    replicas on one kind's GPUs, the decode replicas on another's, the KV handed
+    over across the slower kind's links. Returns the config with both GPUs set
+    and where the replicas' GPUs sit (None on one kind of GPU)."""
+    from charon_ir.target.cluster import load_cluster
+    from charon_ir.target.hardware import load_gpu
+
+    named = [flag for flag, kind in (("--prefill-kind", config.prefill_kind),
+                                     ("--decode-kind", config.decode_kind)) if kind]
+    cluster = load_cluster(config.cluster) if config.cluster else None
+    if cluster is None or not cluster.heterogeneous:
+        if named:
+            raise CharonError(f"{named[0]} names a node kind of a cluster of several "
+                              "(--cluster FILE with labelled node blocks)")
+        return config, None
+    kinds = cluster.kind_names()
+    if not deployment.disaggregated:
+        raise CharonError(f"cluster '{cluster.name}' has node kinds {', '.join(kinds)}: serve on it "
+                          "disaggregated (--prefill-replicas, --decode-replicas), each role on a kind "
+                          "(--prefill-kind, --decode-kind)")
+    if config.decode_hardware:
+        raise CharonError("--decode-hardware with a cluster of several node kinds: the decode "
+                          "replicas take their kind's GPU (--decode-kind)")
+    prefill, decode = config.prefill_kind or kinds[0], config.decode_kind or kinds[1]
+    for flag, kind in (("--prefill-kind", prefill), ("--decode-kind", decode)):
+        if kind not in kinds:
+            raise CharonError(f"{flag} {kind}: cluster '{cluster.name}' has node kinds {', '.join(kinds)}")
+    prefill_gpu = cluster.kind(prefill).gpu
+    if hardware_typed and load_gpu(config.hardware).name != prefill_gpu.name:
+        raise CharonError(f"--hardware {config.hardware} is not the GPU of node kind '{prefill}' of "
+                          f"cluster '{cluster.name}' ({prefill_gpu.name}), where the prefill replicas run")
+    per_replica = config.tp * config.pp * config.ep
+    ranks: list[int] = []
+    for role, kind, count in (("prefill", prefill, deployment.prefill_replicas),
+                              ("decode", decode, deployment.decode_replicas)):
+        need = count * per_replica
+        own = _kind_ranks(cluster, kind, need)
+        if len(own) < need:
+            raise CharonError(f"{count} {role} replicas of {per_replica} GPUs need {need} GPUs but node "
+                              f"kind '{kind}' of cluster '{cluster.name}' has {len(own)}")
+        ranks += own
+    config = replace(config, hardware=prefill_gpu.ref, decode_hardware=cluster.kind(decode).gpu.ref,
+                     prefill_kind=prefill, decode_kind=decode)
+    return config, cluster_sim.KVPlacement(cluster.slowest_view((prefill, decode)), tuple(ranks))
+
+
+def _kind_ranks(cluster, kind: str, limit: int) -> list[int]:
+    """The first `limit` ranks (node-major) on nodes of `kind`."""
+    ranks: list[int] = []
+    start = 0
+    for run in cluster.kinds:
+        size = run.nodes * cluster.gpus_per_node
+        if run.name == kind:
+            ranks += range(start, start + min(size, limit - len(ranks)))
+        start += size
+    return ranks
 
 
 def _energy(config: ServingConfig, report: dict[str, Any]) -> dict[str, Any]:

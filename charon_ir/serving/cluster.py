@@ -20,6 +20,7 @@ from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
 from charon_ir.serving.scheduler import Replica, SchedulerConfig, Sequence, StagePipeline
 from charon_ir.serving.stages import StageModel, StageUse, apply_stages, schedule_stages
+from charon_ir.target.cluster import Cluster
 
 ROUTERS = ("round-robin", "least-loaded")
 MAX_GPUS = 2**20
@@ -84,17 +85,30 @@ class Router:
         return min(self.replicas, key=lambda r: (r.load, r.kv.used, r.index))
 
 
+@dataclass(frozen=True)
+class KVPlacement:
+    """Prefill and decode replicas on a cluster of several node kinds: the
+    cluster the handover crosses (its links at the slower kind's) and the rank of
+    each replica GPU, prefill replicas' first, in replica order."""
+
+    cluster: Cluster
+    ranks: tuple[int, ...]
+
+
 class KVTransferModel:
     """Seconds to move `tokens` of KV from a prefill replica to a decode replica."""
 
     def __init__(self, model: StepTimeModel, gpus_per_replica: int, total_gpus: int,
-                 hardware: str, gpus_per_node: int = 0):
+                 hardware: str, gpus_per_node: int = 0, placed: KVPlacement | None = None):
         from charon_ir.target.cluster import implicit_cluster
         from charon_ir.target.hardware import load_gpu
 
         gpu = load_gpu(hardware)
         self.per_node = gpus_per_node or gpu.gpus_per_node
         self.cluster = implicit_cluster(gpu, total_gpus, self.per_node)
+        self.ranks: tuple[int, ...] = ()
+        if placed is not None:
+            self.cluster, self.ranks = placed.cluster, placed.ranks
         self.bytes_per_token = model.kv_bytes_per_token_per_gpu
         self.gpus_per_replica = gpus_per_replica
         self.memo: dict[tuple[int, int, int], float] = {}
@@ -104,6 +118,9 @@ class KVTransferModel:
 
         # quantised to 64 tokens so that the planner runs a few hundred times at most
         bucket = -(-tokens // 64) * 64
+        if self.ranks:  # where the replicas' GPUs sit on a cluster of several node kinds
+            src_replica_first_gpu = self.ranks[src_replica_first_gpu]
+            dst_replica_first_gpu = self.ranks[dst_replica_first_gpu]
         key = (bucket, src_replica_first_gpu, dst_replica_first_gpu)
         if key not in self.memo:
             # every GPU of the replica sends its shard at once; GPU 0's pair is
@@ -137,6 +154,7 @@ def run(
     decode_model: StepTimeModel | None = None,
     decode_kv_blocks: int = 0,
     stage_servers: dict[str, int] | None = None,
+    kv_placement: KVPlacement | None = None,
 ) -> RunResult:
     """`decode_model` and `decode_kv_blocks`: the decode replicas of a
     disaggregated deployment on other hardware than the prefill ones (the
@@ -199,7 +217,7 @@ def run(
         router = Router(prefill_pool, deployment.router)
         decode_router = Router(decode_pool, "least-loaded")
         transfer = KVTransferModel(model, model.shape.gpus, (n_p + n_d) * model.shape.gpus,
-                                   hardware or model.shape.hardware)
+                                   hardware or model.shape.hardware, placed=kv_placement)
     else:
         replicas = engines(0, deployment.replicas, "both", draft, None)
         router = Router(replicas, deployment.router)
