@@ -39,6 +39,7 @@ from charon_ir.serving.requests import (
 )
 from charon_ir.serving.scheduler import SchedulerConfig
 from charon_ir.target.cluster import KVTier, load_cluster
+from charon_ir.target.hardware import load_gpu
 from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel, parse_stage_servers
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -571,9 +572,6 @@ def _on_node_kinds(config: ServingConfig, deployment: cluster_sim.Deployment, ha
     replicas on one kind's GPUs, the decode replicas on another's, the KV handed
     over across the slower kind's links. Returns the config with both GPUs set
     and where the replicas' GPUs sit (None on one kind of GPU)."""
-    from charon_ir.target.cluster import load_cluster
-    from charon_ir.target.hardware import load_gpu
-
     named = [flag for flag, kind in (("--prefill-kind", config.prefill_kind),
                                      ("--decode-kind", config.decode_kind)) if kind]
     cluster = load_cluster(config.cluster) if config.cluster else None
