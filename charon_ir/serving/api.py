@@ -38,7 +38,7 @@ from charon_ir.serving.requests import (
     static_batch,
 )
 from charon_ir.serving.scheduler import SchedulerConfig
-from charon_ir.target.cluster import KVTier, load_cluster
+from charon_ir.target.cluster import CpuNodes, KVTier, load_cluster
 from charon_ir.target.hardware import load_gpu
 from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel, parse_stage_servers
 
@@ -192,6 +192,9 @@ class ServingConfig:
             batch_overhead_s=self.batch_overhead_s,
             kv_tiers=merge_kv_tiers(self.declared_kv_tiers(), parse_kv_tiers(self.kv_tiers)),
         )
+
+    def declared_cpu_nodes(self) -> tuple[CpuNodes, ...]:
+        return load_cluster(self.cluster).cpu_nodes if self.cluster else ()
 
     def declared_kv_tiers(self) -> tuple[KVTier, ...]:
         if not self.cluster:
@@ -416,6 +419,9 @@ def serve(
     deployment.check_size(config.tp * config.pp * config.ep)
     config, kv_placement = _on_node_kinds(config, deployment, hardware_typed)
     stage_servers = parse_stage_servers(config.stage_servers)
+    # the cluster's CPU-only nodes serve their stage, unless --stage-servers sizes it
+    for pool in config.declared_cpu_nodes():
+        stage_servers.setdefault(pool.role, pool.nodes)
     requests = config.requests()
     _apply_reasoning_budget(config.reasoning_budget, requests)
     _check_context(config.model, requests, config.stages)
