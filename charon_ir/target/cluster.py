@@ -38,6 +38,11 @@ Blocks and keys:
   down from HBM): `capacity` (bytes per GPU: a node's DRAM or SSD divided by its
   GPUs), `bandwidth` (into one GPU's HBM) and `latency` (per copy). Read by
   `charon serve --cluster` for evicted prefix-cache blocks.
+- several `node KIND` blocks: runs of nodes of different GPUs, in rank order,
+  each with `nodes` and, optionally, its own `scale_up` and `nic` blocks
+  (`NodeKind`; docs/cluster.md "Several kinds of nodes").
+- `cpu_nodes ROLE` (`retrieval`, `remote_kv`): `nodes`, CPU-only servers of that
+  request stage for `charon serve --cluster`.
 - `nodes`: how many nodes; `name`: a label.
 
 `parse_cluster` checks every key and value and raises one-line
@@ -157,6 +162,9 @@ class ScaleOut:
 
 KV_TIER_NAMES = ("dram", "ssd", "remote")
 """Memory levels below HBM that hold KV cache blocks (`kv_tier` blocks, `--kv-tier`)."""
+CPU_NODE_ROLES = ("retrieval", "remote_kv")
+"""Request stages served by CPU-only nodes (`cpu_nodes` blocks): vector-DB search,
+a remote KV store; each node is one server of serving's `--stage-servers`."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,14 @@ class KVTier:
     bandwidth: float
     """Bytes/s from this level into one GPU's HBM."""
     latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class CpuNodes:
+    """CPU-only nodes (no GPU, no rank) serving one request stage."""
+
+    role: str
+    nodes: int
 
 
 @dataclass(frozen=True)
@@ -196,6 +212,8 @@ class Cluster:
     source: str = field(default="", compare=False)
     kv_tiers: tuple[KVTier, ...] = ()
     """Memory levels below HBM for KV blocks, nearest first (`kv_tier` blocks)."""
+    cpu_nodes: tuple[CpuNodes, ...] = ()
+    """CPU-only nodes beside the GPU nodes, per request stage they serve."""
     kinds: tuple[NodeKind, ...] = ()
     """Runs of nodes in rank order when the file has several `node` blocks
     (empty: every node alike); `gpu`, `scale_up` and `nics` are the first run's."""
@@ -292,6 +310,7 @@ class Cluster:
         parts.append(f"scale_out {so.kind} {{ {' '.join(body)} }}".replace("{  }", "{ }"))
         parts += [f"kv_tier {t.name} {{ capacity = {_num(t.capacity_bytes)}B bandwidth = {_bw(t.bandwidth)}"
                   f" latency = {_t(t.latency_s)} }}" for t in self.kv_tiers]
+        parts += [f"cpu_nodes {c.role} {{ nodes = {c.nodes} }}" for c in self.cpu_nodes]
         return " ".join(parts)
 
 
@@ -534,7 +553,8 @@ class _Reader:
     # -- the cluster ------------------------------------------------------
 
     def cluster(self, top: _Block, source: str) -> Cluster:
-        self.check_keys(top, ("name", "nodes"), ("node", "scale_up", "nic", "scale_out", "kv_tier"))
+        self.check_keys(top, ("name", "nodes"), ("node", "scale_up", "nic", "scale_out", "kv_tier",
+                                                 "cpu_nodes"))
         name = self.text(top, "name", Path(self.filename).stem)
         node_blocks = [b for b in top.blocks if b.kind == "node"]
         if len(node_blocks) > 1 or any(b.label or "nodes" in b.entries for b in node_blocks):
@@ -551,7 +571,7 @@ class _Reader:
         nics = self.read_nics(top, gpu, per_node)
         scale_out = self.read_scale_out(top, nodes)
         return Cluster(name, gpu, per_node, nodes, scale_up, nics, scale_out, source,
-                       self.read_kv_tiers(top))
+                       self.read_kv_tiers(top), self.read_cpu_nodes(top))
 
     def heterogeneous(self, top: _Block, name: str, node_blocks: list[_Block], source: str) -> Cluster:
         """Several `node` blocks: runs of nodes in rank order, each labelled with
@@ -609,7 +629,7 @@ class _Reader:
         first = runs[0]
         kinds = tuple(runs) if len(first_of) > 1 else ()
         return Cluster(name, first.gpu, per_node, nodes, first.scale_up, first.nics, scale_out,
-                       source, self.read_kv_tiers(top), kinds)
+                       source, self.read_kv_tiers(top), self.read_cpu_nodes(top), kinds)
 
     def node_gpu(self, node: _Block) -> GpuSpec:
         gpu_value = self.need(node, "gpu")
@@ -626,6 +646,16 @@ class _Reader:
             return load_gpu(gpu_ref)
         except UnknownGpuError as e:
             raise self.fail(gpu_value.line, gpu_value.col, str(e)) from None
+
+    def read_cpu_nodes(self, top: _Block) -> tuple[CpuNodes, ...]:
+        pools: list[CpuNodes] = []
+        for blk in (b for b in top.blocks if b.kind == "cpu_nodes"):
+            role = self.labelled(blk, CPU_NODE_ROLES)
+            if any(p.role == role for p in pools):
+                raise self.fail(blk.line, blk.col, f"'cpu_nodes {role}' appears twice")
+            self.check_keys(blk, ("nodes",))
+            pools.append(CpuNodes(role, self.integer(blk, "nodes")))
+        return tuple(pools)
 
     def read_kv_tiers(self, top: _Block) -> tuple[KVTier, ...]:
         tiers: list[KVTier] = []

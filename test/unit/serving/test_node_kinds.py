@@ -65,3 +65,15 @@ def test_a_kind_needs_a_cluster_of_several(charon_fails) -> None:
     line = charon_fails("serve", "--model", "llama-3.1-8b", "--prefill-replicas", "1", "--decode-replicas", "1",
                         "--decode-kind", "b200", "--rate", "1", "--num-requests", "2")
     assert "--decode-kind names a node kind of a cluster of several" in line
+
+
+def test_cpu_nodes_serve_retrieval(tmp_path) -> None:
+    path = tmp_path / "rag.cluster"
+    path.write_text(PAIR.format(h100=1, b200_nic="400Gb/s") + "cpu_nodes retrieval { nodes = 2 }\n")
+    rag = dict(COMMON, rate=20.0, num_requests=60, input_len=512, stages=("retrieval:200",))
+    two = serve("llama-3.1-8b", cluster=str(path), **rag)
+    assert two["stages"]["retrieval"]["servers"] == 2
+    # --stage-servers sizes the pool over the file: one server queues longer
+    one = serve("llama-3.1-8b", cluster=str(path), stage_servers=("retrieval=1",), **rag)
+    assert one["stages"]["retrieval"]["servers"] == 1
+    assert one["stages"]["retrieval"]["queueing_delay_s"]["mean"] > two["stages"]["retrieval"]["queueing_delay_s"]["mean"]

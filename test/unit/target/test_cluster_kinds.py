@@ -96,3 +96,23 @@ def test_bad_kinds_are_one_line(text, message):
 def test_a_mixed_cluster_is_not_resized():
     with pytest.raises(ClusterError, match="cannot be changed"):
         parse_cluster(TWO_KINDS).with_nodes(8)
+
+
+def test_cpu_nodes_serve_a_stage_and_round_trip():
+    c = parse_cluster(TWO_KINDS + "cpu_nodes retrieval { nodes = 4 }\ncpu_nodes remote_kv { nodes = 1 }")
+    assert [(p.role, p.nodes) for p in c.cpu_nodes] == [("retrieval", 4), ("remote_kv", 1)]
+    assert c.total_gpus == 24  # no GPU, no rank
+    assert parse_cluster(c.to_text()) == c
+    plain = parse_cluster('node { gpu = H100 }\ncpu_nodes retrieval { nodes = 2 }')
+    assert parse_cluster(plain.to_text()).cpu_nodes == plain.cpu_nodes
+
+
+@pytest.mark.parametrize("block, message", [
+    ("cpu_nodes routing { nodes = 2 }", r"c.cluster:2:1: 'cpu_nodes' needs a kind \(retrieval \| remote_kv\), got 'routing'"),
+    ("cpu_nodes retrieval { }", r"c.cluster:2:1: 'cpu_nodes' needs 'nodes'"),
+    ("cpu_nodes retrieval { nodes = 0 }", r"c.cluster:2:31: 'nodes' must be >= 1, got 0"),
+    ("cpu_nodes retrieval { nodes = 1 }\ncpu_nodes retrieval { nodes = 2 }", r"c.cluster:3:1: 'cpu_nodes retrieval' appears twice"),
+])
+def test_bad_cpu_nodes_are_one_line(block, message):
+    with pytest.raises(ClusterError, match=message):
+        parse_cluster("node { gpu = H100 }\n" + block, "c.cluster")
