@@ -1,16 +1,21 @@
 """Record the PyTorch execution traces of one real two-rank training step on
 this machine's CPU: torch.distributed over gloo, two processes, one thread each.
 
-The step is a Megatron-style tensor- and sequence-parallel MLP block over both
+`--mode tp` (default): a Megatron-style tensor- and sequence-parallel MLP block over both
 ranks: the batch broadcast from rank 0 (Megatron's `broadcast_data`), a LayerNorm
 on each rank's half of the sequence, an all-gather of the sequence before the
 column-parallel first linear, GELU, the row-parallel second linear and a
 reduce-scatter back to the sequence halves (the backward runs the transposes: a
 reduce-scatter and an all-gather), then the all-reduce of the replicated
-LayerNorm's gradients and an SGD step. Each rank's trace is written gzipped:
+LayerNorm's gradients and an SGD step. `--mode pp`: a two-stage pipeline of
+the same MLP (GPipe, two micro-batches): rank 0 runs the first linear and GELU
+and sends the activations, rank 1 receives them, runs the second linear and the
+loss, and sends back their gradients; each stage then steps its SGD. Each rank's
+trace is written gzipped:
 
     .venv/bin/python bench/record_distributed_et.py --out test/data/distributed/tp2-gloo
-    # -> tp2-gloo.0.et.json.gz, tp2-gloo.1.et.json.gz
+    .venv/bin/python bench/record_distributed_et.py --mode pp --out test/data/distributed/pp2-gloo
+    # -> tp2-gloo.0.et.json.gz, tp2-gloo.1.et.json.gz, pp2-gloo.0.et.json.gz, ...
     .venv/bin/charon import --execution-trace test/data/distributed/tp2-gloo.0.et.json.gz -o step.mlir
 
 The shipped traces under test/data/distributed were recorded so.
@@ -33,7 +38,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(rank: int, world: int, port: int, out: str, seq: int, hidden: int) -> None:
+def _run(rank: int, world: int, port: int, out: str, seq: int, hidden: int, mode: str) -> None:
     import torch
     import torch.distributed as dist
     from torch.profiler import ExecutionTraceObserver
@@ -73,6 +78,69 @@ def _run(rank: int, world: int, port: int, out: str, seq: int, hidden: int) -> N
             dist.all_gather_into_tensor(out, grad.contiguous())
             return out
 
+    if mode == "pp":
+        step = _pipeline_step(rank, seq, hidden)
+    else:
+        step = _tensor_parallel_step(rank, world, seq, hidden, GatherSequence, ScatterSequence)
+    step()  # warm-up
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "et.json"
+        observer = ExecutionTraceObserver().register_callback(str(raw))
+        observer.start()
+        step()
+        observer.stop()
+        observer.unregister_callback()
+        target = Path(f"{out}.{rank}.et.json.gz")
+        with open(raw, "rb") as src, gzip.open(target.with_suffix(".tmp"), "wb", compresslevel=9) as dst:
+            shutil.copyfileobj(src, dst)
+        os.replace(target.with_suffix(".tmp"), target)
+        print(f"{target}: {target.stat().st_size:,} bytes (rank {rank}'s execution trace)")
+    dist.destroy_process_group()
+
+
+def _pipeline_step(rank: int, seq: int, hidden: int, microbatches: int = 2):
+    """Stage `rank` of a two-stage GPipe step: all forwards, then all backwards."""
+    import torch
+    import torch.distributed as dist
+
+    if rank == 0:
+        layer = torch.nn.Linear(hidden, 4 * hidden)
+    else:
+        layer = torch.nn.Linear(4 * hidden, hidden)
+    optimizer = torch.optim.SGD(layer.parameters(), lr=1e-3)
+
+    def step() -> None:
+        optimizer.zero_grad()
+        kept = []
+        for _ in range(microbatches):
+            if rank == 0:
+                out = torch.nn.functional.gelu(layer(torch.randn(seq, hidden)))
+                dist.send(out.detach(), 1)
+                kept.append(out)
+            else:
+                x = torch.empty(seq, 4 * hidden)
+                dist.recv(x, 0)
+                x.requires_grad_()
+                loss = layer(x).square().mean()
+                kept.append((x, loss))
+        for item in kept:
+            if rank == 0:
+                grad = torch.empty(seq, 4 * hidden)
+                dist.recv(grad, 1)
+                item.backward(grad)
+            else:
+                x, loss = item
+                loss.backward()
+                dist.send(x.grad, 0)
+        optimizer.step()
+
+    return step
+
+
+def _tensor_parallel_step(rank: int, world: int, seq: int, hidden: int, GatherSequence, ScatterSequence):
+    import torch
+    import torch.distributed as dist
+
     norm = torch.nn.LayerNorm(hidden)
     fc1 = torch.nn.Linear(hidden, 4 * hidden // world)  # column-parallel: this rank's columns
     fc2 = torch.nn.Linear(4 * hidden // world, hidden, bias=False)  # row-parallel: this rank's rows
@@ -94,20 +162,7 @@ def _run(rank: int, world: int, port: int, out: str, seq: int, hidden: int) -> N
             dist.all_reduce(p.grad)
         optimizer.step()
 
-    step()  # warm-up
-    with tempfile.TemporaryDirectory() as tmp:
-        raw = Path(tmp) / "et.json"
-        observer = ExecutionTraceObserver().register_callback(str(raw))
-        observer.start()
-        step()
-        observer.stop()
-        observer.unregister_callback()
-        target = Path(f"{out}.{rank}.et.json.gz")
-        with open(raw, "rb") as src, gzip.open(target.with_suffix(".tmp"), "wb", compresslevel=9) as dst:
-            shutil.copyfileobj(src, dst)
-        os.replace(target.with_suffix(".tmp"), target)
-        print(f"{target}: {target.stat().st_size:,} bytes (rank {rank}'s execution trace)")
-    dist.destroy_process_group()
+    return step
 
 
 def main() -> None:
@@ -115,12 +170,14 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="the traces' prefix: PREFIX.<rank>.et.json.gz")
     parser.add_argument("--seq-len", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--mode", choices=("tp", "pp"), default="tp",
+                        help="tensor- and sequence-parallel (tp) or a two-stage pipeline (pp)")
     args = parser.parse_args()
 
     import torch.multiprocessing as mp
 
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    mp.spawn(_run, args=(2, _free_port(), args.out, args.seq_len, args.hidden), nprocs=2)
+    mp.spawn(_run, args=(2, _free_port(), args.out, args.seq_len, args.hidden, args.mode), nprocs=2)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ axes of the world). The group: the `record_param_comms` inside names it
 trace whose `process_group:init` lists one group uses it and one that lists
 several is refused. It waits for the compute issued before it (a NCCL
 collective waits for its caller's stream); what reads its tensors waits for it.
-Point-to-point ops are refused in one line (one rank's trace lacks its peer's
-program; Chakra traces of every rank import as a pipeline).
+A trace that sends or receives (`c10d::send`, `c10d::recv_`: peer and tag
+among their arguments) brings its pipeline's: every rank it exchanges messages
+with (`import_execution_trace`).
 """
 
 from __future__ import annotations
@@ -217,8 +218,10 @@ class _Importer:
             if kind in ("wait", "barrier"):
                 return None
             if kind in ("send", "recv"):
-                raise CharonError(f"{where}: point-to-point ({raw}): one rank's execution trace does not "
-                                  "hold its peer's program; import the ranks' Chakra traces for a pipeline")
+                if meta is node:
+                    raise CharonError(f"{where}: point-to-point ({raw}) outside a c10d send or recv: "
+                                      "the trace does not say its peer")
+                return self._point_to_point(node, kind, attrs, where)
             itemsize = _DTYPE_BYTES.get(str(attrs.get("dtype")))
             if itemsize is None:
                 raise CharonError(f"{where}: record_param_comms dtype {attrs.get('dtype')!r} is not one of "
@@ -235,20 +238,50 @@ class _Importer:
             return kind, float(nelems * itemsize), pg, members
         op = name.removeprefix("c10d::")
         if op in _P2P:
-            raise CharonError(f"{where}: point-to-point: one rank's execution trace does not hold its peer's "
-                              "program; import the ranks' Chakra traces for a pipeline")
+            return self._point_to_point(node, "send" if op == "send" else "recv", None, where)
         if op not in _C10D:
             raise CharonError(f"{where}: not a collective this importer knows ({', '.join(sorted(_C10D))})")
         kind, arg, _ = _C10D[op]
         if kind == "barrier":
             return None
+        pg, members = self._only_group(where)
+        values = node["inputs"]["values"]
+        nbytes = float(sum(t[3] * t[4] for t in _tensors(values[arg]))) if arg < len(values) else 0.0
+        return kind, nbytes, pg, members
+
+    def _only_group(self, where: str) -> tuple[str, list[int]]:
         if len(self.groups) != 1:
             raise CharonError(f"{where}: names no process group (no record_param_comms: a gloo trace), and "
                               f"the trace has {len(self.groups)} groups, not one to take")
         (pg, members), = self.groups.items()
+        return pg, members
+
+    def _point_to_point(self, node: dict, kind: str, attrs: dict | None, where: str
+                        ) -> tuple[str, float, str, list[int], int, int]:
+        """(send | recv, bytes, pg_name, member ranks, the peer's global rank, tag)
+        of a c10d send or recv (its arguments: tensors, group, peer's rank in the
+        group, tag)."""
+        if attrs is not None and str(attrs.get("pg_name")) in self.groups:
+            pg = str(attrs["pg_name"])
+            members = self.groups[pg]
+        elif attrs is not None:
+            try:
+                pg = str(attrs["pg_name"])
+                members = [int(attrs["global_rank_start"]) + i * int(attrs["global_rank_stride"])
+                           for i in range(int(attrs["pg_size"]))]
+            except (KeyError, TypeError, ValueError):
+                raise CharonError(f"{where}: record_param_comms lacks pg_name and pg_size, global_rank_start, "
+                                  "global_rank_stride") from None
+        else:
+            pg, members = self._only_group(where)
         values = node["inputs"]["values"]
-        nbytes = float(sum(t[3] * t[4] for t in _tensors(values[arg]))) if arg < len(values) else 0.0
-        return kind, nbytes, pg, members
+        if len(values) < 4 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values[2:4]):
+            raise CharonError(f"{where}: a point-to-point op without an integer peer and tag (tensors, "
+                              "group, peer, tag)")
+        peer, tag = values[2], values[3]
+        if not 0 <= peer < len(members):
+            raise CharonError(f"{where}: peer {peer} is not a rank of its group of {len(members)}")
+        return kind, float(sum(t[3] * t[4] for t in _tensors(values[0]))), pg, members, members[peer], tag
 
     def context(self, node_id: int) -> tuple[bool, str]:
         """Whether an aten op encloses the node, and the phase its enclosing
@@ -333,14 +366,19 @@ class _Importer:
         nbytes = float(sum(t[3] * t[4] for side in ("inputs", "outputs") for t in _tensors(node[side]["values"])))
         return flops, nbytes
 
-    def build(self) -> ModuleOp:
+    def plan(self) -> tuple[dict[str, list], dict[int, tuple | None]]:
+        """The phases' nodes and what each communication node is (`collective`)."""
         phases: dict[str, list] = {"forward": [], "backward": [], "optimizer": []}
-        comms: dict[int, tuple[str, float, str, list[int]] | None] = {}
+        comms: dict[int, tuple | None] = {}
         for phase, node in self.kernels():
             phases[phase].append(node)
             if not node["name"].startswith("aten::"):
                 comms[node["id"]] = self.collective(node)
-        used = {c[2]: c[3] for c in comms.values() if c is not None and len(c[3]) > 1}
+        return phases, comms
+
+    def build(self, phases: dict[str, list], comms: dict[int, tuple | None]) -> ModuleOp:
+        """One rank's step: a phase per phase of the trace."""
+        used = _used_groups([comms])
         ops: list = []
         axes_of: dict[str, list[str]] = {}
         if used:
@@ -349,51 +387,72 @@ class _Importer:
             ops.append(coll.GridOp("mesh", mesh))
         inputs: list = []
         free: dict[TensorType, SSAValue] = {}
+        phase_ops = []
         for kind, nodes in phases.items():
-            if not nodes:
+            if nodes:
+                block = self.fill(nodes, comms, axes_of, inputs, free, {})
+                phase_ops.append(sim.PhaseOp(kind, Region(block)))
+        return ModuleOp([*ops, *inputs, *phase_ops])
+
+    def fill(self, nodes: list, comms: dict[int, tuple | None], axes_of: dict[str, list[str]], inputs: list,
+             free: dict, shift_to: dict[int, int]) -> Block:
+        """A block of `nodes`' ops: aten ops as `sim.generic`, collectives (and,
+        with `shift_to` (peer rank -> shift along `pp`), sends and receives) as
+        `coll` ops; operands wired by tensor id."""
+        block = Block()
+        values: dict[int, SSAValue] = {}
+        last: list[SSAValue] = []  # the latest compute op's result
+        for node in nodes:
+            inputs_of = [values[t[0]] for t in _tensors(node["inputs"]["values"]) if t[0] in values]
+            if node["id"] in comms:
+                # issued after the compute before it, which it waits for (as a
+                # NCCL collective waits for its caller's stream)
+                self._collective(block, node, comms[node["id"]], last, values, axes_of, inputs, free, shift_to)
                 continue
-            block = Block()
-            values: dict[int, SSAValue] = {}
-            last: list[SSAValue] = []  # the latest compute op's result
-            for node in nodes:
-                inputs_of = [values[t[0]] for t in _tensors(node["inputs"]["values"]) if t[0] in values]
-                if node["id"] in comms:
-                    # issued after the compute before it, which it waits for (as a
-                    # NCCL collective waits for its caller's stream)
-                    self._collective(block, node, comms[node["id"]], last, values, axes_of, inputs, free)
+            result_types, produced = [], []
+            outs = node["outputs"]
+            for value, shape, type_name in zip(outs["values"], outs["shapes"], outs["types"]):
+                element = _element_type(type_name) if _is_tensor(value) else None
+                if element is None or not isinstance(shape, list) or any(
+                        not isinstance(d, int) or d < 1 for d in shape):
                     continue
-                result_types, produced = [], []
-                outs = node["outputs"]
-                for value, shape, type_name in zip(outs["values"], outs["shapes"], outs["types"]):
-                    element = _element_type(type_name) if _is_tensor(value) else None
-                    if element is None or not isinstance(shape, list) or any(
-                            not isinstance(d, int) or d < 1 for d in shape):
-                        continue
-                    result_types.append(TensorType(element, shape))
-                    produced.append(value[0])
-                flops, nbytes = self.work(node)
-                op = sim.GenericOp(node["name"].replace("::", "."), inputs_of, result_types, flops, nbytes)
-                block.add_op(op)
-                for tensor_id, result in zip(produced, op.results):
-                    values[tensor_id] = result
-                last = list(op.results[:1]) or last
-            block.add_op(sim.YieldOp())
-            ops.append(sim.PhaseOp(kind, Region(block)))
-        grid = ops[:1] if used else []
-        return ModuleOp([*grid, *inputs, *ops[len(grid):]])
+                result_types.append(TensorType(element, shape))
+                produced.append(value[0])
+            flops, nbytes = self.work(node)
+            op = sim.GenericOp(node["name"].replace("::", "."), inputs_of, result_types, flops, nbytes)
+            block.add_op(op)
+            for tensor_id, result in zip(produced, op.results):
+                values[tensor_id] = result
+            last = list(op.results[:1]) or last
+        block.add_op(sim.YieldOp())
+        return block
 
     @staticmethod
     def _collective(block: Block, node: dict, found, deps: list[SSAValue], values: dict[int, SSAValue],
-                    axes_of: dict[str, list[str]], inputs: list, free: dict) -> None:
+                    axes_of: dict[str, list[str]], inputs: list, free: dict, shift_to: dict[int, int]) -> None:
         """A collective as the `coll` op of its kind over a flat byte buffer made
         by `deps`; what reads its tensors afterwards (in place, or its outputs)
         waits for it. One over a single rank, or moving nothing, is left out."""
         if found is None or len(found[3]) < 2:
             return
-        kind, nbytes, pg, members = found
-        group, axes = len(members), axes_of[pg]
+        kind, nbytes, pg, members = found[:4]
         byte = IntegerType(8)
         per = max(round(nbytes), 1)
+        if kind in ("send", "recv"):
+            props = {"grid": SymbolRefAttr("mesh"), "grid_axes": ArrayAttr([StringAttr("pp")]),
+                     "shift": IntegerAttr(shift_to[found[4]], 64)}
+            message = TensorType(byte, [per])
+            if kind == "recv":  # posted at the start; what reads the tensor it fills waits for it
+                op = coll.RecvOp.build(result_types=[message], properties=props)
+                block.add_op(op)
+                for t in _tensors(node["inputs"]["values"]):
+                    values[t[0]] = op.results[0]
+                return
+            buffer = sim.GenericOp("c10d.buffer", deps, [message], 0.0, 0.0)
+            block.add_op(buffer)
+            block.add_op(coll.SendOp.build(operands=[buffer.results[0]], properties=props))
+            return
+        group, axes = len(members), axes_of[pg]
         if kind == "all_to_all":
             per = -(-per // group) * group  # whole blocks per rank
         shapes = {"all_gather": (per, per * group), "reduce_scatter": (per * group, per)}.get(kind, (per, per))
@@ -425,9 +484,99 @@ class _Importer:
             values[t[0]] = op.results[0]
 
 
+def _used_groups(comms: list[dict[int, tuple | None]]) -> dict[str, list[int]]:
+    """pg_name -> ranks of the groups the collectives run on (point-to-point
+    messages travel on the pipeline's axis instead)."""
+    return {c[2]: c[3] for found in comms for c in found.values()
+            if c is not None and len(c) == 4 and len(c[3]) > 1}
+
+
+_ET_FILE = re.compile(r"(?P<prefix>.+)\.(?P<rank>\d+)(?P<suffix>\.[^\d].*)")
+"""A rank's execution trace among its pipeline's: `{prefix}.{rank}{suffix}`
+(`step.3.et.json.gz`)."""
+
+
 def import_execution_trace(path: str | Path) -> ModuleOp:
-    """The `sim` module of one rank's PyTorch execution trace."""
-    return _Importer(load_execution_trace(path), str(path)).build()
+    """The `sim` module of one rank's PyTorch execution trace. One that sends
+    or receives brings its pipeline: the traces of the ranks it exchanges
+    messages with, transitively (`{prefix}.{rank}{suffix}` beside it), each rank
+    one `sim.stage` (its position along their axis, `pp`) whose one phase is its
+    step in execution order, the k-th send from a rank to another paired with
+    the other's k-th receive (checked: the same size and tag)."""
+    path = Path(path)
+    first = _Importer(load_execution_trace(path), str(path))
+    phases, comms = first.plan()
+    p2p = [c for c in comms.values() if c is not None and len(c) == 6]
+    if not p2p:
+        return first.build(phases, comms)
+    m = _ET_FILE.fullmatch(path.name)
+    if m is None:
+        raise CharonError(f"{path}: sends or receives, and its name says no rank ({{prefix}}.{{rank}}.et.json, "
+                          "the name its peers' traces are found by)")
+    ranks = {int(m.group("rank")): (first, phases, comms)}
+    todo = [int(m.group("rank"))]
+    while todo:
+        rank = todo.pop()
+        for c in ranks[rank][2].values():
+            if c is None or len(c) != 6 or c[4] in ranks:
+                continue
+            peer_path = path.with_name(f"{m.group('prefix')}.{c[4]}{m.group('suffix')}")
+            if not peer_path.is_file():
+                raise CharonError(f"{path}: rank {rank} exchanges messages with rank {c[4]}, whose trace "
+                                  f"{peer_path} is missing (every stage of the pipeline is imported)")
+            importer = _Importer(load_execution_trace(peer_path), str(peer_path))
+            ranks[c[4]] = (importer, *importer.plan())
+            todo.append(c[4])
+    _pair_messages({r: (imp.where, [(n, comms[n["id"]]) for nodes in ph.values() for n in nodes
+                                    if comms.get(n["id"]) is not None and len(comms[n["id"]]) == 6])
+                    for r, (imp, ph, comms) in ranks.items()})
+    stages = sorted(ranks)
+    axis = _pipeline_axis(stages, path)
+    used = _used_groups([comms for _, _, comms in ranks.values()])
+    world = max([imp.world for imp, _, _ in ranks.values()] + [1 + max(stages)])
+    mesh, axes_of = _mesh(used, set(used), world, str(path), axis)
+    ops: list = [coll.GridOp("mesh", mesh)]
+    position = {r: i for i, r in enumerate(stages)}
+    for r in stages:
+        importer, phases, comms = ranks[r]
+        nodes = sorted((n for ns in phases.values() for n in ns), key=lambda n: n["id"])
+        inputs: list = []
+        block = importer.fill(nodes, comms, axes_of, inputs, {},
+                              {peer: i - position[r] for peer, i in position.items()})
+        ops.append(sim.StageOp([position[r]], Region(Block([*inputs, sim.PhaseOp("forward", Region(block))]))))
+    module = ModuleOp(ops)
+    module.attributes[PIPELINE_ATTR] = _one_run(len(stages))
+    return module
+
+
+def _pair_messages(ranks: dict[int, tuple[str, list]]) -> None:
+    """The k-th send from rank a to rank b and the k-th receive at b from a
+    are one message: the same size and tag (lowering pairs them in order)."""
+    out: dict[tuple[int, int], list] = {}
+    into: dict[tuple[int, int], list] = {}
+    for r, (_, found) in ranks.items():
+        for node, (kind, nbytes, _, _, peer, tag) in found:
+            key = (r, peer) if kind == "send" else (peer, r)
+            (out if kind == "send" else into).setdefault(key, []).append((node, nbytes, tag))
+    for key in sorted(set(out) | set(into)):
+        sent, got = out.get(key, []), into.get(key, [])
+        if len(sent) != len(got):
+            raise CharonError(f"{ranks[key[0]][0]}: rank {key[0]} sends {len(sent)} messages to rank {key[1]}, "
+                              f"which receives {len(got)} from it")
+        for k, ((a, size_a, tag_a), (b, size_b, tag_b)) in enumerate(zip(sent, got)):
+            if (size_a, tag_a) != (size_b, tag_b):
+                raise CharonError(f"{ranks[key[0]][0]}: message {k} from rank {key[0]} to rank {key[1]}: the send "
+                                  f"(node {a['id']}) has {size_a:.0f} bytes and tag {tag_a}, its receive (node "
+                                  f"{b['id']}) {size_b:.0f} bytes and tag {tag_b} (sends and receives pair in order)")
+
+
+def _one_run(stages: int) -> DictionaryAttr:
+    """The `sim.pipeline` of imported stages: each one's phase runs once (the
+    trace is the step's schedule already)."""
+    return DictionaryAttr({
+        "pp": IntegerAttr(stages, 64), "vpp": IntegerAttr(1, 64), "schedule": StringAttr("gpipe"),
+        "microbatches": IntegerAttr(1, 64), "layers": ArrayAttr([IntegerAttr(0, 64)] * stages),
+    })
 
 
 # --- Chakra execution traces (.et) -------------------------------------------
@@ -711,10 +860,7 @@ def import_chakra(path: str | Path, groups_file: str | Path | None = None, repri
         ops.append(sim.StageOp([position[r]], Region(Block([*inputs, phase]))))
     module = ModuleOp(ops)
     _attach(priced)
-    module.attributes[PIPELINE_ATTR] = DictionaryAttr({
-        "pp": IntegerAttr(len(stages), 64), "vpp": IntegerAttr(1, 64), "schedule": StringAttr("gpipe"),
-        "microbatches": IntegerAttr(1, 64), "layers": ArrayAttr([IntegerAttr(0, 64)] * len(stages)),
-    })
+    module.attributes[PIPELINE_ATTR] = _one_run(len(stages))
     return module
 
 
