@@ -27,6 +27,7 @@ from charon_ir.frontend.user_modules import is_handle, lookup, model_name
 from charon_ir.memory import analyze_memory
 from charon_ir.passes import set_target
 from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
+from charon_ir.parallel.sub_blocks import MODULES as RECOMPUTE_MODULES
 from charon_ir.registry import ALL_PASSES
 from charon_ir.report.energy import add_training_energy
 from charon_ir.report.output import check_output_dir, check_output_file
@@ -67,6 +68,10 @@ class TrainingConfig:
     global_batch: int = 0
     micro_batch: int = 1
     recompute: str = "none"
+    recompute_modules: tuple[str, ...] = ()
+    """With recompute=selective: the sub-blocks recomputed (Megatron-Core's
+    --recompute-modules: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act,
+    shared_experts); empty: Megatron-Core's default, core_attn."""
     precision: str = "bf16"
     fp8_recipe: str = "delayed"
     """With fp8: how Transformer Engine scales its casts (`cost-annotate{fp8-recipe}`):
@@ -109,6 +114,11 @@ class TrainingConfig:
     blocking=...}`): Megatron-LM 2021 waited on every tensor-parallel all-reduce,
     so nothing overlapped it; `pp`: the compute stream waits for every pipeline
     send (empty: communication runs beside independent compute)."""
+    host_launch_s: float = 0.0
+    """Seconds the host takes to issue each kernel and collective (`lower-to-events{
+    host-launch=...}`): the GPU cannot start a kernel before the host has issued it,
+    so a step of kernels shorter than their launches is bound by the host; 0: the
+    host is not modelled (it keeps ahead)."""
     unfused_grad_accumulation: bool = False
     """Each micro-batch's weight gradients are added into the gradient buffer by a
     kernel of their own (`accumulate-gradients`: Megatron-LM's local DDP before
@@ -364,8 +374,17 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     plan.append(("data-parallel", {"dp": dp // (config.ep // fold), "zero": zero,
                                    "bucket_mb": config.dp_bucket_mb, "overlap": config.dp_overlap,
                                    "overlap_param_gather": config.dp_overlap_param_gather}))
+    unknown = [m for m in config.recompute_modules if m not in RECOMPUTE_MODULES]
+    if unknown:
+        raise CharonError(f"--recompute-modules: unknown module '{unknown[0]}' "
+                          f"(known: {', '.join(RECOMPUTE_MODULES)})")
+    if config.recompute_modules and config.recompute != "selective":
+        raise CharonError(f"--recompute-modules needs --recompute selective, got --recompute {config.recompute}")
     if config.recompute != "none":
-        plan.append(("recompute", {"policy": config.recompute}))
+        recompute: dict[str, Any] = {"policy": config.recompute}
+        if config.recompute_modules:
+            recompute["modules"] = tuple(config.recompute_modules)
+        plan.append(("recompute", recompute))
     if config.unfused_grad_accumulation:
         plan.append(("accumulate-gradients", {}))
     if config.optimizer != "fused":
@@ -550,7 +569,8 @@ def time_module(
     target = Target.from_module(module)
     stage_gpus = set_target.stage_gpus(module)  # read before lowering erases the stages
     report = tiers.time_module(ctx, module, memory, overlap_model(config, target.gpu), pp=config.pp,
-                               vpp=config.vpp, blocking=tuple(config.blocking_comm), tier=tier,
+                               vpp=config.vpp, blocking=tuple(config.blocking_comm),
+                               host_launch=config.host_launch_s, tier=tier,
                                trace=trace, plot=plot)
     if stage_gpus:
         _on_stage_gpus(report, target, stage_gpus)

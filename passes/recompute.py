@@ -48,7 +48,7 @@ from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -62,6 +62,7 @@ from xdsl.rewriter import InsertPoint
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.memory.tensors import RECOMPUTE_ATTR, alias_source, is_model_state_buffer
+from charon_ir.parallel.sub_blocks import DEFAULT_MODULES, MODULES, LayerBlocks, with_views
 from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR
 
 POLICIES = ("none", "selective", "full")
@@ -388,6 +389,250 @@ class LayerRecompute:
         return set(f_lead)
 
 
+# ---------------------------------------------------------------------------
+# selective: named sub-blocks (Megatron-Core --recompute-modules)
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class SubBlockRecompute:
+    """Recompute the named sub-blocks of every layer repeat of a step in its
+    backward (Megatron-Core's `CheckpointWithoutOutput` / `checkpoint` around a
+    module): what the backward read of a sub-block's values it reads from a
+    clone of the sub-block, inserted before the first such read and fed by the
+    sub-block's inputs, which the forward saves instead."""
+
+    block: Block
+    modules: tuple[str, ...]
+
+    def run(self) -> None:
+        fwd, bwd = _phase(self.block, "forward"), _phase(self.block, "backward")
+        if fwd is None or bwd is None:
+            return
+        for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
+            forward = LayerRecompute(self.block).forward_twin(rep, fwd)
+            if forward is not None and RECOMPUTE_ATTR not in forward.attributes:
+                fwd = self.recompute(forward, rep, fwd)
+
+    def chosen_ops(self, forward: sim.RepeatOp) -> list[Operation]:
+        body = forward.body.block
+        if len(forward.iter_init) != 1:
+            return []
+        blocks = LayerBlocks(body, body.args[0], _yielded(body)[0])
+        chosen: set[Operation] = set()
+        for module in self.modules:
+            chosen |= blocks.module_ops(module)
+        chosen = with_views(body, {op for op in chosen if RECOMPUTE_ATTR not in op.attributes})
+        # what only the sub-block reads and reads nothing from outside it (an
+        # empty buffer it fills, a view of that) is re-made, not saved
+        inner = {op for op in body.ops if chosen and op not in chosen and op.results
+                 and not isinstance(op, sim.YieldOp)}
+        shrunk = True
+        while shrunk:
+            closed = chosen | inner
+            keep = {
+                op for op in inner
+                if all(v.owner in closed for v in op.operands)
+                and (users := [body.find_ancestor_op_in_block(u.operation) for r in op.results for u in r.uses])
+                and all(u in closed for u in users)
+            }
+            shrunk, inner = keep != inner, keep
+        chosen |= inner
+        return [op for op in body.ops if op in chosen]
+
+    def recompute(self, forward: sim.RepeatOp, backward: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.PhaseOp:
+        ops = self.chosen_ops(forward)
+        chosen = set(ops)
+        f_block, b_block = forward.body.block, backward.body.block
+        n_iter, b_iter = len(forward.iter_init), len(backward.iter_init)
+
+        def saved_args() -> dict[SSAValue, list[BlockArgument]]:
+            """Forward body value -> the backward body's arguments holding it."""
+            found: dict[SSAValue, list[BlockArgument]] = {}
+            p_yields, f_yields = _yielded(fwd.body.block), _yielded(f_block)
+            for s, arg in zip(backward.slices, b_block.args[b_iter:]):
+                src = p_yields[s.index] if isinstance(s, OpResult) and s.op is fwd else None
+                if isinstance(src, OpResult) and src.op is forward and src.index >= n_iter:
+                    found.setdefault(f_yields[src.index], []).append(arg)
+            return found
+
+        replaced = [v for v in saved_args() if isinstance(v, OpResult) and v.op in chosen]
+        if not replaced:
+            return fwd  # the backward reads none of it: nothing to free
+
+        # what the clone reads: saved layer values, parameters, the forward
+        # phase's values around the repeat, values above the phase
+        inputs = list(dict.fromkeys(v for op in ops for v in op.operands if v.owner not in chosen))
+        to_stack: list[SSAValue] = []
+        captured: list[SSAValue] = []
+        gathered: list[SSAValue] = []
+        for v in inputs:
+            owner = v.owner
+            if isinstance(v, BlockArgument) and owner is f_block:
+                if v.index < n_iter:
+                    to_stack.append(v)
+                elif fwd.is_ancestor(_defining_op(forward.slices[v.index - n_iter])):
+                    captured.append(forward.slices[v.index - n_iter])
+            elif isinstance(owner, Operation) and owner.parent_block() is f_block:
+                (gathered if is_model_state_buffer(owner) else to_stack).append(v)
+            elif fwd.is_ancestor(_defining_op(v)):
+                captured.append(v)
+
+        # 1. the forward repeat stacks the layer values the clone reads
+        f_yields = list(_yielded(f_block))
+        extra = [v for v in to_stack if v not in f_yields[n_iter:]]
+        if extra:
+            f_yields += extra
+            forward = _rebuild_repeat(
+                forward, list(forward.iter_init), list(forward.slices),
+                forward.detach_region(forward.body), f_yields,
+            )
+        stacked = {v: forward.results[f_yields.index(v, n_iter)] for v in to_stack}
+        # 2. ... and the forward phase yields them and what it computes around the repeat
+        p_yields = list(_yielded(fwd.body.block))
+        wanted = [*stacked.values(), *captured]
+        if any(v not in p_yields for v in wanted):
+            p_yields += [v for v in dict.fromkeys(wanted) if v not in p_yields]
+            fwd = _rebuild_phase(fwd, p_yields)
+        from_phase = {v: fwd.results[p_yields.index(v)] for v in wanted}
+
+        # 3. the backward body: an argument per slice it needs
+        slices = list(backward.slices)
+
+        def argument(outer: SSAValue) -> SSAValue:
+            if outer not in slices:
+                slices.append(outer)
+                b_block.insert_arg(_unstacked(outer.type), len(b_block.args))
+            return b_block.args[b_iter + slices.index(outer)]
+
+        clone_map: dict[SSAValue, SSAValue] = {}
+        for arg, outer in zip(f_block.args[n_iter:], forward.slices):
+            outer = from_phase.get(outer, outer)
+            if outer in slices or arg in inputs:
+                clone_map[arg] = argument(outer)
+        for v in to_stack:
+            clone_map[v] = argument(from_phase[stacked[v]])
+        for v in captured:
+            clone_map[v] = from_phase[v]
+        # a parameter the forward gathered (data-parallel's ZeRO): the one the
+        # backward body gathers, or the parameter itself where the forward's
+        # gather is the step's only one (overlap-param-gather)
+        backward_gathered = {
+            clone_map.get(param, param): full
+            for op in _leading_gathers(b_block) for param, full in _unpacked(op)
+        }
+        for v in gathered:
+            param = next((p for p, full in _unpacked(v.owner) if full is v), None)  # pyright: ignore[reportArgumentType]
+            if param is None:
+                continue
+            param = clone_map.get(param, param)
+            if FIRST_FORWARD_ATTR in v.owner.attributes:  # pyright: ignore[reportAttributeAccessIssue]
+                clone_map[v] = param
+            elif param in backward_gathered:
+                clone_map[v] = backward_gathered[param]
+        missing = [v for v in gathered if v not in clone_map]
+        if missing:
+            raise CharonError(
+                "recompute: option 'modules': a recomputed sub-block reads a gathered parameter "
+                "that the backward layer does not gather"
+            )
+
+        # 4. each sub-block's clone, right before the first backward op that
+        # reads what it recomputes (as Megatron-Core's hooks recompute a module
+        # when its backward starts)
+        saved = saved_args()
+        mark = StringAttr("selective")
+        for component in _components(ops):
+            members = set(component)
+            readers = {arg for v in replaced if v.owner in members for arg in saved[v]}
+            if not readers:
+                continue
+            first = next(
+                op for op in b_block.ops
+                if any(v in readers for inner in op.walk() for v in inner.operands)
+            )
+            for op in component:
+                clone = op.clone(clone_map)
+                clone.attributes[RECOMPUTE_ATTR] = mark
+                b_block.insert_op_before(clone, first)
+        for v in replaced:
+            for arg in saved[v]:
+                if v in clone_map:
+                    arg.replace_all_uses_with(clone_map[v])
+
+        # 5. drop the slices no longer read, then what the forward saved only for them
+        keep = [i for i, arg in enumerate(b_block.args[b_iter:]) if arg.uses]
+        dropped = {slices[i] for i in range(len(slices)) if i not in keep}
+        for arg in [a for a in b_block.args[b_iter:] if not a.uses]:
+            b_block.erase_arg(arg)
+        _rebuild_repeat(
+            backward, list(backward.iter_init), [slices[i] for i in keep],
+            backward.detach_region(backward.body), list(_yielded(b_block)),
+        )
+        p_yields = list(_yielded(fwd.body.block))
+        unused = {
+            i for i, r in enumerate(fwd.results)
+            if not r.uses and r in dropped and _stacked_output_of(p_yields[i], forward)
+        }
+        if unused:
+            fwd = _rebuild_phase(fwd, [v for i, v in enumerate(p_yields) if i not in unused])
+        f_yields = list(_yielded(forward.body.block))
+        kept = [v for i, v in enumerate(f_yields) if i < n_iter or forward.results[i].uses]
+        if len(kept) < len(f_yields):
+            _rebuild_repeat(
+                forward, list(forward.iter_init), list(forward.slices),
+                forward.detach_region(forward.body), kept,
+            )
+        return fwd
+
+
+def _components(ops: list[Operation]) -> list[list[Operation]]:
+    """`ops` (in program order) split into the groups their def-use edges
+    connect, each in program order, ordered by their first op."""
+    parent = {op: op for op in ops}
+
+    def find(op: Operation) -> Operation:
+        while parent[op] is not op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    for op in ops:
+        for v in op.operands:
+            if v.owner in parent:
+                parent[find(v.owner)] = find(op)  # pyright: ignore[reportArgumentType]
+    groups: dict[Operation, list[Operation]] = {}
+    for op in ops:
+        groups.setdefault(find(op), []).append(op)
+    return list(groups.values())
+
+
+def _unpacked(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
+    """(parameter, gathered parameter) pairs of a ZeRO `param_unpack`: the
+    outputs of the unpacker and the inputs of the shard packer its gather read."""
+    if not (isinstance(op, sim.GenericOp) and op.callee.data == "param_unpack"):
+        return []
+    source = op.inputs[0].owner
+    while isinstance(source, Operation) and not isinstance(source, sim.GenericOp) and source.operands:
+        source = source.operands[0].owner
+    if not (isinstance(source, sim.GenericOp) and source.callee.data == "param_shard_bucket"):
+        return []
+    if len(source.inputs) != len(op.outputs):
+        return []
+    return list(zip(source.inputs, op.outputs))
+
+
+def _defining_op(value: SSAValue) -> Operation:
+    owner = value.owner
+    return owner if isinstance(owner, Operation) else owner.parent_op()  # pyright: ignore[reportReturnType]
+
+
+def _unstacked(t: Attribute) -> Attribute:
+    """The type of one layer's slice of a stacked [n, ...] value."""
+    assert isinstance(t, TensorType)
+    return TensorType(t.element_type, sim.shape_of(t)[1:])
+
+
 def _captured(forward: sim.RepeatOp, backward: sim.RepeatOp, fwd: sim.PhaseOp) -> list[SSAValue]:
     """The values that `fwd`'s region defines outside the forward repeat and that
     the recomputed layer reads: what the repeat's body reads from around it, the
@@ -443,6 +688,21 @@ class RecomputePass(ModulePass):
     name = "recompute"
 
     policy: Literal["none", "selective", "full"] = "none"
+    modules: tuple[str, ...] | str = DEFAULT_MODULES
+    """With policy=selective: the sub-blocks recomputed (Megatron-Core's
+    --recompute-modules): core_attn, layernorm, mla_up_proj, mlp, moe, moe_act,
+    shared_experts."""
+
+    def module_names(self) -> tuple[str, ...]:
+        names = (self.modules,) if isinstance(self.modules, str) else tuple(self.modules)
+        unknown = [m for m in names if m not in MODULES]
+        if unknown:
+            raise CharonError(
+                f"recompute: option 'modules': unknown module '{unknown[0]}' (known: {', '.join(MODULES)})"
+            )
+        if self.policy != "selective" and names != DEFAULT_MODULES:
+            raise CharonError(f"recompute: option 'modules' needs policy=selective, got policy={self.policy}")
+        return names
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.policy not in POLICIES:
@@ -450,11 +710,17 @@ class RecomputePass(ModulePass):
                 f"recompute: option 'policy': unknown policy '{self.policy}' "
                 f"(known: {', '.join(POLICIES)})"
             )
+        modules = self.module_names()
         if self.policy == "selective":
-            PatternRewriteWalker(
-                GreedyRewritePatternApplier([RecomputeAttentionCore()], dce_enabled=False),
-                apply_recursively=False,
-            ).rewrite_module(op)
+            if "core_attn" in modules:
+                PatternRewriteWalker(
+                    GreedyRewritePatternApplier([RecomputeAttentionCore()], dce_enabled=False),
+                    apply_recursively=False,
+                ).rewrite_module(op)
+            blocks = tuple(m for m in modules if m != "core_attn")
+            if blocks:
+                for step in _steps(op):
+                    SubBlockRecompute(step, blocks).run()
         elif self.policy == "full":
             if not all([LayerRecompute(block).run() for block in _steps(op)]):
                 raise CharonError(

@@ -3,7 +3,13 @@
 // RUN: charon-opt %s -p 'recompute{policy=selective},recompute{policy=selective}' | filecheck %s --check-prefix=SEL
 // RUN: charon-opt %s -p 'recompute{policy=full}' | filecheck %s --check-prefix=FULL
 // RUN: charon-opt %s -p 'pipeline{pp=2},recompute{policy=full}' | filecheck %s --check-prefix=PP-FULL
+// RUN: charon-opt %s -p 'recompute{policy=selective modules=layernorm}' | filecheck %s --check-prefix=LN
+// RUN: charon-opt %s -p 'recompute{policy=selective modules=mlp}' | filecheck %s --check-prefix=MLP
+// RUN: charon-opt %s -p 'recompute{policy=selective modules=core_attn,layernorm}' | filecheck %s --check-prefix=BOTH
+// RUN: charon-opt %s -p 'recompute{policy=selective modules=moe,moe_act,shared_experts,mla_up_proj}' | filecheck %s --check-prefix=NO-BLOCK
 // RUN: not charon-opt %s -p 'recompute{policy=most}' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: not charon-opt %s -p 'recompute{policy=selective modules=attention}' 2>&1 | filecheck %s --check-prefix=BAD-MODULE
+// RUN: not charon-opt %s -p 'recompute{policy=full modules=mlp}' 2>&1 | filecheck %s --check-prefix=BAD-POLICY
 // RUN: not charon-opt %examples/mlp.mlir -p 'recompute{policy=full}' 2>&1 | filecheck %s --check-prefix=NO-LAYERS
 
 // Two GPT layers that save what Megatron-LM saves (the attention's softmax,
@@ -52,7 +58,55 @@
 // PP-FULL:     sim.repeat 1 iter{{.*}} {sim.recompute = "full"} -> (tensor<1x8x16xbf16>, tensor<1x1x8x16xbf16>)
 // PP-FULL:     sim.norm "layer" {{.*}} {sim.recompute = "full"}
 
+// modules=layernorm: the forward no longer saves the norms' outputs; each
+// norm is re-run from the saved residual right before the first backward op
+// that reads its output (the MLP's weight gradient, then the QKV one).
+// LN:        sim.phase "forward"
+// LN:        %[[N1:.*]] = sim.norm "layer"
+// LN:        %[[N2:.*]] = sim.norm "layer"
+// LN:        sim.yield %{{[^,]*}}, %{{[^,]*}},
+// LN-NOT:    %[[N1]],
+// LN-SAME:   : tensor
+// LN:        sim.phase "backward"
+// LN:        %[[R2:.*]] = sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
+// LN:        sim.view %[[R2]] :
+// LN-NEXT:   sim.matmul
+// LN:        %[[R1:.*]] = sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
+// LN:        sim.view %[[R1]] :
+// LN-NEXT:   sim.matmul
+// LN:        sim.phase "optimizer"
+
+// modules=mlp: the MLP block (from the second norm's output to the residual
+// add) is re-run whole before the MLP's backward; the forward saves neither the
+// first GEMM's output nor the activation.
+// MLP:       sim.phase "forward"
+// MLP:       %[[F1:.*]] = sim.matmul
+// MLP:       sim.yield
+// MLP-NOT:   %[[F1]]
+// MLP-SAME:  : tensor
+// MLP:       sim.phase "backward"
+// MLP:       ^bb0(
+// MLP-NEXT:  sim.view %{{.*}} {sim.recompute = "selective"}
+// MLP-NEXT:  %[[RF1:.*]] = sim.matmul %{{.*}} {sim.recompute = "selective"}
+// MLP-NEXT:  %[[RGL:.*]] = sim.elementwise "gelu" %[[RF1]] {sim.recompute = "selective"}
+// MLP-NEXT:  sim.matmul %[[RGL]], %{{.*}} {sim.recompute = "selective"}
+// MLP:       sim.matmul %[[RGL]], %{{.*}} {transpose_lhs}
+// MLP:       sim.elementwise "gelu_grad" %{{.*}}, %[[RF1]]
+
+// modules=core_attn,layernorm: both rewrites, each re-run where its backward starts.
+// BOTH:      sim.phase "backward"
+// BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
+// BOTH:      %[[RE:.*]] = sim.attention %{{.*}} {dropout, sim.recompute = "selective", causal}
+// BOTH-NEXT: sim.attention_grad %{{.*}}, %[[RE]], %{{.*}} {sim.recompute = "selective", causal}
+// BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
+
+// A dense GPT layer has no MoE block and no latent attention: nothing changes.
+// NO-BLOCK:  sim.phase "forward" -> tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x2x8xbf16>
+// NO-BLOCK-NOT: sim.recompute =
+
 // BAD: charon-opt: error: invalid pass pipeline 'recompute{policy=most}'
+// BAD-MODULE: charon-opt: error: recompute: option 'modules': unknown module 'attention' (known: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts)
+// BAD-POLICY: charon-opt: error: recompute: option 'modules' needs policy=selective, got policy=full
 // NO-LAYERS: charon-opt: error: recompute: option 'policy=full' needs the layers as a forward sim.repeat whose saved outputs a reverse sim.repeat in backward reads; the step has none
 
 builtin.module {
