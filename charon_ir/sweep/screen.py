@@ -221,7 +221,9 @@ def screenable(config) -> bool:
             and not getattr(config, "blocking_comm", ())
             and not getattr(config, "pipeline_scatter_gather", False)
             and getattr(config, "optimizer", "fused") == "fused"
-            and not getattr(config, "unfused_grad_accumulation", False))
+            and not getattr(config, "unfused_grad_accumulation", False)
+            # a probe is one layer class on one GPU: stages on several node kinds are not
+            and not (config.cluster and load_cluster(config.cluster).heterogeneous))
 
 
 # -- probes ---------------------------------------------------------------------
