@@ -24,10 +24,14 @@ def import_command(
     mode: Annotated[str, typer.Option("--mode", help="train | prefill | decode")] = "train",
     dtype: Annotated[str, typer.Option("--dtype", help="bf16 | fp16 | fp32")] = "bf16",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="trace again even if the IR is cached")] = False,
+    no_mtp: Annotated[bool, typer.Option("--no-mtp", help="train without the multi-token-prediction modules a "
+                                         "config asks for (DeepSeek-V3's num_nextn_predict_layers)")] = False,
     summary: Annotated[bool, typer.Option("--summary", help="print how aten ops were mapped (stderr)")] = False,
     list_models: Annotated[bool, typer.Option("--list", help="list the bundled models and exit")] = False,
     execution_trace: Annotated[str, typer.Option("--execution-trace", help="import a PyTorch execution trace "
-                                                 "(ExecutionTraceObserver JSON, .json or .json.gz) instead of a model")] = "",
+                                                 "(ExecutionTraceObserver JSON, .json or .json.gz) instead of a model; "
+                                                 "one that sends or receives brings its peers' "
+                                                 "({prefix}.{rank}.et.json.gz)")] = "",
     chakra: Annotated[str, typer.Option("--chakra", help="import one rank's Chakra trace (.et) instead of a model; "
                                         "its process groups from comm_group.json beside it, the traces of "
                                         "the ranks it sends to and receives from ({prefix}.{rank}.et) too")] = "",
@@ -68,7 +72,8 @@ def import_command(
 
         check_output_file(output, "-o")  # before tracing, which can take minutes
     result = import_model_with_summary(
-        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=not no_cache, parse=False
+        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=not no_cache, parse=False,
+        mtp=not no_mtp,
     )
     text = (result.text if result.text is not None else str(result.module)).rstrip("\n") + "\n"
     if output == "-":

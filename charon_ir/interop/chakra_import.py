@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -101,6 +101,21 @@ _DTYPES = {
     "float": Float32Type, "double": Float64Type, "c10::Half": Float16Type, "c10::BFloat16": BFloat16Type,
 }
 _INTS = {"long int": 64, "int": 32, "short int": 16, "signed char": 8, "unsigned char": 8, "bool": 1}
+
+
+class _Comm(NamedTuple):
+    """A communication node of an execution trace."""
+
+    kind: str
+    """all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send or recv."""
+    nbytes: float
+    """The buffer: one rank's part for all_gather and reduce_scatter, the whole otherwise."""
+    pg: str
+    members: list[int]
+    """The group's global ranks."""
+    peer: int | None = None
+    """A send's or receive's peer (global rank)."""
+    tag: int | None = None
 
 
 def _is_tensor(value: Any) -> bool:
@@ -197,7 +212,7 @@ class _Importer:
                                   "of process groups (pg_name, ranks, group_size)") from None
         return groups, world
 
-    def collective(self, node: dict) -> tuple[str, float, str, list[int]] | None:
+    def collective(self, node: dict) -> _Comm | None:
         """(collective, buffer bytes, pg_name, member ranks) of a communication
         node; None for one that moves nothing (a barrier, a wait). The buffer is
         one rank's part for all_gather and reduce_scatter, the whole otherwise.
@@ -235,7 +250,7 @@ class _Importer:
             except (KeyError, TypeError, ValueError):
                 raise CharonError(f"{where}: record_param_comms lacks integer in/out_msg_nelems, pg_name and "
                                   "pg_size, global_rank_start, global_rank_stride") from None
-            return kind, float(nelems * itemsize), pg, members
+            return _Comm(kind, float(nelems * itemsize), pg, members)
         op = name.removeprefix("c10d::")
         if op in _P2P:
             return self._point_to_point(node, "send" if op == "send" else "recv", None, where)
@@ -247,7 +262,7 @@ class _Importer:
         pg, members = self._only_group(where)
         values = node["inputs"]["values"]
         nbytes = float(sum(t[3] * t[4] for t in _tensors(values[arg]))) if arg < len(values) else 0.0
-        return kind, nbytes, pg, members
+        return _Comm(kind, nbytes, pg, members)
 
     def _only_group(self, where: str) -> tuple[str, list[int]]:
         if len(self.groups) != 1:
@@ -257,7 +272,7 @@ class _Importer:
         return pg, members
 
     def _point_to_point(self, node: dict, kind: str, attrs: dict | None, where: str
-                        ) -> tuple[str, float, str, list[int], int, int]:
+                        ) -> _Comm:
         """(send | recv, bytes, pg_name, member ranks, the peer's global rank, tag)
         of a c10d send or recv (its arguments: tensors, group, peer's rank in the
         group, tag)."""
@@ -281,7 +296,7 @@ class _Importer:
         peer, tag = values[2], values[3]
         if not 0 <= peer < len(members):
             raise CharonError(f"{where}: peer {peer} is not a rank of its group of {len(members)}")
-        return kind, float(sum(t[3] * t[4] for t in _tensors(values[0]))), pg, members, members[peer], tag
+        return _Comm(kind, float(sum(t[3] * t[4] for t in _tensors(values[0]))), pg, members, members[peer], tag)
 
     def context(self, node_id: int) -> tuple[bool, str]:
         """Whether an aten op encloses the node, and the phase its enclosing
@@ -366,17 +381,17 @@ class _Importer:
         nbytes = float(sum(t[3] * t[4] for side in ("inputs", "outputs") for t in _tensors(node[side]["values"])))
         return flops, nbytes
 
-    def plan(self) -> tuple[dict[str, list], dict[int, tuple | None]]:
+    def plan(self) -> tuple[dict[str, list], dict[int, _Comm | None]]:
         """The phases' nodes and what each communication node is (`collective`)."""
         phases: dict[str, list] = {"forward": [], "backward": [], "optimizer": []}
-        comms: dict[int, tuple | None] = {}
+        comms: dict[int, _Comm | None] = {}
         for phase, node in self.kernels():
             phases[phase].append(node)
             if not node["name"].startswith("aten::"):
                 comms[node["id"]] = self.collective(node)
         return phases, comms
 
-    def build(self, phases: dict[str, list], comms: dict[int, tuple | None]) -> ModuleOp:
+    def build(self, phases: dict[str, list], comms: dict[int, _Comm | None]) -> ModuleOp:
         """One rank's step: a phase per phase of the trace."""
         used = _used_groups([comms])
         ops: list = []
@@ -394,7 +409,7 @@ class _Importer:
                 phase_ops.append(sim.PhaseOp(kind, Region(block)))
         return ModuleOp([*ops, *inputs, *phase_ops])
 
-    def fill(self, nodes: list, comms: dict[int, tuple | None], axes_of: dict[str, list[str]], inputs: list,
+    def fill(self, nodes: list, comms: dict[int, _Comm | None], axes_of: dict[str, list[str]], inputs: list,
              free: dict, shift_to: dict[int, int]) -> Block:
         """A block of `nodes`' ops: aten ops as `sim.generic`, collectives (and,
         with `shift_to` (peer rank -> shift along `pp`), sends and receives) as
@@ -433,14 +448,14 @@ class _Importer:
         """A collective as the `coll` op of its kind over a flat byte buffer made
         by `deps`; what reads its tensors afterwards (in place, or its outputs)
         waits for it. One over a single rank, or moving nothing, is left out."""
-        if found is None or len(found[3]) < 2:
+        if found is None or len(found.members) < 2:
             return
-        kind, nbytes, pg, members = found[:4]
+        kind, nbytes, pg, members = found.kind, found.nbytes, found.pg, found.members
         byte = IntegerType(8)
         per = max(round(nbytes), 1)
         if kind in ("send", "recv"):
             props = {"grid": SymbolRefAttr("mesh"), "grid_axes": ArrayAttr([StringAttr("pp")]),
-                     "shift": IntegerAttr(shift_to[found[4]], 64)}
+                     "shift": IntegerAttr(shift_to[found.peer], 64)}
             message = TensorType(byte, [per])
             if kind == "recv":  # posted at the start; what reads the tensor it fills waits for it
                 op = coll.RecvOp.build(result_types=[message], properties=props)
@@ -484,11 +499,11 @@ class _Importer:
             values[t[0]] = op.results[0]
 
 
-def _used_groups(comms: list[dict[int, tuple | None]]) -> dict[str, list[int]]:
+def _used_groups(comms: list[dict[int, _Comm | None]]) -> dict[str, list[int]]:
     """pg_name -> ranks of the groups the collectives run on (point-to-point
     messages travel on the pipeline's axis instead)."""
-    return {c[2]: c[3] for found in comms for c in found.values()
-            if c is not None and len(c) == 4 and len(c[3]) > 1}
+    return {c.pg: c.members for found in comms for c in found.values()
+            if c is not None and c.peer is None and len(c.members) > 1}
 
 
 _ET_FILE = re.compile(r"(?P<prefix>.+)\.(?P<rank>\d+)(?P<suffix>\.[^\d].*)")
@@ -506,7 +521,7 @@ def import_execution_trace(path: str | Path) -> ModuleOp:
     path = Path(path)
     first = _Importer(load_execution_trace(path), str(path))
     phases, comms = first.plan()
-    p2p = [c for c in comms.values() if c is not None and len(c) == 6]
+    p2p = [c for c in comms.values() if c is not None and c.peer is not None]
     if not p2p:
         return first.build(phases, comms)
     m = _ET_FILE.fullmatch(path.name)
@@ -518,17 +533,17 @@ def import_execution_trace(path: str | Path) -> ModuleOp:
     while todo:
         rank = todo.pop()
         for c in ranks[rank][2].values():
-            if c is None or len(c) != 6 or c[4] in ranks:
+            if c is None or c.peer is None or c.peer in ranks:
                 continue
-            peer_path = path.with_name(f"{m.group('prefix')}.{c[4]}{m.group('suffix')}")
+            peer_path = path.with_name(f"{m.group('prefix')}.{c.peer}{m.group('suffix')}")
             if not peer_path.is_file():
-                raise CharonError(f"{path}: rank {rank} exchanges messages with rank {c[4]}, whose trace "
+                raise CharonError(f"{path}: rank {rank} exchanges messages with rank {c.peer}, whose trace "
                                   f"{peer_path} is missing (every stage of the pipeline is imported)")
             importer = _Importer(load_execution_trace(peer_path), str(peer_path))
-            ranks[c[4]] = (importer, *importer.plan())
-            todo.append(c[4])
+            ranks[c.peer] = (importer, *importer.plan())
+            todo.append(c.peer)
     _pair_messages({r: (imp.where, [(n, comms[n["id"]]) for nodes in ph.values() for n in nodes
-                                    if comms.get(n["id"]) is not None and len(comms[n["id"]]) == 6])
+                                    if comms.get(n["id"]) is not None and comms[n["id"]].peer is not None])
                     for r, (imp, ph, comms) in ranks.items()})
     stages = sorted(ranks)
     axis = _pipeline_axis(stages, path)
@@ -555,7 +570,8 @@ def _pair_messages(ranks: dict[int, tuple[str, list]]) -> None:
     out: dict[tuple[int, int], list] = {}
     into: dict[tuple[int, int], list] = {}
     for r, (_, found) in ranks.items():
-        for node, (kind, nbytes, _, _, peer, tag) in found:
+        for node, c in found:
+            kind, nbytes, peer, tag = c.kind, c.nbytes, c.peer, c.tag
             key = (r, peer) if kind == "send" else (peer, r)
             (out if kind == "send" else into).setdefault(key, []).append((node, nbytes, tag))
     for key in sorted(set(out) | set(into)):
@@ -752,6 +768,8 @@ def _pipeline(path: Path, meta: Any, nodes: list) -> dict[int, _Rank]:
 
 def _pipeline_axis(ranks: list[int], where: Path) -> tuple[int, int]:
     """The (stride, size) of the mesh axis the ranks of a pipeline lie on."""
+    if len(ranks) < 2:
+        raise CharonError(f"{where}: its sends and receives reach no other rank")
     stride = ranks[1] - ranks[0]
     if any(b - a != stride for a, b in zip(ranks, ranks[1:])):
         raise CharonError(f"{where}: the ranks its messages reach, {ranks[:8]}, are not evenly spaced: "
