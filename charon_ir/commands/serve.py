@@ -167,7 +167,7 @@ def print_stages(stages: dict, console) -> None:
                       f"{s['service_s']['mean'] * 1e3:.1f}" if "service_s" in s else "-")
     console.print(table)
     if "routing" in stages:
-        console.print(f"routing: {stages['routing']['model']} reads each prompt, one request at a time per server")
+        console.print(f"routing: {stages['routing']['model']} reads each prompt on its replicas (one GPU each), batching as the model does")
     if "reasoning" in stages:
         r = stages["reasoning"]
         console.print(f"reasoning: {r['stages']} stages, {r['tokens']['mean']:.0f} tokens mean "

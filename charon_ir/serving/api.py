@@ -287,10 +287,9 @@ def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] 
         )
 
 
-def _stage_model(config: ServingConfig, scheduler: SchedulerConfig, router: StepTimeModel | None,
-                 requests: list[Request]) -> StageModel:
-    """The stages' costs: KV tiers, the router, --retrieval-cost."""
-    model = StageModel.over(scheduler.kv_tiers, router)
+def _stage_model(config: ServingConfig, scheduler: SchedulerConfig, requests: list[Request]) -> StageModel:
+    """The stages' costs: KV tiers, --retrieval-cost."""
+    model = StageModel.over(scheduler.kv_tiers)
     if not config.retrieval_cost:
         return model
     if not any(s.kind == "retrieval" for r in requests for s in r.stages):
@@ -327,10 +326,11 @@ MAX_ROUTER_TOKENS = 4096
 short plan; thousands of tokens are an answer, not a decision."""
 
 
-def _router_model(config: ServingConfig, requests: list[Request],
-                  stage_servers: dict[str, int]) -> StepTimeModel | None:
-    """--router-model: its replica's step model, and a routing stage after
-    every request's others, on `routing` servers (1 unless given)."""
+def _router_pool(config: ServingConfig, requests: list[Request],
+                 stage_servers: dict[str, int]) -> cluster_sim.RouterPool | None:
+    """--router-model: `routing` replicas of it (1 unless given) on one GPU each,
+    scheduled as the large model's are, and a routing stage after every
+    request's others."""
     if not config.router_model:
         if "routing" in stage_servers or config.router_tokens != 1:
             raise CharonError("--stage-servers routing=N and --router-tokens are the router's: "
@@ -346,20 +346,20 @@ def _router_model(config: ServingConfig, requests: list[Request],
         router = step_model(shape)
     except CharonError as e:
         raise CharonError(f"--router-model {config.router_model}: {e}") from None
-    usable = router.hbm_bytes * config.gpu_memory_utilization
-    if router.weight_bytes_per_gpu >= usable:
-        raise CharonError(f"--router-model {config.router_model}: its weights "
-                          f"({router.weight_bytes_per_gpu / 2**30:.1f} GiB) do not fit the "
-                          f"{usable / 2**30:.1f} GiB usable on one {config.hardware}")
     limit = int(router_config.get("max_position_embeddings") or 0)
     longest = max(r.input_tokens for r in requests)
     if limit and longest + config.router_tokens > limit:
         raise CharonError(f"--router-model {config.router_model}: reads prompts of up to {longest} tokens, "
                           f"more than its {limit}-token context")
-    stage_servers.setdefault("routing", 1)
+    scheduler = SchedulerConfig(block_size=config.block_size, max_batch_tokens=config.max_batch_tokens)
+    try:
+        memory = plan_memory(router, config, scheduler, requests)
+    except CharonError as e:
+        raise CharonError(f"--router-model {config.router_model}: {e}") from None
+    replicas = stage_servers.setdefault("routing", 1)
     for r in requests:  # last: the router reads the prompt it passes on (retrieved documents included)
         r.stages.append(Stage("routing", config.router_tokens))
-    return router
+    return cluster_sim.RouterPool(router, replicas, memory.kv_blocks, scheduler, config.router_tokens)
 
 
 def _draft_model(config: ServingConfig, hardware: str = "") -> StepTimeModel | None:
@@ -432,7 +432,7 @@ def serve(
     if config.cp_policy:
         return _serve_context_parallel(config, requests, scheduler, trace_out, timings)
     start = time.perf_counter()
-    router = _router_model(config, requests, stage_servers)
+    router_pool = _router_pool(config, requests, stage_servers)
     latency = step_model(config.shape())
     decode_latency = decode_memory = None
     if config.decode_hardware:
@@ -447,10 +447,10 @@ def serve(
     if decode_latency is not None:
         decode_memory = plan_memory(decode_latency, config, scheduler, requests, draft)
     result = cluster_sim.run(
-        requests, latency, scheduler, deployment, memory.kv_blocks, draft, _stage_model(config, scheduler, router, requests),
+        requests, latency, scheduler, deployment, memory.kv_blocks, draft, _stage_model(config, scheduler, requests),
         record_iterations=trace_out is not None, hardware=config.hardware,
         decode_model=decode_latency, decode_kv_blocks=decode_memory.kv_blocks if decode_memory else 0,
-        stage_servers=stage_servers, kv_placement=kv_placement,
+        stage_servers=stage_servers, kv_placement=kv_placement, router_pool=router_pool,
     )
     simulated = time.perf_counter()
     report = build_report(config, scheduler, latency, memory, result)
@@ -471,8 +471,10 @@ def serve(
     if stage_servers or any(r.stages for r in requests):
         # every stage a request crosses: the resources', the answering model's
         # queue, and the reasoning it decodes
-        stages = m.stage_report(result.stage_uses or [], stage_servers, report["duration_s"])
-        if "routing" in stages:
+        queued = {kind: n for kind, n in stage_servers.items() if kind != "routing"}
+        stages = m.stage_report(result.stage_uses or [], queued, report["duration_s"])
+        if result.router is not None:
+            stages["routing"] = m.router_report(result.router, report["duration_s"])
             stages["routing"]["model"] = config.router_model
             report["config"].update(router_model=config.router_model, router_tokens=config.router_tokens)
         if config.reasoning_budget:

@@ -13,7 +13,7 @@ parallelism runs as `pp` virtual engines (see `engines`).
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from charon_ir.errors import CharonError
 from charon_ir.serving.latency import StepTimeModel
@@ -131,6 +131,19 @@ class KVTransferModel:
         return self.memo[key]
 
 
+@dataclass(frozen=True)
+class RouterPool:
+    """The router model's replicas (--router-model): each request's prompt is
+    prefilled there and `tokens` decision tokens decoded, batched continuously
+    like any replica, before the request reaches the large model's replicas."""
+
+    model: StepTimeModel
+    replicas: int
+    kv_blocks: int
+    scheduler: SchedulerConfig
+    tokens: int
+
+
 @dataclass
 class RunResult:
     sequences: list[Sequence]
@@ -139,6 +152,8 @@ class RunResult:
     first_arrival_s: float
     stage_uses: list[StageUse] | None = None
     """Each resource stage's queue wait and service (with --stage-servers)."""
+    router: RunResult | None = None
+    """The router model's replicas deciding every request (RouterPool)."""
 
 
 def run(
@@ -155,6 +170,7 @@ def run(
     decode_kv_blocks: int = 0,
     stage_servers: dict[str, int] | None = None,
     kv_placement: KVPlacement | None = None,
+    router_pool: RouterPool | None = None,
 ) -> RunResult:
     """`decode_model` and `decode_kv_blocks`: the decode replicas of a
     disaggregated deployment on other hardware than the prefill ones (the
@@ -227,9 +243,18 @@ def run(
     if stage_servers:
         all_staged, uses = schedule_stages(requests, stage_model, model.kv_bytes_per_token_per_gpu,
                                            stage_servers)
-    for n, r in enumerate(requests):
-        staged = all_staged[n] if stage_servers else apply_stages(r, stage_model,
-                                                                  model.kv_bytes_per_token_per_gpu)
+    else:
+        all_staged = [apply_stages(r, stage_model, model.kv_bytes_per_token_per_gpu) for r in requests]
+    decided: RunResult | None = None
+    if router_pool is not None:
+        # the router reads each prompt once the stages before it are done (it is the last)
+        decisions = [Request(r.id, s.ready_s, r.input_tokens, router_pool.tokens)
+                     for r, s in zip(requests, all_staged)]
+        decided = run(decisions, router_pool.model, router_pool.scheduler,
+                      Deployment(router_pool.replicas, router="least-loaded"), router_pool.kv_blocks,
+                      record_iterations=record_iterations)
+        all_staged = [replace(s, ready_s=d.finish_s) for s, d in zip(all_staged, decided.sequences)]
+    for r, staged in zip(requests, all_staged):
         seq = Sequence(r, r.input_tokens, staged.fetched_tokens, staged.output_tokens,
                        skip=staged.fetched_tokens, ready_s=staged.ready_s)
         sequences.append(seq)
@@ -272,4 +297,4 @@ def run(
             f"{len(sequences) - len(finished)} requests never finished (scheduler stalled)"
         )
     makespan = max(s.finish_s for s in sequences)
-    return RunResult(sequences, replicas, makespan, min(r.arrival_s for r in requests), uses)
+    return RunResult(sequences, replicas, makespan, min(r.arrival_s for r in requests), uses, decided)

@@ -103,20 +103,25 @@ def goodput(metrics: dict[str, Any], duration_s: float, slo_ttft_s: float, slo_t
 
 
 def chrome_trace(result: RunResult) -> dict[str, Any]:
-    """Iterations per replica as Chrome/Perfetto complete events."""
+    """Iterations per replica as Chrome/Perfetto complete events; resource
+    stages per server; the router model's replicas; each request's waits."""
     events: list[dict[str, Any]] = []
-    for r in result.replicas:
-        events.append({"name": "process_name", "ph": "M", "pid": r.index,
-                       "args": {"name": f"replica {r.index} ({r.role})"}})
-        for it in r.records or []:
-            kind = "prefill" if it.prefill_tokens and not it.decodes else \
-                "decode" if not it.prefill_tokens else "mixed"
-            events.append({
-                "name": kind, "ph": "X", "pid": r.index, "tid": 0,
-                "ts": it.start_s * 1e6, "dur": (it.end_s - it.start_s) * 1e6,
-                "args": {"tokens": it.tokens, "prefill_tokens": it.prefill_tokens,
-                         "decodes": it.decodes, "kv_blocks": it.kv_blocks},
-            })
+
+    def replica_iterations(replicas, first_pid: int, label: str) -> None:
+        for n, r in enumerate(replicas):
+            events.append({"name": "process_name", "ph": "M", "pid": first_pid + n,
+                           "args": {"name": f"{label} {r.index} ({r.role})"}})
+            for it in r.records or []:
+                kind = "prefill" if it.prefill_tokens and not it.decodes else \
+                    "decode" if not it.prefill_tokens else "mixed"
+                events.append({
+                    "name": kind, "ph": "X", "pid": first_pid + n, "tid": 0,
+                    "ts": it.start_s * 1e6, "dur": (it.end_s - it.start_s) * 1e6,
+                    "args": {"tokens": it.tokens, "prefill_tokens": it.prefill_tokens,
+                             "decodes": it.decodes, "kv_blocks": it.kv_blocks},
+                })
+
+    replica_iterations(result.replicas, 0, "replica")
     # resource stages: one process per resource, a thread per server; the wait
     # in the queue is the span's `queued_s`
     kinds = sorted({u.kind for u in result.stage_uses or []})
@@ -128,17 +133,23 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
                 events.append({"name": kind, "ph": "X", "pid": pid, "tid": u.server,
                                "ts": u.start_s * 1e6, "dur": (u.end_s - u.start_s) * 1e6,
                                "args": {"request": u.request, "queued_s": u.start_s - u.ready_s}})
-    # a request's wait for the model and its reasoning: async spans (they overlap)
-    if result.stage_uses is not None or any(reasoning_tokens(s) for s in result.sequences):
-        pid = len(result.replicas) + len(kinds)
+    pid = len(result.replicas) + len(kinds)
+    # a request's waits for the router and the model, and its reasoning: async spans (they overlap)
+    if result.stage_uses is not None or result.router is not None or \
+            any(reasoning_tokens(s) for s in result.sequences):
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "requests"}})
         spans = [(s, "queued for the model", s.ready_s, s.admitted_s) for s in result.sequences]
         spans += [(s, "reasoning", s.first_token_s, a) for s, a in zip(result.sequences, answer_start_s(result))
                   if reasoning_tokens(s)]
-        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "requests"}})
+        spans += [(s, "queued for the router", s.ready_s, s.admitted_s) for s in
+                  (result.router.sequences if result.router is not None else ())]
         for seq, name, begin, end in spans:
             common = {"name": name, "cat": "request", "pid": pid, "tid": 0, "id": seq.request.id}
             events.append({**common, "ph": "b", "ts": begin * 1e6, "args": {"request": seq.request.id}})
             events.append({**common, "ph": "e", "ts": end * 1e6})
+        pid += 1
+    if result.router is not None:
+        replica_iterations(result.router.replicas, pid, "router replica")
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
@@ -185,6 +196,20 @@ def answer_start_s(result: RunResult) -> list[float]:
             iteration -= last - first + 1
         out.append(when)
     return out
+
+
+def router_report(router: RunResult, duration_s: float) -> dict[str, Any]:
+    """The router model's replicas as a stage: a decision's wait from its
+    request reaching them to its prefill, and its prefill + decode after that."""
+    seqs = router.sequences
+    busy = sum(r.busy_s for r in router.replicas)
+    return {
+        "servers": len(router.replicas),
+        "stages": len(seqs),
+        "utilization": float(busy / (len(router.replicas) * duration_s)) if duration_s > 0 else 0.0,
+        "queueing_delay_s": summary(np.array([s.admitted_s - s.ready_s for s in seqs])),
+        "service_s": summary(np.array([s.finish_s - s.admitted_s for s in seqs])),
+    }
 
 
 def model_stage_report(result: RunResult, duration_s: float) -> dict[str, Any]:

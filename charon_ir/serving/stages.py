@@ -10,9 +10,9 @@ own prefill and decode:
   long decode), so the request decodes `tokens` more, at most its `budget`
   (`--reasoning-budget`: thinking is cut there and the answer starts).
 - routing: a small model (`--router-model`) reads the prompt and decodes
-  `amount` decision tokens before the large one answers; a resource of its own
-  (`routing` servers, each a replica of the router deciding one request at a
-  time), priced by the router's own step model.
+  `amount` decision tokens before the large one answers. Its servers are
+  replicas of the router batching continuously like the large one's
+  (cluster.RouterPool, run by the same scheduler): not priced here.
 
 The constants are defaults of the CLI flags, typical of FAISS-IVF on a server CPU
 and PCIe Gen5 host memory; they are inputs, not measurements of this project.
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from charon_ir.errors import CharonError
-from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
 
 STAGE_KINDS = ("retrieval", "remote_kv", "reasoning")
@@ -44,25 +43,15 @@ class StageModel:
     remote_kv_bandwidth: float = 25e9
     """Bytes/s from the slower tier to one GPU (PCIe Gen5 x16, effective)."""
     remote_kv_latency_s: float = 50e-6
-    router: StepTimeModel | None = None
-    """The router model's replica (--router-model): prices routing stages."""
 
     @staticmethod
-    def over(tiers, router: StepTimeModel | None = None) -> StageModel:
+    def over(tiers) -> StageModel:
         """remote_kv stages fetched from the `remote` KV tier when one is declared
         (its bandwidth and latency per GPU), else over the defaults."""
         remote = next((t for t in tiers if t.name == "remote"), None)
         if remote is None:
-            return StageModel(router=router)
-        return StageModel(remote_kv_bandwidth=remote.bandwidth, remote_kv_latency_s=remote.latency_s,
-                          router=router)
-
-    def routing_s(self, prompt: int, decisions: int) -> float:
-        """The router reads the prompt (its prefill gives the first decision
-        token) and decodes the rest, alone in its batch."""
-        assert self.router is not None, "a routing stage needs --router-model"
-        return (self.router.prefill_time(prompt)
-                + max(decisions - 1, 0) * self.router.iteration_time(1, 1, prompt))
+            return StageModel()
+        return StageModel(remote_kv_bandwidth=remote.bandwidth, remote_kv_latency_s=remote.latency_s)
 
 
 @dataclass(frozen=True)
@@ -90,8 +79,6 @@ def apply_stages(request: Request, model: StageModel, kv_bytes_per_token: float)
             delay += model.remote_kv_latency_s + tokens * kv_bytes_per_token / model.remote_kv_bandwidth
         elif stage.kind == "reasoning":
             extra_output += stage.decoded_tokens
-        elif stage.kind == "routing":
-            delay += model.routing_s(request.input_tokens, stage.amount)
     fetched = min(fetched, request.input_tokens - 1)
     return StagedRequest(
         request.arrival_s + delay,
@@ -106,8 +93,10 @@ def apply_stages(request: Request, model: StageModel, kv_bytes_per_token: float)
 RESOURCE_KINDS = ("retrieval", "remote_kv", "routing")
 """Stages served by a pool of servers of their own: retrieval by vector-DB
 workers, remote_kv by the slower tier's transfer links (each at
-`remote_kv_bandwidth`), routing by the router model's replicas. Reasoning
-decodes on the replica, which queues it."""
+`remote_kv_bandwidth`), routing by the router model's replicas (simulated as
+replicas, cluster.RouterPool). Reasoning decodes on the replica, which queues it."""
+QUEUED_HERE = ("retrieval", "remote_kv")
+"""The resources schedule_stages queues itself."""
 MAX_STAGE_SERVERS = 1_000_000
 
 
@@ -150,9 +139,7 @@ def stage_service_s(stage, request: Request, model: StageModel, kv_bytes_per_tok
     if stage.kind == "remote_kv":
         tokens = min(stage.amount, request.input_tokens - 1)
         return model.remote_kv_latency_s + tokens * kv_bytes_per_token / model.remote_kv_bandwidth
-    if stage.kind == "routing":
-        return model.routing_s(request.input_tokens, stage.amount)
-    return 0.0
+    return 0.0  # reasoning decodes on the replica; routing runs on the router's (cluster.RouterPool)
 
 
 def schedule_stages(requests: list[Request], model: StageModel, kv_bytes_per_token: float,
@@ -160,7 +147,7 @@ def schedule_stages(requests: list[Request], model: StageModel, kv_bytes_per_tok
     """Every request's stages in order, a resource's stages first come, first
     served on the first of its servers to be free (M/G/c); stages without
     servers take their service time alone. The staged requests, in the order given."""
-    free = {kind: [(0.0, k) for k in range(n)] for kind, n in servers.items()}
+    free = {kind: [(0.0, k) for k in range(n)] for kind, n in servers.items() if kind in QUEUED_HERE}
     ready = [0.0] * len(requests)
     uses: list[StageUse] = []
     events = [(r.arrival_s, i, 0) for i, r in enumerate(requests)]
