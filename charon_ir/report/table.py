@@ -92,12 +92,15 @@ def _per_stage(report: dict) -> Table | None:
     }
     peaks = report.get("peak_memory_bytes") or []
     table = Table(title="per pipeline stage, seconds (comm: exposed)")
-    for column in ["stage", "compute", *[f"{axis} comm" for axis in axes], "bubble", "busy %"]:
+    # stages on different GPUs (a cluster of several node kinds) name theirs
+    gpus = [s.get("hardware", "") for s in stages]
+    for column in ["stage", *(["GPU"] if any(gpus) else []), "compute",
+                   *[f"{axis} comm" for axis in axes], "bubble", "busy %"]:
         table.add_column(column, justify="right")
     if peaks:
         table.add_column("GiB", justify="right")
     for i, s in enumerate(stages):
-        row = [str(i), f"{s['compute_s']:.3f}"]
+        row = [str(i), *([gpus[i]] if any(gpus) else []), f"{s['compute_s']:.3f}"]
         row += [f"{s['exposed_comm_s'].get(axis, 0.0):.3f}" for axis in axes]
         row.append(f"{s['bubble_s']:.3f}")
         row.append(f"{100 * compute_use.get(f'stage{i}', 0.0):.0f}")

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from rich.console import Console
+
 from charon_ir.api import simulate
+from charon_ir.report.table import print_report
 from charon_ir.errors import CharonError
 from charon_ir.target.hardware import load_gpu
 
@@ -54,6 +57,12 @@ def test_each_stage_on_its_own_gpu(wide):
         mixed["model_flops_per_gpu"] / mixed["iteration_time_s"] / mean_peak, rel=1e-9)
     # energy draws each stage's GPU's power
     assert mixed["energy_j"] is not None and mixed["energy_j"] > 0
+    # the per-stage table names each stage's GPU
+    console = Console(record=True, width=200)
+    print_report(mixed, console)
+    rows = [line for line in console.export_text().splitlines() if "B200-SXM-180GB" in line]
+    assert any(line.split()[1] == "1" for line in rows)
+    assert "GPU" not in _stage_header(on_h100)
 
 
 def test_one_gpu_under_two_labels_is_the_plain_cluster(wide):
@@ -100,3 +109,10 @@ def test_each_stage_fits_its_own_gpu(wide):
     assert 80e9 < report["peak_memory_bytes"][1] < 180e9
     with pytest.raises(CharonError, match=r"stage 1 needs [\d.]+ GiB of 80\.0 GiB"):
         simulate(str(big), cluster=both_h100, **RUN, **layout)
+
+
+def _stage_header(report) -> str:
+    console = Console(record=True, width=200)
+    print_report(report, console)
+    text = console.export_text()
+    return next(line for line in text.splitlines() if "stage" in line and "compute" in line)
