@@ -150,6 +150,13 @@ class CostAnnotatePass(ModulePass):
             self.price(op.body, chain, target)
             return
         kinds = tuple(dict.fromkeys(_node_kind(s) for s in placed))
+        assert target.cluster is not None
+        for stage in placed:
+            if _node_kind(stage) not in target.cluster.kind_names():
+                raise CharonError(
+                    f"cost-annotate: sim.stage {list(stage.stage_ids())}: node_kind "
+                    f"'{_node_kind(stage)}' is no kind of cluster '{target.cluster.name}' "
+                    f"(kinds: {', '.join(target.cluster.kind_names())})")
         for stage in placed:
             own = target.on_node_kind(_node_kind(stage))
             self.price(stage.body, chain, own, target.across(kinds, own.gpu))

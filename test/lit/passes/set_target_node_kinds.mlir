@@ -5,6 +5,10 @@
 // test_node_kinds.py compares the times of larger ones).
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'pipeline{pp=4 microbatches=8},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4}' | filecheck %s
 // RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'pipeline{pp=4 microbatches=8},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4},cost-annotate' | filecheck %s --check-prefix=PRICED
+// The kinds survive printing: a second charon-opt prices the parsed module per stage.
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'pipeline{pp=4 microbatches=8},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4}' | charon-opt -p cost-annotate | filecheck %s --check-prefix=PRICED
+// A stage naming a kind the cluster does not have (a hand-edited module):
+// RUN: charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'pipeline{pp=4 microbatches=8},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4}' | sed 's/node_kind = "b200"/node_kind = "z100"/' | not charon-opt -p cost-annotate 2>&1 | filecheck %s --check-prefix=UNKNOWN-KIND
 // A stage (here the whole job, dp 2 with no pipeline) whose ranks span two kinds:
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'data-parallel{dp=4},set-target{cluster="%S/Inputs/four_kinds.cluster" gpus=4}' 2>&1 | filecheck %s --check-prefix=SPAN
 // RUN: not charon-opt %S/../lowering/Inputs/eight_layers.mlir -p 'set-target{cluster="%S/Inputs/uncovered.cluster"}' 2>&1 | filecheck %s --check-prefix=UNCOVERED
@@ -22,3 +26,4 @@
 
 // SPAN: charon-opt: error: set-target: the job's ranks lie on node kinds h100 and b200 of cluster 'h100-b200-chain': a stage runs on one kind
 // UNCOVERED: charon-opt: error: {{.*}}uncovered.cluster:2:9: 'nodes' is 5 but the node kinds hold 4 (h100: 2, b200: 2): the kinds must cover every node
+// UNKNOWN-KIND: charon-opt: error: cost-annotate: sim.stage [2]: node_kind 'z100' is no kind of cluster 'h100-b200-chain' (kinds: h100, b200)
