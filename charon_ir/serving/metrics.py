@@ -219,7 +219,8 @@ def model_stage_report(result: RunResult, duration_s: float) -> dict[str, Any]:
     wait = np.array([s.admitted_s - s.ready_s for s in result.sequences])
     busy = sum(r.busy_s for r in result.replicas)
     return {
-        "servers": len(result.replicas),
+        # a replica runs as pp x ep engines (cluster.run): its busy share is theirs
+        "servers": len({r.physical for r in result.replicas}),
         "stages": len(result.sequences),
         "utilization": float(busy / (len(result.replicas) * duration_s)) if duration_s > 0 else 0.0,
         "queueing_delay_s": summary(wait),

@@ -167,3 +167,8 @@ def test_the_cluster_files_gpu_serves_unless_hardware_is_given(charon_fails, tmp
     line = charon_fails("serve", "--model", "llama-3.1-8b", "--batch", "1", "--cluster", str(cluster),
                         "--power-cap", "300")
     assert "--power-cap with --cluster: cap the cluster file's GPU" in line
+
+
+def test_the_llm_stage_counts_replicas_not_their_pipeline_engines():
+    report = serve("llama-3.1-8b", pp=2, replicas=2, stages=("reasoning:32",), **COMMON)
+    assert report["stages"]["llm"]["servers"] == 2 and 0 < report["stages"]["llm"]["utilization"] <= 1
