@@ -3,13 +3,22 @@ priced on its own GPU, and a cluster whose kinds are one GPU is the plain one.""
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.parser import Parser
 
 from rich.console import Console
 
 from charon_ir.api import simulate
+from charon_ir.dialects.sim import StageOp
+from charon_ir.passes.pipeline import PipelinePass
+from charon_ir.passes.set_target import SetTargetPass
+from charon_ir.target.target import NODE_KIND_ATTR
+from charon_ir.testing import make_context
 from charon_ir.report.table import print_report
 from charon_ir.errors import CharonError
 from charon_ir.target.hardware import load_gpu
@@ -116,3 +125,32 @@ def _stage_header(report) -> str:
     print_report(report, console)
     text = console.export_text()
     return next(line for line in text.splitlines() if "stage" in line and "compute" in line)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from(["h100", "b200", "a100"]), min_size=4, max_size=4))
+def test_set_target_places_every_stage_on_its_kind(kinds_of_stages):
+    """Whatever kind each of 4 one-GPU stages sits on, set-target leaves every
+    virtual stage in exactly one sim.stage, tagged with its node's kind (two
+    runs of one kind in a row are one run)."""
+    gpus = {"h100": "H100", "b200": "B200", "a100": "A100"}
+    text = "".join(f"node {k} {{ gpu = {gpus[k]} gpus = 1 nodes = 1 }}\n" for k in kinds_of_stages)
+    ctx = make_context()
+    module = Parser(ctx, EIGHT_LAYERS.read_text()).parse_module()
+    PipelinePass(pp=4, microbatches=8).apply(ctx, module)
+    with tempfile.NamedTemporaryFile("w", suffix=".cluster", delete=False) as f:
+        f.write(text)
+    SetTargetPass(cluster=f.name, gpus=4).apply(ctx, module)
+    Path(f.name).unlink()
+    placed = {}
+    for stage in module.body.block.ops:
+        if isinstance(stage, StageOp):
+            for v in stage.stage_ids():
+                assert v not in placed
+                kind = stage.attributes.get(NODE_KIND_ATTR)
+                placed[v] = kind.data if kind is not None else None
+    if len(set(kinds_of_stages)) == 1:  # one kind is the plain cluster: nothing to tag
+        assert placed == dict.fromkeys(range(4))
+    else:
+        assert placed == dict(enumerate(kinds_of_stages))
+    module.verify()
