@@ -37,6 +37,11 @@ ALIAS_CALLEES = frozenset(
         "aten.t", "aten.permute", "aten.expand", "aten.split", "aten.split_with_sizes",
         "aten.slice", "aten.select", "aten.unsqueeze", "aten.squeeze", "aten.alias",
         "aten.as_strided", "aten.detach", "aten.unbind", "aten.chunk", "aten.narrow",
+        # shard-expert's per-expert buffer of the tp group's rows under MoE
+        # parallel folding (etp 1, tp > 1): a layout of the all-to-all's rows, not
+        # storage of its own; Megatron-Core's unpermutation keeps the rank's own
+        # rows (its sequence-parallel share), which the all-to-all returned
+        "moe.local_rows",
     }
 )
 

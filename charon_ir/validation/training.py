@@ -191,10 +191,14 @@ def _stated_settings(strategy: dict[str, Any], tp: int) -> dict[str, Any]:
 
 
 MBRIDGE_PERF_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
-    ("deepseek-v3", "H100"): {"moe_dispatcher": "flex"},
-    ("deepseek-v3", "B200"): {"moe_dispatcher": "flex"},
-    ("deepseek-v3", "GB200"): {"moe_dispatcher": "flex"},
+    ("deepseek-v3", "H100"): {"moe_dispatcher": "flex", "recompute": "selective",
+                              "recompute_modules": ("mla_up_proj", "mlp")},
+    ("deepseek-v3", "B200"): {"moe_dispatcher": "flex", "recompute": "selective",
+                              "recompute_modules": ("mla_up_proj",)},
+    ("deepseek-v3", "GB200"): {"moe_dispatcher": "flex", "recompute": "selective",
+                               "recompute_modules": ("mla_up_proj",)},
     ("qwen3-30b-a3b", "H100"): {"moe_dispatcher": "flex"},
+    ("gpt-oss-120b", "H100"): {"recompute": "selective", "recompute_modules": ("layernorm", "moe_act")},
 }
 """What the Megatron-Bridge performance configs behind its performance-summary
 tables set beyond the layout a row states, by (model, GPU): DeepSeek-V3 on
@@ -202,7 +206,11 @@ every GPU and Qwen3-30B-A3B on H100 run `moe_token_dispatcher_type="flex"` with
 `moe_flex_dispatcher_backend="hybridep"` (NVIDIA-NeMo/Megatron-Bridge
 scripts/performance/configs/deepseek/deepseek_workload_base_configs.py and
 qwen/qwen3_workload_base_configs.py); GPT-OSS-120B's set none (NCCL all-to-all).
-Their `expert_tensor_parallel_size=1` is the megatron-bridge preset's."""
+Their `recompute_modules` (selective recompute of named sub-blocks): DeepSeek-V3
+H100 ["mla_up_proj", "mlp"], B200 and GB200 BF16 ["mla_up_proj"]; GPT-OSS-120B
+H100 ["layernorm", "moe_act"] (gpt_oss/gpt_oss_workload_base_configs.py);
+Qwen3-30B-A3B H100 none. Their `expert_tensor_parallel_size=1` is the
+megatron-bridge preset's."""
 
 
 def _perf_config(record: dict[str, Any], hardware: str) -> dict[str, Any]:
@@ -463,7 +471,12 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         **_precision(strategy),
         **_stated_settings(strategy, tp),
     }
-    options.update(_perf_config(record, options["hardware"]))
+    perf_config = _perf_config(record, options["hardware"])
+    if "recompute" in perf_config:
+        assumptions[:] = [a for a in assumptions if not a.startswith("recompute ")]
+        assumptions.append(f"recompute {perf_config['recompute']} "
+                           f"{','.join(perf_config.get('recompute_modules', ()))} (performance config)")
+    options.update(perf_config)
     config = hf_config(model, tp)
     dims = {
         "batch": global_batch, "seq": seq, "layers": model["layers"], "hidden": model["hidden"],
