@@ -221,3 +221,42 @@ def test_unmatched_messages_are_one_line(pipeline, tmp_path, charon_fails):
     line = charon_fails("import", "--chakra", str(lone / "charon.5.et"), "-o", str(tmp_path / "o.mlir"))
     assert "message 0 from rank 5 to rank 7" in line and "comm_tag" in line
     assert not (tmp_path / "o.mlir").exists()
+
+
+@given(st.integers(1, 30).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.permutations(range(n)))))
+def test_nodes_are_taken_in_an_order_their_dependencies_allow(case):
+    from charon_ir.errors import CharonError
+    from charon_ir.interop.chakra_import import _ordered
+
+    n, edges, ids = case
+    s = schema()
+    nodes = [s.Node(id=ids[i], name=f"n{i}") for i in range(n)]
+    for a, b in edges:  # a depends on b
+        nodes[a].data_deps.append(ids[b])
+    deps = {a: {b for x, b in edges if x == a} for a in range(n)}
+    done: set[int] = set()
+    while True:  # peel off the nodes whose dependencies are all done
+        ready = {a for a in range(n) if a not in done and deps[a] <= done}
+        if not ready:
+            break
+        done |= ready
+    acyclic = len(done) == n
+    try:
+        order = _ordered(nodes, "t")
+    except CharonError as e:
+        assert not acyclic and "make a cycle" in str(e)
+        return
+    position = {node.id: i for i, node in enumerate(order)}
+    assert sorted(position) == sorted(ids)
+    assert acyclic
+    for node in nodes:
+        assert all(position[d] < position[node.id] for d in node.data_deps)
+    if not edges:
+        assert [node.id for node in order] == sorted(ids)  # nothing to wait for: id order
+
+
+def test_reprice_goes_with_chakra(charon_fails, tmp_path):
+    line = charon_fails("import", "--execution-trace", str(tmp_path / "x.json"), "--reprice")
+    assert "--reprice goes with --chakra" in line
