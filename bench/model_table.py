@@ -10,9 +10,15 @@ device, no weights), never from our IR: 2 x the weights a token multiplies (a
 routed expert's scaled by top_k / experts; an untied input embedding and learned
 positions are looked up, norms and biases not multiplied) plus causal attention,
 per layer 2 x heads x (qk_dim + v_dim) x the keys a query sees on average
-((S + 1) / 2, or fewer under a sliding window). The IR's count is every forward
+((S + 1) / 2, or fewer under a sliding window or in an attention chunk). The IR's count is every forward
 op of a training step (`forward_flops`): the closed form's terms plus norms,
 activations, softmax and the loss, hence a little above it.
+
+A config with multi-token prediction (DeepSeek-V3's `num_nextn_predict_layers`)
+trains MTP modules transformers does not build: their weights are counted apart
+(`+N MTP` beside the IR's count, which without them equals transformers'), and
+the closed form adds per module 2 x (its 2h -> h projection, a block shaped like
+the model's last layer, the shared LM head) plus one layer's attention.
 """
 
 from __future__ import annotations
@@ -29,11 +35,23 @@ BEGIN, END = "<!-- model-table:begin -->", "<!-- model-table:end -->"
 SEQ = 4096
 
 
-def mean_keys(seq: int, window: int) -> float:
-    """Keys a causal query sees on average over a sequence of `seq` tokens."""
+def mean_keys(seq: int, window: int, chunk: int = 0) -> float:
+    """Keys a causal query sees on average over a sequence of `seq` tokens: the
+    `window` latest, or those of its own chunk of `chunk` tokens (Llama 4)."""
+    if chunk and chunk < seq:
+        whole, rest = divmod(seq, chunk)
+        return (whole * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2) / seq
     if not window or window >= seq:
         return (seq + 1) / 2
     return (window * (window + 1) / 2 + (seq - window) * window) / seq
+
+
+def layer_chunks(config) -> list[int]:
+    """Each layer's attention chunk (0: none): Llama 4's "chunked_attention" layers."""
+    layers = config.num_hidden_layers
+    chunk = getattr(config, "attention_chunk_size", None) or 0
+    types = getattr(config, "layer_types", None) or []
+    return [chunk if t == "chunked_attention" else 0 for t in types[:layers]] or [0] * layers
 
 
 def layer_windows(config) -> list[int]:
@@ -47,37 +65,46 @@ def layer_windows(config) -> list[int]:
     return [0] * layers
 
 
-def closed_form_flops_per_token(model, seq: int) -> float:
-    config = model.config
+def multiplied_weights(params, config) -> float:
+    """Weights a token multiplies among named parameters (routed experts scaled by
+    top_k / experts; vectors, norms and biases, are not multiplied)."""
     experts = next((getattr(config, k) for k in ("n_routed_experts", "num_local_experts", "num_experts")
                     if getattr(config, k, None)), 0)
     top_k = getattr(config, "num_experts_per_tok", 0) or 0
-    embedding = model.get_input_embeddings().weight
-    tied = getattr(config, "tie_word_embeddings", False)
     multiplied = 0.0
-    for name, p in model.named_parameters():
-        if (p is embedding and not tied) or "wpe" in name:
-            continue
-        if p.dim() < 2 and "experts" not in name:
-            continue
-        if ".experts." in name and experts:
+    for name, p in params:
+        if ".experts." in f".{name}" and experts:
             if p.dim() >= 2:
                 multiplied += p.numel() * top_k / experts
         elif p.dim() >= 2:
             multiplied += p.numel()
+    return multiplied
+
+
+def closed_form_flops_per_token(model, seq: int) -> float:
+    config = model.config
+    embedding = model.get_input_embeddings().weight
+    tied = getattr(config, "tie_word_embeddings", False)
+    params = [(n, p) for n, p in model.named_parameters() if not ((p is embedding and not tied) or "wpe" in n)]
+    multiplied = multiplied_weights(params, config)
     heads = config.num_attention_heads
     if getattr(config, "qk_nope_head_dim", None):
         qk, v = config.qk_nope_head_dim + config.qk_rope_head_dim, config.v_head_dim
     else:
         qk = v = getattr(config, "head_dim", None) or config.hidden_size // heads
-    attention = sum(2 * heads * (qk + v) * mean_keys(seq, w) for w in layer_windows(config))
-    return 2 * multiplied + attention
+    per_layer = [2 * heads * (qk + v) * mean_keys(seq, w, c) for w, c in zip(layer_windows(config), layer_chunks(config))]
+    mtp = 0.0
+    if depth := getattr(config, "num_nextn_predict_layers", 0) or 0:
+        block = multiplied_weights(list(model.model.layers[-1].named_parameters()), config)
+        projection = 2 * config.hidden_size * config.hidden_size
+        mtp = depth * (2 * (projection + block + model.lm_head.weight.numel()) + per_layer[-1])
+    return 2 * multiplied + sum(per_layer) + mtp
 
 
 def row(name: str) -> dict:
     import torch
 
-    from charon_ir.frontend import forward_flops, import_model, load_config, param_count
+    from charon_ir.frontend import forward_flops, import_model, load_config, mtp_param_count, param_count
     from charon_ir.frontend.tracing import build_hf_model
 
     _, config = load_config(name)
@@ -87,10 +114,11 @@ def row(name: str) -> dict:
     start = time.perf_counter()
     module = import_model(name, seq_len=SEQ, batch=1)
     seconds = time.perf_counter() - start
-    ir_params = param_count(module)
+    mtp_params = mtp_param_count(module)
+    ir_params = param_count(module) - mtp_params
     per_token = forward_flops(module) / SEQ
-    return {"model": name, "type": config.get("model_type"), "params": ir_params, "hf_params": hf_params,
-            "flops": per_token, "closed": closed, "seconds": seconds}
+    return {"model": name, "type": config.get("model_type"), "params": ir_params, "mtp_params": mtp_params,
+            "hf_params": hf_params, "flops": per_token, "closed": closed, "seconds": seconds}
 
 
 def table(rows: list[dict]) -> str:
@@ -100,7 +128,8 @@ def table(rows: list[dict]) -> str:
     ]
     for r in rows:
         same = "yes" if r["params"] == r["hf_params"] else f"no ({r['hf_params']:,})"
-        lines.append(f"| {r['model']} | {r['type']} | {r['params']:,} | {same} | {r['flops'] / 1e9:.2f} | "
+        mtp = f" (+{r['mtp_params']:,} MTP)" if r["mtp_params"] else ""
+        lines.append(f"| {r['model']} | {r['type']} | {r['params']:,}{mtp} | {same} | {r['flops'] / 1e9:.2f} | "
                      f"{r['closed'] / 1e9:.2f} | {r['flops'] / r['closed'] - 1:+.2%} |")
     return "\n".join(lines)
 

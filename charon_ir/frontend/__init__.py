@@ -25,9 +25,10 @@ if TYPE_CHECKING:
     from torch import nn
     from xdsl.dialects.builtin import ModuleOp
 
-    from charon_ir.frontend.metrics import compute_ops, forward_flops, op_count, param_count, phase_flops
+    from charon_ir.frontend.metrics import (compute_ops, forward_flops, mtp_param_count, op_count, param_count,
+                                            phase_flops)
 
-_METRICS = ("compute_ops", "forward_flops", "op_count", "param_count", "phase_flops")
+_METRICS = ("compute_ops", "forward_flops", "mtp_param_count", "op_count", "param_count", "phase_flops")
 
 
 def __getattr__(name: str) -> Any:
@@ -47,6 +48,7 @@ __all__ = [
     "import_model",
     "import_model_with_summary",
     "load_config",
+    "mtp_param_count",
     "op_count",
     "param_count",
     "parse_ir",
@@ -145,6 +147,7 @@ def import_model_with_summary(
     dtype: str = "bf16",
     use_cache: bool = True,
     parse: bool = True,
+    mtp: bool = True,
 ) -> ImportResult:
     """Like `import_model`, also saying how the aten ops were mapped and whether
     the cache answered. With `parse=False` a cache hit returns only the text (the
@@ -160,7 +163,9 @@ def import_model_with_summary(
         name, config = load_megatron_config(model)
     else:
         name, config = load_config(model)
-    options = {"seq_len": seq_len, "batch": batch, "mode": mode, "dtype": dtype}
+    options: dict[str, Any] = {"seq_len": seq_len, "batch": batch, "mode": mode, "dtype": dtype}
+    if not mtp:
+        options["mtp"] = False
     key = ir_cache.cache_key({"megatron": config} if megatron else config, options, _versions(megatron))
     if use_cache and (text := ir_cache.read(key)) is not None:
         if not parse:
@@ -186,7 +191,8 @@ def import_model_with_summary(
                 traced = trace_user_module(build_megatron_model(config, model), StepShape(mode, batch, seq_len),
                                            dtype)
         else:
-            traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype)
+            traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype,
+                                    mtp)
         builder = ModuleBuilder(traced, mode)
         module = builder.build()
     _annotate(module, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)
@@ -218,6 +224,7 @@ def import_model(
     mode: str = "train",
     dtype: str = "bf16",
     use_cache: bool = True,
+    mtp: bool = True,
 ) -> ModuleOp:
     """Import a model as sim IR.
 
@@ -225,8 +232,11 @@ def import_model(
     sequences of `seq_len` tokens; "prefill": one forward over the prompt, writing
     the KV cache; "decode": one token per sequence attending to `seq_len` cached
     tokens. Bundled names and config files are cached on disk (CHARON_CACHE_DIR,
-    default ~/.cache/charon/ir); nn.Modules are traced every time.
+    default ~/.cache/charon/ir); nn.Modules are traced every time. A training
+    step of a config with multi-token prediction (DeepSeek-V3's
+    `num_nextn_predict_layers`) trains its MTP modules after the stack, unless
+    `mtp` is False.
     """
     return import_model_with_summary(
-        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=use_cache
+        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=use_cache, mtp=mtp
     ).module

@@ -192,9 +192,14 @@ class ModuleBuilder:
         merge_duplicate_saved(module)
         return module
 
+    def outer_parts(self) -> list[TracedPart]:
+        """The parts outside the layer repeats: stem, head, and the MTP modules."""
+        tm = self.traced
+        return [tm.stem, tm.head, *([tm.mtp] if tm.mtp is not None else [])]
+
     def common_values(self) -> dict[str, SSAValue | Lazy | None]:
         values: dict[str, SSAValue | Lazy | None] = {}
-        for part in (self.traced.stem, self.traced.head):
+        for part in self.outer_parts():
             for p in part.primals:
                 if p.kind == "param":
                     values[p.name] = self.params[p.name]
@@ -214,7 +219,7 @@ class ModuleBuilder:
         for name, entry in zip(tm.extras, stem_outs[1:]):
             values[name] = conv.materialize(entry)
         yielded: list[SSAValue] = []
-        record: dict = {"stem_saved": [], "runs": [], "head_saved": []}
+        record: dict = {"stem_saved": [], "runs": [], "head_saved": [], "mtp_saved": [], "mtp_loss": None}
         if keep_saved:
             plan = _saved_plan(tm.stem, self.invariant)
             for node in plan.stacked:
@@ -260,6 +265,14 @@ class ModuleBuilder:
             for node in plan.stacked:
                 record["head_saved"].append((node.name, len(yielded)))
                 yielded.append(conv.materialize(head_saved[plan.fwd_nodes.index(node)]))
+        if tm.mtp is not None and keep_saved:
+            # the multi-token-prediction modules read the stack's output too
+            mtp_outs, mtp_saved = self.run_fwd(conv, tm.mtp, values)
+            record["mtp_loss"] = conv.materialize(mtp_outs[0])
+            plan = _saved_plan(tm.mtp, self.invariant)
+            for node in plan.stacked:
+                record["mtp_saved"].append((node.name, len(yielded)))
+                yielded.append(conv.materialize(mtp_saved[plan.fwd_nodes.index(node)]))
         return conv, head_outs, yielded, record, values
 
     @staticmethod
@@ -286,6 +299,10 @@ class ModuleBuilder:
         fwd_block = Block()
         conv, head_outs, yielded, record, values = self.forward_body(fwd_block, run_slices, keep_saved=True)
         loss = conv.materialize(head_outs[0])
+        if record["mtp_loss"] is not None:
+            total = sim.ElementwiseOp("add", [loss, record["mtp_loss"]], loss.type)
+            fwd_block.add_op(total)
+            loss = total.results[0]
         # values the layers read besides their weights (RoPE cos/sin) live inside
         # the forward phase: the backward sees them only as the phase's results
         extras = [values[name] for name in tm.extras]
@@ -318,6 +335,15 @@ class ModuleBuilder:
             if p.kind == "param":
                 add_grad(p.name, head_grads[p.name], bconv)
         dh = bconv.materialize(head_grads["hidden"])
+        if tm.mtp is not None:
+            mtp_saved = {name: saved_results[i] for name, i in record["mtp_saved"]}
+            mtp_grads = self.run_bwd(bconv, tm.mtp, values, mtp_saved, [grad_loss])
+            for p in tm.mtp.primals:
+                if p.kind == "param":
+                    add_grad(p.name, mtp_grads[p.name], bconv)
+            both = sim.ElementwiseOp("add", [dh, bconv.materialize(mtp_grads["hidden"])], dh.type)
+            bwd_block.add_op(both)
+            dh = both.results[0]
 
         for run, slices, (run_record, first) in reversed(list(zip(tm.runs, run_slices, record["runs"]))):
             stacked_saved = [saved_results[first + i] for i in range(sum(len(r) for r in run_record))]

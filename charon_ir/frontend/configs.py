@@ -36,6 +36,7 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "starcoder2": "llama",
     "nemotron": "llama",
     "gpt_oss": "llama",
+    "llama4_text": "llama",
     "gpt_neox": "gpt_neox",
     "falcon": "falcon",
     "gpt2": "gpt2",
@@ -88,11 +89,27 @@ def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
         data = _read_json(text, f"{model}.json")
         name = str(model)
     config = {k: v for k, v in data.items() if not k.startswith("_")}
+    config = language_model_of(config)
     check_config(config, where if path.is_file() else name)
     for standard, own in ATTRIBUTE_MAPS.get(config["model_type"], {}).items():
         if own in config and standard not in config:
             config[standard] = config[own]  # as transformers' config reads it (GPT-2's n_head)
     return name, config
+
+
+MULTIMODAL_TEXT_CONFIGS = frozenset({"llama4"})
+"""model_types of multimodal configs whose language model is a supported causal
+LM, given whole in their `text_config` (Llama 4's Llama4ForConditionalGeneration)."""
+
+
+def language_model_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The config of a multimodal model's language model (its vision tower is
+    not imported); any other config as it is."""
+    text = config.get("text_config")
+    if config.get("model_type") not in MULTIMODAL_TEXT_CONFIGS or not isinstance(text, dict):
+        return config
+    # the top level says whether the output head shares the embedding
+    return {"tie_word_embeddings": config.get("tie_word_embeddings", False), **text}
 
 
 def family_of(config: dict[str, Any], where: str) -> str:
@@ -127,6 +144,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "Starcoder2ForCausalLM": "starcoder2",
     "NemotronForCausalLM": "nemotron",
     "GptOssForCausalLM": "gpt_oss",
+    "Llama4ForCausalLM": "llama4_text",
     "GPTNeoXForCausalLM": "gpt_neox",
     "FalconForCausalLM": "falcon",
 }
@@ -157,9 +175,10 @@ the largest models stay under 300,000 (Gemma 3's vocabulary, 262,144); a typo
 beyond this made tensors whose byte counts overflow the IR's 64-bit integers."""
 MAX_PARAMETERS = 10**15
 """A thousand times the largest model (DeepSeek-V3 and Kimi K2: ~1e12)."""
-FFN_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size")
+FFN_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "moe_intermediate_size", "intermediate_size_mlp")
 """Where the families' configs give an MLP's width (dense, or one expert's)."""
-SIZE_FIELDS = (*FFN_FIELDS, "head_dim", "n_routed_experts", "num_local_experts", "num_experts_per_tok")
+SIZE_FIELDS = (*FFN_FIELDS, "head_dim", "n_routed_experts", "num_local_experts", "num_experts_per_tok",
+               "attention_chunk_size")
 """Optional sizes: a zero (a model without an MLP, a zero-width head) traced into
 nonsense or a Python error deep in transformers."""
 WIDTH_FIELDS = ("hidden_size", "n_embd", "num_attention_heads", "n_head", "num_key_value_heads",

@@ -599,7 +599,8 @@ class GraphConverter:
         q, k, v = (self.value(a) for a in node.args[:3])
         causal = bool(node.args[3])
         window = int(node.args[4]) if len(node.args) > 4 else 0
-        op = self.add(sim.AttentionOp(q, k, v, type_of(self.meta(node)), causal=causal, window=window))
+        chunk = int(node.args[5]) if len(node.args) > 5 else 0
+        op = self.add(sim.AttentionOp(q, k, v, type_of(self.meta(node)), causal=causal, window=window, chunk=chunk))
         self.bind(node, op.results[0])
 
     def on_attention_backward(self, node: fx.Node) -> None:
@@ -609,6 +610,8 @@ class GraphConverter:
         props: dict[str, Attribute] = {"causal": UnitAttr()} if node.args[5] else {}
         if len(node.args) > 6 and node.args[6]:
             props["window"] = IntegerAttr(int(node.args[6]), 64)
+        if len(node.args) > 7 and node.args[7]:
+            props["chunk"] = IntegerAttr(int(node.args[7]), 64)
         op = self.add(sim.AttentionGradOp.build(
             operands=[named[n] for n in order], result_types=[type_of(t) for t in self.meta(node)],
             properties=props,

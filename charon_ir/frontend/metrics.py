@@ -15,9 +15,22 @@ from xdsl.ir import Operation
 from charon_ir.dialects import sim
 
 
+MTP_PREFIX = "mtp."
+"""Where the frontend names the multi-token-prediction modules' weights
+(`mtp.0.eh_proj.weight`): transformers builds none, so they are counted apart
+from the parameters it builds."""
+
+
 def param_count(module: ModuleOp) -> int:
     """Sum of the element counts of all `sim.param` results (stacked ones included)."""
     return sum(sim.numel(op.result) for op in module.walk() if isinstance(op, sim.ParamOp))
+
+
+def mtp_param_count(module: ModuleOp) -> int:
+    """The part of `param_count` in multi-token-prediction modules (DeepSeek-V3's),
+    which transformers' own model of the config does not hold."""
+    return sum(sim.numel(op.result) for op in module.walk()
+               if isinstance(op, sim.ParamOp) and op.sym_name.data.startswith(MTP_PREFIX))
 
 
 def _weighted_ops(op: Operation, weight: int) -> Iterator[tuple[Operation, int]]:

@@ -51,39 +51,41 @@ def serving(mode: str, context: int = 0) -> Iterator[None]:
 
 
 @torch.library.custom_op("charon::attention", mutates_args=())
-def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window: int) -> Tensor:
+def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window: int, chunk: int) -> Tensor:
     """`window` > 0: a query sees only the `window` latest keys (itself
-    included; HF's `sliding_window`); 0: every key the mask allows."""
+    included; HF's `sliding_window`); `chunk` > 0: a query sees the keys of its
+    own chunk of `chunk` tokens (Llama 4's `attention_chunk_size`); 0 and 0:
+    every key the mask allows."""
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 
 @attention.register_fake
-def _(q, k, v, causal, window):
+def _(q, k, v, causal, window, chunk):
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 
 @torch.library.custom_op("charon::attention_backward", mutates_args=())
 def attention_backward(
-    q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor, causal: bool, window: int
+    q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor, causal: bool, window: int, chunk: int
 ) -> tuple[Tensor, Tensor, Tensor]:
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 @attention_backward.register_fake
-def _(q, k, v, out, grad_out, causal, window):
+def _(q, k, v, out, grad_out, causal, window, chunk):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 def _attention_setup(ctx, inputs, output):
-    q, k, v, causal, window = inputs
+    q, k, v, causal, window, chunk = inputs
     ctx.save_for_backward(q, k, v, output)
-    ctx.causal, ctx.window = causal, window
+    ctx.causal, ctx.window, ctx.chunk = causal, window, chunk
 
 
 def _attention_grad(ctx, grad_out):
     q, k, v, out = ctx.saved_tensors
-    dq, dk, dv = attention_backward(q, k, v, out, grad_out, ctx.causal, ctx.window)
-    return dq, dk, dv, None, None
+    dq, dk, dv = attention_backward(q, k, v, out, grad_out, ctx.causal, ctx.window, ctx.chunk)
+    return dq, dk, dv, None, None, None
 
 
 attention.register_autograd(_attention_grad, setup_context=_attention_setup)
@@ -119,19 +121,24 @@ def _(k_new, v_new, context):
     return _cache_shaped(k_new, context), _cache_shaped(v_new, context)
 
 
-def attend(q: Tensor, k: Tensor, v: Tensor, causal: bool = True, window: int = 0) -> Tensor:
+def attend(q: Tensor, k: Tensor, v: Tensor, causal: bool = True, window: int = 0, chunk: int = 0) -> Tensor:
     """Attention on [b, s, heads, d] tensors, through the KV cache when serving."""
     if SERVING.mode in ("prefill", "decode"):
         if SERVING.mode == "decode":
-            # a sliding-window layer's cache keeps its window's tokens only (HF's
-            # sliding-window cache layers)
-            context = min(SERVING.context, window) if window else SERVING.context
+            context = SERVING.context
+            if window:
+                # a sliding-window layer's cache keeps its window's tokens only
+                # (HF's sliding-window cache layers)
+                context = min(context, window)
+            elif chunk:
+                # the new token (position context - 1) reads its own chunk's keys
+                context = (context - 1) % chunk + 1
             k_all, v_all = kv_cache_read(k, v, context)
         else:
             k_all, v_all = k, v
         kv_cache_write(k, v)
         k, v = k_all, v_all
-    return attention(q, k, v, causal, window)
+    return attention(q, k, v, causal, window, chunk)
 
 
 def hf_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
@@ -139,10 +146,23 @@ def hf_attention(module, query, key, value, attention_mask, dropout=0.0, scaling
     returns ([b, s, hq, dv], None) like HF's own implementations. The mask is
     ignored: every supported model is causal and we never pack sequences; a
     sliding-window layer says its window (`sliding_window`, as HF's own kernels
-    are told it)."""
+    are told it); a chunked one (Llama 4) is told by its mask only, so its chunk
+    is read from the layer's kind in the config."""
     window = kwargs.get("sliding_window") or 0
-    out = attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), True, int(window))
+    out = attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), True, int(window),
+                 _chunk_of(module))
     return out, None
+
+
+def _chunk_of(module) -> int:
+    """The attention chunk of an HF attention module: its config's
+    `attention_chunk_size` where its layer is a "chunked_attention" one."""
+    config = getattr(module, "config", None)
+    types = getattr(config, "layer_types", None)
+    index = getattr(module, "layer_idx", None)
+    if not types or not isinstance(index, int) or index >= len(types) or types[index] != "chunked_attention":
+        return 0
+    return int(getattr(config, "attention_chunk_size", None) or 0)
 
 
 def sdpa_replacement(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -247,6 +267,24 @@ def hf_experts(self, hidden_states: Tensor, top_k_index: Tensor, top_k_weights: 
     if getattr(self, "has_post_expert_norm", False):
         out = self.post_expert_norm(out)
     return moe_combine(out, top_k_index, top_k_weights.to(out.dtype))
+
+
+def llama4_moe(self, hidden_states: Tensor) -> tuple[Tensor, Tensor]:
+    """Llama4TextMoe's forward as the model runs, not as HF computes it (HF sends
+    every token through every expert, the unpicked ones scaled by a zero score):
+    the router's top-k with sigmoid scores, each expert on its balanced share of
+    the tokens (gate_up_proj [E, h, 2I], down_proj [E, I, h]), and the shared
+    expert on every token. HF scales an expert's input by its score, we its
+    output: the same elementwise work."""
+    x = hidden_states.reshape(-1, self.hidden_dim)
+    logits = F.linear(x, self.router.weight)
+    top_values, top_index = torch.topk(logits, self.top_k, dim=1)
+    scores = torch.sigmoid(top_values.float()).to(x.dtype)
+    experts = self.experts
+    routed = moe_dispatch(x, top_index, experts.gate_up_proj.shape[0])
+    gate, up = torch.bmm(routed, experts.gate_up_proj).chunk(2, dim=-1)
+    routed = torch.bmm(up * experts.act_fn(gate), experts.down_proj)
+    return self.shared_expert(x) + moe_combine(routed, top_index, scores), logits
 
 
 def _expert_linear(x: Tensor, weight: Tensor, bias: Tensor | None, transposed: bool) -> Tensor:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from charon_ir.errors import CharonError, reason_of
 from charon_ir.frontend import torch_ops
+from charon_ir.frontend.metrics import MTP_PREFIX
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -78,6 +80,10 @@ class TracedModel:
     hf_param_count: int
     extras: list[str] = field(default_factory=list)
     """Names of stem outputs after the hidden state that every layer reads (cos, sin)."""
+    mtp: TracedPart | None = None
+    """The multi-token-prediction modules (DeepSeek-V3's), traced as one part
+    after the stack: the stack's output, the tokens, the shared embedding and
+    LM head in, their weighted loss out. None: the model has none, or serving."""
 
 
 def _fake_like(t: torch.Tensor, dtype: torch.dtype | None = None, grad: bool = False) -> torch.Tensor:
@@ -87,11 +93,19 @@ def _fake_like(t: torch.Tensor, dtype: torch.dtype | None = None, grad: bool = F
     return out
 
 
+MOE_FORWARDS = (
+    ("transformers.models.llama4.modeling_llama4", "Llama4TextMoe", torch_ops.llama4_moe),
+)
+"""(module, class, forward) of the MoE layers whose HF forward runs every expert
+on every token: replaced while tracing by a routed top-k forward."""
+
+
 @contextlib.contextmanager
 def _patched_for_tracing() -> Iterator[None]:
     """HF masking calls a data-dependent `.all()` to find packed sequences; we never
     pack, so answer "none" without looking at the data. A user's module calling
-    F.scaled_dot_product_attention gets the opaque attention op instead."""
+    F.scaled_dot_product_attention gets the opaque attention op instead; an MoE
+    layer of `MOE_FORWARDS` routes its tokens."""
     patches: list[tuple[Any, str, Any]] = []
     try:
         import transformers.masking_utils as masking
@@ -101,6 +115,11 @@ def _patched_for_tracing() -> Iterator[None]:
     except ImportError:
         pass
     patches.append((F, "scaled_dot_product_attention", torch_ops.sdpa_replacement))
+    # MoE layers that compute every expert on every token in HF's code (no
+    # experts interface to register): their forward as the model runs, if loaded
+    for module_name, cls, forward in MOE_FORWARDS:
+        if (loaded := sys.modules.get(module_name)) is not None:
+            patches.append((getattr(loaded, cls), "forward", forward))
     saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
     for obj, attr, new in patches:
         setattr(obj, attr, new)
@@ -260,11 +279,68 @@ class LlamaFamily(Family):
             logits = torch.tanh(logits / cap) * cap
         return logits
 
+    def mtp_shared_modules(self) -> list[nn.Module]:
+        """What the MTP modules share with the model: the embedding and the LM head."""
+        return [getattr(self._inner(), self.embed), getattr(self.model, self.head)]
+
+    def mtp_loss(self, modules, h, tokens, extras, positions, labels):
+        """The weighted mean of the MTP depths' losses. Depth k predicts the token
+        k + 1 ahead from the token k ahead: the shifted sequences are one token
+        shorter per depth, which the step's tokens stand in for."""
+        embed, head = getattr(self._inner(), self.embed), getattr(self.model, self.head)
+        total = None
+        for module in modules:
+            x = module.eh_proj(torch.cat([module.enorm(embed(tokens)), module.hnorm(h)], dim=-1))
+            h = self.layer(module.block, x, extras, positions)
+            logits = head(module.norm(h))
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1))
+            total = loss if total is None else total + loss
+        return total * (MTP_LOSS_WEIGHT / len(modules))
+
     def stem_modules(self):
         return [getattr(self._inner(), self.embed), self._inner().rotary_emb]
 
     def head_modules(self):
         return [getattr(self._inner(), self.norm), getattr(self.model, self.head)]
+
+
+MTP_LOSS_WEIGHT = 0.3
+"""DeepSeek-V3's lambda, the MTP losses' weight (0.3 for its first 10T tokens, then
+0.1; a scalar multiply either way)."""
+
+
+class MultiTokenPrediction(nn.Module):
+    """One multi-token-prediction module of DeepSeek-V3 (its technical report,
+    section 2.2; its checkpoint's layer 61): the previous depth's hidden state and
+    the embedding of the token k ahead, each RMS-normed, concatenated and
+    projected back to the hidden size (`eh_proj`, [h, 2h]), one decoder layer of
+    the model's own kind, and a norm before the LM head. The embedding and the
+    head are the model's (shared, as the report has them)."""
+
+    def __init__(self, config: Any, layer: nn.Module, norm: Callable[[], nn.Module]):
+        super().__init__()
+        self.enorm, self.hnorm = norm(), norm()
+        self.eh_proj = nn.Linear(2 * config.hidden_size, config.hidden_size, bias=False)
+        self.block = layer
+        self.norm = norm()
+
+
+def attach_mtp_modules(model: nn.Module, dtype: torch.dtype) -> None:
+    """Give `model` (as `model.mtp`) the `num_nextn_predict_layers` MTP modules its
+    config asks for, each block a decoder layer built as layer num_hidden_layers + k
+    (DeepSeek-V3's MoE layers); nothing for a config without them."""
+    config = getattr(model, "config", None)
+    depth = getattr(config, "num_nextn_predict_layers", 0) or 0
+    inner = getattr(model, "model", None)
+    if not depth or inner is None or not hasattr(inner, "layers") or not hasattr(inner, "norm"):
+        return
+    layer_cls, norm_cls = type(inner.layers[-1]), type(inner.norm)
+    eps = getattr(config, "rms_norm_eps", 1e-6)
+    with torch.device("meta"):
+        modules = [MultiTokenPrediction(config, layer_cls(config, config.num_hidden_layers + k),
+                                        lambda: norm_cls(config.hidden_size, eps=eps))
+                   for k in range(depth)]
+    model.mtp = nn.ModuleList(modules).to(dtype)
 
 
 class GPTNeoXFamily(LlamaFamily):
@@ -446,9 +522,14 @@ def _quiet_torch_logs() -> Iterator[None]:
             lg.disabled = disabled
 
 
-def trace_hf_model(name: str, config_dict: dict[str, Any], family_name: str, shape: StepShape, dtype_name: str) -> TracedModel:
-    """Build the HF model of a config on the meta device and trace its parts."""
+def trace_hf_model(name: str, config_dict: dict[str, Any], family_name: str, shape: StepShape, dtype_name: str,
+                   mtp: bool = True) -> TracedModel:
+    """Build the HF model of a config on the meta device and trace its parts;
+    a training step of a config with multi-token prediction modules
+    (`num_nextn_predict_layers`) trains them too unless `mtp` is False."""
     model = build_hf_model(config_dict, DTYPES[dtype_name], name)
+    if shape.mode == "train" and mtp:
+        attach_mtp_modules(model, DTYPES[dtype_name])
     try:
         with _quiet_torch_logs():
             return trace_parts(name, family_name, FAMILIES[family_name](model), shape, None)
@@ -728,7 +809,7 @@ def trace_parts(name: str, family_name: str, family: Family, shape: StepShape, p
     canonical = {}
     for pname, p in model.named_parameters():
         canonical.setdefault(id(p), pname)
-    hf_count = sum(p.numel() for p in model.parameters())
+    hf_count = sum(p.numel() for pname, p in model.named_parameters() if not pname.startswith(MTP_PREFIX))
     train = shape.mode == "train"
     b, s = shape.batch, shape.tokens_in
     mode = FakeTensorMode()
@@ -826,5 +907,21 @@ def trace_parts(name: str, family_name: str, family: Family, shape: StepShape, p
                 return head_logits(values, True)
 
         head = trace_part(head_fn, head_primals, train)
+        mtp = None
+        if train and (modules := list(getattr(model, MTP_PREFIX.rstrip("."), []))):
+            mtp_primals = primals_of([*family.mtp_shared_modules(), *modules])
+            mtp_primals += [Primal("input", "hidden", hidden), Primal("input", "tokens", ids)]
+            mtp_primals += [Primal("input", e, t) for e, t in zip(family.extras, extra_tensors)]
+            mtp_primals += [Primal("input", "positions", positions),
+                            Primal("input", "labels", torch.empty((b, s), dtype=torch.long))]
+
+            def mtp_fn(*values):
+                n_extra = len(family.extras)
+                h, tokens = values[-4 - n_extra], values[-3 - n_extra]
+                extras, positions_in, labels = values[-2 - n_extra: -2], values[-2], values[-1]
+                with _reparametrized(model, mtp_primals, values):
+                    return family.mtp_loss(modules, h, tokens, extras, positions_in, labels)
+
+            mtp = trace_part(mtp_fn, mtp_primals, train)
     return TracedModel(name, family_name, getattr(model, "config", None), stem, traced_layers, runs, head,
-                       family.layer_prefix, hf_count, list(family.extras))
+                       family.layer_prefix, hf_count, list(family.extras), mtp)

@@ -136,3 +136,23 @@ def test_list_models():
     proc = run("--list", "x")
     assert proc.returncode == 0
     assert "llama-3.1-405b" in proc.stdout.split()
+
+
+def test_no_mtp_leaves_deepseek_v3s_prediction_module_out(tmp_path):
+    """DeepSeek-V3 trains a multi-token-prediction module (`mtp.0.*` weights)
+    unless `--no-mtp`; the two imports are cached apart."""
+    config = tmp_path / "dsv3.json"
+    config.write_text(json.dumps({
+        "model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "intermediate_size": 128, "moe_intermediate_size": 32, "vocab_size": 256,
+        "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
+        "q_lora_rank": 32, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+        "head_dim": 8, "n_group": 2, "topk_group": 1, "num_nextn_predict_layers": 1}))
+    texts = {}
+    for flags in ((), ("--no-mtp",)):
+        out = tmp_path / f"dsv3{len(flags)}.mlir"
+        proc = run(str(config), "--seq-len", "64", "-o", str(out), *flags, cache=tmp_path / "cache")
+        assert proc.returncode == 0, proc.stderr
+        texts[flags] = out.read_text()
+    assert 'sim.param "mtp.0.eh_proj.weight"' in texts[()]
+    assert "mtp." not in texts[("--no-mtp",)]

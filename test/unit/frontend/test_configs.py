@@ -102,6 +102,8 @@ def test_missing_field(tmp_path):
     ({"intermediate_size": 0}, "'intermediate_size' must be a positive integer, got 0"),
     ({"head_dim": 0}, "'head_dim' must be a positive integer, got 0"),
     ({"head_dim": 7}, "'head_dim' 7 is odd (rotary embeddings rotate pairs of dimensions)"),
+    # Llama 4's chunk of attention: zero attends to nothing
+    ({"attention_chunk_size": 0}, "'attention_chunk_size' must be a positive integer, got 0"),
     # a billion layers imported for hours
     ({"num_hidden_layers": 10**9}, "1000000000 layers; at most 10,000 (the largest models have a few hundred)"),
     # sizes past 64-bit byte counts: an internal error in memory-analysis, or a
@@ -138,3 +140,20 @@ def test_more_experts_per_token_than_experts(tmp_path):
     with pytest.raises(CharonError) as err:
         load_config(bad)
     assert _one_line(err).endswith("malformed config.json: 'num_experts_per_tok' 8 is more than the 4 experts")
+
+
+def test_a_multimodal_llama4_config_imports_its_language_model(tmp_path):
+    """Llama 4's config.json (Llama4ForConditionalGeneration) nests the language
+    model in text_config: that is what is read, the top level's untied head with it."""
+    text = {"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+            "vocab_size": 100, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
+                                "text_config": text, "vision_config": {"hidden_size": 8},
+                                "tie_word_embeddings": False}))
+    _, config = load_config(path)
+    assert config == {**text, "tie_word_embeddings": False}
+    path.write_text(json.dumps({"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"]}))
+    with pytest.raises(CharonError) as err:
+        load_config(path)
+    assert "unsupported architecture 'llama4'" in _one_line(err)
