@@ -213,12 +213,26 @@ Qwen3-30B-A3B H100 none. Their `expert_tensor_parallel_size=1` is the
 megatron-bridge preset's."""
 
 
+NEMO_LAUNCHER_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
+    ("nemotron-4 340b", "H100"): {"grad_bytes": 2},
+}
+"""What the NeMo Framework Launcher's training config of a NeMo 24.07 record's model
+sets beyond the layout the row states, where it departs from the nemo-24.07 preset:
+Nemotron-4 340B's `optim: {name: mcore_distributed_optim, grad_sync_dtype: bf16}`
+(NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/nemotron/
+nemotron_340b.yaml, commit 3be81fc), which NeMo 1.0 turns into
+`grad_reduce_in_fp32=False` (megatron_base_model.py
+`setup_mcore_distributed_parallel`: `grad_reduce_in_fp32=(optim.grad_sync_dtype ==
+'fp32')`): bf16 gradient buffers, not the preset's fp32 main gradients."""
+
+
 def _perf_config(record: dict[str, Any], hardware: str) -> dict[str, Any]:
-    if source_of(record) != "mbridge":
+    configs = {"mbridge": MBRIDGE_PERF_CONFIGS, "nemo2407": NEMO_LAUNCHER_CONFIGS}.get(source_of(record))
+    if configs is None:
         return {}
     model = str(record["model"].get("name", "")).lower()
     gpu = hardware.split("-")[0].upper()
-    return dict(MBRIDGE_PERF_CONFIGS.get((model, gpu), {}))
+    return dict(configs.get((model, gpu), {}))
 
 
 FP8_RECIPE_OF_TEXT: tuple[tuple[str, str], ...] = (
