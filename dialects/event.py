@@ -2,8 +2,8 @@
 The `event` dialect: what the hardware does, in order.
 
 One `event.program` per rank class (a pipeline stage, say), never one per GPU. It
-declares its streams (a compute stream, one lane per communication axis) and holds
-events. An event runs on one stream for `duration_s` seconds, after the events it
+declares its streams (a compute stream, one lane per communication axis, and, when
+the host's launches are modelled, a host stream) and holds events. An event runs on one stream for `duration_s` seconds, after the events it
 names in `after(...)` and after the previous event of its stream (a stream runs its
 events in program order, as a CUDA stream does). Every event yields a `!event.token`
 that later events can wait on.
@@ -102,7 +102,8 @@ class ProgramOp(IRDLOperation):
 
 @irdl_op_definition
 class StreamOp(IRDLOperation):
-    """A stream: `compute`, or `comm` with the grid axes it serves."""
+    """A stream: `compute`, `comm` with the grid axes it serves, or `host`: the
+    CPU thread that issues the GPU's kernels, one after another."""
 
     name = "event.stream"
 
@@ -114,7 +115,7 @@ class StreamOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name $kind attr-dict"
 
-    KINDS: ClassVar[frozenset[str]] = frozenset({"compute", "comm"})
+    KINDS: ClassVar[frozenset[str]] = frozenset({"compute", "comm", "host"})
 
     def __init__(self, sym_name: str, kind: str, axes: list[str] | None = None):
         props = {"sym_name": StringAttr(sym_name), "kind": StringAttr(kind)}
@@ -228,6 +229,18 @@ class CommOp(EventOpBase):
 
 
 @irdl_op_definition
+class LaunchOp(EventOpBase):
+    """The host issuing one kernel or communication: `duration_s` of the CPU thread
+    that drives the GPU (the framework's Python, the dispatcher, the launch). The
+    event it launches waits for it; the host waits for nothing on the GPU but a
+    barrier, so it runs ahead while kernels are longer than its launches and
+    holds the GPU back when they are shorter."""
+
+    name = "event.launch"
+    STREAM_KIND: ClassVar[str] = "host"
+
+
+@irdl_op_definition
 class WaitOp(IRDLOperation):
     """Join: completes when all `deps` have completed; takes no time."""
 
@@ -310,6 +323,6 @@ class YieldOp(IRDLOperation):
 
 Event = Dialect(
     "event",
-    [ProgramOp, StreamOp, ComputeOp, CommOp, WaitOp, BarrierOp, LoopOp, YieldOp],
+    [ProgramOp, StreamOp, ComputeOp, CommOp, LaunchOp, WaitOp, BarrierOp, LoopOp, YieldOp],
     [TokenType],
 )

@@ -14,8 +14,13 @@ later compute waits for it (zero-length `comm_issue` / `comm_wait` events on the
 compute stream around it), as a framework that waits on every NCCL call
 (Megatron-LM 2021's tensor-parallel all-reduces); with `pp`, the compute stream
 waits for each point-to-point send to complete (a `comm_wait` after it), as
-Megatron-LM 2021-22's pipeline did. Every compute op and collective must carry a
-`cost` attribute (run `cost-annotate` first).
+Megatron-LM 2021-22's pipeline did. `host-launch` (seconds, default 0: not
+modelled): the host issues every kernel and collective, one after another, for
+this long each (an `event.launch` on a `@host` stream that the event waits for);
+the host waits for nothing on the GPU but the optimizer's barrier, so it runs
+ahead of long kernels and holds back short ones (a step of small kernels is
+bound by its launches). Every compute op and collective must carry a `cost`
+attribute (run `cost-annotate` first).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import functools
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
+import math
 from math import prod
 
 from xdsl.dialects.builtin import (
@@ -75,6 +81,7 @@ from charon_ir.passes.set_target import check_grids_fit
 from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"
+HOST_STREAM = "host"
 
 
 @functools.cache
@@ -142,6 +149,10 @@ class _Emitter:
     before it and all later compute waits for it, as a framework that calls NCCL
     without `async_op` and waits (Megatron-LM 2021's tensor-parallel all-reduces):
     nothing overlaps it. With `pp`, the compute stream waits for each send."""
+    host_launch: float = 0.0
+    """Seconds of the host per kernel or collective it issues (0: not modelled)."""
+    host_after: SSAValue | None = None
+    """The barrier the host last waited at: its next launch comes after it."""
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -183,6 +194,7 @@ class _Emitter:
                 barrier = self.emit(event.BarrierOp())
                 for v in _values_used_in(op):
                     self.tokens[v] = barrier
+                self.host_after = barrier
             self.lower_block(op.body.block)
             term = op.body.block.last_op
             assert isinstance(term, YieldOp)
@@ -240,6 +252,10 @@ class _Emitter:
         if blocking and not isinstance(op, SendOp):
             issue = self.emit(event.ComputeOp(COMPUTE_STREAM, "comm_issue", 0.0, deps))
             deps = [issue]
+        if self.host_launch > 0:
+            self.streams.setdefault(HOST_STREAM, None)
+            after = [self.host_after] if self.host_after is not None else []
+            deps = [*deps, self.emit(event.LaunchOp(HOST_STREAM, "launch", self.host_launch, after))]
         attrs: dict = {"engine": cost.engine}
         if isinstance(op, ComputeOp):
             attrs["flops"] = _count_attr(cost.flops.data, "FLOPs", op)
@@ -369,9 +385,13 @@ def count_tokens(module: Operation) -> int:
     return 0
 
 
+def _stream_kind(name: str, axes: list[str] | None) -> str:
+    return "host" if name == HOST_STREAM else "compute" if axes is None else "comm"
+
+
 def _stream_ops(streams: dict[str, list[str] | None]) -> list[event.StreamOp]:
     return [
-        event.StreamOp(name, "compute" if axes is None else "comm", axes)
+        event.StreamOp(name, _stream_kind(name, axes), axes)
         for name, axes in streams.items()
     ]
 
@@ -408,8 +428,8 @@ def _phase(stage: StageOp, kind: str) -> PhaseOp | None:
     return None
 
 
-def lower_pipeline(module: ModuleOp, target: Target,
-                   blocking: frozenset[str] = frozenset()) -> list[event.ProgramOp]:
+def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = frozenset(),
+                   host_launch: float = 0.0) -> list[event.ProgramOp]:
     """One program per physical stage: its schedule's runs of forward (F) and
     backward (B) micro-batches as loops over the lowered phases of its chunks."""
     attr = module.attributes[PIPELINE_ATTR]
@@ -466,6 +486,7 @@ def lower_pipeline(module: ModuleOp, target: Target,
                         w_ops=w_ops[v],
                         groups=groups,
                         blocking=blocking,
+                        host_launch=host_launch,
                     )
                     emitter.lower_block(phase.body.block)
                     emitted, op = [], before.next_op if before is not None else loop_body.first_op
@@ -495,7 +516,7 @@ def lower_pipeline(module: ModuleOp, target: Target,
             opt = _phase(by_virtual[chunk * pp + s], "optimizer")
             if opt is not None:
                 emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target,
-                                   groups=groups, blocking=blocking)
+                                   groups=groups, blocking=blocking, host_launch=host_launch)
                 emitter.lower_op(opt)
         attrs = {"stage": IntegerAttr(s, 64)}
         if s == 0 and tokens:
@@ -516,6 +537,9 @@ class LowerToEventsPass(ModulePass):
     waits for the compute issued before it, and all later compute waits for it;
     `pp`: the compute stream waits for every point-to-point send to complete."""
 
+    host_launch: float | int = 0.0
+    """Seconds the host takes to issue each kernel and collective (0: not modelled)."""
+
     def blocking_axes(self) -> frozenset[str]:
         names = (self.blocking,) if isinstance(self.blocking, str) else self.blocking
         axes = frozenset(n for n in names if n)
@@ -531,10 +555,14 @@ class LowerToEventsPass(ModulePass):
         target = Target.from_module(op)
         check_grids_fit(op, target.gpus, "lower-to-events", "the target has")  # one built after set-target
         blocking = self.blocking_axes()
+        host_launch = float(self.host_launch)
+        if not 0.0 <= host_launch < math.inf:  # NaN fails too
+            raise CharonError(f"lower-to-events: option 'host-launch' must be a number of seconds >= 0, "
+                              f"got {self.host_launch}")
         if any(isinstance(o, event.ProgramOp) for o in op.body.block.ops):
             raise CharonError("lower-to-events: the module is already lowered")
         if PIPELINE_ATTR in op.attributes:
-            programs = lower_pipeline(op, target, blocking)
+            programs = lower_pipeline(op, target, blocking, host_launch)
             for top in reversed([o for o in op.body.block.ops if isinstance(o, StageOp)]):
                 top.detach()
                 top.erase(safe_erase=False)
@@ -543,7 +571,7 @@ class LowerToEventsPass(ModulePass):
             return
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
-        emitter = _Emitter(body, streams, target=target, blocking=blocking)
+        emitter = _Emitter(body, streams, target=target, blocking=blocking, host_launch=host_launch)
         tokens = count_tokens(op) * data_parallel_replicas(op)
         recomputed = sum(recomputed_flops(top) for top in op.body.block.ops
                          if isinstance(top, PhaseOp) and top.kind.data == "backward")

@@ -88,6 +88,7 @@ def simulate_command(
     optimizer: Annotated[str, Opt("--optimizer", help="fused | unfused-fp16 | unfused-bf16 (Megatron-LM's mixed-precision optimizer)")] = "fused",
     unfused_grad_accumulation: Annotated[bool, Opt("--unfused-grad-accumulation/--no-unfused-grad-accumulation", help="add each micro-batch's weight gradients into the buffer in a kernel of their own (Megatron-LM 2021-22)")] = False,
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
+    host_launch_us: Annotated[float, Opt("--host-launch-us", min=0.0, help="microseconds the host takes to issue each kernel and collective (0: not modelled): a step of shorter kernels is bound by its launches")] = 0.0,
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace: Annotated[str | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
@@ -190,5 +191,6 @@ def step_options(ctx: typer.Context, params: dict[str, Any]) -> dict[str, Any]:
         tp=p["tp"], pp=p["pp"], dp=p["dp"], cp=p["cp"], ep=p["ep"], vpp=p["vpp"],
         pp_layout=parse_layout(p["pp_layout"]), seq_len=p["seq_len"], global_batch=p["global_batch"],
         micro_batch=p["micro_batch"], recompute=p["recompute"], precision=p["precision"],
-        schedule=p["schedule"], fuse=p["fuse"], engines=tuple(p["engines"].split(",")), **given,
+        schedule=p["schedule"], fuse=p["fuse"], engines=tuple(p["engines"].split(",")),
+        host_launch_s=p.get("host_launch_us", 0.0) * 1e-6, **given,
     )

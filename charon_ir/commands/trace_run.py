@@ -19,11 +19,12 @@ Tp = Annotated[int, Opt("--tp", help="with --profile: tensor parallel")]
 Pp = Annotated[int, Opt("--pp", help="with --profile: pipeline stages")]
 Fuse = Annotated[bool, Opt("--fuse/--no-fuse", help="with --profile: fused kernels (an eager PyTorch step: no)")]
 Engines = Annotated[str, Opt("--engines", help="with --profile: cost engine chain (calibrated: the stored calibration)")]
+HostLaunch = Annotated[float, Opt("--host-launch-us", min=0.0, help="with --profile: microseconds the host takes per launch (0: not modelled; the GPU trace's own is printed)")]
 
 
 def run_options(seq_len: int, micro_batch: int, hardware: str, gpus: int, tp: int, pp: int,
-                fuse: bool, engines: str) -> dict[str, Any]:
+                fuse: bool, engines: str, host_launch_us: float = 0.0) -> dict[str, Any]:
     """TrainingConfig options of the traced step (TrainingConfig's own defaults
     for the rest: an eager PyTorch step follows no framework's presets)."""
     return dict(framework="none", seq_len=seq_len, micro_batch=micro_batch, hardware=hardware, gpus=gpus,
-                tp=tp, pp=pp, fuse=fuse, engines=tuple(engines.split(",")))
+                tp=tp, pp=pp, fuse=fuse, engines=tuple(engines.split(",")), host_launch_s=host_launch_us * 1e-6)

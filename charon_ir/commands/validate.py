@@ -61,6 +61,7 @@ def validate_command(
     pp: tr.Pp = 1,
     fuse: tr.Fuse = False,
     engines: tr.Engines = "calibrated,analytic",
+    host_launch_us: tr.HostLaunch = 0.0,
 ) -> None:
     """Compare predictions with published (or, with --live, local; with
     --profile, a trace's) measurements."""
@@ -74,7 +75,7 @@ def validate_command(
         from charon_ir.interop.kineto import validate_profile
 
         print(validate_profile(profile, model, tr.run_options(seq_len, micro_batch, hardware, gpus, tp, pp,
-                                                              fuse, engines), as_json))
+                                                              fuse, engines, host_launch_us), as_json))
         return
 
     if jobs < 0:

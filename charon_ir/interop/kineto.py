@@ -49,6 +49,10 @@ class Measured:
     """`cpu`, or the GPU's name from the trace's deviceProperties."""
     host_s: float = 0.0
     """CPU: step time no kernel accounts for."""
+    launches: int = 0
+    """GPU: kernels and copies the host launched in its step window."""
+    host_window_s: float = 0.0
+    """GPU: the host's step window (its `ProfilerStep#`)."""
 
 
 def load_trace(path: str | Path) -> dict[str, Any]:
@@ -123,6 +127,9 @@ def measure(path: str | Path) -> Measured:
     inside = [e for e in events if e["ts"] >= lo and e["ts"] + e["dur"] <= hi + 1e-3]
     props = data.get("deviceProperties") or []
     gpu_kernels = _step_kernels(events, lo, hi)
+    host_window = (hi - lo) * 1e-6
+    launches = sum(1 for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                   and "Launch" in str(e.get("name", "")) and lo <= e["ts"] <= hi)
     if gpu_kernels:
         # the GPU runs behind the host: the step ends with the last kernel it launched
         hi = max(hi, max(e["ts"] + e["dur"] for e in gpu_kernels))
@@ -187,6 +194,7 @@ def measure(path: str | Path) -> Measured:
         step_s=(hi - lo) * 1e-6, classes=dict(classes),
         streams={name: _length(iv) * 1e-6 for name, iv in unions.items()},
         kernels=dict(kernels), exposed_comm_s=exposed, device=device, host_s=max(host, 0.0),
+        launches=launches if gpu_kernels else 0, host_window_s=host_window if gpu_kernels else 0.0,
     )
 
 
@@ -254,7 +262,7 @@ def simulate_for_profile(model: str, device: str, **options) -> Predicted:
     try:
         config, _ = api.configure(model, **options)
         ctx, module, _ = api.build_training_module(config)
-        api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
+        api._pass("lower-to-events", blocking=tuple(config.blocking_comm), host_launch=config.host_launch_s).apply(ctx, module)
     finally:
         if previous is None:
             os.environ.pop("CHARON_PROFILE_DEVICE", None)
@@ -316,6 +324,12 @@ def format_comparison(trace: str, measured: Measured, predicted: Predicted, cali
             err = f"{r.error * 100:+7.1f}%" if r.error is not None else f"{'-':>8}"
             counts = f"{r.measured_n:8d} {r.predicted_n:8d}" if section == "kernel class" else ""
             lines.append(f"{r.what:16} {ms(r.measured_s)} {ms(r.predicted_s)}   {err} {counts}".rstrip())
+    if measured.launches:
+        # a step of short kernels is bound by the host that launches them, which
+        # the simulator prices only when told its cost (`--host-launch-us`)
+        per = measured.host_window_s / measured.launches
+        lines.append(f"host: {measured.launches} launches in its {measured.host_window_s * 1e3:.3f} ms window, "
+                     f"{per * 1e6:.1f} us a launch (charon simulate --host-launch-us)")
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from charon_ir.runtime.fold import LoopFolding, LoopSummary, is_foldable
 from charon_ir.runtime.program import (
     KIND_COMM,
     KIND_COMPUTE,
+    KIND_HOST,
     KIND_JOIN,
     LINKS,
     MAX_EVENTS,
@@ -33,8 +34,11 @@ from charon_ir.runtime.program import (
     ProgramInfo,
 )
 
-__all__ = ["KIND_COMM", "KIND_COMPUTE", "KIND_JOIN", "MAX_EVENTS", "FlatProgram", "ProgramInfo",
+__all__ = ["KIND_COMM", "KIND_COMPUTE", "KIND_HOST", "KIND_JOIN", "MAX_EVENTS", "FlatProgram", "ProgramInfo",
            "flatten_all", "folds_microbatches"]
+
+_KIND_OF_EVENT = {event.ComputeOp: KIND_COMPUTE, event.CommOp: KIND_COMM, event.LaunchOp: KIND_HOST}
+_KIND_OF_STREAM = {"compute": KIND_COMPUTE, "comm": KIND_COMM, "host": KIND_HOST}
 
 
 class _Builder(LoopFolding):
@@ -106,7 +110,7 @@ class _Builder(LoopFolding):
                 code.append(EventIns(
                     self.stream_index[op.stream.string_value()],
                     LINKS.get(link.data, 0) if isinstance(link, StringAttr) else 0,
-                    KIND_COMPUTE if isinstance(op, event.ComputeOp) else KIND_COMM,
+                    _KIND_OF_EVENT[type(op)],
                     op.duration_s.value.data,
                     tuple(slot(d) for d in op.deps),
                     op.label.data,
@@ -274,7 +278,7 @@ def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=Non
             if isinstance(op, event.StreamOp):
                 builder.stream_index[op.sym_name.data] = len(builder.streams)
                 builder.streams.append(op.sym_name.data)
-                builder.stream_kinds.append(KIND_COMPUTE if op.kind.data == "compute" else KIND_COMM)
+                builder.stream_kinds.append(_KIND_OF_STREAM[op.kind.data])
                 stream_program.append(index)
         builder.run_block(program.body.block)
         infos.append(

@@ -21,7 +21,7 @@ import numpy as np
 
 from charon_ir.errors import CharonError
 from charon_ir.engines.compute_efficiency import overlap_slowdown
-from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram
+from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, KIND_HOST, FlatProgram
 from charon_ir.runtime.timeline import Timeline
 
 _EPS = 1e-15
@@ -65,12 +65,15 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
         if stream_of[i] >= 0:
             queues[stream_of[i]].append(i)
     busy = [False] * len(queues)
+    # the host's launches run beside the GPU's work at full rate: what contends
+    # is compute with communication on the same GPU
     slow = {KIND_COMPUTE: 1.0 / (1.0 + overlap.compute_slowdown),
-            KIND_COMM: 1.0 / (1.0 + overlap.comm_slowdown)}
-    other = {KIND_COMPUTE: KIND_COMM, KIND_COMM: KIND_COMPUTE}
+            KIND_COMM: 1.0 / (1.0 + overlap.comm_slowdown), KIND_HOST: 1.0}
+    other = {KIND_COMPUTE: KIND_COMM, KIND_COMM: KIND_COMPUTE, KIND_HOST: KIND_HOST}
     n_programs = len(program.programs)
     # running events per (program, kind), and each one's progress bookkeeping
-    running: list[dict[int, set[int]]] = [{KIND_COMPUTE: set(), KIND_COMM: set()} for _ in range(n_programs)]
+    running: list[dict[int, set[int]]] = [{KIND_COMPUTE: set(), KIND_COMM: set(), KIND_HOST: set()}
+                                          for _ in range(n_programs)]
     left = [0.0] * n
     since = [0.0] * n
     rate = [1.0] * n
@@ -170,7 +173,7 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
                     link_changed(i)
                 left[i], since[i], rate[i] = duration[i], t, rate_of(i)
                 heapq.heappush(heap, (t + duration[i] / rate[i], version[i], i))
-                if was_idle and (overlap.compute_slowdown or overlap.comm_slowdown):
+                if was_idle and k != KIND_HOST and (overlap.compute_slowdown or overlap.comm_slowdown):
                     activity_changed(p, k)
         if done >= n:
             break
@@ -198,6 +201,6 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
         if i in link_of:
             on_link[(p, link_of[i])].discard(i)
             link_changed(i)
-        if not running[p][k] and (overlap.compute_slowdown or overlap.comm_slowdown):
+        if not running[p][k] and k != KIND_HOST and (overlap.compute_slowdown or overlap.comm_slowdown):
             activity_changed(p, k)
     return Timeline(program, start, end)

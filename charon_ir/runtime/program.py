@@ -13,7 +13,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-KIND_JOIN, KIND_COMPUTE, KIND_COMM = 0, 1, 2
+KIND_JOIN, KIND_COMPUTE, KIND_COMM, KIND_HOST = 0, 1, 2, 3
+"""Event kinds: a join (no stream, no time), a kernel, a communication, and the
+host issuing a kernel (`event.launch`: a CPU thread's time, contending with
+nothing on the GPU)."""
 LINKS = {"scale-up": 1, "scale-out": 2}
 """Links a collective can cross; concurrent collectives of one program on the same
 link share its bandwidth."""

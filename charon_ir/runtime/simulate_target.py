@@ -7,7 +7,8 @@ Options:
   same calibrated value).
 - trace: path of a Chrome/Perfetto trace to write (default: none).
 - tier: fast (loops of identical layers folded, extrapolated from two simulated
-  iterations) or fine (every event) (default fast).
+  iterations) or fine (every event) (default fast; a module whose host launches
+  are modelled, `lower-to-events{host-launch}`, always runs fine).
 
 A module that is priced but not lowered, or targeted but not priced, is finished
 with the default pipeline (`cost-annotate`, `lower-to-events`) first.
@@ -48,7 +49,10 @@ def run_module(
     target = Target.from_module(module)
     if tier not in ("fast", "fine"):
         raise CharonError(f"simulate: option 'tier' must be fast or fine, got '{tier}'")
-    flat = flatten_all(programs, fold=tier == "fast", overlap=overlap, loop_cache=loop_cache)
+    # the host runs ahead of the GPU across loop boundaries, which a folded loop
+    # (simulated on its own, its lanes starting free) does not keep
+    launched = any(isinstance(op, event.StreamOp) and op.kind.data == "host" for p in programs for op in p.body.ops)
+    flat = flatten_all(programs, fold=tier == "fast" and not launched, overlap=overlap, loop_cache=loop_cache)
     return [run(flat, overlap)], target
 
 

@@ -122,6 +122,7 @@ def training_config(config: dict[str, Any]):
         grad_bytes=config["grad_bytes"],
         fp8_params=config["fp8_params"],
         blocking_comm=tuple(a.strip() for a in config["blocking_comm"].split(",") if a.strip()),
+        host_launch_s=float(config["host_launch_s"]),
         engines=engines,
     )
 

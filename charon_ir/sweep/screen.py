@@ -219,6 +219,7 @@ def screenable(config) -> bool:
     return (config.cp == 1 and config.ep == 1 and config.zero < 3 and not config.fsdp
             and config.dp_overlap
             and not getattr(config, "blocking_comm", ())
+            and not getattr(config, "host_launch_s", 0.0)
             and not getattr(config, "pipeline_scatter_gather", False)
             and getattr(config, "optimizer", "fused") == "fused"
             and not getattr(config, "unfused_grad_accumulation", False)

@@ -86,6 +86,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "grad_bytes": 2,
     "fp8_params": False,
     "blocking_comm": "",
+    "host_launch_s": 0.0,
     "etp": 0,
     "fused_cross_entropy": False,
     "framework": "megatron-core",
@@ -112,6 +113,7 @@ LATER_SETTINGS = (
     "blocking_comm",
     "etp",
     "fused_cross_entropy",
+    "host_launch_s",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that

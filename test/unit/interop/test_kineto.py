@@ -67,6 +67,8 @@ def test_the_recorded_gpu_step_is_every_kernel_its_host_launched():
     # one measured GEMM / flash kernel set / fused AdamW launch per simulated op of the class
     assert (m.kernels["gemm"], m.kernels["loss"]) == (88, 4)
     assert m.classes["gemm"] == pytest.approx(2.175e-3, rel=1e-3)
+    # the host's side: its launches in its window (a step of short kernels is host-bound)
+    assert m.launches == 539 and m.host_window_s == pytest.approx(host["dur"] * 1e-6)
 
 
 @pytest.mark.parametrize("gpu, b8, b16", [("H200-SXM-141GB", H200_B8, H200_B16), ("H100-SXM5-80GB", H100_B8, H100_B16)])

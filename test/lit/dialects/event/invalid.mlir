@@ -26,7 +26,7 @@ event.program @p ranks 1 {
 event.program @p ranks 1 {
   event.stream @s "dma"
 }
-// CHECK: error: 'event.stream' op kind must be one of ['comm', 'compute'], got 'dma'
+// CHECK: error: 'event.stream' op kind must be one of ['comm', 'compute', 'host'], got 'dma'
 
 // -----
 
@@ -77,3 +77,11 @@ event.program @p ranks 8 {
   %a = event.compute "mm" on @compute duration 1.0 {flops = -1 : i64}
 }
 // CHECK: error: 'event.compute' op flops must be >= 0, got -1
+
+// -----
+
+event.program @p ranks 1 {
+  event.stream @compute "compute"
+  %a = event.launch "launch" on @compute duration 1.0e-05
+}
+// CHECK: error: 'event.launch' op 'event.launch' must run on a host stream, @compute is a compute stream

@@ -5,8 +5,10 @@ builtin.module {
   event.program @stage0 ranks 8 {
     event.stream @compute "compute"
     event.stream @comm_tp "comm" {axes = ["tp"]}
+    event.stream @host "host"
     %start = event.wait()
-    %mm = event.compute "matmul" on @compute duration 1.5e-03 after(%start) {flops = 1000 : i64}
+    %issue = event.launch "launch" on @host duration 2.0e-05
+    %mm = event.compute "matmul" on @compute duration 1.5e-03 after(%start, %issue) {flops = 1000 : i64}
     %ar = event.comm "all_reduce" on @comm_tp duration 2.0e-04 after(%mm) {bytes = 64 : i64, group = 8 : i64}
     %layers = event.loop 4 iter(%ar) {
     ^bb0(%prev: !event.token):
@@ -20,8 +22,10 @@ builtin.module {
 // CHECK:      event.program @stage0 ranks 8 {
 // CHECK-NEXT:   event.stream @compute "compute"
 // CHECK-NEXT:   event.stream @comm_tp "comm" {axes = ["tp"]}
+// CHECK-NEXT:   event.stream @host "host"
 // CHECK-NEXT:   %[[START:.*]] = event.wait()
-// CHECK-NEXT:   %[[MM:.*]] = event.compute "matmul" on @compute duration 1.500000e-03 after(%[[START]]) {flops = 1000 : i64}
+// CHECK-NEXT:   %[[ISSUE:.*]] = event.launch "launch" on @host duration 2.000000e-05
+// CHECK-NEXT:   %[[MM:.*]] = event.compute "matmul" on @compute duration 1.500000e-03 after(%[[START]], %[[ISSUE]]) {flops = 1000 : i64}
 // CHECK-NEXT:   %[[AR:.*]] = event.comm "all_reduce" on @comm_tp duration 2.000000e-04 after(%[[MM]]) {bytes = 64 : i64, group = 8 : i64}
 // CHECK-NEXT:   %[[L:.*]] = event.loop 4 iter(%[[AR]]) {
 // CHECK-NEXT:   ^{{.*}}(%[[PREV:.*]]: !event.token):
