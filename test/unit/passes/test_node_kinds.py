@@ -154,3 +154,9 @@ def test_set_target_places_every_stage_on_its_kind(kinds_of_stages):
     else:
         assert placed == dict(enumerate(kinds_of_stages))
     module.verify()
+
+
+def test_cli_refuses_a_stage_over_two_kinds_in_one_line(charon_fails):
+    line = charon_fails("simulate", "--model", "llama-3.1-8b", "--cluster", "hetero-h100-b200", "--tp", "8",
+                        "--gpus", "16", "--global-batch", "32")
+    assert "the job's ranks lie on node kinds h100 and b200 of cluster 'hetero-h100-b200'" in line
