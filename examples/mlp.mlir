@@ -1,8 +1,8 @@
 // A two-layer MLP forward and backward on one GPU: x[8192, 4096] -> 16384 -> 4096.
 builtin.module {
   %x = sim.input "tokens_embedded" : tensor<8192x4096xbf16>
-  %w1 = sim.param "fc1.weight" : tensor<16384x4096xbf16>
-  %w2 = sim.param "fc2.weight" : tensor<4096x16384xbf16>
+  %w1 = sim.param "fc1.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<16384x4096xbf16>
+  %w2 = sim.param "fc2.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<4096x16384xbf16>
   %fwd:3 = sim.phase "forward" -> tensor<8192x16384xbf16>, tensor<8192x16384xbf16>, tensor<8192x4096xbf16> {
     %h = sim.matmul %x, %w1 {transpose_rhs} : (tensor<8192x4096xbf16>, tensor<16384x4096xbf16>) -> tensor<8192x16384xbf16>
     %a = sim.elementwise "gelu" %h : tensor<8192x16384xbf16> -> tensor<8192x16384xbf16>

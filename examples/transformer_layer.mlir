@@ -10,15 +10,15 @@
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
   %x = sim.input "hidden" : tensor<4096x8192xbf16>
-  %wn1 = sim.param "input_layernorm.weight" : tensor<8192xbf16>
-  %wq = sim.param "self_attn.q_proj.weight" : tensor<1024x8192xbf16>
-  %wk = sim.param "self_attn.k_proj.weight" : tensor<128x8192xbf16>
-  %wv = sim.param "self_attn.v_proj.weight" : tensor<128x8192xbf16>
-  %wo = sim.param "self_attn.o_proj.weight" : tensor<8192x1024xbf16>
-  %wn2 = sim.param "post_attention_layernorm.weight" : tensor<8192xbf16>
-  %wg = sim.param "mlp.gate_proj.weight" : tensor<3584x8192xbf16>
-  %wu = sim.param "mlp.up_proj.weight" : tensor<3584x8192xbf16>
-  %wd = sim.param "mlp.down_proj.weight" : tensor<8192x3584xbf16>
+  %wn1 = sim.param "input_layernorm.weight" {role = #sim.role<norm>} : tensor<8192xbf16>
+  %wq = sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<1024x8192xbf16>
+  %wk = sim.param "self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<128x8192xbf16>
+  %wv = sim.param "self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<128x8192xbf16>
+  %wo = sim.param "self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<8192x1024xbf16>
+  %wn2 = sim.param "post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<8192xbf16>
+  %wg = sim.param "mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<3584x8192xbf16>
+  %wu = sim.param "mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<3584x8192xbf16>
+  %wd = sim.param "mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<8192x3584xbf16>
 
   %f:12 = sim.phase "forward" -> tensor<4096x8192xbf16>, tensor<1x4096x8x128xbf16>, tensor<1x4096x1x128xbf16>, tensor<1x4096x1x128xbf16>, tensor<1x4096x8x128xbf16>, tensor<4096x1024xbf16>, tensor<4096x8192xbf16>, tensor<4096x8192xbf16>, tensor<4096x3584xbf16>, tensor<4096x3584xbf16>, tensor<4096x3584xbf16>, tensor<4096x8192xbf16> {
     %n1 = sim.norm "rms" %x, %wn1 : tensor<4096x8192xbf16>, tensor<8192xbf16>

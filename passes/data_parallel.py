@@ -58,9 +58,9 @@ from xdsl.passes import ModulePass
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.memory.states import DATA_PARALLEL_ATTR
+from charon_ir.parallel.experts import is_expert_weight
 from charon_ir.parallel.mesh import GRAD_SYNC, MESH, data_parallel_replicas, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
-from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
 
 FIRST_FORWARD_ATTR = "charon.first_forward"
@@ -358,11 +358,7 @@ class DataParallelPass(ModulePass):
         experts = _Sync(self.dp * cp, self.zero, bucket, self.overlap, ("dp", *with_cp))
 
         def sync_of(param: SSAValue) -> _Sync:
-            owner = param.owner
-            if ep > 1 and isinstance(owner, sim.ParamOp):
-                if expert_weight_dims(owner.sym_name.data, len(_tensor(param).get_shape())):
-                    return experts
-            return dense
+            return experts if ep > 1 and is_expert_weight(param) else dense
 
         if dense.dp == 1:
             return

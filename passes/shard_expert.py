@@ -338,8 +338,7 @@ class ShardExpertPass(ModulePass):
         layouts = weight_layouts(op)
         for p in op.body.block.ops:
             if isinstance(p, sim.ParamOp):
-                name = p.sym_name.data
-                dims = expert_weight_dims(name, len(shape(p.result)), layouts.get(name, True))
+                dims = expert_weight_dims(p, layouts.get(p.sym_name.data, True))
                 if dims is not None:
                     weights.append((p, dims))
                     if dims[1] is not None and shape(p.result)[dims[1]] % self.etp:

@@ -8,10 +8,12 @@ Options:
   leaves them whole, for `shard-expert{etp=1}` to fold the tp ranks into the
   expert-parallel group (Megatron-Bridge's MoE recipes, etp 1).
 
-Weights are split by their (HF) names: q/k/v, gate and up projections column-wise
-(output features), output and down projections row-wise (input features), the
-embedding and the LM head on the vocabulary, MoE experts on their ffn dim; norms,
-routers and low-rank projections (MLA's q_a/kv_a) stay whole. Weights stacked by
+Weights are split by the role and split the frontend gave them (`#sim.role<...>`,
+`#sim.split<...>`), never by their names: q/k/v, gate and up projections
+column-wise (output features), output and down projections row-wise (input
+features), the embedding and the LM head on the vocabulary, MoE experts on their
+ffn dim; norms, routers and low-rank projections (MLA's q_a/kv_a) have no split
+and stay whole. Weights stacked by
 a `sim.repeat` ([layers, ...]) are split on the same dim one further. From there
 the split propagates (`charon_ir.parallel.sharding`): activations between a
 column- and a row-parallel matmul are split on heads or the ffn dim, attention
@@ -40,8 +42,10 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import ParamRole, WeightSplit
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
+from charon_ir.parallel.experts import is_stacked
 from charon_ir.parallel.mesh import ensure_axis, find_grid
 from charon_ir.passes.shard_expert import EXPERT_TP_ATTR, expert_weight_dims
 from charon_ir.parallel.sharding import (
@@ -56,55 +60,38 @@ from charon_ir.parallel.sharding import (
     with_shape,
 )
 
-COLUMN = {
-    "q_proj": "heads", "k_proj": "heads", "v_proj": "heads", "q_b_proj": "heads",
-    "kv_b_proj": "heads", "query_key_value": "heads", "c_attn": "heads", "qkv_proj": "heads",
-    "gate_proj": "ffn", "up_proj": "ffn", "gate_up_proj": "ffn", "c_fc": "ffn",
-    "fc1": "ffn", "w1": "ffn", "w3": "ffn", "dense_h_to_4h": "ffn",
-}
-"""Module name -> what its output features are; split on the output features."""
-
-ROW = frozenset({"o_proj", "down_proj", "c_proj", "fc2", "w2", "dense", "dense_4h_to_h"})
-"""Split on the input features; the bias (added after the all_reduce) stays whole."""
-
-VOCAB = frozenset({"embed_tokens", "wte", "lm_head", "word_embeddings", "embed_out", "embed_in"})
-KV_MODULES = frozenset({"k_proj", "v_proj"})
-
-
 @dataclass(frozen=True)
 class WeightRule:
     dim: int
     tag: str
 
 
-def weight_rule(name: str, rank: int, stacked: bool, out_first: bool = True) -> WeightRule | None:
-    """Where tensor parallelism splits the parameter `name` (HF naming). `out_first`:
-    the weight is [out, in] (nn.Linear, used with transpose_rhs); False for GPT-2's
-    Conv1D [in, out]."""
-    parts = name.split(".")
-    if len(parts) < 2:
-        return None
-    module, kind = parts[-2], parts[-1]
-    lead = 1 if stacked else 0
-    experts = "experts" in parts and rank - lead == 3  # stacked experts [E, out, in]
-    if module in VOCAB and kind == "weight":
+def weight_rule(param: sim.ParamOp, out_first: bool = True) -> WeightRule | None:
+    """Where tensor parallelism splits `param`, from its role and split (set by
+    the frontend, `#sim.role<...>` and `#sim.split<...>`): the embedding and the
+    head on the vocabulary, a column weight (and its bias) on its output
+    features, a row weight on its input features, a routed expert on its ffn
+    dim; heads for attention weights, the ffn otherwise. `out_first`: the weight
+    is [out, in] (nn.Linear, used with transpose_rhs); False for GPT-2's Conv1D
+    [in, out]."""
+    role, split = param.param_role(), param.weight_split()
+    lead = 1 if is_stacked(param) else 0
+    if role in (ParamRole.EMBEDDING, ParamRole.HEAD):
         return WeightRule(lead, "vocab")
-    out_dim, in_dim = (lead, lead + 1) if out_first else (lead + 1, lead)
-    if module in COLUMN:
-        if experts:
-            return WeightRule(lead + 1, "ffn")
-        return WeightRule(out_dim if kind == "weight" else lead, COLUMN[module])
-    if module in ROW and kind == "weight":
-        if experts:
-            return WeightRule(lead + 2, "ffn")
-        attention = module in ("o_proj", "dense", "c_proj") and ("attn" in name or "attention" in name)
-        return WeightRule(in_dim, "heads" if attention else "ffn")
-    if module == "experts" and (dims := expert_weight_dims(name, rank, out_first)) is not None:
+    if role == ParamRole.EXPERT:
         # HF's stacked experts (gate_up_proj [E, 2I, h], down_proj [E, h, I], or
         # [E, h, 2I] and [E, I, h] read [in, out]) and their biases ([E, 2I] split,
         # [E, h] added after the all_reduce, whole)
-        return None if dims[1] is None else WeightRule(dims[1], "ffn")
-    return None
+        dims = expert_weight_dims(param, out_first)
+        return None if dims is None or dims[1] is None else WeightRule(dims[1], "ffn")
+    if split is None:
+        return None
+    tag = "heads" if role == ParamRole.ATTENTION else "ffn"
+    bias = len(shape(param.result)) - lead == 1
+    out_dim, in_dim = (lead, lead + 1) if out_first else (lead + 1, lead)
+    if split in (WeightSplit.COLUMN, WeightSplit.KV):
+        return WeightRule(lead if bias else out_dim, tag)
+    return None if bias else WeightRule(in_dim, tag)
 
 
 def pad_vocabulary(module: ModuleOp, vocab: int, padded: int) -> None:
@@ -181,7 +168,7 @@ class ShardTensorPass(ModulePass):
         layouts = weight_layouts(op)
         vocab = next(
             (shape(p.result)[-2] for p in op.body.block.ops if isinstance(p, sim.ParamOp)
-             and weight_rule(p.sym_name.data, len(shape(p.result)), False) == WeightRule(0, "vocab")),
+             and p.param_role() in (ParamRole.EMBEDDING, ParamRole.HEAD) and not is_stacked(p)),
             0,
         )
         if vocab % tp:
@@ -198,13 +185,12 @@ class ShardTensorPass(ModulePass):
                 continue
             name = param.sym_name.data
             full = shape(param.result)
-            rule = weight_rule(name, len(full), "[" in name, layouts.get(name, True))
+            rule = weight_rule(param, layouts.get(name, True))
             if rule is None:
                 continue
-            if experts_settled and expert_weight_dims(name, len(full)) is not None:
+            if experts_settled and expert_weight_dims(param) is not None:
                 continue  # shard-expert chose the experts' tensor parallelism (etp)
-            module = name.split(".")[-2]
-            factor = kv_factor if module in KV_MODULES else tp
+            factor = kv_factor if param.weight_split() == WeightSplit.KV else tp
             if factor == 1:
                 continue  # a single kv head (MQA): every rank keeps it whole
             if full[rule.dim] % factor:
@@ -219,16 +205,16 @@ class ShardTensorPass(ModulePass):
             # adding the grid alone would report a TP run identical to tp=1
             names = [p.sym_name.data for p in op.body.block.ops if isinstance(p, sim.ParamOp)]
             raise CharonError(
-                f"shard-tensor: option 'tp' ({tp}) splits no weight: none is named as tensor "
-                f"parallelism splits it (Hugging Face names: *.q_proj.weight, *.gate_proj.weight, "
-                f"*.o_proj.weight, embed_tokens.weight, lm_head.weight, ...); the module's: "
+                f"shard-tensor: option 'tp' ({tp}) splits no weight: none has a split "
+                f"(#sim.split<column|kv|row>) or the role embedding, head or expert (the frontend "
+                f"sets them); the module's: "
                 f"{', '.join(names[:6]) or 'none'}{', ...' if len(names) > 6 else ''}"
             )
         st.hints = sizes
         for param, s in seeds:
             st.assign(param.result, s)
         if op.attributes.get(EXPERT_TP_ATTR) is None and any(
-            expert_weight_dims(p.sym_name.data, len(shape(p.result))) for p, _ in seeds
+            expert_weight_dims(p) for p, _ in seeds
         ):
             op.attributes[EXPERT_TP_ATTR] = IntegerAttr(tp, 64)
         vocab_split = any(s.tag == "vocab" and s.dim is not None for _, s in seeds)

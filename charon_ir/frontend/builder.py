@@ -26,6 +26,7 @@ from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.frontend.convert import VIEW_OPS, GraphConverter, ImportSummary, Lazy, tensor_type, type_of
 from charon_ir.frontend.dedupe import merge_duplicate_saved
+from charon_ir.frontend.roles import param_role, weight_split
 from charon_ir.frontend.tracing import Primal, TracedModel, TracedPart
 
 INVARIANT_INPUTS = frozenset({"positions", "rope_cos", "rope_sin", "tokens", "labels", "layer_input"})
@@ -95,7 +96,8 @@ class ModuleBuilder:
 
     def param(self, name: str, type_: TensorType) -> SSAValue:
         if name not in self.params:
-            op = sim.ParamOp(name, type_)
+            rank = len(type_.get_shape())
+            op = sim.ParamOp(name, type_, param_role(name, rank), weight_split(name, rank))
             self.top.add_op(op)
             self.params[name] = op.results[0]
             self.param_order.append(name)
@@ -165,7 +167,7 @@ class ModuleBuilder:
     def build(self) -> ModuleOp:
         tm = self.traced
         # inputs and weights outside the layers, in a stable order
-        for part in (tm.stem, tm.head):
+        for part in self.outer_parts():
             for p in part.primals:
                 if p.kind != "input" or p.name in ("tokens", "positions", "labels"):
                     self.primal_value(p)

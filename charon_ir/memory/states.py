@@ -25,7 +25,7 @@ from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import sim
 from charon_ir.memory.tensors import is_alias_op, value_bytes
-from charon_ir.parallel.experts import expert_weight_dims
+from charon_ir.parallel.experts import is_expert_weight
 from charon_ir.parallel.mesh import DATA_PARALLEL_ATTR, grid_axes
 
 GRAD_BYTES = 2
@@ -111,10 +111,8 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
 
     def replicas(value: SSAValue) -> int:
         """The data-parallel group a parameter's states shard over."""
-        owner = value.owner
-        if ep > 1 and isinstance(owner, sim.ParamOp):
-            if expert_weight_dims(owner.sym_name.data, len(sim.shape_of(value))):
-                return data_parallel.expert_replicas
+        if ep > 1 and is_expert_weight(value):
+            return data_parallel.expert_replicas
         return data_parallel.dense_replicas
 
     def shard(nbytes: int, value: SSAValue, stage: int) -> int:

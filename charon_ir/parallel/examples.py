@@ -16,15 +16,15 @@ LLAMA_LAYER = Template(
     """\
 builtin.module {
   %x = sim.input "hidden" : tensor<${T}x${H}xbf16>
-  %wn1 = sim.param "input_layernorm.weight" : tensor<${H}xbf16>
-  %wq = sim.param "self_attn.q_proj.weight" : tensor<${Q}x${H}xbf16>
-  %wk = sim.param "self_attn.k_proj.weight" : tensor<${KV}x${H}xbf16>
-  %wv = sim.param "self_attn.v_proj.weight" : tensor<${KV}x${H}xbf16>
-  %wo = sim.param "self_attn.o_proj.weight" : tensor<${H}x${Q}xbf16>
-  %wn2 = sim.param "post_attention_layernorm.weight" : tensor<${H}xbf16>
-  %wg = sim.param "mlp.gate_proj.weight" : tensor<${F}x${H}xbf16>
-  %wu = sim.param "mlp.up_proj.weight" : tensor<${F}x${H}xbf16>
-  %wd = sim.param "mlp.down_proj.weight" : tensor<${H}x${F}xbf16>
+  %wn1 = sim.param "input_layernorm.weight" {role = #sim.role<norm>} : tensor<${H}xbf16>
+  %wq = sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<${Q}x${H}xbf16>
+  %wk = sim.param "self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<${KV}x${H}xbf16>
+  %wv = sim.param "self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<${KV}x${H}xbf16>
+  %wo = sim.param "self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<${H}x${Q}xbf16>
+  %wn2 = sim.param "post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<${H}xbf16>
+  %wg = sim.param "mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<${F}x${H}xbf16>
+  %wu = sim.param "mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<${F}x${H}xbf16>
+  %wd = sim.param "mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<${H}x${F}xbf16>
 
   %f:12 = sim.phase "forward" -> tensor<${T}x${H}xbf16>, tensor<1x${T}x${HQ}x${D}xbf16>, tensor<1x${T}x${HKV}x${D}xbf16>, tensor<1x${T}x${HKV}x${D}xbf16>, tensor<1x${T}x${HQ}x${D}xbf16>, tensor<${T}x${Q}xbf16>, tensor<${T}x${H}xbf16>, tensor<${T}x${H}xbf16>, tensor<${T}x${F}xbf16>, tensor<${T}x${F}xbf16>, tensor<${T}x${F}xbf16>, tensor<${T}x${H}xbf16> {
     %n1 = sim.norm "rms" %x, %wn1 : tensor<${T}x${H}xbf16>, tensor<${H}xbf16>
@@ -107,9 +107,9 @@ MOE_LAYER = Template(
     """\
 builtin.module {
   %x = sim.input "hidden" : tensor<${T}x${H}xbf16>
-  %wr = sim.param "mlp.gate.weight" : tensor<${E}x${H}xbf16>
-  %wgu = sim.param "mlp.experts.gate_up_proj" : tensor<${E}x${F2}x${H}xbf16>
-  %wd = sim.param "mlp.experts.down_proj" : tensor<${E}x${H}x${F}xbf16>
+  %wr = sim.param "mlp.gate.weight" {role = #sim.role<router>} : tensor<${E}x${H}xbf16>
+  %wgu = sim.param "mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<${E}x${F2}x${H}xbf16>
+  %wd = sim.param "mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<${E}x${H}x${F}xbf16>
   %f:9 = sim.phase "forward" -> tensor<${T}x${K}xbf16>, tensor<${T}x${K}xi64>, tensor<${E}x${C}x${H}xbf16>, tensor<${E}x${C}x${F}xbf16>, tensor<${E}x${C}x${F}xbf16>, tensor<${E}x${C}x${F}xbf16>, tensor<${E}x${C}x${F}xbf16>, tensor<${E}x${C}x${H}xbf16>, tensor<${T}x${H}xbf16> {
     %s = sim.matmul %x, %wr {transpose_rhs} : (tensor<${T}x${H}xbf16>, tensor<${E}x${H}xbf16>) -> tensor<${T}x${E}xbf16>
     %p = sim.softmax %s dim 1 : tensor<${T}x${E}xbf16>

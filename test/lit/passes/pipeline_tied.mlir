@@ -58,7 +58,7 @@
 // The imported GPT-2 (wte tied to the LM head, learned positions wpe on the first
 // stage only).
 // GPT:      sim.stage [0] {
-// GPT-NEXT:   %[[W0:.*]] = sim.param "transformer.wte.weight" : tensor<256x64xbf16>
+// GPT-NEXT:   %[[W0:.*]] = sim.param "transformer.wte.weight" {role = #sim.role<embedding>} : tensor<256x64xbf16>
 // GPT-NEXT:   %[[P0:.*]] = sim.param "transformer.wpe.weight" : tensor<64x64xbf16>
 // GPT:        sim.embedding %[[W0]], %{{.*}}
 // GPT:        %[[B0:[^,]*]], %{{.*}} = sim.phase "backward"
@@ -67,7 +67,7 @@
 // GPT:        %[[SUM0:.*]] = coll.all_reduce %[[B0]] on @mesh ["pp"] {subgroup = array<i64: 0, 1>} : tensor<256x64xbf16>
 // GPT-NEXT:   sim.optimizer_step "adamw"(%[[W0]], %[[P0]], {{.*}} grads(%[[SUM0]], %{{.*}}
 // GPT:      sim.stage [1] {
-// GPT-NEXT:   %[[W1:.*]] = sim.param "transformer.wte.weight" : tensor<256x64xbf16>
+// GPT-NEXT:   %[[W1:.*]] = sim.param "transformer.wte.weight" {role = #sim.role<embedding>} : tensor<256x64xbf16>
 // GPT-NOT:    "transformer.wpe.weight"
 // GPT:        sim.matmul %{{.*}}, %[[W1]] {transpose_rhs} : (tensor<1x24x64xbf16>, tensor<256x64xbf16>) -> tensor<1x24x256xbf16>
 // GPT:        %[[B1:[^,]*]], %{{.*}} = sim.phase "backward"

@@ -42,12 +42,12 @@
 
 builtin.module {
   %x = sim.input "hidden" : tensor<30x64xbf16>
-  %wn1 = sim.param "input_layernorm.weight" : tensor<64xbf16>
-  %bn1 = sim.param "input_layernorm.bias" : tensor<64xbf16>
-  %wq = sim.param "self_attn.q_proj.weight" : tensor<64x64xbf16>
-  %wk = sim.param "self_attn.k_proj.weight" : tensor<32x64xbf16>
-  %wv = sim.param "self_attn.v_proj.weight" : tensor<32x64xbf16>
-  %wo = sim.param "self_attn.o_proj.weight" : tensor<64x64xbf16>
+  %wn1 = sim.param "input_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %bn1 = sim.param "input_layernorm.bias" {role = #sim.role<norm>} : tensor<64xbf16>
+  %wq = sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<64x64xbf16>
+  %wk = sim.param "self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  %wv = sim.param "self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  %wo = sim.param "self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<64x64xbf16>
 
   %f:10 = sim.phase "forward" -> tensor<30x64xbf16>, tensor<30x1xf32>, tensor<30x1xf32>, tensor<1x30x4x16xbf16>, tensor<1x30x2x16xbf16>, tensor<1x30x2x16xbf16>, tensor<1x30x4x16xbf16>, tensor<30x64xbf16>, tensor<30x64xbf16>, tensor<30x64xbf16> {
     %n = sim.norm "layer" %x, %wn1 : tensor<30x64xbf16>, tensor<64xbf16>

@@ -59,15 +59,15 @@
 
 builtin.module {
   %x = sim.input "hidden" : tensor<32x64xbf16>
-  %wn1 = sim.param "input_layernorm.weight" : tensor<64xbf16>
-  %wq = sim.param "self_attn.q_proj.weight" : tensor<64x64xbf16>
-  %wk = sim.param "self_attn.k_proj.weight" : tensor<32x64xbf16>
-  %wv = sim.param "self_attn.v_proj.weight" : tensor<32x64xbf16>
-  %wo = sim.param "self_attn.o_proj.weight" : tensor<64x64xbf16>
-  %wn2 = sim.param "post_attention_layernorm.weight" : tensor<64xbf16>
-  %wg = sim.param "mlp.gate_proj.weight" : tensor<128x64xbf16>
-  %wu = sim.param "mlp.up_proj.weight" : tensor<128x64xbf16>
-  %wd = sim.param "mlp.down_proj.weight" : tensor<64x128xbf16>
+  %wn1 = sim.param "input_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %wq = sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<64x64xbf16>
+  %wk = sim.param "self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  %wv = sim.param "self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  %wo = sim.param "self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<64x64xbf16>
+  %wn2 = sim.param "post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %wg = sim.param "mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<128x64xbf16>
+  %wu = sim.param "mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<128x64xbf16>
+  %wd = sim.param "mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<64x128xbf16>
 
   %f:12 = sim.phase "forward" -> tensor<32x64xbf16>, tensor<1x32x4x16xbf16>, tensor<1x32x2x16xbf16>, tensor<1x32x2x16xbf16>, tensor<1x32x4x16xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x128xbf16>, tensor<32x128xbf16>, tensor<32x128xbf16>, tensor<32x64xbf16> {
     %n1 = sim.norm "rms" %x, %wn1 : tensor<32x64xbf16>, tensor<64xbf16>

@@ -11,9 +11,9 @@
 
 // CHECK:       builtin.module attributes {charon.expert_tp = 1 : i64, charon.replicated_flops = {"shard-expert" = {{.*}}}}
 // CHECK-NEXT:  coll.grid @mesh(axes = ["ep"], shape = 4)
-// CHECK:       sim.param "mlp.gate.weight" : tensor<8x64xbf16>
-// CHECK-NEXT:  sim.param "mlp.experts.gate_up_proj" : tensor<2x64x64xbf16>
-// CHECK-NEXT:  sim.param "mlp.experts.down_proj" : tensor<2x64x32xbf16>
+// CHECK:       sim.param "mlp.gate.weight" {role = #sim.role<router>} : tensor<8x64xbf16>
+// CHECK-NEXT:  sim.param "mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<2x64x64xbf16>
+// CHECK-NEXT:  sim.param "mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<2x64x32xbf16>
 // CHECK-LABEL: sim.phase "forward"
 // CHECK:       %[[XD:.*]] = sim.moe_dispatch %x, %i : (tensor<32x64xbf16>, tensor<32x2xi64>) -> tensor<8x8x64xbf16>
 // CHECK-NEXT:  %[[XE:.*]] = coll.all_to_all %[[XD]] on @mesh ["ep"] split 0 concat 1 : tensor<8x8x64xbf16> -> tensor<2x32x64xbf16>
@@ -30,8 +30,8 @@
 // CHECK-NEXT:  sim.optimizer_step "adamw"(%wgu, %wd : tensor<2x64x64xbf16>, tensor<2x64x32xbf16>)
 
 // ETP:       coll.grid @mesh(axes = ["ep", "tp"], shape = 2x2)
-// ETP:       sim.param "mlp.experts.gate_up_proj" : tensor<4x32x64xbf16>
-// ETP-NEXT:  sim.param "mlp.experts.down_proj" : tensor<4x64x16xbf16>
+// ETP:       sim.param "mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<4x32x64xbf16>
+// ETP-NEXT:  sim.param "mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<4x64x16xbf16>
 // ETP:       %[[Y:.*]] = sim.matmul %m, %wd {transpose_rhs} : (tensor<4x16x16xbf16>, tensor<4x64x16xbf16>) -> tensor<4x16x64xbf16>
 // ETP-NEXT:  %[[YR:.*]] = coll.all_reduce %[[Y]] on @mesh ["tp"] : tensor<4x16x64xbf16>
 // ETP-NEXT:  coll.all_to_all %[[YR]] on @mesh ["ep"] split 1 concat 0 : tensor<4x16x64xbf16> -> tensor<8x8x64xbf16>
@@ -46,9 +46,9 @@
 
 builtin.module {
   %x = sim.input "hidden" : tensor<32x64xbf16>
-  %wr = sim.param "mlp.gate.weight" : tensor<8x64xbf16>
-  %wgu = sim.param "mlp.experts.gate_up_proj" : tensor<8x64x64xbf16>
-  %wd = sim.param "mlp.experts.down_proj" : tensor<8x64x32xbf16>
+  %wr = sim.param "mlp.gate.weight" {role = #sim.role<router>} : tensor<8x64xbf16>
+  %wgu = sim.param "mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<8x64x64xbf16>
+  %wd = sim.param "mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<8x64x32xbf16>
   %f:9 = sim.phase "forward" -> tensor<32x2xbf16>, tensor<32x2xi64>, tensor<8x8x64xbf16>, tensor<8x8x32xbf16>, tensor<8x8x32xbf16>, tensor<8x8x32xbf16>, tensor<8x8x32xbf16>, tensor<8x8x64xbf16>, tensor<32x64xbf16> {
     %s = sim.matmul %x, %wr {transpose_rhs} : (tensor<32x64xbf16>, tensor<8x64xbf16>) -> tensor<32x8xbf16>
     %p = sim.softmax %s dim 1 : tensor<32x8xbf16>

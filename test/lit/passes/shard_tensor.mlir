@@ -12,15 +12,15 @@
 
 // CHECK:      builtin.module attributes {charon.replicated_flops = {"shard-tensor" = {{.*}} : f64}, charon.tensor_parallel = 2 : i64} {
 // CHECK-NEXT:   coll.grid @mesh(axes = ["tp"], shape = 2)
-// CHECK:        sim.param "input_layernorm.weight" : tensor<64xbf16>
-// CHECK-NEXT:   sim.param "self_attn.q_proj.weight" : tensor<32x64xbf16>
-// CHECK-NEXT:   sim.param "self_attn.k_proj.weight" : tensor<16x64xbf16>
-// CHECK-NEXT:   sim.param "self_attn.v_proj.weight" : tensor<16x64xbf16>
-// CHECK-NEXT:   sim.param "self_attn.o_proj.weight" : tensor<64x32xbf16>
-// CHECK-NEXT:   sim.param "post_attention_layernorm.weight" : tensor<64xbf16>
-// CHECK-NEXT:   sim.param "mlp.gate_proj.weight" : tensor<64x64xbf16>
-// CHECK-NEXT:   sim.param "mlp.up_proj.weight" : tensor<64x64xbf16>
-// CHECK-NEXT:   sim.param "mlp.down_proj.weight" : tensor<64x64xbf16>
+// CHECK:        sim.param "input_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+// CHECK-NEXT:   sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<32x64xbf16>
+// CHECK-NEXT:   sim.param "self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<16x64xbf16>
+// CHECK-NEXT:   sim.param "self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<16x64xbf16>
+// CHECK-NEXT:   sim.param "self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<64x32xbf16>
+// CHECK-NEXT:   sim.param "post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+// CHECK-NEXT:   sim.param "mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<64x64xbf16>
+// CHECK-NEXT:   sim.param "mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<64x64xbf16>
+// CHECK-NEXT:   sim.param "mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<64x64xbf16>
 // CHECK-LABEL:  sim.phase "forward"
 // CHECK:        sim.matmul %n1, %wq {transpose_rhs} : (tensor<32x64xbf16>, tensor<32x64xbf16>) -> tensor<32x32xbf16>
 // CHECK:        sim.attention {{.*}} : (tensor<1x32x2x16xbf16>, tensor<1x32x1x16xbf16>, tensor<1x32x1x16xbf16>) -> tensor<1x32x2x16xbf16>
@@ -44,30 +44,30 @@
 // tp=4 > 2 kv heads: each rank keeps one kv head (shared by two ranks), whose
 // gradient is all-reduced; the q heads are split 4 ways.
 // GQA:        coll.grid @mesh(axes = ["tp"], shape = 4)
-// GQA:        sim.param "self_attn.q_proj.weight" : tensor<16x64xbf16>
-// GQA-NEXT:   sim.param "self_attn.k_proj.weight" : tensor<16x64xbf16>
+// GQA:        sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<16x64xbf16>
+// GQA-NEXT:   sim.param "self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<16x64xbf16>
 // GQA:        sim.attention {{.*}} : (tensor<1x32x1x16xbf16>, tensor<1x32x1x16xbf16>, tensor<1x32x1x16xbf16>) -> tensor<1x32x1x16xbf16>
 // GQA:        sim.attention_grad
 // GQA:        coll.all_reduce %dk on @mesh ["tp"] : tensor<32x16xbf16>
 // GQA:        coll.all_reduce %dv on @mesh ["tp"] : tensor<32x16xbf16>
 
 // ONE-NOT:    coll.
-// ONE:        sim.param "self_attn.q_proj.weight" : tensor<64x64xbf16>
+// ONE:        sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<64x64xbf16>
 
 // HEADS: charon-opt: error: shard-tensor: option 'tp' (3) does not divide the attention heads (4)
 // HEADS8: charon-opt: error: shard-tensor: option 'tp' (8) does not divide the attention heads (4)
 
 builtin.module {
   %x = sim.input "hidden" : tensor<32x64xbf16>
-  %wn1 = sim.param "input_layernorm.weight" : tensor<64xbf16>
-  %wq = sim.param "self_attn.q_proj.weight" : tensor<64x64xbf16>
-  %wk = sim.param "self_attn.k_proj.weight" : tensor<32x64xbf16>
-  %wv = sim.param "self_attn.v_proj.weight" : tensor<32x64xbf16>
-  %wo = sim.param "self_attn.o_proj.weight" : tensor<64x64xbf16>
-  %wn2 = sim.param "post_attention_layernorm.weight" : tensor<64xbf16>
-  %wg = sim.param "mlp.gate_proj.weight" : tensor<128x64xbf16>
-  %wu = sim.param "mlp.up_proj.weight" : tensor<128x64xbf16>
-  %wd = sim.param "mlp.down_proj.weight" : tensor<64x128xbf16>
+  %wn1 = sim.param "input_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %wq = sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<64x64xbf16>
+  %wk = sim.param "self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  %wv = sim.param "self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x64xbf16>
+  %wo = sim.param "self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<64x64xbf16>
+  %wn2 = sim.param "post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %wg = sim.param "mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<128x64xbf16>
+  %wu = sim.param "mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<128x64xbf16>
+  %wd = sim.param "mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<64x128xbf16>
 
   %f:12 = sim.phase "forward" -> tensor<32x64xbf16>, tensor<1x32x4x16xbf16>, tensor<1x32x2x16xbf16>, tensor<1x32x2x16xbf16>, tensor<1x32x4x16xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x128xbf16>, tensor<32x128xbf16>, tensor<32x128xbf16>, tensor<32x64xbf16> {
     %n1 = sim.norm "rms" %x, %wn1 : tensor<32x64xbf16>, tensor<64xbf16>

@@ -2,9 +2,9 @@
 // a dense parameter beside the experts (input of data_parallel.mlir's EP run).
 builtin.module {
   %x = sim.input "hidden" : tensor<64x32xbf16>
-  %wr = sim.param "mlp.gate.weight" : tensor<8x32xbf16>
-  %wgu = sim.param "mlp.experts.gate_up_proj" : tensor<8x96x32xbf16>
-  %wd = sim.param "mlp.experts.down_proj" : tensor<8x32x48xbf16>
+  %wr = sim.param "mlp.gate.weight" {role = #sim.role<router>} : tensor<8x32xbf16>
+  %wgu = sim.param "mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<8x96x32xbf16>
+  %wd = sim.param "mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<8x32x48xbf16>
   %f, %f_1, %f_2, %f_3, %f_4, %f_5, %f_6, %f_7, %f_8 = sim.phase "forward" -> tensor<64x2xbf16>, tensor<64x2xi64>, tensor<8x16x32xbf16>, tensor<8x16x48xbf16>, tensor<8x16x48xbf16>, tensor<8x16x48xbf16>, tensor<8x16x48xbf16>, tensor<8x16x32xbf16>, tensor<64x32xbf16> {
     %s = sim.matmul %x, %wr {transpose_rhs} : (tensor<64x32xbf16>, tensor<8x32xbf16>) -> tensor<64x8xbf16>
     %p = sim.softmax %s dim 1 : tensor<64x8xbf16>

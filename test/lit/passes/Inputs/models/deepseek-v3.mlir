@@ -2,41 +2,41 @@
 // weights stacked in one sim.repeat. Regenerate with
 //   charon_ir.frontend.import_model("deepseek-v3", seq_len=384, batch=1, mode="train")
 builtin.module attributes {sim.model = "deepseek-v3", sim.mode = "train", sim.seq_len = 384 : i64, sim.batch = 1 : i64, sim.dtype = "bf16", sim.frontend = "charon-frontend-1", sim.hf_param_count = 671026404352 : i64, sim.free_ops = {aten._unsafe_view = 22 : i64, aten.clone = 10 : i64, aten.detach = 26 : i64, aten.expand = 13 : i64, aten.slice = 32 : i64, aten.split = 1 : i64, aten.split_with_sizes = 6 : i64, aten.t = 90 : i64, aten.transpose = 28 : i64, aten.unsqueeze = 6 : i64, aten.view = 86 : i64}, sim.generic_ops = {aten._log_softmax = 1 : i64, aten._log_softmax_backward_data = 1 : i64, aten.cat = 14 : i64, aten.embedding_dense_backward = 1 : i64, aten.gather = 1 : i64, aten.new_empty = 2 : i64, aten.new_empty_strided = 4 : i64, aten.new_zeros = 1 : i64, aten.nll_loss_backward = 1 : i64, aten.nll_loss_forward = 1 : i64, aten.scatter = 1 : i64, aten.scatter_add = 1 : i64, aten.slice_backward = 8 : i64, aten.slice_scatter = 6 : i64, aten.zeros_like = 3 : i64}} {
-  %0 = sim.param "model.embed_tokens.weight" : tensor<129280x7168xbf16>
+  %0 = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<129280x7168xbf16>
   %1 = sim.input "buffer:model.rotary_emb.inv_freq" : tensor<32xf32>
   %2 = sim.input "buffer:model.rotary_emb.original_inv_freq" : tensor<32xf32>
   %3 = sim.input "tokens" : tensor<1x384xi64>
   %4 = sim.input "positions" : tensor<1x384xi64>
-  %5 = sim.param "model.norm.weight" : tensor<7168xbf16>
-  %6 = sim.param "lm_head.weight" : tensor<129280x7168xbf16>
+  %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<7168xbf16>
+  %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<129280x7168xbf16>
   %7 = sim.input "labels" : tensor<1x384xi64>
-  %8 = sim.param "model.layers[0:3].self_attn.q_a_proj.weight" : tensor<3x1536x7168xbf16>
-  %9 = sim.param "model.layers[0:3].self_attn.q_a_layernorm.weight" : tensor<3x1536xbf16>
-  %10 = sim.param "model.layers[0:3].self_attn.q_b_proj.weight" : tensor<3x24576x1536xbf16>
-  %11 = sim.param "model.layers[0:3].self_attn.kv_a_proj_with_mqa.weight" : tensor<3x576x7168xbf16>
-  %12 = sim.param "model.layers[0:3].self_attn.kv_a_layernorm.weight" : tensor<3x512xbf16>
-  %13 = sim.param "model.layers[0:3].self_attn.kv_b_proj.weight" : tensor<3x32768x512xbf16>
-  %14 = sim.param "model.layers[0:3].self_attn.o_proj.weight" : tensor<3x7168x16384xbf16>
-  %15 = sim.param "model.layers[0:3].mlp.gate_proj.weight" : tensor<3x18432x7168xbf16>
-  %16 = sim.param "model.layers[0:3].mlp.up_proj.weight" : tensor<3x18432x7168xbf16>
-  %17 = sim.param "model.layers[0:3].mlp.down_proj.weight" : tensor<3x7168x18432xbf16>
-  %18 = sim.param "model.layers[0:3].input_layernorm.weight" : tensor<3x7168xbf16>
-  %19 = sim.param "model.layers[0:3].post_attention_layernorm.weight" : tensor<3x7168xbf16>
-  %20 = sim.param "model.layers[3:61].self_attn.q_a_proj.weight" : tensor<58x1536x7168xbf16>
-  %21 = sim.param "model.layers[3:61].self_attn.q_a_layernorm.weight" : tensor<58x1536xbf16>
-  %22 = sim.param "model.layers[3:61].self_attn.q_b_proj.weight" : tensor<58x24576x1536xbf16>
-  %23 = sim.param "model.layers[3:61].self_attn.kv_a_proj_with_mqa.weight" : tensor<58x576x7168xbf16>
-  %24 = sim.param "model.layers[3:61].self_attn.kv_a_layernorm.weight" : tensor<58x512xbf16>
-  %25 = sim.param "model.layers[3:61].self_attn.kv_b_proj.weight" : tensor<58x32768x512xbf16>
-  %26 = sim.param "model.layers[3:61].self_attn.o_proj.weight" : tensor<58x7168x16384xbf16>
-  %27 = sim.param "model.layers[3:61].mlp.experts.gate_up_proj" : tensor<58x256x4096x7168xbf16>
-  %28 = sim.param "model.layers[3:61].mlp.experts.down_proj" : tensor<58x256x7168x2048xbf16>
-  %29 = sim.param "model.layers[3:61].mlp.gate.weight" : tensor<58x256x7168xbf16>
-  %30 = sim.param "model.layers[3:61].mlp.shared_experts.gate_proj.weight" : tensor<58x2048x7168xbf16>
-  %31 = sim.param "model.layers[3:61].mlp.shared_experts.up_proj.weight" : tensor<58x2048x7168xbf16>
-  %32 = sim.param "model.layers[3:61].mlp.shared_experts.down_proj.weight" : tensor<58x7168x2048xbf16>
-  %33 = sim.param "model.layers[3:61].input_layernorm.weight" : tensor<58x7168xbf16>
-  %34 = sim.param "model.layers[3:61].post_attention_layernorm.weight" : tensor<58x7168xbf16>
+  %8 = sim.param "model.layers[0:3].self_attn.q_a_proj.weight" {role = #sim.role<attention>} : tensor<3x1536x7168xbf16>
+  %9 = sim.param "model.layers[0:3].self_attn.q_a_layernorm.weight" {role = #sim.role<norm>} : tensor<3x1536xbf16>
+  %10 = sim.param "model.layers[0:3].self_attn.q_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<3x24576x1536xbf16>
+  %11 = sim.param "model.layers[0:3].self_attn.kv_a_proj_with_mqa.weight" {role = #sim.role<attention>} : tensor<3x576x7168xbf16>
+  %12 = sim.param "model.layers[0:3].self_attn.kv_a_layernorm.weight" {role = #sim.role<norm>} : tensor<3x512xbf16>
+  %13 = sim.param "model.layers[0:3].self_attn.kv_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<3x32768x512xbf16>
+  %14 = sim.param "model.layers[0:3].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<3x7168x16384xbf16>
+  %15 = sim.param "model.layers[0:3].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<3x18432x7168xbf16>
+  %16 = sim.param "model.layers[0:3].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<3x18432x7168xbf16>
+  %17 = sim.param "model.layers[0:3].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<3x7168x18432xbf16>
+  %18 = sim.param "model.layers[0:3].input_layernorm.weight" {role = #sim.role<norm>} : tensor<3x7168xbf16>
+  %19 = sim.param "model.layers[0:3].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<3x7168xbf16>
+  %20 = sim.param "model.layers[3:61].self_attn.q_a_proj.weight" {role = #sim.role<attention>} : tensor<58x1536x7168xbf16>
+  %21 = sim.param "model.layers[3:61].self_attn.q_a_layernorm.weight" {role = #sim.role<norm>} : tensor<58x1536xbf16>
+  %22 = sim.param "model.layers[3:61].self_attn.q_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<58x24576x1536xbf16>
+  %23 = sim.param "model.layers[3:61].self_attn.kv_a_proj_with_mqa.weight" {role = #sim.role<attention>} : tensor<58x576x7168xbf16>
+  %24 = sim.param "model.layers[3:61].self_attn.kv_a_layernorm.weight" {role = #sim.role<norm>} : tensor<58x512xbf16>
+  %25 = sim.param "model.layers[3:61].self_attn.kv_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<58x32768x512xbf16>
+  %26 = sim.param "model.layers[3:61].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<58x7168x16384xbf16>
+  %27 = sim.param "model.layers[3:61].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<58x256x4096x7168xbf16>
+  %28 = sim.param "model.layers[3:61].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<58x256x7168x2048xbf16>
+  %29 = sim.param "model.layers[3:61].mlp.gate.weight" {role = #sim.role<router>} : tensor<58x256x7168xbf16>
+  %30 = sim.param "model.layers[3:61].mlp.shared_experts.gate_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>} : tensor<58x2048x7168xbf16>
+  %31 = sim.param "model.layers[3:61].mlp.shared_experts.up_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>} : tensor<58x2048x7168xbf16>
+  %32 = sim.param "model.layers[3:61].mlp.shared_experts.down_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<row>} : tensor<58x7168x2048xbf16>
+  %33 = sim.param "model.layers[3:61].input_layernorm.weight" {role = #sim.role<norm>} : tensor<58x7168xbf16>
+  %34 = sim.param "model.layers[3:61].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<58x7168xbf16>
   %35 = sim.input "buffer:model.layers[3:61].mlp.gate.e_score_correction_bias" : tensor<58x256xbf16>
   %36 = sim.input "grad_loss" : tensor<f32>
   %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124 = sim.phase "forward" -> tensor<f32>, tensor<1x384xi64>, tensor<3x1x384x7168xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x7168xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x1536xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1536xbf16>, tensor<3x384x1536xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x512xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x512xbf16>, tensor<3x384x512xbf16>, tensor<3x1x384x128x192xbf16>, tensor<3x1x384x128x128xbf16>, tensor<3x1x384x128x192xbf16>, tensor<3x1x384x128x128xbf16>, tensor<3x384x16384xbf16>, tensor<3x1x384x7168xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x7168xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x18432xbf16>, tensor<3x1x384x18432xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x18432xbf16>, tensor<3x384x18432xbf16>, tensor<58x1x384x7168xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x7168xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x1536xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1536xbf16>, tensor<58x384x1536xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x512xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x512xbf16>, tensor<58x384x512xbf16>, tensor<58x1x384x128x192xbf16>, tensor<58x1x384x128x128xbf16>, tensor<58x1x384x128x192xbf16>, tensor<58x1x384x128x128xbf16>, tensor<58x384x16384xbf16>, tensor<58x1x384x7168xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x7168xbf16>, tensor<58x384x7168xf32>, tensor<58x7168x256xf32>, tensor<58x384x256xf32>, tensor<58x384x8xi64>, tensor<58x384x1xf32>, tensor<58x384x8xf32>, tensor<58x256x12x7168xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x7168xbf16>, tensor<58x384x8xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x2048xbf16>, tensor<58x1x384x2048xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x2048xbf16>, tensor<58x384x2048xbf16>, tensor<1x384x7168xf32>, tensor<1x384x1xf32>, tensor<1x384x1xf32>, tensor<1x384x7168xbf16>, tensor<384x7168xbf16>, tensor<384xi64>, tensor<384x129280xf32>, tensor<384x129280xf32>, tensor<f32>, tensor<1x384x64xbf16>, tensor<1x384x64xbf16> {

@@ -2,23 +2,23 @@
 // weights stacked in one sim.repeat. Regenerate with
 //   charon_ir.frontend.import_model("llama-3.1-70b", seq_len=32, batch=1, mode="train")
 builtin.module attributes {sim.model = "llama-3.1-70b", sim.mode = "train", sim.seq_len = 32 : i64, sim.batch = 1 : i64, sim.dtype = "bf16", sim.frontend = "charon-frontend-1", sim.hf_param_count = 70553706496 : i64, sim.free_ops = {aten._unsafe_view = 10 : i64, aten.clone = 2 : i64, aten.detach = 10 : i64, aten.expand = 3 : i64, aten.slice = 8 : i64, aten.t = 40 : i64, aten.transpose = 12 : i64, aten.unsqueeze = 3 : i64, aten.view = 36 : i64}, sim.generic_ops = {aten._log_softmax = 1 : i64, aten._log_softmax_backward_data = 1 : i64, aten.cat = 3 : i64, aten.embedding_dense_backward = 1 : i64, aten.nll_loss_backward = 1 : i64, aten.nll_loss_forward = 1 : i64, aten.slice_backward = 4 : i64}} {
-  %0 = sim.param "model.embed_tokens.weight" : tensor<128256x8192xbf16>
+  %0 = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<128256x8192xbf16>
   %1 = sim.input "buffer:model.rotary_emb.inv_freq" : tensor<64xf32>
   %2 = sim.input "buffer:model.rotary_emb.original_inv_freq" : tensor<64xf32>
   %3 = sim.input "tokens" : tensor<1x32xi64>
   %4 = sim.input "positions" : tensor<1x32xi64>
-  %5 = sim.param "model.norm.weight" : tensor<8192xbf16>
-  %6 = sim.param "lm_head.weight" : tensor<128256x8192xbf16>
+  %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<8192xbf16>
+  %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<128256x8192xbf16>
   %7 = sim.input "labels" : tensor<1x32xi64>
-  %8 = sim.param "model.layers[0:80].self_attn.q_proj.weight" : tensor<80x8192x8192xbf16>
-  %9 = sim.param "model.layers[0:80].self_attn.k_proj.weight" : tensor<80x1024x8192xbf16>
-  %10 = sim.param "model.layers[0:80].self_attn.v_proj.weight" : tensor<80x1024x8192xbf16>
-  %11 = sim.param "model.layers[0:80].self_attn.o_proj.weight" : tensor<80x8192x8192xbf16>
-  %12 = sim.param "model.layers[0:80].mlp.gate_proj.weight" : tensor<80x28672x8192xbf16>
-  %13 = sim.param "model.layers[0:80].mlp.up_proj.weight" : tensor<80x28672x8192xbf16>
-  %14 = sim.param "model.layers[0:80].mlp.down_proj.weight" : tensor<80x8192x28672xbf16>
-  %15 = sim.param "model.layers[0:80].input_layernorm.weight" : tensor<80x8192xbf16>
-  %16 = sim.param "model.layers[0:80].post_attention_layernorm.weight" : tensor<80x8192xbf16>
+  %8 = sim.param "model.layers[0:80].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<80x8192x8192xbf16>
+  %9 = sim.param "model.layers[0:80].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<80x1024x8192xbf16>
+  %10 = sim.param "model.layers[0:80].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<80x1024x8192xbf16>
+  %11 = sim.param "model.layers[0:80].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<80x8192x8192xbf16>
+  %12 = sim.param "model.layers[0:80].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<80x28672x8192xbf16>
+  %13 = sim.param "model.layers[0:80].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<80x28672x8192xbf16>
+  %14 = sim.param "model.layers[0:80].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<80x8192x28672xbf16>
+  %15 = sim.param "model.layers[0:80].input_layernorm.weight" {role = #sim.role<norm>} : tensor<80x8192xbf16>
+  %16 = sim.param "model.layers[0:80].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<80x8192xbf16>
   %17 = sim.input "grad_loss" : tensor<f32>
   %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52 = sim.phase "forward" -> tensor<f32>, tensor<1x32xi64>, tensor<80x1x32x8192xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x64x128xbf16>, tensor<80x1x32x8x128xbf16>, tensor<80x1x32x8x128xbf16>, tensor<80x1x32x64x128xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x8192xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x28672xbf16>, tensor<80x1x32x28672xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x28672xbf16>, tensor<80x32x28672xbf16>, tensor<1x32x8192xf32>, tensor<1x32x1xf32>, tensor<1x32x1xf32>, tensor<1x32x8192xbf16>, tensor<32x8192xbf16>, tensor<32xi64>, tensor<32x128256xf32>, tensor<32x128256xf32>, tensor<f32>, tensor<1x32x128xbf16>, tensor<1x32x128xbf16> {
     %53 = sim.embedding %0, %3 : (tensor<128256x8192xbf16>, tensor<1x32xi64>) -> tensor<1x32x8192xbf16>

@@ -2,25 +2,25 @@
 // (hidden 64, 4 heads of 16, ffn 256, vocab 256, 64 positions; train, batch 1, seq_len 24):
 // gpt3-6.7b's config with those fields replaced, through charon_ir.frontend.import_model.
 builtin.module attributes {sim.model = "tiny-gpt", sim.mode = "train", sim.seq_len = 24 : i64, sim.batch = 1 : i64, sim.dtype = "bf16", sim.frontend = "charon-frontend-4", sim.hf_param_count = 120576 : i64, sim.free_ops = {aten._unsafe_view = 1 : i64, aten.clone = 2 : i64, aten.detach = 6 : i64, aten.split = 1 : i64, aten.t = 13 : i64, aten.transpose = 12 : i64, aten.view = 34 : i64}, sim.generic_ops = {aten._log_softmax = 1 : i64, aten._log_softmax_backward_data = 1 : i64, aten.cat = 1 : i64, aten.embedding_dense_backward = 2 : i64, aten.native_layer_norm_backward = 3 : i64, aten.nll_loss_backward = 1 : i64, aten.nll_loss_forward = 1 : i64}} {
-  %0 = sim.param "transformer.wte.weight" : tensor<256x64xbf16>
+  %0 = sim.param "transformer.wte.weight" {role = #sim.role<embedding>} : tensor<256x64xbf16>
   %1 = sim.param "transformer.wpe.weight" : tensor<64x64xbf16>
   %2 = sim.input "tokens" : tensor<1x24xi64>
   %3 = sim.input "positions" : tensor<1x24xi64>
-  %4 = sim.param "transformer.ln_f.weight" : tensor<64xbf16>
-  %5 = sim.param "transformer.ln_f.bias" : tensor<64xbf16>
+  %4 = sim.param "transformer.ln_f.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %5 = sim.param "transformer.ln_f.bias" {role = #sim.role<norm>} : tensor<64xbf16>
   %6 = sim.input "labels" : tensor<1x24xi64>
-  %7 = sim.param "transformer.h[0:2].ln_1.weight" : tensor<2x64xbf16>
-  %8 = sim.param "transformer.h[0:2].ln_1.bias" : tensor<2x64xbf16>
-  %9 = sim.param "transformer.h[0:2].attn.c_attn.weight" : tensor<2x64x192xbf16>
-  %10 = sim.param "transformer.h[0:2].attn.c_attn.bias" : tensor<2x192xbf16>
-  %11 = sim.param "transformer.h[0:2].attn.c_proj.weight" : tensor<2x64x64xbf16>
-  %12 = sim.param "transformer.h[0:2].attn.c_proj.bias" : tensor<2x64xbf16>
-  %13 = sim.param "transformer.h[0:2].ln_2.weight" : tensor<2x64xbf16>
-  %14 = sim.param "transformer.h[0:2].ln_2.bias" : tensor<2x64xbf16>
-  %15 = sim.param "transformer.h[0:2].mlp.c_fc.weight" : tensor<2x64x256xbf16>
-  %16 = sim.param "transformer.h[0:2].mlp.c_fc.bias" : tensor<2x256xbf16>
-  %17 = sim.param "transformer.h[0:2].mlp.c_proj.weight" : tensor<2x256x64xbf16>
-  %18 = sim.param "transformer.h[0:2].mlp.c_proj.bias" : tensor<2x64xbf16>
+  %7 = sim.param "transformer.h[0:2].ln_1.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
+  %8 = sim.param "transformer.h[0:2].ln_1.bias" {role = #sim.role<norm>} : tensor<2x64xbf16>
+  %9 = sim.param "transformer.h[0:2].attn.c_attn.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x64x192xbf16>
+  %10 = sim.param "transformer.h[0:2].attn.c_attn.bias" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x192xbf16>
+  %11 = sim.param "transformer.h[0:2].attn.c_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<2x64x64xbf16>
+  %12 = sim.param "transformer.h[0:2].attn.c_proj.bias" {role = #sim.role<attention>} : tensor<2x64xbf16>
+  %13 = sim.param "transformer.h[0:2].ln_2.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
+  %14 = sim.param "transformer.h[0:2].ln_2.bias" {role = #sim.role<norm>} : tensor<2x64xbf16>
+  %15 = sim.param "transformer.h[0:2].mlp.c_fc.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x64x256xbf16>
+  %16 = sim.param "transformer.h[0:2].mlp.c_fc.bias" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x256xbf16>
+  %17 = sim.param "transformer.h[0:2].mlp.c_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<2x256x64xbf16>
+  %18 = sim.param "transformer.h[0:2].mlp.c_proj.bias" {role = #sim.role<mlp>} : tensor<2x64xbf16>
   %19 = sim.input "grad_loss" : tensor<f32>
   %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44 = sim.phase "forward" -> tensor<f32>, tensor<2x1x24x64xbf16>, tensor<2x1x24x1xbf16>, tensor<2x1x24x1xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x64xbf16>, tensor<2x1x24x1xbf16>, tensor<2x1x24x1xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x256xbf16>, tensor<2x1x24x256xbf16>, tensor<2x1x24x256xbf16>, tensor<2x1x24x256xbf16>, tensor<2x24x256xbf16>, tensor<1x24x64xbf16>, tensor<1x24x1xbf16>, tensor<1x24x1xbf16>, tensor<24x64xbf16>, tensor<24x256xf32>, tensor<f32> {
     %45 = sim.embedding %0, %2 : (tensor<256x64xbf16>, tensor<1x24xi64>) -> tensor<1x24x64xbf16>

@@ -2,23 +2,23 @@
 // ffn 128, vocab 256; train, batch 1, seq_len 24): llama-3.1-8b's config with those
 // fields replaced, through charon_ir.frontend.import_model.
 builtin.module attributes {sim.model = "tiny-llama", sim.mode = "train", sim.seq_len = 24 : i64, sim.batch = 1 : i64, sim.dtype = "bf16", sim.frontend = "charon-frontend-1", sim.hf_param_count = 106816 : i64, sim.free_ops = {aten._unsafe_view = 10 : i64, aten.clone = 2 : i64, aten.detach = 10 : i64, aten.expand = 3 : i64, aten.slice = 8 : i64, aten.t = 40 : i64, aten.transpose = 12 : i64, aten.unsqueeze = 3 : i64, aten.view = 36 : i64}, sim.generic_ops = {aten._log_softmax = 1 : i64, aten._log_softmax_backward_data = 1 : i64, aten.cat = 3 : i64, aten.embedding_dense_backward = 1 : i64, aten.nll_loss_backward = 1 : i64, aten.nll_loss_forward = 1 : i64, aten.slice_backward = 4 : i64}} {
-  %0 = sim.param "model.embed_tokens.weight" : tensor<256x64xbf16>
+  %0 = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<256x64xbf16>
   %1 = sim.input "buffer:model.rotary_emb.inv_freq" : tensor<8xf32>
   %2 = sim.input "buffer:model.rotary_emb.original_inv_freq" : tensor<8xf32>
   %3 = sim.input "tokens" : tensor<1x24xi64>
   %4 = sim.input "positions" : tensor<1x24xi64>
-  %5 = sim.param "model.norm.weight" : tensor<64xbf16>
-  %6 = sim.param "lm_head.weight" : tensor<256x64xbf16>
+  %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<256x64xbf16>
   %7 = sim.input "labels" : tensor<1x24xi64>
-  %8 = sim.param "model.layers[0:2].self_attn.q_proj.weight" : tensor<2x64x64xbf16>
-  %9 = sim.param "model.layers[0:2].self_attn.k_proj.weight" : tensor<2x32x64xbf16>
-  %10 = sim.param "model.layers[0:2].self_attn.v_proj.weight" : tensor<2x32x64xbf16>
-  %11 = sim.param "model.layers[0:2].self_attn.o_proj.weight" : tensor<2x64x64xbf16>
-  %12 = sim.param "model.layers[0:2].mlp.gate_proj.weight" : tensor<2x128x64xbf16>
-  %13 = sim.param "model.layers[0:2].mlp.up_proj.weight" : tensor<2x128x64xbf16>
-  %14 = sim.param "model.layers[0:2].mlp.down_proj.weight" : tensor<2x64x128xbf16>
-  %15 = sim.param "model.layers[0:2].input_layernorm.weight" : tensor<2x64xbf16>
-  %16 = sim.param "model.layers[0:2].post_attention_layernorm.weight" : tensor<2x64xbf16>
+  %8 = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x64x64xbf16>
+  %9 = sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x32x64xbf16>
+  %10 = sim.param "model.layers[0:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x32x64xbf16>
+  %11 = sim.param "model.layers[0:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<2x64x64xbf16>
+  %12 = sim.param "model.layers[0:2].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x128x64xbf16>
+  %13 = sim.param "model.layers[0:2].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x128x64xbf16>
+  %14 = sim.param "model.layers[0:2].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<2x64x128xbf16>
+  %15 = sim.param "model.layers[0:2].input_layernorm.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
+  %16 = sim.param "model.layers[0:2].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
   %17 = sim.input "grad_loss" : tensor<f32>
   %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50 = sim.phase "forward" -> tensor<f32>, tensor<2x1x24x64xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x2x16xbf16>, tensor<2x1x24x2x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x64xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x128xbf16>, tensor<2x1x24x128xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x128xbf16>, tensor<2x24x128xbf16>, tensor<1x24x64xf32>, tensor<1x24x1xf32>, tensor<1x24x1xf32>, tensor<1x24x64xbf16>, tensor<24x64xbf16>, tensor<24x256xf32>, tensor<24x256xf32>, tensor<f32>, tensor<1x24x16xbf16>, tensor<1x24x16xbf16> {
     %51 = sim.embedding %0, %3 : (tensor<256x64xbf16>, tensor<1x24xi64>) -> tensor<1x24x64xbf16>

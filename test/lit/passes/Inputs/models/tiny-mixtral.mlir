@@ -1,21 +1,21 @@
 builtin.module attributes {sim.model = "tiny-mixtral", sim.mode = "train", sim.seq_len = 256 : i64, sim.batch = 1 : i64, sim.dtype = "bf16", sim.frontend = "charon-frontend-5", sim.hf_param_count = 140096 : i64, sim.free_ops = {aten._unsafe_view = 7 : i64, aten.clone = 3 : i64, aten.detach = 12 : i64, aten.expand = 4 : i64, aten.slice = 8 : i64, aten.split = 1 : i64, aten.t = 30 : i64, aten.transpose = 20 : i64, aten.unsqueeze = 3 : i64, aten.view = 33 : i64}, sim.generic_ops = {aten._log_softmax = 1 : i64, aten._log_softmax_backward_data = 1 : i64, aten._softmax_backward_data = 1 : i64, aten.cat = 4 : i64, aten.embedding_dense_backward = 1 : i64, aten.new_zeros = 1 : i64, aten.nll_loss_backward = 1 : i64, aten.nll_loss_forward = 1 : i64, aten.scatter = 1 : i64, aten.slice_backward = 4 : i64}} {
-  %0 = sim.param "model.embed_tokens.weight" : tensor<128x64xbf16>
+  %0 = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<128x64xbf16>
   %1 = sim.input "buffer:model.rotary_emb.inv_freq" : tensor<8xf32>
   %2 = sim.input "buffer:model.rotary_emb.original_inv_freq" : tensor<8xf32>
   %3 = sim.input "tokens" : tensor<1x256xi64>
   %4 = sim.input "positions" : tensor<1x256xi64>
-  %5 = sim.param "model.norm.weight" : tensor<64xbf16>
-  %6 = sim.param "lm_head.weight" : tensor<128x64xbf16>
+  %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
+  %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<128x64xbf16>
   %7 = sim.input "labels" : tensor<1x256xi64>
-  %8 = sim.param "model.layers[0:2].self_attn.q_proj.weight" : tensor<2x64x64xbf16>
-  %9 = sim.param "model.layers[0:2].self_attn.k_proj.weight" : tensor<2x32x64xbf16>
-  %10 = sim.param "model.layers[0:2].self_attn.v_proj.weight" : tensor<2x32x64xbf16>
-  %11 = sim.param "model.layers[0:2].self_attn.o_proj.weight" : tensor<2x64x64xbf16>
-  %12 = sim.param "model.layers[0:2].mlp.gate.weight" : tensor<2x4x64xbf16>
-  %13 = sim.param "model.layers[0:2].mlp.experts.gate_up_proj" : tensor<2x4x128x64xbf16>
-  %14 = sim.param "model.layers[0:2].mlp.experts.down_proj" : tensor<2x4x64x64xbf16>
-  %15 = sim.param "model.layers[0:2].input_layernorm.weight" : tensor<2x64xbf16>
-  %16 = sim.param "model.layers[0:2].post_attention_layernorm.weight" : tensor<2x64xbf16>
+  %8 = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x64x64xbf16>
+  %9 = sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x32x64xbf16>
+  %10 = sim.param "model.layers[0:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x32x64xbf16>
+  %11 = sim.param "model.layers[0:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<2x64x64xbf16>
+  %12 = sim.param "model.layers[0:2].mlp.gate.weight" {role = #sim.role<router>} : tensor<2x4x64xbf16>
+  %13 = sim.param "model.layers[0:2].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<2x4x128x64xbf16>
+  %14 = sim.param "model.layers[0:2].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<2x4x64x64xbf16>
+  %15 = sim.param "model.layers[0:2].input_layernorm.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
+  %16 = sim.param "model.layers[0:2].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
   %17 = sim.input "grad_loss" : tensor<f32>
   %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50 = sim.phase "forward" -> tensor<f32>, tensor<2x1x256x64xf32>, tensor<2x1x256x1xf32>, tensor<2x1x256x64xbf16>, tensor<2x256x64xbf16>, tensor<2x1x256x4x16xbf16>, tensor<2x1x256x2x16xbf16>, tensor<2x1x256x2x16xbf16>, tensor<2x1x256x4x16xbf16>, tensor<2x256x64xbf16>, tensor<2x1x256x64xf32>, tensor<2x1x256x1xf32>, tensor<2x1x256x64xbf16>, tensor<2x256x64xbf16>, tensor<2x256x4xf32>, tensor<2x256x2xi64>, tensor<2x256x1xf32>, tensor<2x256x2xf32>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x256x2xbf16>, tensor<1x256x64xf32>, tensor<1x256x1xf32>, tensor<1x256x64xbf16>, tensor<256x64xbf16>, tensor<256x128xf32>, tensor<f32>, tensor<1x256x16xbf16>, tensor<1x256x16xbf16> {
     %51 = sim.embedding %0, %3 : (tensor<128x64xbf16>, tensor<1x256xi64>) -> tensor<1x256x64xbf16>
