@@ -134,6 +134,11 @@ class TrainingConfig:
     """With fp8: the layers' GEMM weights are kept in fp8 (memory-analysis'
     `fp8-params`: NeMo's `fp8_params`, Megatron's `--fp8-param-gather`). Their
     ZeRO gathers are still priced at the IR's 16 bits."""
+    zero3_live_params: int = 0
+    """Under ZeRO-3 / FSDP: the most parameter elements gathered at once
+    (memory-analysis' `zero3-live-params`: DeepSpeed's `stage3_max_live_parameters`
+    plus its prefetch bucket); 0: the largest layer twice (FSDP's block-by-block
+    gathers). Memory only: the gathers are priced layer by layer either way."""
     grad_bytes: int = 2
     """Bytes per element of the gradient buffer (memory-analysis' `grad-bytes`):
     2, gradients kept in bf16; 4, Megatron's fp32 main gradients (`--bf16` without
@@ -400,6 +405,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     # linears' inputs saved in fp8
     fp8 = config.precision == "fp8"
     memory: dict[str, Any] = {"limit_gb": config.memory_limit_gb, "grad_bytes": config.grad_bytes}
+    if config.zero3_live_params:
+        memory["zero3_live_params"] = config.zero3_live_params
     if fp8:
         memory["fp8"] = True
         if config.fp8_params:
@@ -441,7 +448,8 @@ def _memory(module, config: TrainingConfig) -> list:
     """Per-stage memory of a module memory-analysis has checked."""
     fp8 = config.precision == "fp8"
     return analyze_memory(module, Target.from_module(module), grad_bytes=config.grad_bytes,
-                          fp8=fp8, fp8_params=fp8 and config.fp8_params)
+                          fp8=fp8, fp8_params=fp8 and config.fp8_params,
+                          zero3_live_params=config.zero3_live_params)
 
 
 def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any

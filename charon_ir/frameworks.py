@@ -142,6 +142,16 @@ _MEGATRON_LM_2022: tuple[Rule, ...] = tuple(
     for rule in _MEGATRON_LM_2021
 )
 
+def _zero3(resolved: Resolved) -> bool:
+    return bool(resolved.get("fsdp")) or resolved.get("zero", 0) == 3
+
+
+_DEEPSPEED_LIVE_PARAMETERS = Rule(
+    "zero3_live_params", lambda r: 1_000_000_000 + 50_000_000,
+    "ZeRO-3 gathers module by module: stage3_max_live_parameters 1e9 plus stage3_prefetch_bucket_size "
+    "5e7 elements at most (deepspeed/runtime/zero/constants.py)", applies=_zero3)
+
+
 FRAMEWORKS: dict[str, Framework] = {
     f.name: f
     for f in (
@@ -190,12 +200,13 @@ FRAMEWORKS: dict[str, Framework] = {
             "deepspeed-0.3",
             "DeepSpeed 0.3-0.5 with Megatron-LM (2021): ZeRO stage as given, no flash attention",
             (Rule("fuse_attention", lambda r: False,
-                  "Megatron-LM's fused scale-mask-softmax around materialised scores (before 2023)"),),
+                  "Megatron-LM's fused scale-mask-softmax around materialised scores (before 2023)"),
+             _DEEPSPEED_LIVE_PARAMETERS),
         ),
         Framework(
             "deepspeed",
             "DeepSpeed ZeRO (0.10 on): ZeRO stage as given, flash attention",
-            (),
+            (_DEEPSPEED_LIVE_PARAMETERS,),
         ),
         Framework(
             "fsdp2",

@@ -12,6 +12,10 @@ Options:
 - fp8-params: the layers' GEMM weights are kept in fp8 (Transformer Engine's fp8
   primary weights: NeMo's `fp8_params`, Megatron's `--fp8-param-gather`), one
   byte an element (default false).
+- zero3-live-params: under ZeRO-3, the most parameter elements gathered at once
+  (DeepSpeed's `stage3_max_live_parameters` plus its prefetch bucket; a single
+  weight larger than it is gathered whole); 0 (default): the largest layer's
+  parameters twice, the running layer's and the prefetched one's (FSDP).
 
 Each `sim.stage` (or the module, when the step is not pipelined) gets
 `sim.memory`: one dictionary per physical stage it runs, in bytes:
@@ -44,6 +48,7 @@ class MemoryAnalysisPass(ModulePass):
     grad_bytes: int = 2
     fp8: bool = False
     fp8_params: bool = False
+    zero3_live_params: int = 0
 
     def limit_bytes(self, module: ModuleOp) -> float | None:
         if not self.limit_gb >= 0:  # NaN fails too; inf: no limit
@@ -55,11 +60,15 @@ class MemoryAnalysisPass(ModulePass):
         return Target.from_module(module).gpu.hbm_bytes
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.zero3_live_params < 0:
+            raise CharonError(f"memory-analysis: option 'zero3-live-params' must be >= 0, "
+                              f"got {self.zero3_live_params}")
         if self.grad_bytes not in (2, 4):
             raise CharonError(f"memory-analysis: option 'grad-bytes' must be 2 or 4, got {self.grad_bytes}")
         limit = self.limit_bytes(op)
         results = {r.stage: r for r in analyze_memory(op, grad_bytes=self.grad_bytes, fp8=self.fp8,
-                                                          fp8_params=self.fp8_params)}
+                                                          fp8_params=self.fp8_params,
+                                                          zero3_live_params=self.zero3_live_params)}
         stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         if not stages:
             op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])

@@ -16,7 +16,10 @@ states add up, and each chunk's micro-batches are tracked on their own.
 Communication buffers: what collectives write that is not an activation, the
 largest one of the stage (a weight gathered for a layer, a data-parallel bucket
 gathered or reduced), plus under ZeRO-3 the gathered parameters of the largest
-layer, twice (the layer running and the one being prefetched). A collective over
+layer, twice (the layer running and the one being prefetched, as FSDP gathers
+block by block), or with `zero3_live_params` at most that many elements (DeepSpeed's
+`stage3_max_live_parameters` and prefetch bucket) and never less than the largest
+single weight. A collective over
 activations (a tensor-parallel all-reduce, a pipeline send or receive) writes an
 activation, which liveness counts; NCCL's own staging buffers are not modelled.
 """
@@ -122,19 +125,28 @@ def gib(n: float) -> str:
     return f"{n / GIB:.1f}"
 
 
-def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots) -> int:
+def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots, zero3_live_params: int = 0) -> int:
     largest = 0
     for op in block.walk():
         if isinstance(op, coll.CollectiveOp):
             sizes = [value_bytes(r) for r in op.results if roots.root(r) == STATIC]
             largest = max([largest, *sizes])
     if data_parallel.zero >= 3 and data_parallel.dense_replicas > 1:
-        layer = 0
+        layer = weight = element = 0
         for op in block.walk():
             if isinstance(op, sim.RepeatOp) and op.trip_count > 0:
                 params = [s for s in op.slices if isinstance(s.owner, sim.ParamOp)]
                 layer = max(layer, sum(value_bytes(s) for s in params) // op.trip_count)
-        largest += 2 * layer
+                for s in params:
+                    weight = max(weight, value_bytes(s) // op.trip_count)
+                    element = element or sim.element_bytes(s.type.element_type)  # pyright: ignore[reportAttributeAccessIssue]
+        gathered = 2 * layer
+        if zero3_live_params:
+            # DeepSpeed gathers module by module and frees what it will not
+            # reuse soon, keeping at most `zero3_live_params` elements; one
+            # weight larger than that is still gathered whole
+            gathered = min(gathered, max(zero3_live_params * element, weight))
+        largest += gathered
     return largest
 
 
@@ -150,7 +162,7 @@ class _StageClass:
 
 def _stage_class(
     block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False,
-    fp8: bool = False, fp8_params: bool = False,
+    fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0,
 ) -> _StageClass:
     states = model_states(block, data_parallel, grad_bytes, fp8_params)
     roots = Roots()
@@ -162,7 +174,7 @@ def _stage_class(
         states.params,
         states.grads,
         states.optimizer,
-        _comm_buffers(block, data_parallel, roots),
+        _comm_buffers(block, data_parallel, roots, zero3_live_params),
     )
 
 
@@ -188,25 +200,28 @@ def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
 
 def analyze_memory(
     module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES,
-    fp8: bool = False, fp8_params: bool = False,
+    fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0,
 ) -> list[StageMemory]:
     """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
     target is not needed for the byte counts; it is accepted so that callers
     that hold one pass it as for every other analysis. `fp8`: Transformer
     Engine's fp8 training, whose linears save their inputs in fp8
     (`liveness.fp8_saved_gemm_inputs`); `fp8_params`, whose GEMM weights are
-    kept in fp8 (`states.model_states`)."""
+    kept in fp8 (`states.model_states`); `zero3_live_params`, the most parameter
+    elements ZeRO-3 holds gathered at once (0: two whole layers)."""
     del target
     data_parallel = DataParallel.from_module(module)
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if not stages:
-        cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8, fp8_params=fp8_params)
+        cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8, fp8_params=fp8_params,
+                           zero3_live_params=zero3_live_params)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
         return [_result(0, [cls], acts)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, _StageClass] = {}
     for op in stages:
-        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8, fp8_params)
+        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8, fp8_params,
+                           zero3_live_params)
         for v in op.stage_ids():
             by_virtual[v] = cls
     results = []

@@ -10,6 +10,9 @@
 // RUN: not charon-opt %s -p 'memory-analysis{grad-bytes=3}' 2>&1 | filecheck %s --check-prefix=BAD-GRAD
 // RUN: charon-opt %s -p 'memory-analysis{limit-gb=80 fp8=true}' | filecheck %s --check-prefix=FP8
 // RUN: charon-opt %s -p 'memory-analysis{limit-gb=80 fp8=true fp8-params=true}' | filecheck %s --check-prefix=FP8-PARAMS
+// RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80}' | filecheck %s --check-prefix=ZERO3
+// RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80 zero3-live-params=100}' | filecheck %s --check-prefix=ZERO3-LIVE
+// RUN: not charon-opt %s -p 'memory-analysis{zero3-live-params=-1}' 2>&1 | filecheck %s --check-prefix=BAD-LIVE
 
 // Four GPT layers, s = 2048, b = 1, h = 4096, a = 32 (sbh = 8388608), saving
 // what Megatron-LM saves. Per layer (Korthikanti et al. 2022):
@@ -43,6 +46,14 @@
 // OOM-PP: charon-opt: error: memory-analysis: stage 0 needs 10.2 GiB of 10.0 GiB: optimizer states 4.5 GiB, activations 4.2 GiB, parameters 0.8 GiB
 // BAD-LIMIT: charon-opt: error: memory-analysis: option 'limit-gb' must be >= 0, got -1
 // BAD-GRAD: charon-opt: error: memory-analysis: option 'grad-bytes' must be 2 or 4, got 3
+
+// ZeRO-3 gathers: the largest collective buffer (26214400) plus a whole layer's
+// parameters twice (2 x 402653184 + 2 x 16384 of norms) under FSDP's block-by-block
+// gathers; with zero3-live-params (DeepSpeed's stage3_max_live_parameters) at most
+// that many elements, but never less than the largest weight (4096 x 16384, 134217728).
+// ZERO3:       comm_buffers = 831553536 : i64
+// ZERO3-LIVE:  comm_buffers = 160432128 : i64
+// BAD-LIVE:    charon-opt: error: memory-analysis: option 'zero3-live-params' must be >= 0, got -1
 
 builtin.module {
 
