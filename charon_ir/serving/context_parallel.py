@@ -254,7 +254,9 @@ def _price_prefill(shape: ReplicaShape, degree: int, mode: str, tokens: int) -> 
         except CharonError as e:
             raise CharonError(f"--cp-mode {mode} with cp degree {degree}: {e}") from None
     _pass("set-target", hardware=shape.hardware, gpus=shape.tp * degree).apply(ctx, module)
-    _pass("cost-annotate", engines=("analytic",)).apply(ctx, module)
+    # fp8 serving runs its GEMMs in fp8, as the replica's step model prices them
+    # (latency._price_module); attention and the collectives stay 16-bit
+    _pass("cost-annotate", engines=("analytic",), fp8_gemms=shape.precision == "fp8").apply(ctx, module)
     return _priced_parts(module)
 
 

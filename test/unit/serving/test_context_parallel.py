@@ -85,6 +85,15 @@ def test_zigzag_ring_splits_the_causal_work_evenly():
     assert local4 < local1 / 2
 
 
+def test_fp8_prefill_runs_its_gemms_in_fp8():
+    """--precision fp8 reaches the cp prefill's pricing as the step model's: the
+    token-local work (GEMMs) is cheaper, attention and the ring are the same."""
+    bf16 = cp._price_prefill(ReplicaShape("llama-3.1-8b", "H100-SXM5-80GB"), 2, "ring", 8192)
+    fp8 = cp._price_prefill(ReplicaShape("llama-3.1-8b", "H100-SXM5-80GB", precision="fp8"), 2, "ring", 8192)
+    assert fp8[0] < 0.8 * bf16[0]
+    assert fp8[1:] == pytest.approx(bf16[1:])
+
+
 def test_ulysses_pays_its_all_to_alls_on_the_critical_path(tiny_shape):
     ring = cp.prefill_table(tiny_shape, 2, "ring", 4096, 0.0, use_cache=False)
     ulysses = cp.prefill_table(tiny_shape, 2, "ulysses", 4096, 0.0, use_cache=False)
