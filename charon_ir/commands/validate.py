@@ -31,7 +31,8 @@ def validate_command(
         str, typer.Option("--set", help="a JSON file of records (default: the shipped published.json)")
     ] = "",
     only: Annotated[
-        str | None, typer.Option("--only", help="training, inference, kernel, comm or layer (default: all)")
+        str | None, typer.Option("--only", help="training, inference, long-context, kernel, comm or layer "
+                                 "(default: all)")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     live: Annotated[

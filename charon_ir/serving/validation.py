@@ -12,6 +12,13 @@ prediction in the record's own unit, for `charon validate --only inference`:
 
 Both time whole `GptSession::generate()` calls, so each static batch is charged
 the runtime's fixed per-call host time (TRTLLM_GPTSESSION_CALL_OVERHEAD_S).
+
+A long-context record (`long_context_inference`: `strategy.cp` ranks of tp x pp
+GPUs prefill one prompt) is the TTFT of that prompt alone under
+`serve --cp-policy fixed:CP --cp-ranks CP --cp-mode MODE`, one output token: the
+prefill priced through `shard-context` (context_parallel.py). A prompt longer
+than the bundled model's context runs the same architecture with its context
+raised to the prompt (`model_with_context`), as the measured run did.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ MODEL_NAMES = {
     "llama-2-7b": "llama-2-7b",
     "llama-2-70b": "llama-2-70b",
     "llama-2-13b": "llama-2-13b",
+    "llama-3.1-405b": "llama-3.1-405b",
 }
 GPU_NAMES = (
     ("H100", "SXM", "H100-SXM5-80GB"),
@@ -110,10 +118,73 @@ def inference_records() -> list[dict[str, Any]]:
     return [r for r in published_records() if r.get("category") == "inference"]
 
 
+def model_with_context(model: str, tokens: int) -> str:
+    """`model`, or, when `tokens` exceed its context, a config.json of the same
+    model with `max_position_embeddings` raised to `tokens` (written once under
+    the validation cache): the context only bounds the requests, the architecture
+    is what is priced."""
+    from charon_ir.frontend import load_config
+    from charon_ir.validation import cache_directory
+    from charon_ir.validation.training import config_path
+
+    _, config = load_config(model)
+    if tokens <= int(config.get("max_position_embeddings") or 0):
+        return model
+    return str(config_path(dict(config, max_position_embeddings=tokens), cache_directory(), f"{model}-context"))
+
+
+def _long_context_options(record: dict[str, Any]) -> dict[str, Any]:
+    """`serve`'s options of a long-context record: its prompt alone on a group of
+    `strategy.cp` ranks, one output token."""
+    strategy = record["strategy"]
+    if record["metric"] != "first_token_latency":
+        raise CharonError(f"record {record.get('id')}: a long-context record compares first_token_latency, "
+                          f"got '{record['metric']}'")
+    cp = int(strategy["cp"])
+    input_len = int(strategy["input_len"])
+    return dict(model=model_with_context(model_of(record), input_len + 1), hardware=hardware_of(record),
+                tp=int(strategy["tp"]), pp=int(strategy.get("pp") or 1), precision=precision_of(record),
+                batch=1, input_len=input_len, output_len=1, cp_policy=(f"fixed:{cp}",), cp_ranks=cp,
+                cp_mode=str(strategy.get("cp_mode", "ring")))
+
+
+def reproduce_long_context_record(record: dict[str, Any]) -> float:
+    """The first-token latency of the record's prompt prefilled alone by
+    `strategy.cp` ranks (`fixed:CP`), in the record's unit."""
+    from charon_ir.serving.api import serve
+
+    options = _long_context_options(record)
+    report = serve(options.pop("model"), **options)
+    unit = record["unit"].split()[0]  # checked when the records were read
+    return report["ttft_s"]["mean"] * LATENCY_UNITS[unit]
+
+
+def long_context_terms(record: dict[str, Any]) -> str:
+    """What the predicted prefill of a long-context record is made of (the cp
+    prefill table `serve` priced it with): token-local work, attention and the
+    cp collectives, in seconds."""
+    from charon_ir.serving import context_parallel as cp
+    from charon_ir.serving.latency import ReplicaShape
+
+    options = _long_context_options(record)
+    shape = ReplicaShape(options["model"], options["hardware"], options["tp"], options["pp"],
+                         precision=options["precision"])
+    degree, n, mode = options["cp_ranks"], options["input_len"], options["cp_mode"]
+    table = cp.prefill_table(shape, degree, mode, n + 1, 0.0)
+    terms = (f"{mode} cp {degree} x tp {shape.tp} ({shape.precision}): token-local {table.local(n):.3g} s, "
+             f"attention {table.attention(float(n) * n):.3g} s")
+    if degree > 1:
+        terms += f", cp collectives {table.comm(n):.3g} s" + (" (overlapped with attention)" if mode == "ring"
+                                                                else "")
+    return terms
+
+
 def reproduce_inference_record(record: dict[str, Any]) -> float:
     """The predicted value of `record`, in the record's unit."""
     from charon_ir.serving.api import serve
 
+    if record.get("category") == "long_context_inference":
+        return reproduce_long_context_record(record)
     strategy = record["strategy"]
     tp = int(strategy.get("tp", 1))
     pp = int(strategy.get("pp", 1) or 1)

@@ -22,10 +22,20 @@ CATEGORY_GROUP = {
     "training": "training",
     "training_microbenchmark": "layer",
     "inference": "inference",
+    "long_context_inference": "long-context",
     "kernel_microbenchmark": "kernel",
     "comm_microbenchmark": "comm",
 }
 """The group (`charon validate --only`) each record category belongs to."""
+
+REPORTED_GROUPS = {
+    "long-context": "context-parallel prefills of a published paper whose setup is read from its "
+    "abstract and introduction only (the rest assumed, named per record): each record's error is "
+    "printed, not judged",
+}
+"""Groups whose records are compared and printed but left out of the overall MAPE
+and of `--max-mape` / `--max-error` (their own group's MAPE is printed), each with
+the reason."""
 
 
 def cache_directory() -> Path:
@@ -103,6 +113,9 @@ CATEGORY_FIELDS = {
     "inference": (("strategy", "batch_size", 1, False), ("strategy", "input_len", 1, True),
                   ("strategy", "output_len", 1, True), ("strategy", "tp", 1, False),
                   ("strategy", "pp", 1, False)),
+    "long_context_inference": (("strategy", "input_len", 1, True), ("strategy", "output_len", 1, True),
+                               ("strategy", "tp", 1, True), ("strategy", "pp", 1, False),
+                               ("strategy", "cp", 1, True)),
 }
 """(part, key, least value, required) of the integers the other records' runs read
 (an attention record's fields when it is one; a GEMM's shape is `shape_MxNxK`)."""
@@ -170,6 +183,17 @@ def _check_record(record: dict[str, Any], where: str) -> None:
             and "batch_size" not in record["strategy"]):
         raise CharonError(f"{where} ('{record['id']}'): an inference throughput record needs "
                           "'strategy.batch_size' (its static batch)")
+    if record["category"] == "long_context_inference":
+        # one prompt prefilled by cp ranks of tp x pp GPUs: its first-token latency
+        if record["metric"] != "first_token_latency":
+            raise CharonError(f"{where} ('{record['id']}'): a long-context record compares "
+                              f"'first_token_latency', got metric '{record['metric']}'")
+        strategy = record["strategy"]
+        degrees = [strategy["tp"], strategy.get("pp") or 1, strategy["cp"]]
+        gpus = record["hardware"].get("num_gpus")
+        if math.prod(degrees) != gpus:
+            raise CharonError(f"{where} ('{record['id']}'): tp x pp x cp = {' x '.join(map(str, degrees))} "
+                              f"is not 'hardware.num_gpus' ({json.dumps(gpus)})")
     # context-parallel ranks are a degree of their own (dp counts replicas)
     degrees = [record["strategy"].get(k, 1 if k == "cp" else None) for k in ("tp", "pp", "cp", "dp")]
     if record["category"] == "training" and all(isinstance(d, int) and not isinstance(d, bool)

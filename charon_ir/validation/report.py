@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from charon_ir.validation.runner import GATE_EXCEPTIONS, RecordResult, Summary
+from charon_ir.validation.runner import GATE_EXCEPTIONS, REPORTED_GROUPS, RecordResult, Summary
 from charon_ir.validation.training import SOURCE_FLOPS
 
 
@@ -22,7 +22,7 @@ def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) 
     lines = []
     width = max((len(r.id) for r in results), default=10)
     lines.append(f"{'record':{width}}  {'measured':>9} {'predicted':>9} {'error':>7}  quantity / notes")
-    for group in ("training", "inference", "kernel", "comm", "layer", "?"):
+    for group in ("training", "inference", "long-context", "kernel", "comm", "layer", "?"):
         rows = [r for r in results if r.group == group]
         if not rows:
             continue
@@ -41,6 +41,11 @@ def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) 
         lines.append("")
         lines.append("Not judged by --max-error (kept in the MAPE):")
         lines += [f"  {rid}: {GATE_EXCEPTIONS[rid]}" for rid in excepted]
+    reported = sorted({r.group for r in results if r.group in REPORTED_GROUPS and r.error is not None})
+    if reported:
+        lines.append("")
+        lines.append("Reported, not in the overall MAPE nor judged by --max-mape / --max-error:")
+        lines += [f"  {group}: {REPORTED_GROUPS[group]}" for group in reported]
     margins = sorted(r.memory_margin for r in results if r.memory_margin is not None)
     if margins:
         over = sum(m < 0 for m in margins)
@@ -54,12 +59,13 @@ def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) 
         lines.append("FLOP/s records are converted to iteration time with the source's own FLOP count:")
         lines += [f"  {source}: {SOURCE_FLOPS[source]}" for source in formulas]
     lines.append("")
-    lines.append(f"{'group':10} {'source':16} {'records':>7} {'MAPE':>7} {'max|err|':>8} "
+    groups = max([10] + [len(s.group) for s in summary])
+    lines.append(f"{'group':{groups}} {'source':16} {'records':>7} {'MAPE':>7} {'max|err|':>8} "
                  f"{'bias':>7}  not compared")
     for s in summary:
         mape = "-" if s.mape is None else f"{s.mape * 100:.1f}%"
         worst = "-" if s.max_abs_error is None else f"{s.max_abs_error * 100:.1f}%"
-        lines.append(f"{s.group:10} {s.source:16} {s.compared:7d} {mape:>7} {worst:>8} "
+        lines.append(f"{s.group:{groups}} {s.source:16} {s.compared:7d} {mape:>7} {worst:>8} "
                      f"{_pct(s.bias):>7}  {s.skipped}")
     return "\n".join(lines)
 
@@ -69,4 +75,6 @@ def results_json(results: Sequence[RecordResult], summary: Sequence[Summary]) ->
         "records": [r.to_json() for r in results],
         "summary": [asdict(s) for s in summary],
         "max_error_exceptions": {r.id: GATE_EXCEPTIONS[r.id] for r in results if r.id in GATE_EXCEPTIONS},
+        "reported_groups": {g: REPORTED_GROUPS[g] for g in sorted({r.group for r in results})
+                            if g in REPORTED_GROUPS},
     }
