@@ -75,6 +75,7 @@ def simulate_command(
     global_batch: Annotated[int, Opt("--global-batch", help="sequences per step (0: dp x micro-batch)")] = 0,
     micro_batch: Annotated[int, Opt("--micro-batch")] = 1,
     recompute: Annotated[str, Opt("--recompute", help="none | selective | full")] = "none",
+    recompute_modules: Annotated[str, Opt("--recompute-modules", help="with --recompute selective: the sub-blocks recomputed, comma separated: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts (default: core_attn, as Megatron-Core's)")] = "",
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
     fp8_params: Annotated[bool, Opt("--fp8-params/--no-fp8-params", help="with fp8: the linears' weights kept in fp8 (NeMo's fp8_params; nemo-24.07 and megatron-bridge: on)")] = False,
     fp8_recipe: Annotated[str, Opt("--fp8-recipe", help="with fp8: delayed | current | mxfp8 | blockwise (megatron-core: delayed, mxfp8 on Blackwell)")] = "delayed",
@@ -191,6 +192,7 @@ def step_options(ctx: typer.Context, params: dict[str, Any]) -> dict[str, Any]:
         tp=p["tp"], pp=p["pp"], dp=p["dp"], cp=p["cp"], ep=p["ep"], vpp=p["vpp"],
         pp_layout=parse_layout(p["pp_layout"]), seq_len=p["seq_len"], global_batch=p["global_batch"],
         micro_batch=p["micro_batch"], recompute=p["recompute"], precision=p["precision"],
+        recompute_modules=tuple(m for m in p.get("recompute_modules", "").split(",") if m),
         schedule=p["schedule"], fuse=p["fuse"], engines=tuple(p["engines"].split(",")),
         host_launch_s=p.get("host_launch_us", 0.0) * 1e-6, **given,
     )

@@ -133,3 +133,15 @@ def test_recomputed_module_prints_and_parses_back(model: str, layout: dict, modu
     assert any(RECOMPUTE_ATTR in op.attributes for op in module.walk())
     text = str(module)
     assert str(parse_module(text)) == text
+
+
+TINY_LLAMA = Path(__file__).parents[3] / "examples" / "llama_tiny_config.json"
+
+
+def test_simulate_flag_refuses_bad_modules_in_one_line(charon_fails):
+    base = ("simulate", "--model", str(TINY_LLAMA), "--gpus", "1", "--seq-len", "128")
+    assert charon_fails(*base, "--recompute-modules", "mlp") == (
+        "error: --recompute-modules needs --recompute selective, got --recompute none")
+    assert charon_fails(*base, "--recompute", "selective", "--recompute-modules", "ffn") == (
+        "error: --recompute-modules: unknown module 'ffn' (known: core_attn, layernorm, mla_up_proj, "
+        "mlp, moe, moe_act, shared_experts)")
