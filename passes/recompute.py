@@ -4,6 +4,19 @@ Recomputation in Large Transformer Models").
 
 Options:
 - policy: none | selective | full (default none).
+- modules: with policy=selective, the sub-blocks recomputed, Megatron-Core's
+  --recompute-modules names: core_attn (the default, as Megatron-Core's),
+  layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts
+  (`charon_ir.parallel.sub_blocks` says how each is found).
+
+selective with modules other than core_attn: each named sub-block of every
+layer repeat is cloned into the backward body right before the first backward
+op that reads one of its values, fed by its inputs, which the forward saves
+instead (stacked per layer when the forward did not already); what the backward
+read of the sub-block's values is read from the clone, and what the forward
+saved only for that is no longer saved (Megatron-Core's `CheckpointWithoutOutput`
+and `checkpoint` around a module). The clones are marked `sim.recompute =
+"selective"`; the backward gains exactly their FLOPs.
 
 selective: the attention core is recomputed in backward. Before each
 `sim.attention_grad` of a non-flash attention, a clone of its forward
