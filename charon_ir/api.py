@@ -580,23 +580,9 @@ def time_module(
                                vpp=config.vpp, blocking=tuple(config.blocking_comm),
                                host_launch=config.host_launch_s, tier=tier,
                                trace=trace, plot=plot)
-    if stage_gpus:
-        _on_stage_gpus(report, target, stage_gpus)
     # the energy of the step as timed (extrapolated from fewer micro-batches too)
     return add_training_energy(report, target, stage_gpus)
 
-
-def _on_stage_gpus(report: dict[str, Any], target: Target, stage_gpus: list) -> None:
-    """A pipeline over several kinds of GPU (a cluster of several node kinds):
-    each stage names its GPU, and MFU and HFU are shares of the job's mean peak
-    (every stage has as many GPUs)."""
-    for stage, gpu in zip(report["stages"], stage_gpus):
-        stage["hardware"] = gpu.name
-    report["breakdown"]["hardware"] = stage_gpus[report["breakdown"]["stage"]].name
-    mean_peak = sum(g.peak("bf16") for g in stage_gpus) / len(stage_gpus)
-    for key in ("mfu", "hfu"):
-        report[key] *= target.gpu.peak("bf16") / mean_peak
-    report["hardware"] = "+".join(dict.fromkeys(g.name for g in stage_gpus))
 
 
 def simulate_file(

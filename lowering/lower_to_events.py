@@ -78,7 +78,7 @@ from charon_ir.passes.pipeline import PIPELINE_ATTR
 from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR, schedule_marks
 from charon_ir.passes.set_target import check_grids_fit
-from charon_ir.target.target import Target
+from charon_ir.target.target import NODE_KIND_ATTR, PROGRAM_HARDWARE_ATTR, Target
 
 COMPUTE_STREAM = "compute"
 HOST_STREAM = "host"
@@ -524,6 +524,10 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
         recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], "backward")) for c in range(vpp))
         if recomputed:
             attrs[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed, 64)
+        kind = by_virtual[s].attributes.get(NODE_KIND_ATTR)
+        if target.heterogeneous and isinstance(kind, StringAttr) and target.cluster is not None:
+            # a stage on a cluster of several node kinds names its GPU for the report
+            attrs[PROGRAM_HARDWARE_ATTR] = StringAttr(target.cluster.kind(kind.data).gpu.ref)
         programs.append(_program(f"stage{s}", target.gpus // pp, body, streams, **attrs))
     return programs
 

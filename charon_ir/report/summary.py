@@ -16,6 +16,7 @@ from charon_ir.dialects.event import RECOMPUTE_FLOPS
 from charon_ir.report.energy import add_training_energy
 from charon_ir.runtime.program import KIND_COMPUTE
 from charon_ir.runtime.timeline import ANY_AXIS, Timeline, exposed_by_axis, measure
+from charon_ir.target.hardware import load_gpu
 from charon_ir.target.target import Target
 
 
@@ -58,7 +59,15 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
     recomputed = sum(p.attributes.get(RECOMPUTE_FLOPS, 0.0) * p.ranks for p in program.programs)
     model_flops_per_gpu = (job_flops - recomputed) / target.gpus
     tflops = flops_per_gpu / makespan / 1e12 if makespan > 0 else 0.0
-    peak = target.gpu.peak("bf16") / 1e12
+    # a pipeline over several kinds of GPU: each stage on its own, MFU and HFU
+    # shares of the job's mean peak
+    stage_gpus = [load_gpu(p.hardware) if p.hardware else target.gpu for p in program.programs]
+    mixed = any(p.hardware for p in program.programs)
+    peak = (sum(g.peak("bf16") * p.ranks for g, p in zip(stage_gpus, program.programs))
+            / sum(p.ranks for p in program.programs) if mixed else target.gpu.peak("bf16")) / 1e12
+    if mixed:
+        for stage, gpu in zip(stages, stage_gpus):
+            stage["hardware"] = gpu.name
     tokens = sum(p.attributes.get("tokens", 0) for p in program.programs)
     streams = {
         name: {"busy_s": busy, "utilization": busy / makespan if makespan else 0.0}
@@ -77,7 +86,7 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
         "streams": streams,
         "engines": dict(sorted(program.engines.items())),
         "events": program.num_events,
-        "hardware": target.gpu.name,
+        "hardware": "+".join(dict.fromkeys(g.name for g in stage_gpus)) if mixed else target.gpu.name,
         "gpus": target.gpus,
     }
-    return add_training_energy(report, target)
+    return add_training_energy(report, target, stage_gpus if mixed else None)

@@ -18,6 +18,7 @@ from xdsl.ir import Block, SSAValue
 from charon_ir.dialects import event
 from charon_ir.errors import CharonError
 from charon_ir.runtime.fold import LoopFolding, LoopSummary, is_foldable
+from charon_ir.target.target import PROGRAM_HARDWARE_ATTR
 from charon_ir.runtime.program import (
     KIND_COMM,
     KIND_COMPUTE,
@@ -232,6 +233,11 @@ def _int(attr) -> float:
     return float(attr.value.data) if isinstance(attr, IntegerAttr) else 0.0
 
 
+def _program_hardware(program: event.ProgramOp) -> str:
+    hardware = program.attributes.get(PROGRAM_HARDWARE_ATTR)
+    return hardware.data if isinstance(hardware, StringAttr) else ""
+
+
 def _program_attributes(program: event.ProgramOp) -> dict[str, float]:
     return {
         k: v.value.data for k, v in program.attributes.items() if isinstance(v, (IntegerAttr, FloatAttr))
@@ -282,7 +288,8 @@ def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=Non
                 stream_program.append(index)
         builder.run_block(program.body.block)
         infos.append(
-            ProgramInfo(program.sym_name.data, program.ranks.value.data, _program_attributes(program))
+            ProgramInfo(program.sym_name.data, program.ranks.value.data, _program_attributes(program),
+                        _program_hardware(program))
         )
         for op in program.walk():
             eng = op.attributes.get("engine")

@@ -33,6 +33,9 @@ class ProgramInfo:
     name: str
     ranks: int
     attributes: dict[str, float] = field(default_factory=dict)
+    hardware: str = ""
+    """The GPU (a ref) the program's ranks are, where it is not the target's (a
+    pipeline over a cluster of several node kinds)."""
 
 
 @dataclass

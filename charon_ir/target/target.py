@@ -23,6 +23,8 @@ TARGET_ATTR = "sim.target"
 NODE_KIND_ATTR = "node_kind"
 """On a `sim.stage` of a module targeted at a cluster of several node kinds: the
 kind (a `node` block's label) its ranks sit on, set by `set-target`."""
+PROGRAM_HARDWARE_ATTR = "hardware"
+"""On an `event.program` of such a module: the GPU (its ref) the stage runs on."""
 
 # Per-step latency of a collective (alpha), seconds, for callers that want one
 # number per link; the analytic engine uses NCCL's full latency model
