@@ -7,7 +7,9 @@ Options:
 - schedule: gpipe | 1f1b | interleaved | zb-h1 (default 1f1b).
 - microbatches: micro-batches per step (default: pp).
 - layers: layers of each virtual stage, e.g. `layers=18,20,20,22`; empty splits
-  evenly, the remainder going to the middle stages (default: empty).
+  evenly, the remainder going to the middle stages (default: empty). A 0 leaves a
+  stage no layers: the last then holds only what follows them (head, loss, MTP:
+  Megatron's layout `...|mL`), the first only the embedding.
 - scatter-gather: send an activation or gradient that every tensor-parallel rank
   holds whole as 1/tp per rank (each over its own NIC), and all-gather it over tp
   (NVLink) on the receiving stage: Megatron-LM's `scatter_gather_tensors_in_pipeline`
@@ -454,10 +456,10 @@ class PipelinePass(ModulePass):
         if not self.layers:
             return even_split(total, stages)
         split = [self.layers] if isinstance(self.layers, int) else list(self.layers)
-        if len(split) != stages or sum(split) != total or min(split) < 1:
+        if len(split) != stages or sum(split) != total or min(split) < 0:
             raise CharonError(
                 f"pipeline: option 'layers' ({','.join(map(str, split))}) must give "
-                f"{stages} stages of >= 1 layer summing to the model's {total} layers"
+                f"{stages} stages of >= 0 layers summing to the model's {total} layers"
             )
         return split
 

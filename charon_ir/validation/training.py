@@ -192,7 +192,8 @@ def _stated_settings(strategy: dict[str, Any], tp: int) -> dict[str, Any]:
 
 MBRIDGE_PERF_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
     ("deepseek-v3", "H100"): {"moe_dispatcher": "flex", "recompute": "selective",
-                              "recompute_modules": ("mla_up_proj", "mlp")},
+                              "recompute_modules": ("mla_up_proj", "mlp"),
+                              "pp_layout": (1, *[2] * 30, 0)},
     ("deepseek-v3", "B200"): {"moe_dispatcher": "flex", "recompute": "selective",
                               "recompute_modules": ("mla_up_proj",)},
     ("deepseek-v3", "GB200"): {"moe_dispatcher": "flex", "recompute": "selective",
@@ -210,7 +211,10 @@ Their `recompute_modules` (selective recompute of named sub-blocks): DeepSeek-V3
 H100 ["mla_up_proj", "mlp"], B200 and GB200 BF16 ["mla_up_proj"]; GPT-OSS-120B
 H100 ["layernorm", "moe_act"] (gpt_oss/gpt_oss_workload_base_configs.py);
 Qwen3-30B-A3B H100 none. Their `expert_tensor_parallel_size=1` is the
-megatron-bridge preset's."""
+megatron-bridge preset's. DeepSeek-V3 on H100 (pp 8 x vp 4) sets
+`layout="Et|(tt|)*30mL"` (deepseek/deepseek_llm_pretrain.py): the embedding and one
+layer, thirty chunks of two, and the MTP module and the loss alone on the last
+chunk; B200 and GB200 set none (an even split)."""
 
 
 NEMO_LAUNCHER_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
@@ -490,6 +494,8 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         assumptions[:] = [a for a in assumptions if not a.startswith("recompute ")]
         assumptions.append(f"recompute {perf_config['recompute']} "
                            f"{','.join(perf_config.get('recompute_modules', ()))} (performance config)")
+    if "pp_layout" in perf_config:
+        assumptions.append(f"pp layout {','.join(map(str, perf_config['pp_layout']))} (performance config)")
     options.update(perf_config)
     config = hf_config(model, tp)
     dims = {

@@ -145,7 +145,8 @@ def test_even_split_gives_the_remainder_to_the_middle():
         (dict(pp=4, microbatches=2), "'microbatches' is 2, 'pp' is 4"),
         (dict(pp=4, microbatches=3, schedule="zb-h1"), "schedule 'zb-h1' needs at least as many"),
         (dict(pp=2, vpp=2, schedule="zb-h1", microbatches=4), "needs schedule=interleaved"),
-        (dict(pp=2, layers=(3, 4)), "must give 2 stages of >= 1 layer summing to the model's 8 layers"),
+        (dict(pp=2, layers=(3, 4)), "must give 2 stages of >= 0 layers summing to the model's 8 layers"),
+        (dict(pp=2, layers=(9, -1)), "must give 2 stages of >= 0 layers summing to the model's 8 layers"),
         (dict(pp=2, schedule="zigzag"), "unknown schedule 'zigzag'"),
         (dict(pp=2, vpp=2, schedule="interleaved", microbatches=3), "divisible by 'pp'"),
     ],
@@ -175,3 +176,15 @@ def test_two_stage_1f1b_golden_makespan_and_busy_times():
         "stage1/comm_pp_recv": 0.0,
         "stage1/comm_pp_send": 0.0,
     }
+
+
+def test_a_stage_of_no_layers_holds_only_what_follows_them():
+    """`layers=8,0`: Megatron's layout `...|L` (the loss, or MTP and loss, alone on
+    the last stage): the first stage computes all 8 layers' matmuls, the last none."""
+    module = lowered(uniform_model(8), pp=2, layers=(8, 0), microbatches=2)
+    uniform_times(module)
+    programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
+    timeline = run(flatten_all(programs))
+    busy = [sum(e - s for s, e in timeline.intervals(KIND_COMPUTE, program=i)) for i in range(len(programs))]
+    # 8 layers x 3 matmuls (forward, dX, dW) x 2 micro-batches on the first stage
+    assert busy == [pytest.approx(48.0), 0.0]
