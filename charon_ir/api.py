@@ -119,6 +119,10 @@ class TrainingConfig:
     host-launch=...}`): the GPU cannot start a kernel before the host has issued it,
     so a step of kernels shorter than their launches is bound by the host; 0: the
     host is not modelled (it keeps ahead)."""
+    mtp: bool = True
+    """Train the multi-token-prediction modules a model's config asks for
+    (DeepSeek-V3's `num_nextn_predict_layers`), after the layers on the last
+    stage; False: the model without them."""
     unfused_grad_accumulation: bool = False
     """Each micro-batch's weight gradients are added into the gradient buffer by a
     kernel of their own (`accumulate-gradients`: Megatron-LM's local DDP before
@@ -245,8 +249,9 @@ def _pass(name: str, **options):
     return cls(**options)
 
 
-def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "train", ctx=None):
-    """A bundled name or config.json through the frontend; a .mlir file parsed."""
+def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "train", ctx=None, mtp: bool = True):
+    """A bundled name or config.json through the frontend (a training step with the
+    MTP modules its config asks for unless `mtp` is False); a .mlir file parsed."""
     ctx = ctx or make_context()
     if model.endswith(".mlir"):
         path = Path(model)
@@ -255,7 +260,7 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
         module = import_model(lookup(model), seq_len=seq_len, batch=batch, mode=mode)
         _check_layer_stack(module, model)
         return ctx, module
-    return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode)
+    return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode, mtp=mtp)
 
 
 OPTIMIZERS = ("fused", "unfused-fp16", "unfused-bf16")
@@ -423,7 +428,7 @@ def build_training_module(config: TrainingConfig):
     """The priced, memory-checked (not yet lowered) module of one training step,
     and its per-stage memory."""
     plan = pass_plan(config)
-    ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch)
+    ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch, mtp=config.mtp)
     if config.model.endswith(".mlir"):
         _check_layer_stack(module, config.model)
     for name, options in plan:

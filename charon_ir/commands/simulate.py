@@ -90,6 +90,7 @@ def simulate_command(
     unfused_grad_accumulation: Annotated[bool, Opt("--unfused-grad-accumulation/--no-unfused-grad-accumulation", help="add each micro-batch's weight gradients into the buffer in a kernel of their own (Megatron-LM 2021-22)")] = False,
     engines: Annotated[str, Opt("--engines", help="cost engine chain, comma separated")] = "analytic",
     host_launch_us: Annotated[float, Opt("--host-launch-us", min=0.0, help="microseconds the host takes to issue each kernel and collective (0: not modelled): a step of shorter kernels is bound by its launches")] = 0.0,
+    no_mtp: Annotated[bool, Opt("--no-mtp", help="train without the multi-token-prediction modules a config asks for (DeepSeek-V3's num_nextn_predict_layers)")] = False,
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace: Annotated[str | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
@@ -108,6 +109,11 @@ def simulate_command(
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"
         or optimizer != "fused" or attention_kernel or unfused_grad_accumulation
     )
+    if model.endswith(".mlir") and no_mtp:
+        from charon_ir.errors import CharonError
+
+        raise CharonError(f"--no-mtp: {model} is already IR, with what it holds (`charon import "
+                          "--no-mtp` imports a model without its MTP modules)")
     if model.endswith(".mlir") and transformed and on_command_line(ctx, "seq_len"):
         from charon_ir.errors import CharonError
 
@@ -194,5 +200,5 @@ def step_options(ctx: typer.Context, params: dict[str, Any]) -> dict[str, Any]:
         micro_batch=p["micro_batch"], recompute=p["recompute"], precision=p["precision"],
         recompute_modules=tuple(m for m in p.get("recompute_modules", "").split(",") if m),
         schedule=p["schedule"], fuse=p["fuse"], engines=tuple(p["engines"].split(",")),
-        host_launch_s=p.get("host_launch_us", 0.0) * 1e-6, **given,
+        host_launch_s=p.get("host_launch_us", 0.0) * 1e-6, mtp=not p.get("no_mtp", False), **given,
     )

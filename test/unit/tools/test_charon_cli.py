@@ -255,3 +255,10 @@ def test_a_huge_value_makes_an_error_line_of_at_most_500_characters(charon_fails
     line = charon_fails("simulate", "--model", mlp, "--hardware", "x" * 2_000)
     assert line.startswith("error: set-target: option 'hardware': unknown GPU 'xxx")
     assert line.endswith("…") and len(line) == 500
+
+
+def test_simulate_no_mtp_of_a_hand_written_step_is_one_line(charon_fails):
+    # the MTP modules are the frontend's: IR already holds them or not
+    assert charon_fails("simulate", "--model", MLP, "--no-mtp") == (
+        f"error: --no-mtp: {MLP} is already IR, with what it holds (`charon import --no-mtp` imports a "
+        "model without its MTP modules)")
