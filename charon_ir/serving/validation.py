@@ -27,7 +27,11 @@ import re
 from typing import Any
 
 from charon_ir.errors import CharonError
-from charon_ir.validation import LATENCY_UNITS
+from charon_ir.frontend import load_config
+from charon_ir.serving import context_parallel as cp
+from charon_ir.serving.latency import ReplicaShape
+from charon_ir.validation import LATENCY_UNITS, cache_directory
+from charon_ir.validation.training import config_path
 
 MODEL_NAMES = {
     "llama-2-7b": "llama-2-7b",
@@ -123,10 +127,6 @@ def model_with_context(model: str, tokens: int) -> str:
     model with `max_position_embeddings` raised to `tokens` (written once under
     the validation cache): the context only bounds the requests, the architecture
     is what is priced."""
-    from charon_ir.frontend import load_config
-    from charon_ir.validation import cache_directory
-    from charon_ir.validation.training import config_path
-
     _, config = load_config(model)
     if tokens <= int(config.get("max_position_embeddings") or 0):
         return model
@@ -163,9 +163,6 @@ def long_context_terms(record: dict[str, Any]) -> str:
     """What the predicted prefill of a long-context record is made of (the cp
     prefill table `serve` priced it with): token-local work, attention and the
     cp collectives, in seconds."""
-    from charon_ir.serving import context_parallel as cp
-    from charon_ir.serving.latency import ReplicaShape
-
     options = _long_context_options(record)
     shape = ReplicaShape(options["model"], options["hardware"], options["tp"], options["pp"],
                          precision=options["precision"])
