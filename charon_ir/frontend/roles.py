@@ -64,13 +64,13 @@ def _parts(name: str) -> list[str]:
     return [p.split("[", 1)[0] for p in name.split(".")]
 
 
-def expert_weight_dims(name: str, rank: int, out_first: bool = True) -> tuple[int, int | None] | None:
+def _stacked_expert_dims(name: str, rank: int) -> tuple[int, int | None] | None:
     """(experts dim, ffn dim) of a routed-expert weight named like HF's stacked
-    experts (`mlp.experts.gate_up_proj` [E, 2I, h], `mlp.experts.down_proj` [E, h, I];
-    [E, h, 2I] and [E, I, h] where a matmul reads them [in, out], `out_first`
-    False: GPT-OSS's) or of their biases (`gate_up_proj_bias` [E, 2I];
-    `down_proj_bias` [E, h], whose ffn dim is None), or None. Shared experts
-    (`shared_experts`) are dense MLPs, not matched."""
+    experts (`mlp.experts.gate_up_proj` [E, 2I, h], `mlp.experts.down_proj` [E, h, I])
+    or of their biases (`gate_up_proj_bias` [E, 2I]; `down_proj_bias` [E, h], whose
+    ffn dim is None), or None. Shared experts (`shared_experts`) are dense MLPs,
+    not matched. (Which dim a matmul reads as out is the passes' business:
+    `parallel/experts.expert_weight_dims`.)"""
     parts = name.split(".")
     lead = 1 if "[" in name else 0
     if "experts" not in parts:
@@ -80,12 +80,10 @@ def expert_weight_dims(name: str, rank: int, out_first: bool = True) -> tuple[in
     if rank - lead != 3:
         return None
     last = parts[-1] if parts[-1] not in ("weight", "bias") else parts[-2]
-    # the ffn dim of a column weight (its out features) and of a row weight (its in features)
-    column, row = (lead + 1, lead + 2) if out_first else (lead + 2, lead + 1)
     if last in EXPERT_COLUMN:
-        return lead, column
+        return lead, lead + 1
     if last in EXPERT_ROW:
-        return lead, row
+        return lead, lead + 2
     return None
 
 
@@ -100,7 +98,7 @@ def param_role(name: str, rank: int) -> ParamRole:
             return ParamRole.EMBEDDING
         if module in HEAD_MODULES:
             return ParamRole.HEAD
-    if expert_weight_dims(name, rank) is not None:
+    if _stacked_expert_dims(name, rank) is not None:
         return ParamRole.EXPERT
     if any(p in SHARED_EXPERT_MODULES for p in parts):
         return ParamRole.SHARED_EXPERT
@@ -133,7 +131,7 @@ def weight_split(name: str, rank: int) -> WeightSplit | None:
         return WeightSplit.COLUMN
     if module in ROW_MODULES:
         return WeightSplit.ROW if kind == "weight" else None
-    if module == "experts" and (dims := expert_weight_dims(name, rank)) is not None:
+    if module == "experts" and (dims := _stacked_expert_dims(name, rank)) is not None:
         last = kind.removesuffix("_bias")
         return WeightSplit.COLUMN if dims[1] is not None and last in EXPERT_COLUMN else WeightSplit.ROW
     return None
