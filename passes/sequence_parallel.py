@@ -51,7 +51,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops, total_flops
-from charon_ir.parallel.mesh import MESH, grid_axes
+from charon_ir.parallel.mesh import GRAD_SYNC, MESH, grid_axes
 from charon_ir.parallel.sharding import reshape_groups, set_type, shape, with_shape
 
 SP_ATTR = "charon.sequence_parallel"
@@ -123,7 +123,7 @@ class SplitAllReduce(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: coll.AllReduceOp, rewriter: PatternRewriter) -> None:
-        if op.axis_names() != ["tp"] or "charon.grad_sync" in op.attributes or SP_ATTR in op.attributes:
+        if op.axis_names() != ["tp"] or GRAD_SYNC in op.attributes or SP_ATTR in op.attributes:
             return
         src = op.input.owner
         while isinstance(src, sim.ViewOp):
