@@ -24,12 +24,11 @@ The shipped traces under test/data/distributed were recorded so.
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
-import shutil
 import socket
-import tempfile
 from pathlib import Path
+
+from record_kineto_trace import record_execution_trace
 
 
 def _free_port() -> int:
@@ -41,7 +40,6 @@ def _free_port() -> int:
 def _run(rank: int, world: int, port: int, out: str, seq: int, hidden: int, mode: str) -> None:
     import torch
     import torch.distributed as dist
-    from torch.profiler import ExecutionTraceObserver
 
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -83,18 +81,7 @@ def _run(rank: int, world: int, port: int, out: str, seq: int, hidden: int, mode
     else:
         step = _tensor_parallel_step(rank, world, seq, hidden, GatherSequence, ScatterSequence)
     step()  # warm-up
-    with tempfile.TemporaryDirectory() as tmp:
-        raw = Path(tmp) / "et.json"
-        observer = ExecutionTraceObserver().register_callback(str(raw))
-        observer.start()
-        step()
-        observer.stop()
-        observer.unregister_callback()
-        target = Path(f"{out}.{rank}.et.json.gz")
-        with open(raw, "rb") as src, gzip.open(target.with_suffix(".tmp"), "wb", compresslevel=9) as dst:
-            shutil.copyfileobj(src, dst)
-        os.replace(target.with_suffix(".tmp"), target)
-        print(f"{target}: {target.stat().st_size:,} bytes (rank {rank}'s execution trace)")
+    record_execution_trace(step, Path(f"{out}.{rank}.et.json.gz"))
     dist.destroy_process_group()
 
 

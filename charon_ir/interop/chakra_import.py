@@ -49,7 +49,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError, read_json_file
@@ -146,6 +146,21 @@ def load_execution_trace(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise CharonError(f"{path}: not a PyTorch execution trace: no 'nodes' list")
     return data
+
+
+def _collective(kind: str, x: SSAValue, axes: list[str], result: TensorType) -> Operation:
+    """The `coll` op of a collective of `kind` (all_reduce, broadcast, all_gather,
+    reduce_scatter, all_to_all) on the mesh's `axes`, over dim 0 of `x`."""
+    dim0 = IntegerAttr(0, 64)
+    if kind == "all_reduce":
+        return coll.AllReduceOp(x, "mesh", axes)
+    if kind == "broadcast":
+        return coll.BroadcastOp(x, "mesh", axes)
+    if kind == "all_gather":
+        return coll.AllGatherOp(x, "mesh", axes, result, axis=dim0)
+    if kind == "reduce_scatter":
+        return coll.ReduceScatterOp(x, "mesh", axes, result, axis=dim0)
+    return coll.AllToAllOp(x, "mesh", axes, result, split_axis=dim0, concat_axis=dim0)
 
 
 def _flops(node: dict, shapes: list) -> float:
@@ -483,17 +498,7 @@ class _Importer:
                 inputs.append(op)
                 free[source] = op.result
             x = free[source]
-        if kind == "all_reduce":
-            op = coll.AllReduceOp(x, "mesh", axes)
-        elif kind == "broadcast":
-            op = coll.BroadcastOp(x, "mesh", axes)
-        elif kind == "all_gather":
-            op = coll.AllGatherOp(x, "mesh", axes, result, axis=IntegerAttr(0, 64))
-        elif kind == "reduce_scatter":
-            op = coll.ReduceScatterOp(x, "mesh", axes, result, axis=IntegerAttr(0, 64))
-        else:
-            op = coll.AllToAllOp(x, "mesh", axes, result, split_axis=IntegerAttr(0, 64),
-                                 concat_axis=IntegerAttr(0, 64))
+        op = _collective(kind, x, axes, result)
         block.add_op(op)
         for t in (*_tensors(node["outputs"]["values"]), *_tensors(node["inputs"]["values"])):
             values[t[0]] = op.results[0]
@@ -990,16 +995,7 @@ def _phase(rank: _Rank, groups: dict[str, list[int]], axes_of: dict[str, list[st
             size = -(-size // group) * group  # whole blocks per rank
         full, part = TensorType(byte, [size]), TensorType(byte, [size // group])
         x = buffer_of(deps, part if kind == "ALL_GATHER" else full)
-        if kind == "ALL_REDUCE":
-            op = coll.AllReduceOp(x, "mesh", axes)
-        elif kind == "BROADCAST":
-            op = coll.BroadcastOp(x, "mesh", axes)
-        elif kind == "ALL_GATHER":
-            op = coll.AllGatherOp(x, "mesh", axes, full, axis=IntegerAttr(0, 64))
-        elif kind == "REDUCE_SCATTER":
-            op = coll.ReduceScatterOp(x, "mesh", axes, part, axis=IntegerAttr(0, 64))
-        else:
-            op = coll.AllToAllOp(x, "mesh", axes, full, split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(0, 64))
+        op = _collective(kind.lower(), x, axes, part if kind == "REDUCE_SCATTER" else full)
         _recorded(op, a, n, reprice, priced)
         block.add_op(op)
         results[n.id] = op.results[0]
