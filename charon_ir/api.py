@@ -324,6 +324,13 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     configuration that cannot fit is rejected before anything is priced."""
     if config.recompute not in ("none", "selective", "full"):
         raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
+    if config.tp > 1 and str(config.model).startswith(MEGATRON_PREFIX):
+        # its layers' fused linear_qkv / linear_fc1 carry no tensor-parallel split
+        # yet: shard-tensor would split only the embedding and output layer, and
+        # every rank would run whole layers
+        raise CharonError(f"--tp {config.tp}: {config.model}: tensor parallelism does not split "
+                          "Megatron-Core's decoder layers yet; use --tp 1 (pipeline and data parallelism "
+                          "work), or the model's Hugging Face config")
     check_precision(config.precision, config.hardware, config.cluster)
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)

@@ -51,9 +51,17 @@ def test_gemm_and_attention_flops_equal_the_hf_twins(megatron_ir, tmp_path):
             assert phase_flops(megatron_ir, phase, kind) == pytest.approx(phase_flops(hf, phase, kind), rel=1e-9)
 
 
-def test_it_simulates_under_tensor_and_pipeline_parallelism():
-    report = charon_ir.simulate(TINY, gpus=4, tp=2, pp=2, seq_len=256, global_batch=8)
+def test_it_simulates_under_pipeline_and_data_parallelism():
+    report = charon_ir.simulate(TINY, gpus=4, pp=2, seq_len=256, global_batch=8)
     assert report["iteration_time_s"] > 0 and len(report["stages"]) == 2
+
+
+def test_tensor_parallelism_is_refused_until_its_layers_carry_splits():
+    """Its fused linear_qkv / linear_fc1 name no split (`frontend/roles.py`): tp
+    would split only the embedding and the output layer, every rank running whole
+    layers; refused in one line rather than priced wrong."""
+    with pytest.raises(CharonError, match="tensor parallelism does not split Megatron-Core's decoder layers"):
+        charon_ir.simulate(TINY, gpus=4, tp=2, pp=2, seq_len=256, global_batch=8)
 
 
 @pytest.mark.parametrize("change, message", [
