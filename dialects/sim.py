@@ -132,6 +132,10 @@ def _check_static(op_name: str, *values: SSAValue) -> None:
 # Attributes
 # ---------------------------------------------------------------------------
 
+PIPELINE_ATTR = "sim.pipeline"
+"""The module attribute the `pipeline` pass records its schedule in (pp, vpp,
+microbatches, schedule), read by memory analysis, the lowering and the tiers."""
+
 
 @irdl_attr_definition
 class CostAttr(ParametrizedAttribute):

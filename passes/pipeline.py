@@ -62,7 +62,7 @@ from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
 
-PIPELINE_ATTR = "sim.pipeline"
+PIPELINE_ATTR = sim.PIPELINE_ATTR
 
 
 def even_split(layers: int, parts: int) -> list[int]:

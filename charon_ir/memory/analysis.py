@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from charon_ir.memory.schedule import ScheduledActivations
     from charon_ir.target.target import Target
 
-PIPELINE_ATTR = "sim.pipeline"
+PIPELINE_ATTR = sim.PIPELINE_ATTR
 GIB = 2**30
 
 CONSUMER_LABELS = {
