@@ -41,9 +41,10 @@ def load_measurements(path: Path, device: str) -> list[Measurement]:
 
 
 @cache
-def _shipped_table(shipped: Path, device: str) -> dict[OpKey, Measurement]:
-    """The shipped measurements of `device`, read once per process: the file is
-    immutable (every cost-annotate run builds its engines anew)."""
+def shipped_table(shipped: Path, device: str) -> dict[OpKey, Measurement]:
+    """The shipped measurements of `device` the engines read (samples within
+    `SHIPPED_MAX_SPREAD`), read once per process: the file is immutable (every
+    cost-annotate run builds its engines anew)."""
     with ProfileStore.open_shipped(shipped) as store:
         table = latest_by_key(store.measurements(device))
     return {key: m for key, m in table.items() if m.spread <= SHIPPED_MAX_SPREAD}
@@ -55,7 +56,7 @@ def measurement_table(path: Path, device: str) -> dict[OpKey, Measurement]:
     table: dict[OpKey, Measurement] = {}
     shipped = shipped_db_path()
     if shipped is not None and shipped.resolve() != path.resolve():
-        table.update(_shipped_table(shipped, device))
+        table.update(shipped_table(shipped, device))
     table.update(latest_by_key(load_measurements(path, device)))
     return table
 

@@ -21,10 +21,10 @@ from importlib import resources
 from statistics import median
 from typing import Any
 
+from charon_ir.engines.db import shipped_table
 from charon_ir.engines.scaled import scale_time
 from charon_ir.profile.key import kind_of_family
-from charon_ir.profile.shipped import SHIPPED_DB, SHIPPED_MAX_SPREAD
-from charon_ir.profile.store import ProfileStore
+from charon_ir.profile.shipped import SHIPPED_DB
 from charon_ir.target.hardware import load_gpu
 from charon_ir.validation import record_gpu
 
@@ -35,8 +35,7 @@ def kernel_errors(min_time_s: float = 0.0) -> dict[str, dict[str, list[float]]]:
     """direction ("H100->H200", ...) -> op kind -> relative errors (predicted /
     measured - 1) of the ops measured on both GPUs (and timed at least
     `min_time_s` on both)."""
-    with ProfileStore.open_shipped(SHIPPED_DB) as store:
-        rows = {d: {m.key: m for m in store.measurements(d) if m.spread <= SHIPPED_MAX_SPREAD} for d in PAIR}
+    rows = {d: shipped_table(SHIPPED_DB, d) for d in PAIR}
     out: dict[str, dict[str, list[float]]] = {}
     for a, b in (PAIR, PAIR[::-1]):
         gpu_a, gpu_b = load_gpu(a), load_gpu(b)
