@@ -57,7 +57,6 @@ from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import Roots
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.sharding import set_type
 
 ACTIVATIONS = frozenset({"gelu", "silu", "relu", "tanh", "sigmoid"})
 
@@ -617,7 +616,7 @@ def _gradient_in_logits(module: ModuleOp) -> None:
             logits = o.operands[0].type
             for r in o.results:
                 if isinstance(r.type, TensorType) and isinstance(logits, TensorType):
-                    set_type(r, TensorType(logits.element_type, r.type.get_shape()))
+                    Rewriter.replace_value_with_new_type(r, TensorType(logits.element_type, r.type.get_shape()))
 
 
 @dataclass(frozen=True)

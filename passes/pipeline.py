@@ -52,8 +52,9 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
@@ -76,11 +77,21 @@ def even_split(layers: int, parts: int) -> list[int]:
     return counts
 
 
-def _retype_leading(value: SSAValue, count: int) -> None:
+def _retype_leading(value: SSAValue, count: int) -> SSAValue:
+    """`value` stacked over `count` layers: the rewriter's new value, which every
+    use of the old one now reads."""
     t = value.type
     assert isinstance(t, TensorType)
-    # In-place: every use sees the stage's share of the stacked layers.
-    value._type = TensorType(t.element_type, [count, *t.get_shape()[1:]])  # pyright: ignore[reportPrivateUsage]
+    return Rewriter.replace_value_with_new_type(value, TensorType(t.element_type, [count, *t.get_shape()[1:]]))
+
+
+def _current(value: SSAValue) -> SSAValue:
+    """The value that stands where `value` stood: the retyping above replaces a
+    value by a new one, and a work list may still hold the old."""
+    if isinstance(value, OpResult):
+        return value.op.results[value.index]
+    assert isinstance(value, BlockArgument)
+    return value.block.args[value.index]
 
 
 def _phases(block: Block) -> dict[str, sim.PhaseOp]:
@@ -201,14 +212,15 @@ class _StageBuilder:
         seen: set[SSAValue] = set()
         work = list(stacked)
         while work:
-            v = work.pop()
+            v = _current(work.pop())
             if v in seen:
                 continue
             seen.add(v)
             t = v.type
             if not isinstance(t, TensorType) or not t.get_shape() or t.get_shape()[0] != full:
                 continue
-            _retype_leading(v, count)
+            v = _retype_leading(v, count)
+            seen.add(v)
             # follow the value through phase yields into the phases that read it
             for use in list(v.uses):
                 user = use.operation

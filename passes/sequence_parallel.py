@@ -52,7 +52,7 @@ from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops, total_flops
 from charon_ir.parallel.mesh import GRAD_SYNC, MESH, grid_axes
-from charon_ir.parallel.sharding import reshape_groups, set_type, shape, with_shape
+from charon_ir.parallel.sharding import reshape_groups, shape, with_shape
 
 SP_ATTR = "charon.sequence_parallel"
 """Marks the all_gathers this pass made, the only ones it moves."""
@@ -89,11 +89,15 @@ def _first_gathered(op: Operation) -> tuple[int, coll.AllGatherOp] | None:
     return next(((i, g) for i, v in enumerate(op.operands) if (g := _gathered(v)) is not None), None)
 
 
-def _clone_on(op: Operation, operands: list[SSAValue]) -> Operation:
-    """A copy of `op` reading `operands` (the rank's shares) instead of its own."""
+def _clone_on(op: Operation, operands: list[SSAValue], result_types: dict[int, TensorType] | None = None) -> Operation:
+    """A copy of `op` reading `operands` (the rank's shares) instead of its own,
+    its results `result_types` (index -> type) retyped."""
     local = op.clone()
     for k, v in enumerate(operands):
         local.operands[k] = v
+    for k, t in (result_types or {}).items():
+        # the copy is not in the IR yet: nothing to notify
+        Rewriter.replace_value_with_new_type(local.results[k], t)
     return local
 
 
@@ -252,8 +256,7 @@ class SinkGather(RewritePattern):
             return
         if rd >= res_rank or shape(res)[rd] % tp:
             return
-        local = _clone_on(op, new_operands)
-        set_type(local.results[0], _split_type(res, rd, tp))
+        local = _clone_on(op, new_operands, {0: _split_type(res, rd, tp)})
         ag = _gather(local.results[0], rd, tp)
         rewriter.insert([*pre, local], InsertPoint.before(op))
         rewriter.replace(op, [ag], [ag.result])
@@ -295,7 +298,9 @@ class SinkGather(RewritePattern):
                 pre.append(sl)
                 new_operands.append(sl.results[0])
         fixed += sum(sim.tensor_bytes(r.type) for r in op.results if not token_shaped(r))
-        local = _clone_on(op, new_operands)
+        local = _clone_on(op, new_operands, {
+            k: _split_type(r, gdim, tp) for k, r in enumerate(op.results) if token_shaped(r)
+        })
         local.properties["flop_count"] = FloatAttr(op.flop_count.value.data / tp, 64)
         moved = op.byte_count.value.data
         kept = min(float(fixed), moved)
@@ -304,7 +309,6 @@ class SinkGather(RewritePattern):
         new_results: list[SSAValue] = []
         for r, lr in zip(op.results, local.results):
             if token_shaped(r):
-                set_type(lr, _split_type(r, gdim, tp))
                 ag = _gather(lr, gdim, tp)
                 post.append(ag)
                 new_results.append(ag.result)
@@ -337,7 +341,9 @@ class KeepYieldedSplit(RewritePattern):
             shift = 1 if isinstance(parent, sim.RepeatOp) else 0
             tp = g.group_size()
             op.operands[i] = g.input
-            set_type(result, with_shape(result.type, (*shape(result)[:shift], *shape(g.input))))
+            result = rewriter.replace_value_with_new_type(
+                result, with_shape(result.type, (*shape(result)[:shift], *shape(g.input)))
+            )
             users = list(result.uses)
             ag = _gather(result, d + shift, tp)
             Rewriter.insert_op(ag, InsertPoint.after(parent))
@@ -376,7 +382,7 @@ class SplitCarried(RewritePattern):
                 op.operands[i] = sl.results[0]
             # body: the argument arrives split; gather it for the ops that read it
             users = list(arg.uses)
-            set_type(arg, _split_type(arg, d, tp))
+            arg = rewriter.replace_value_with_new_type(arg, _split_type(arg, d, tp))
             ag = _gather(arg, d, tp)
             Rewriter.insert_op(ag, InsertPoint.at_start(block))
             for u in users:
@@ -391,7 +397,7 @@ class SplitCarried(RewritePattern):
                 term.operands[i] = sl.results[0]
             result = op.results[i]
             users = list(result.uses)
-            set_type(result, arg.type)
+            result = rewriter.replace_value_with_new_type(result, arg.type)
             ag_out = _gather(result, d, tp)
             Rewriter.insert_op(ag_out, InsertPoint.after(op))
             for u in users:
@@ -415,7 +421,7 @@ class SplitSlices(RewritePattern):
             arg = block.args[n_iter + j]
             users = list(arg.uses)
             op.operands[n_iter + j] = g.input
-            set_type(arg, with_shape(arg.type, shape(g.input)[1:]))
+            arg = rewriter.replace_value_with_new_type(arg, with_shape(arg.type, shape(g.input)[1:]))
             ag = _gather(arg, g.axis.value.data - 1, g.group_size())
             Rewriter.insert_op(ag, InsertPoint.at_start(block))
             for u in users:

@@ -53,7 +53,6 @@ from charon_ir.parallel.sharding import (
     ShardAttention,
     ShardGeneric,
     ShardingState,
-    set_type,
     shape,
     split,
     with_shape,
@@ -158,7 +157,7 @@ class ContextAttention:
         for value in (op.q, op.k, op.v):
             self._to_heads(op, value)
         if isinstance(op, sim.AttentionOp):
-            set_type(op.result, with_shape(op.result.type, (*shape(op.q)[:3], shape(op.v)[3])))
+            st.retype(op.result, with_shape(op.result.type, (*shape(op.q)[:3], shape(op.v)[3])))
             st.shards[op.result] = st.shard(op.q)
             self._back_to_seq(op.result, keep_saved=True)
             return
@@ -166,7 +165,7 @@ class ContextAttention:
         self._to_heads(op, op.grad_out)
         qs = st.shard(op.q)
         for r, src in ((op.grad_q, op.q), (op.grad_k, op.k), (op.grad_v, op.v)):
-            set_type(r, src.type)
+            r = st.retype(r, src.type)
             s = st.shard(src)
             # a kv head used by several ranks' queries gets a gradient from each
             shared = (s.dim == 2 and s.factor < qs.factor) or (s.replicated and qs.dim is not None)
@@ -212,7 +211,7 @@ class ContextAttention:
         Rewriter.insert_op(new_ops, point)
         out_type = (*shape(op.q)[:3], shape(op.v)[3])
         if isinstance(op, sim.AttentionOp):
-            set_type(op.result, with_shape(op.result.type, out_type))
+            st.retype(op.result, with_shape(op.result.type, out_type))
             parts = [op.result]
             for bk, bv in blocks[1:]:
                 q = op.q
@@ -232,7 +231,7 @@ class ContextAttention:
             return
         # backward: each step's partial gradients; dk, dv go back to their owners
         for r, src in ((op.grad_q, op.q), (op.grad_k, op.k), (op.grad_v, op.v)):
-            set_type(r, src.type)
+            st.retype(r, src.type)
         grads_q, grads_k, grads_v = [op.grad_q], [op.grad_k], [op.grad_v]
         after: Operation = op
         for bk, bv in blocks[1:]:

@@ -66,7 +66,7 @@ from charon_ir.parallel.sharding import (
     ShardGeneric,
     ShardingState,
     ShardPattern,
-    set_type,
+    retype,
     shape,
     split,
     weight_layouts,
@@ -99,7 +99,7 @@ class DispatchToExperts(ShardPattern):
         e, c, h = shape(op.result)
         if self.capacity:
             c = self.capacity
-            set_type(op.result, with_shape(op.result.type, (e, c, h)))
+            st.retype(op.result, with_shape(op.result.type, (e, c, h)))
         ep = st.size
         sent: SSAValue = op.result
         anchor: Operation = op
@@ -237,12 +237,12 @@ def _scale_capacity(region: list[SSAValue], experts: int, capacity: int, new_cap
     """Give every [.., experts, capacity, ..] value of the expert region its
     group-wide capacity, so the propagation can split it on the experts:
     [experts, capacity * ep] split ep ways on dim 0."""
-    for value in region:
+    for k, value in enumerate(region):
         dims = list(shape(value))
         for p in range(len(dims) - 1):
             if dims[p] == experts and dims[p + 1] == capacity:
                 dims[p + 1] = new_capacity
-                set_type(value, with_shape(value.type, dims))
+                region[k] = retype(value, with_shape(value.type, dims))
                 break
 
 

@@ -53,7 +53,7 @@ from charon_ir.parallel.sharding import (
     ShardAttention,
     ShardGeneric,
     ShardingState,
-    set_type,
+    retype,
     shape,
     split,
     weight_layouts,
@@ -101,7 +101,7 @@ def pad_vocabulary(module: ModuleOp, vocab: int, padded: int) -> None:
     def pad(value) -> None:
         t = value.type
         if isinstance(t, TensorType) and vocab in t.get_shape():
-            set_type(value, with_shape(t, [padded if d == vocab else d for d in t.get_shape()]))
+            retype(value, with_shape(t, [padded if d == vocab else d for d in t.get_shape()]))
 
     for op in module.walk():
         for r in op.results:

@@ -84,10 +84,13 @@ def with_shape(t: Attribute, new_shape: Sequence[int]) -> TensorType:
     return TensorType(t.element_type, list(new_shape))
 
 
-def set_type(value: SSAValue, t: Attribute) -> None:
-    # Retype in place: the value keeps its identity (and its uses), which is what a
-    # propagation keyed by SSA values needs; every user is visited afterwards.
-    value._type = t  # pyright: ignore[reportAttributeAccessIssue]
+def retype(value: SSAValue, t: Attribute) -> SSAValue:
+    """`value` with type `t`: through the rewriter, a new value takes its place
+    and its uses (the old one is dropped, so hold on to the one returned); the
+    value itself when it has that type already."""
+    if value.type == t:
+        return value
+    return Rewriter.replace_value_with_new_type(value, t)
 
 
 def reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
@@ -172,14 +175,23 @@ class ShardingState:
             out[s.dim] *= s.factor
         return out
 
-    def assign(self, value: SSAValue, s: Shard, full: Sequence[int] | None = None) -> None:
-        """Give `value` shard `s`; `full` is its unsharded shape (default: its type now)."""
+    def retype(self, value: SSAValue, t: Attribute) -> SSAValue:
+        """`value` with type `t` (`retype`), keeping the shard recorded for it."""
+        new = retype(value, t)
+        if new is not value and value in self.shards:
+            self.shards[new] = self.shards.pop(value)
+        return new
+
+    def assign(self, value: SSAValue, s: Shard, full: Sequence[int] | None = None) -> SSAValue:
+        """Give `value` shard `s` and its per-rank type; `full` is its unsharded
+        shape (default: its type now). Returns the retyped value."""
         full = list(full if full is not None else shape(value))
-        set_type(value, with_shape(value.type, self.local_shape(full, s, self._describe(value))))
+        value = self.retype(value, with_shape(value.type, self.local_shape(full, s, self._describe(value))))
         if s.replicated:
             self.shards.pop(value, None)
         else:
             self.shards[value] = s
+        return value
 
     @staticmethod
     def _describe(value: SSAValue) -> str:
@@ -466,7 +478,7 @@ class ShardMatmul(ShardPattern):
             raise AssertionError("matmul sharding did not settle")
         _, m, n, _ = op.dims()
         res_shape = (*shape(op.lhs)[:-2], m, n)
-        set_type(op.result, with_shape(op.result.type, res_shape))
+        st.retype(op.result, with_shape(op.result.type, res_shape))
         if out.replicated:
             st.shards.pop(op.result, None)
         else:
@@ -592,7 +604,7 @@ class ShardNorm(ShardPattern):
             st.use(op, 0, REPLICATED)
             s = REPLICATED
         st.use(op, 1, REPLICATED)
-        set_type(op.result, op.input.type)
+        st.retype(op.result, op.input.type)
         if s.dim is not None:
             st.shards[op.result] = s
 
@@ -630,7 +642,7 @@ class ShardSoftmax(ShardPattern):
         st = self.state
         st.resolve_partials(op)
         s = st.shard(op.input)
-        set_type(op.result, op.input.type)
+        st.retype(op.result, op.input.type)
         if s.dim is None:
             return
         st.shards[op.result] = s
@@ -706,14 +718,14 @@ class ShardAttention(ShardPattern):
             return
         qs = st.shard(op.q)
         if isinstance(op, sim.AttentionOp):
-            set_type(op.result, with_shape(op.result.type, (*shape(op.q)[:3], shape(op.v)[3])))
+            st.retype(op.result, with_shape(op.result.type, (*shape(op.q)[:3], shape(op.v)[3])))
             st.shards[op.result] = qs
             return
         st.use_value(op, op.out, qs)
         st.use_value(op, op.grad_out, qs)
-        set_type(op.grad_q, op.q.type)
-        set_type(op.grad_k, op.k.type)
-        set_type(op.grad_v, op.v.type)
+        st.retype(op.grad_q, op.q.type)
+        st.retype(op.grad_k, op.k.type)
+        st.retype(op.grad_v, op.v.type)
         st.shards[op.grad_q] = qs
         ks = st.shard(op.k)
         # a kv head shared by several ranks gets a gradient from each of them
@@ -881,7 +893,7 @@ class ShardRepeat(ShardPattern):
 
     def shard_op(self, op: sim.RepeatOp, rewriter: PatternRewriter) -> None:
         st = self.state
-        args = op.body.block.args
+        block = op.body.block
         n_iter = len(op.iter_init)
         for i in range(n_iter):
             s = st.shard(op.iter_init[i])
@@ -893,9 +905,9 @@ class ShardRepeat(ShardPattern):
                 if want != s:
                     st.use(op, i, want)
                     s = want
-            set_type(args[i], op.iter_init[i].type)
+            arg = st.retype(block.args[i], op.iter_init[i].type)
             if not s.replicated:
-                st.shards[args[i]] = s
+                st.shards[arg] = s
         for j, v in enumerate(op.slices):
             s = st.shard(v)
             if s.partial:
@@ -906,8 +918,8 @@ class ShardRepeat(ShardPattern):
                 st.use(op, n_iter + j, REPLICATED)
                 v = op.slices[j]
                 s = REPLICATED
-            arg = args[n_iter + j]
-            set_type(arg, with_shape(arg.type, shape(v)[1:]))
+            arg = block.args[n_iter + j]
+            arg = st.retype(arg, with_shape(arg.type, shape(v)[1:]))
             if s.dim is not None:
                 st.shards[arg] = Shard(s.dim - 1, s.factor, False, s.tag)
 
@@ -943,11 +955,11 @@ class ShardYield(ShardPattern):
         for i, (v, r) in enumerate(zip(op.values, parent.results)):
             s = st.shard(v)
             if isinstance(parent, sim.RepeatOp) and i >= n_iter:
-                set_type(r, with_shape(v.type, (parent.trip_count, *shape(v))))
+                r = st.retype(r, with_shape(v.type, (parent.trip_count, *shape(v))))
                 if s.dim is not None:
                     st.shards[r] = Shard(s.dim + 1, s.factor, False, s.tag)
             else:
-                set_type(r, v.type)
+                r = st.retype(r, v.type)
                 if not s.replicated:
                     st.shards[r] = s
 
@@ -977,7 +989,7 @@ class ShardCollective(ShardPattern):
         elif isinstance(op, coll.AllToAllOp):
             local[op.split_axis.value.data] //= n
             local[op.concat_axis.value.data] *= n
-        set_type(op.result, with_shape(op.result.type, local))
+        st.retype(op.result, with_shape(op.result.type, local))
         if not s.replicated:
             st.shards[op.result] = s
 
