@@ -199,7 +199,8 @@ MBRIDGE_PERF_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
     ("deepseek-v3", "GB200"): {"moe_dispatcher": "flex", "recompute": "selective",
                                "recompute_modules": ("mla_up_proj",)},
     ("qwen3-30b-a3b", "H100"): {"moe_dispatcher": "flex"},
-    ("gpt-oss-120b", "H100"): {"recompute": "selective", "recompute_modules": ("layernorm", "moe_act")},
+    ("gpt-oss-120b", "H100"): {"recompute": "selective", "recompute_modules": ("layernorm", "moe_act"),
+                               "micro_batch": 1},
 }
 """What the Megatron-Bridge performance configs behind its performance-summary
 tables set beyond the layout a row states, by (model, GPU): DeepSeek-V3 on
@@ -210,7 +211,11 @@ qwen/qwen3_workload_base_configs.py); GPT-OSS-120B's set none (NCCL all-to-all).
 Their `recompute_modules` (selective recompute of named sub-blocks): DeepSeek-V3
 H100 ["mla_up_proj", "mlp"], B200 and GB200 BF16 ["mla_up_proj"]; GPT-OSS-120B
 H100 ["layernorm", "moe_act"] (gpt_oss/gpt_oss_workload_base_configs.py);
-Qwen3-30B-A3B H100 none. Their `expert_tensor_parallel_size=1` is the
+Qwen3-30B-A3B H100 none. GPT-OSS-120B H100's micro-batch is 1: its config
+`GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1` sets none and inherits
+`micro_batch_size=1` from `BASE_GPT_OSS_120B_CONFIG` (GBS 512, EP 8; 07eea52),
+where the record's micro-batch 4 x grad-accum 2 x dp 16 is 128, not its global
+batch 512 (`batch_doubt`). Their `expert_tensor_parallel_size=1` is the
 megatron-bridge preset's. DeepSeek-V3 on H100 (pp 8 x vp 4) sets
 `layout="Et|(tt|)*30mL"` (deepseek/deepseek_llm_pretrain.py): the embedding and one
 layer, thirty chunks of two, and the MTP module and the loss alone on the last
@@ -228,6 +233,17 @@ nemotron_340b.yaml, commit 3be81fc), which NeMo 1.0 turns into
 `grad_reduce_in_fp32=False` (megatron_base_model.py
 `setup_mcore_distributed_parallel`: `grad_reduce_in_fp32=(optim.grad_sync_dtype ==
 'fp32')`): bf16 gradient buffers, not the preset's fp32 main gradients."""
+
+
+def batch_doubt(strategy: dict[str, Any], dp: int, global_batch: int) -> str | None:
+    """Why a record's own batch fields contradict each other (micro-batch x
+    grad-accum x dp is not its global batch), or None when they agree or it
+    states no grad-accum."""
+    micro_batch, grad_accum = _int_in(strategy.get("micro_batch")), _int_in(strategy.get("grad_accum"))
+    if not micro_batch or not grad_accum or micro_batch * grad_accum * dp == global_batch:
+        return None
+    return (f"the record's micro-batch {micro_batch} x grad-accum {grad_accum} x dp {dp} = "
+            f"{micro_batch * grad_accum * dp}, not its global batch {global_batch}")
 
 
 def _perf_config(record: dict[str, Any], hardware: str) -> dict[str, Any]:
@@ -494,6 +510,13 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         assumptions[:] = [a for a in assumptions if not a.startswith("recompute ")]
         assumptions.append(f"recompute {perf_config['recompute']} "
                            f"{','.join(perf_config.get('recompute_modules', ()))} (performance config)")
+    doubt = batch_doubt(strategy, dp, global_batch)
+    if "micro_batch" in perf_config:
+        assumptions[:] = [a for a in assumptions if not a.startswith("micro-batch ")]
+        assumptions.append(f"micro-batch {perf_config['micro_batch']} (performance config"
+                           + (f"; {doubt})" if doubt else ")"))
+    elif doubt:
+        assumptions.append(f"batch doubt: {doubt}")
     if "pp_layout" in perf_config:
         assumptions.append(f"pp layout {','.join(map(str, perf_config['pp_layout']))} (performance config)")
     options.update(perf_config)

@@ -9,7 +9,9 @@ from charon_ir.frameworks import FRAMEWORKS
 from charon_ir.validation import published_records
 from charon_ir.validation.training import (
     DEFAULT_MICRO_BATCH,
+    MBRIDGE_PERF_CONFIGS,
     Unsupported,
+    batch_doubt,
     hf_config,
     megatron_core_flops,
     narayanan_eq3_flops,
@@ -63,6 +65,45 @@ def test_records_run_under_their_framework():
     assert (cp.options["cp"], cp.options["dp"]) == (2, 4)
     nemotron = training_case(record("nemo2407_Nemotron-8B_64gpu"))
     assert nemotron.config["model_type"] == "nemotron" and nemotron.config["hidden_act"] == "relu2"
+
+
+def test_gpt_oss_runs_its_performance_config_micro_batch():
+    """GPT-OSS-120B H100's row states micro-batch 4 x grad-accum 2 over dp 16
+    (128 sequences) for a global batch of 512; its Bridge config inherits
+    micro_batch_size=1, which the mapping takes, naming the doubt."""
+    rec = record("mbridge_25.11_H100_GPT-OSS-120B_64gpu_BF16")
+    case = training_case(rec)
+    o = case.options
+    assert (o["micro_batch"], o["dp"], o["global_batch"]) == (1, 16, 512)
+    assert o["global_batch"] // (o["dp"] * o["micro_batch"]) == 32
+    assert rec["strategy"]["micro_batch"] == 4  # the record itself is left as read
+    [note] = [a for a in case.assumptions if a.startswith("micro-batch")]
+    assert "performance config" in note and "= 128, not its global batch 512" in note
+    assert "micro_batch_size=1" in rec["notes"]
+
+
+def test_batch_doubt_names_inconsistent_batch_fields():
+    assert batch_doubt({"micro_batch": 4, "grad_accum": 2}, 16, 512) == (
+        "the record's micro-batch 4 x grad-accum 2 x dp 16 = 128, not its global batch 512")
+    assert batch_doubt({"micro_batch": 2, "grad_accum": 32}, 8, 512) is None
+    assert batch_doubt({"micro_batch": 2}, 8, 512) is None  # no grad-accum stated: nothing to check
+    assert batch_doubt({"micro_batch": "not stated", "grad_accum": 2}, 8, 512) is None
+
+
+def test_every_stated_batch_is_consistent_or_resolved_by_a_config():
+    """A record whose micro-batch x grad-accum x dp is not its global batch runs
+    the micro-batch of its performance config, or says so in its notes."""
+    for r in training_records():
+        try:
+            case = training_case(r)
+        except Unsupported:
+            continue
+        doubt = batch_doubt(r["strategy"], case.options["dp"], case.options["global_batch"])
+        if doubt is None:
+            continue
+        assert any(doubt in a for a in case.assumptions), r["id"]
+        model, gpu = r["model"]["name"].lower(), case.options["hardware"].split("-")[0].upper()
+        assert "micro_batch" in MBRIDGE_PERF_CONFIGS.get((model, gpu), {}), r["id"]
 
 
 def test_eq3_reproduces_the_records_derived_iteration_times():
