@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.dialects import sim
+from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError, read_text
 from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, field_defaults, resolve
 from charon_ir.frontend import import_model
@@ -370,8 +371,6 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         if config.fused_cross_entropy:
             fuse["loss"] = True
         if config.attention_kernel:
-            from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
-
             if config.attention_kernel not in ATTENTION_KERNELS:
                 raise CharonError(f"--attention-kernel must be {', '.join(ATTENTION_KERNELS)}, "
                                   f"got '{config.attention_kernel}'")

@@ -1,8 +1,9 @@
 """`charon`: the user-facing command line (typer).
 
 Each subcommand lives in `charon_ir/commands/<name>.py` and exposes
-`register(app)`; heavy imports (torch, the frontend) happen inside the command
-body, so `charon --help` stays fast.
+`register(app)`. A command's module is imported when that command runs (or
+prints its own help), not at start-up: `charon --help` lists the commands from
+COMMANDS alone, so it loads none of the simulator (and never torch).
 """
 
 from __future__ import annotations
@@ -10,21 +11,69 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
 from charon_ir import progress
 from charon_ir.errors import CharonError, one_line, short_path
 
-COMMAND_MODULES = ("simulate", "import_cmd", "calibrate", "profile", "serve", "validate", "sweep", "export")
-"""Modules under charon_ir.commands, each adding its subcommands to the app."""
+COMMANDS = {
+    "simulate": ("simulate", "Simulate one training step and print the report."),
+    "import": ("import_cmd", "Import a model as sim IR, without a GPU and without weights."),
+    "calibrate": ("calibrate", "Print the calibration error of the analytic engine per published record;\n"
+                  "with --profile, calibrate the `calibrated` engine from a measured trace."),
+    "profile": ("profile", "Measure ops into the profile database; with --fit, report the predictor's error."),
+    "serve": ("serve", "Simulate serving requests on replicas of a model and print the latency report."),
+    "validate": ("validate", "Compare predictions with published (or, with --live, local; with\n"
+                 "--profile, a trace's) measurements."),
+    "sweep": ("sweep", "Sweep strategy and hardware axes; print the ranked table, the Pareto\n"
+              "frontier and why the best configuration wins."),
+    "export": ("export", "Write a training step as Chakra execution traces, one per rank."),
+}
+"""Each command -> its module under charon_ir.commands (whose `register(app)`
+adds it) and the first paragraph of its help, which `charon --help` lists
+without importing the module (test/unit/test_cli.py checks the two agree)."""
 
 click_errors = importlib.import_module(typer.BadParameter.__module__)
 """The exceptions of the click typer runs on (its own copy in recent typer)."""
 
+
+class LazyCommands(TyperGroup):
+    """A group whose commands are imported by name when one is resolved: the
+    listing of `charon --help` comes from COMMANDS."""
+
+    listing = False
+    """True while the group's own help is drawn: a command is its summary then."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return None
+        if self.listing:
+            return TyperCommand(cmd_name, help=COMMANDS[cmd_name][1])
+        if cmd_name not in self.commands:
+            commands = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            importlib.import_module(f"charon_ir.commands.{COMMANDS[cmd_name][0]}").register(commands)
+            self.commands[cmd_name] = typer.main.get_command(commands)
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
+
 app = typer.Typer(
     name="charon",
     help="Predict LLM training and serving time and memory on GPU clusters.",
+    cls=LazyCommands,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -38,10 +87,6 @@ def _root(
 ) -> None:
     """Predict LLM training and serving time and memory on GPU clusters."""
     progress.QUIET = quiet
-
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"charon_ir.commands.{_name}").register(app)
 
 
 EXTRAS = {"torch": "frontend", "transformers": "frontend", "ray": "sweep", "megatron": "megatron"}

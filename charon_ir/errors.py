@@ -8,6 +8,7 @@ dimension.
 
 
 import gzip
+import json
 from pathlib import Path
 
 
@@ -88,8 +89,6 @@ def parse_json(text: str, where: str, what: str = "JSON",
     line:column), nested deeper than MAX_NESTING, or holding NaN or Infinity
     (not JSON; Python's json accepts them) unless `constants` (the caller
     range-checks each number and names the field)."""
-    import json
-
     def no_constant(name: str) -> float:
         raise ValueError(f"{name} is not a JSON number")
 

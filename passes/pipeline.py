@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     i64,
 )
@@ -61,6 +62,7 @@ from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import GRAD_SYNC, MESH, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
+from charon_ir.passes.sequence_parallel import step_tokens
 from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
 
 PIPELINE_ATTR = sim.PIPELINE_ATTR
@@ -438,8 +440,6 @@ def _program_position(op: Operation) -> tuple[int, ...]:
 
 
 def _p2p_props(shift: int) -> dict:
-    from xdsl.dialects.builtin import SymbolRefAttr
-
     return {
         "grid": SymbolRefAttr(MESH),
         "grid_axes": ArrayAttr([StringAttr("pp")]),
@@ -504,8 +504,6 @@ class PipelinePass(ModulePass):
         tp = grid_axes(op).get("tp", 1)
         full = 0
         if self.scatter_gather and tp > 1:
-            from charon_ir.passes.sequence_parallel import step_tokens
-
             seq, batch = step_tokens(op)
             hidden = reps[0].iter_init[0].type
             assert isinstance(hidden, TensorType)

@@ -35,10 +35,12 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects.coll import GridOp
+from charon_ir.dialects.event import ProgramOp
 from charon_ir.dialects.sim import StageOp
 from charon_ir.memory import MEMORY_ATTR
 from charon_ir.parallel.mesh import grid_axes
 from charon_ir.errors import CharonError
+from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.target.cluster import MAX_CLUSTER_COUNT, Cluster, load_cluster
 from charon_ir.target.hardware import GpuSpec, UnknownGpuError, load_gpu
 from charon_ir.target.target import NODE_KIND_ATTR, TARGET_ATTR, Target
@@ -61,9 +63,6 @@ def check_grids_fit(op: ModuleOp, gpus: int, where: str, what: str) -> None:
 def _priced(op: ModuleOp) -> bool:
     """cost-annotate has run (or the module is already lowered to events):
     its times are the targeted GPU's. Asked only when a module is retargeted."""
-    from charon_ir.dialects.event import ProgramOp
-    from charon_ir.passes.cost_annotate import COST_ATTR
-
     return any(COST_ATTR in o.attributes or isinstance(o, ProgramOp) for o in op.walk())
 
 

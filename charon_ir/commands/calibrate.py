@@ -9,11 +9,15 @@ engines/collectives.py; docs/calibration.md says where each comes from).
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, is_dataclass
 from typing import Annotated
 
 import typer
 
 from charon_ir.commands import trace_run as tr
+from charon_ir.errors import CharonError
+from charon_ir.interop.kineto import calibration_action
+from charon_ir.validation import calibration
 
 
 def register(app: typer.Typer) -> None:
@@ -44,16 +48,10 @@ def calibrate_command(
 ) -> None:
     """Print the calibration error of the analytic engine per published record;
     with --profile, calibrate the `calibrated` engine from a measured trace."""
-    from charon_ir.errors import CharonError
-
     if profile or remove or list_calibrations:
-        from charon_ir.interop.kineto import calibration_action
-
         print(calibration_action(profile, remove, list_calibrations, model, device,
                                  tr.run_options(seq_len, micro_batch, hardware, gpus, tp, pp, fuse, engines)))
         return
-    from charon_ir.validation import calibration
-
     if only is not None and only not in ("gemm", "attention", "nccl", "layer"):
         raise CharonError(f"--only {only!r}: expected gemm, attention, nccl or layer")
     # the layer rows simulate steps through the frontend: only when asked for
@@ -118,8 +116,6 @@ def calibrate_command(
 
 def _plain(x):
     """JSON-friendly form of the fitted constants (dataclasses, tuple keys)."""
-    from dataclasses import asdict, is_dataclass
-
     if is_dataclass(x) and not isinstance(x, type):
         return asdict(x)
     if isinstance(x, dict):

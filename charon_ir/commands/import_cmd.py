@@ -9,7 +9,13 @@ from typing import Annotated
 
 import typer
 
+from charon_ir.api import MAX_COUNT
+from charon_ir.errors import CharonError
+from charon_ir.frontend import import_model_with_summary
+from charon_ir.frontend.configs import bundled_models
+from charon_ir.frontend.metrics import op_count, param_count
 from charon_ir.interop.chakra_import import import_chakra, import_execution_trace
+from charon_ir.report.output import atomic_output, check_output_file
 
 
 def register(app: typer.Typer) -> None:
@@ -42,9 +48,6 @@ def import_command(
 
     Training: forward, backward and optimizer phases; serving: one prefill or decode step.
     """
-    from charon_ir.frontend import import_model_with_summary
-    from charon_ir.frontend.configs import bundled_models
-
     if list_models:
         print("\n".join(bundled_models()))
         return
@@ -58,9 +61,6 @@ def import_command(
     if not model:  # a usage error (exit 2), as click's own for a missing argument
         raise typer.BadParameter("give a model (a bundled name or a config.json); --list names them",
                                  param_hint="'MODEL'")
-    from charon_ir.api import MAX_COUNT
-    from charon_ir.errors import CharonError
-
     if model.endswith(".mlir"):
         raise CharonError(f"{model}: already IR; import takes a bundled name or a config.json "
                           "(charon-opt and charon simulate read .mlir files)")
@@ -68,8 +68,6 @@ def import_command(
         if not 1 <= value <= MAX_COUNT:
             raise CharonError(f"{flag} must be in 1..{MAX_COUNT}, got {value}")
     if output != "-":
-        from charon_ir.report.output import check_output_file
-
         check_output_file(output, "-o")  # before tracing, which can take minutes
     result = import_model_with_summary(
         model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=not no_cache, parse=False,
@@ -79,15 +77,11 @@ def import_command(
     if output == "-":
         sys.stdout.write(text)
     else:
-        from charon_ir.report.output import atomic_output
-
         with atomic_output(Path(output), ".tmp") as tmp:  # never a partial file
             Path(tmp).write_text(text)
     if result.module is None:
         print(f"{result.name}: from the cache ({result.cache_file}) in {result.seconds:.2f} s", file=sys.stderr)
     else:
-        from charon_ir.frontend.metrics import op_count, param_count
-
         print(
             f"{result.name}: {op_count(result.module)} ops, {param_count(result.module):,} parameters, "
             f"traced in {result.seconds:.2f} s",
@@ -102,8 +96,6 @@ def _import_trace(trace: str, output: str, chakra: bool, reprice: bool = False) 
     """A recorded step's execution trace, or one rank's Chakra trace, as sim IR
     (`charon_ir.interop.chakra_import`)."""
     if output != "-":
-        from charon_ir.report.output import check_output_file
-
         check_output_file(output, "-o")
     start = time.perf_counter()
     module = import_chakra(trace, reprice=reprice) if chakra else import_execution_trace(trace)
@@ -111,8 +103,6 @@ def _import_trace(trace: str, output: str, chakra: bool, reprice: bool = False) 
     if output == "-":
         sys.stdout.write(text)
     else:
-        from charon_ir.report.output import atomic_output
-
         with atomic_output(Path(output), ".tmp") as tmp:
             Path(tmp).write_text(text)
     ops = sum(1 for _ in module.walk()) - 1

@@ -27,9 +27,29 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
 
 from charon_ir.commands import on_command_line
 from charon_ir.errors import CharonError
+from charon_ir.frontend import import_model
+from charon_ir.profile.collect import OpSet, parse_module_file, parse_module_text
+from charon_ir.profile.fit import error_by_kind, held_out_error, samples_by_family
+from charon_ir.profile.reference_step import llama_step_mlir
+from charon_ir.profile.session import plan, profile_ops, torch_device
+from charon_ir.profile.shipped import SHIPPED_STEPS
+from charon_ir.profile.shipped_steps import shipped_steps_opset
+from charon_ir.profile.store import ProfileStore, default_db_path
+from charon_ir.report.output import names_a_folder
 
 DEFAULT_SWEEP = "0.25,0.5,0.75,1.5,2,3"
 """`charon_ir.profile.sweep.DEFAULT_FACTORS`, spelled out so `charon --help` imports no IR."""
@@ -83,10 +103,6 @@ def profile_command(
     ] = 0.0,
 ) -> None:
     """Measure ops into the profile database; with --fit, report the predictor's error."""
-    from charon_ir.profile.store import ProfileStore, default_db_path
-
-    from charon_ir.report.output import names_a_folder
-
     if db and names_a_folder(os.path.expanduser(db)):
         raise CharonError(f"--db {db}: is a directory, not a file")
     path = Path(db).expanduser() if db else default_db_path()
@@ -110,8 +126,6 @@ def profile_command(
         raise CharonError("--device-name must name a device (it keys the measurements), got a blank")
     measured_on: str | None = None
     if device is not None:
-        from charon_ir.profile.session import torch_device
-
         factors = _factors(sweep)
         # read the ops and find the device first: bad input leaves no database
         # file behind
@@ -141,19 +155,12 @@ def _factors(text: str) -> tuple[float, ...]:
 
 
 def _ops(ops_from: list[Path] | None, model: str | None, shipped_steps: bool, seq_len: int, batch: int):
-    from charon_ir.profile.collect import OpSet, parse_module_file
-
     if bool(ops_from) + (model is not None) + shipped_steps > 1:
         raise CharonError("charon profile: pass one of --ops-from, --model and --shipped-steps")
     if shipped_steps:
-        from charon_ir.profile.shipped import SHIPPED_STEPS
-        from charon_ir.profile.shipped_steps import shipped_steps_opset
-
         return shipped_steps_opset(), f"the shipped training steps ({'; '.join(SHIPPED_STEPS)})"
     opset = OpSet()
     if model is not None:
-        from charon_ir.frontend import import_model
-
         opset.add_module(import_model(model, seq_len=seq_len, batch=batch, mode="train"))
         return opset, f"{model} (seq {seq_len}, batch {batch})"
     if ops_from:
@@ -162,9 +169,6 @@ def _ops(ops_from: list[Path] | None, model: str | None, shipped_steps: bool, se
         for path in ops_from:
             opset.add_module(parse_module_file(path))
         return opset, ", ".join(map(str, ops_from))
-    from charon_ir.profile.collect import parse_module_text
-    from charon_ir.profile.reference_step import llama_step_mlir
-
     opset.add_module(parse_module_text(llama_step_mlir(), "reference_step"))
     return opset, "the bundled tiny Llama step (charon_ir/profile/reference_step.py)"
 
@@ -172,11 +176,6 @@ def _ops(ops_from: list[Path] | None, model: str | None, shipped_steps: bool, se
 def _measure(store, device, opset, source, factors, repeats, warmup, threads, device_name, refresh_below,
              budget: float = 0.0) -> str:
     """Measure what the database lacks; return the device name it is stored under."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from charon_ir.profile.session import plan, profile_ops
-
     err = Console(stderr=True)
     items = plan(opset, factors)
     err.print(
@@ -234,12 +233,6 @@ def _measure(store, device, opset, source, factors, repeats, warmup, threads, de
 
 
 def _print_fit(store, device: str | None) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from charon_ir.profile.fit import error_by_kind, held_out_error, samples_by_family
-
     devices = store.devices() if device is None else [device]
     if not devices:
         raise CharonError(f"profile database {store.path} holds no measurements")

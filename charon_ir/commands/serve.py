@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from charon_ir.commands import on_command_line
 from charon_ir.errors import CharonError
+from charon_ir.serving import serve
+from charon_ir.target.hardware import with_power_cap
 
 Opt = typer.Option
 
@@ -75,16 +79,12 @@ def serve_command(
     trace_out: Annotated[str | None, Opt("--trace-out", help="write the iterations of every replica as a Chrome/Perfetto trace")] = None,
 ) -> None:
     """Simulate serving requests on replicas of a model and print the latency report."""
-    from charon_ir.serving import serve
-
     if cluster and on_command_line(ctx, "power_cap"):
         raise CharonError("--power-cap with --cluster: cap the cluster file's GPU "
                           "(node { gpu = \"H100:power_cap=500\" })")
     # the cluster's GPU unless --hardware is typed (its default would contradict the file)
     chosen = {"hardware": hardware} if not cluster or on_command_line(ctx, "hardware") else {}
     if power_cap:
-        from charon_ir.target.hardware import with_power_cap
-
         chosen["hardware"] = with_power_cap(hardware, power_cap)
     report = serve(
         model,
@@ -113,9 +113,6 @@ def serve_command(
 
 
 def print_summary(report: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     cfg = report["config"]
     if "context_parallel" in report:
         print_context_parallel(report)
@@ -153,8 +150,6 @@ def print_summary(report: dict) -> None:
 def print_stages(stages: dict, console) -> None:
     """A row per stage a request crosses: its servers' utilisation, the wait in
     its queue and its service (the reasoning row: tokens and thinking time)."""
-    from rich.table import Table
-
     table = Table(title="stages")
     for col in ("stage", "servers", "utilisation", "queueing mean (ms)", "queueing p99 (ms)",
                 "service mean (ms)"):
@@ -178,9 +173,6 @@ def print_stages(stages: dict, console) -> None:
 
 def print_context_parallel(report: dict) -> None:
     """One row per --cp-policy: degrees used, TTFT/TPOT/E2E, GPU-seconds."""
-    from rich.console import Console
-    from rich.table import Table
-
     cfg = report["config"]
     gpus = cfg["cp_ranks"] * cfg["tp"] * cfg["pp"]
     table = Table(title=f"{cfg['model']} on {cfg['cp_ranks']} cp ranks x {cfg['tp'] * cfg['pp']} "

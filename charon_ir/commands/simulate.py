@@ -7,8 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
+from charon_ir import api
 from charon_ir.commands import on_command_line
+from charon_ir.errors import CharonError
 from charon_ir.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
+from charon_ir.report.table import print_report
+from charon_ir.target.cluster import load_cluster
+from charon_ir.target.hardware import with_power_cap
 
 Opt = typer.Option
 
@@ -41,8 +46,6 @@ def parse_layout(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in text.split(","))
     except ValueError:
-        from charon_ir.errors import CharonError
-
         raise CharonError(f"--pp-layout: expected layer counts separated by commas (e.g. 15,16,16,15), "
                           f"got {text[:80]!r}") from None
 
@@ -101,8 +104,6 @@ def simulate_command(
     A configuration that does not fit in memory prints the memory diagnostic on
     one line and exits 1; with --json the whole report comes first on stdout,
     timed as if memory were unlimited, with "fits": false and "oom"."""
-    from charon_ir.api import simulate, simulate_file
-
     hardware = step_hardware(ctx, locals())
     transformed = (
         (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp or pp_layout
@@ -110,19 +111,13 @@ def simulate_command(
         or optimizer != "fused" or attention_kernel or unfused_grad_accumulation
     )
     if model.endswith(".mlir") and no_mtp:
-        from charon_ir.errors import CharonError
-
         raise CharonError(f"--no-mtp: {model} is already IR, with what it holds (`charon import "
                           "--no-mtp` imports a model without its MTP modules)")
     if model.endswith(".mlir") and transformed and on_command_line(ctx, "seq_len"):
-        from charon_ir.errors import CharonError
-
         raise CharonError(f"--seq-len: {model} is a hand-written step: its sequence length is the "
                           "file's shapes' (the passes shard them, they do not resize them)")
     if model.endswith(".mlir") and not transformed:
         # a hand-written step, and no flag asks for a pass: simulate it as written
-        from charon_ir.errors import CharonError
-
         if plot is not None:
             raise CharonError(f"--plot: {model} is simulated as written (no flag asks for a pass), "
                               "which draws no plots; --trace writes its timeline")
@@ -130,12 +125,12 @@ def simulate_command(
             if on_command_line(ctx, name):
                 raise CharonError(f"{flag}: {model} is simulated as written (no flag asks for a "
                                   "pass): its shapes, kernels and schedule are the file's")
-        report = simulate_file(
+        report = api.simulate_file(
             model, hardware=hardware, gpus=gpus, gpus_per_node=gpus_per_node, cluster=cluster,
             precision=precision, engines=tuple(engines.split(",")), trace=trace,
         )
     else:
-        report = simulate(
+        report = api.simulate(
             model,
             framework=framework,
             trace=trace,
@@ -149,12 +144,8 @@ def simulate_command(
     if as_json:
         print(json.dumps(report, indent=2), flush=True)
         if report.get("fits") is False:
-            from charon_ir.errors import CharonError
-
             raise CharonError(report["oom"]["message"])
     else:
-        from charon_ir.report.table import print_report
-
         print_report(report)
 
 
@@ -171,13 +162,8 @@ def step_hardware(ctx: typer.Context, params: dict[str, Any]) -> str:
     given (the --hardware default would contradict it), capped by --power-cap."""
     hardware, cluster = params["hardware"], params["cluster"]
     if cluster and not on_command_line(ctx, "hardware"):
-        from charon_ir.target.cluster import load_cluster
-
         hardware = load_cluster(cluster).gpu.ref
     if on_command_line(ctx, "power_cap"):
-        from charon_ir.errors import CharonError
-        from charon_ir.target.hardware import with_power_cap
-
         if cluster:
             raise CharonError("--power-cap with --cluster: cap the cluster file's GPU "
                               "(node { gpu = \"H100:power_cap=500\" })")

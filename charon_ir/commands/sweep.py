@@ -15,9 +15,24 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from charon_ir.commands import on_command_line
 from charon_ir.errors import CharonError, one_line
+from charon_ir.report.output import check_output_dir
+from charon_ir.sweep import summarise
+from charon_ir.sweep.analysis import (
+    HARDWARE_KEYS,
+    STRATEGY_KEYS,
+    TUNING_KEYS,
+    check_pareto_axis,
+    rank,
+    table_rows,
+    write_plots,
+)
+from charon_ir.sweep.runner import check_options, run_sweep
+from charon_ir.sweep.space import HARDWARE_AXES, TRAINING_DEFAULTS, load_space, read_space_file
 
 MAX_POINTS = 10**6
 """`--max-points`' default: charon_ir.sweep.runner.MAX_POINTS (not imported here, so
@@ -145,12 +160,6 @@ def sweep_command(
     1 on bad input, or when no point runs; 3 when some points failed with an
     error (each distinct error is printed, the other points' results are stored).
     """
-    from charon_ir.report.output import check_output_dir
-    from charon_ir.sweep import summarise
-    from charon_ir.sweep.analysis import check_pareto_axis
-    from charon_ir.sweep.runner import check_options, run_sweep
-    from charon_ir.sweep.space import load_space, read_space_file
-
     raw: dict[str, Any] = {}
     if space_file is not None:
         raw = {str(k).replace("-", "_"): v for k, v in read_space_file(space_file).items()}
@@ -215,8 +224,6 @@ def sweep_command(
         summary["db"] = f"{db} (removed: no point runs)"
     written = []
     if plot is not None and summary["ranking"]:
-        from charon_ir.sweep.analysis import write_plots
-
         written = write_plots(result.records, summary["pareto"], plot, kind=space.kind, axis=pareto,
                               table=space.gpu_hour_cost)
         summary["plots"] = written
@@ -267,11 +274,6 @@ def _nothing_runs(summary: dict[str, Any]) -> str:
 
 
 def _print_summary(summary: dict[str, Any], top: int, plots: list[str], pending: int = 0) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from charon_ir.sweep.analysis import rank, table_rows
-
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)  # piped: never cut the numbers of a wide table
@@ -325,10 +327,6 @@ def _print_summary(summary: dict[str, Any], top: int, plots: list[str], pending:
 
 
 def _settings(config: dict[str, Any]) -> str:
-    from charon_ir.sweep.analysis import HARDWARE_KEYS, STRATEGY_KEYS, TUNING_KEYS
-
-    from charon_ir.sweep.space import HARDWARE_AXES, TRAINING_DEFAULTS
-
     quiet = {"oversubscription": 1.0, "ep": 1, "cp": 1, "vpp": 1, "replicas": 1,
              **{k: v for k, v in HARDWARE_AXES.items() if k != "oversubscription"}}
     keys = [k for k in (*HARDWARE_KEYS, *STRATEGY_KEYS)

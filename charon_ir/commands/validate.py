@@ -20,6 +20,12 @@ from typing import Annotated
 import typer
 
 from charon_ir.commands import trace_run as tr
+from charon_ir.errors import CharonError
+from charon_ir.interop.kineto import validate_profile
+from charon_ir.validation import load_record_set
+from charon_ir.validation.live import format_live, run_live
+from charon_ir.validation.report import format_results, results_json
+from charon_ir.validation.runner import gate_failure, summarize, validate
 
 
 def register(app: typer.Typer) -> None:
@@ -66,15 +72,11 @@ def validate_command(
 ) -> None:
     """Compare predictions with published (or, with --live, local; with
     --profile, a trace's) measurements."""
-    from charon_ir.errors import CharonError
-
     if profile:
         if live or record_set or only is not None:
             raise CharonError("--profile compares one traced step: --live, --set and --only do not apply")
         if not model:
             raise CharonError("--profile: give --model, the traced step's model (and its --seq-len)")
-        from charon_ir.interop.kineto import validate_profile
-
         print(validate_profile(profile, model, tr.run_options(seq_len, micro_batch, hardware, gpus, tp, pp,
                                                               fuse, engines, host_launch_us), as_json))
         return
@@ -96,15 +98,9 @@ def validate_command(
     if device and not live:
         raise CharonError(f"--device {device}: only --live runs on a device (the records are simulated)")
     if live:
-        from charon_ir.validation.live import format_live, run_live
-
         result = run_live(device=device or None)
         print(json.dumps(result.to_json(), indent=2) if as_json else format_live(result))
         return
-    from charon_ir.validation import load_record_set
-    from charon_ir.validation.report import format_results, results_json
-    from charon_ir.validation.runner import gate_failure, summarize, validate
-
     records = load_record_set(Path(record_set) if record_set else None)
     results = validate(records, only=only, jobs=jobs, framework=framework)
     summary = summarize(results)

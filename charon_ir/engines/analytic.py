@@ -17,6 +17,8 @@ The `time_s` functions below are what the engine and `charon calibrate` share.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation
 
@@ -26,8 +28,10 @@ from charon_ir.dialects.sim import (
     AttentionOp,
     ComputeOp,
     CostAttr,
+    ElementwiseOp,
     GenericOp,
     MatmulOp,
+    ViewOp,
     numel,
     shape_of,
 )
@@ -43,7 +47,7 @@ from charon_ir.engines.compute_efficiency import (
     memory_efficiency,
 )
 from charon_ir.profile.key import is_free_view
-from charon_ir.target.hardware import GpuSpec
+from charon_ir.target.hardware import GpuSpec, check_fp8
 from charon_ir.target.target import Target
 from charon_ir.target.topology import group_ranks
 
@@ -179,10 +183,6 @@ def fp8_gemm_target(target: Target, flag: str) -> Target:
     the GPU's fp8 rate and, for its operands of one byte, a doubled HBM
     bandwidth. `flag` names the option asking for it in the error of a GPU
     without fp8 tensor cores."""
-    from dataclasses import replace
-
-    from charon_ir.target.hardware import check_fp8
-
     gpu = target.gpu
     check_fp8(gpu, flag)
     f8 = gpu.peak_flops["f8"]
@@ -293,8 +293,6 @@ def tp_comm_overlap_enabled(op: CollectiveOp) -> bool:
 def _through_views(value) -> list:
     """The ops that produce `value`, looking through free layout ops and the sums
     of partial results (an `add` of several GEMMs' outputs)."""
-    from charon_ir.dialects.sim import ElementwiseOp, ViewOp
-
     owner = value.owner
     if isinstance(owner, ViewOp):
         return _through_views(owner.input)
@@ -304,8 +302,6 @@ def _through_views(value) -> list:
 
 
 def _users_through_views(value) -> list:
-    from charon_ir.dialects.sim import ViewOp
-
     out = []
     for use in value.uses:
         user = use.operation

@@ -13,32 +13,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.parser import Parser
+
+from charon_ir.dialects.sim import Sim
 from charon_ir.errors import CharonError
 from charon_ir.frontend import cache as ir_cache
 from charon_ir.frontend.configs import bundled_models, family_of, load_config
+from charon_ir.frontend.metrics import compute_ops, forward_flops, mtp_param_count, op_count, param_count, phase_flops
 from charon_ir.progress import status
 
 if TYPE_CHECKING:
     from torch import nn
-    from xdsl.dialects.builtin import ModuleOp
-
-    from charon_ir.frontend.metrics import (compute_ops, forward_flops, mtp_param_count, op_count, param_count,
-                                            phase_flops)
-
-_METRICS = ("compute_ops", "forward_flops", "mtp_param_count", "op_count", "param_count", "phase_flops")
-
-
-def __getattr__(name: str) -> Any:
-    # IR metrics load xdsl and the sim dialect: only when asked for, so that a
-    # cache hit copied out by the CLI stays cheap
-    if name in _METRICS:
-        from charon_ir.frontend import metrics
-
-        return getattr(metrics, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ImportResult",
@@ -93,8 +84,6 @@ MEGATRON_PREFIX = "megatron:"
 
 
 def _versions(megatron: bool = False) -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for pkg in ("torch", "transformers", "xdsl") + (("megatron-core",) if megatron else ()):
         try:
@@ -106,12 +95,6 @@ def _versions(megatron: bool = False) -> dict[str, str]:
 
 def parse_ir(text: str) -> ModuleOp:
     """Parse sim IR text (as printed by the frontend) into a module."""
-    from xdsl.context import Context
-    from xdsl.dialects.builtin import Builtin
-    from xdsl.parser import Parser
-
-    from charon_ir.dialects.sim import Sim
-
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Sim)
@@ -119,8 +102,6 @@ def parse_ir(text: str) -> ModuleOp:
 
 
 def _annotate(module: ModuleOp, name: str, mode: str, seq_len: int, batch: int, dtype: str, summary, hf_count: int | None) -> None:
-    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr
-
     attrs: dict[str, Any] = {
         "sim.model": StringAttr(name),
         "sim.mode": StringAttr(mode),

@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from charon_ir.dialects import sim
+from charon_ir.parallel.sharding import reshape_groups
 
 _ELEMENT_TYPES: dict[torch.dtype, Callable[[], Attribute]] = {
     torch.bfloat16: BFloat16Type,
@@ -196,8 +197,6 @@ def _reshape_dims(
     src: tuple[int, ...], dst: tuple[int, ...], before: tuple[frozenset[int], ...]
 ) -> tuple[frozenset[int], ...] | None:
     """Dim sources after reshaping `src` (whose dims come from `before`) to `dst`."""
-    from charon_ir.parallel.sharding import reshape_groups
-
     if src == dst:
         return before
     groups = reshape_groups(src, dst) if prod(src) == prod(dst) else None

@@ -9,7 +9,9 @@ size `hidden` (the unsharded twin of examples/transformer_layer.mlir).
 from string import Template
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
 
+from charon_ir.registry import ALL_PASSES
 from charon_ir.testing import make_context, parse_module
 
 LLAMA_LAYER = Template(
@@ -166,10 +168,6 @@ def parse(text: str) -> ModuleOp:
 def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
     """Run a pass pipeline (`shard-tensor{tp=2},sequence-parallel`) on `module` in
     place, as charon-opt would, and verify the result."""
-    from xdsl.passes import PassPipeline
-
-    from charon_ir.registry import ALL_PASSES
-
     PassPipeline.parse_spec(dict(ALL_PASSES), pipeline).apply(make_context(), module)
     module.verify()
     return module

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -835,8 +835,6 @@ class ShardGeneric(ShardPattern):
             in_ratio = 1.0
             if sum(old):
                 in_ratio = sum(sim.tensor_bytes(r) for r in op.results if isinstance(r.type, TensorType)) / sum(old)
-            from xdsl.dialects.builtin import FloatAttr
-
             op.properties["flop_count"] = FloatAttr(op.flop_count.value.data * ratio, 64)
             op.properties["byte_count"] = FloatAttr(op.byte_count.value.data * in_ratio, 64)
 

@@ -13,6 +13,7 @@ from charon_ir.dialects.sim import ComputeOp
 from charon_ir.errors import read_text
 from charon_ir.profile.key import OpKey, is_free_view
 from charon_ir.registry import ALL_DIALECTS
+from charon_ir.tools.charon_opt import parse_located
 
 
 def charon_context() -> Context:
@@ -29,8 +30,6 @@ def parse_module_file(path: Path) -> ModuleOp:
 
 def parse_module_text(text: str, name: str) -> ModuleOp:
     """Parse and verify `text`; errors become one line naming `name`:line:col."""
-    from charon_ir.tools.charon_opt import parse_located
-
     return parse_located(charon_context(), text, name)
 
 

@@ -14,6 +14,7 @@ This is the only module of the package that imports torch.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import statistics
 import time
@@ -524,8 +525,6 @@ def keep_freed_memory() -> None:
     each call reuses warm pages as a caching allocator (CUDA's, jemalloc) would,
     rather than page-faulting a fresh mmap for every output tensor."""
     try:
-        import ctypes
-
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return

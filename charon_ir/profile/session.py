@@ -100,7 +100,7 @@ def profile_ops(
     `run.left_for_later`."""
     import torch
 
-    from charon_ir.profile import runner
+    from charon_ir.profile import runner  # imports torch
 
     dev = torch_device(device)
     if dev.type == "cpu":

@@ -23,13 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from charon_ir.errors import CharonError
+from charon_ir.frontend import load_config
+from charon_ir.report.energy import serving_energy
+from charon_ir.report.output import atomic_output, check_output_file
 from charon_ir.serving import cluster as cluster_sim
 from charon_ir.serving import context_parallel as cp
 from charon_ir.serving import metrics as m
 from charon_ir.serving.kv_cache import merge_kv_tiers, parse_kv_tiers
 from charon_ir.serving.latency import ReplicaShape, StepTimeModel, step_model
 from charon_ir.serving.requests import (
+    MAX_RETRIEVAL_DOCUMENTS,
     MAX_SAMPLED_TOKENS,
+    STAGE_KINDS,
     Request,
     Stage,
     check_length_distribution,
@@ -38,9 +43,9 @@ from charon_ir.serving.requests import (
     static_batch,
 )
 from charon_ir.serving.scheduler import SchedulerConfig
-from charon_ir.target.cluster import CpuNodes, KVTier, load_cluster
+from charon_ir.target.cluster import CpuNodes, KVTier, default_nics, load_cluster
 from charon_ir.target.hardware import load_gpu
-from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS, StageModel, parse_stage_servers
+from charon_ir.serving.stages import StageModel, parse_stage_servers
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default share of HBM the engine may use (the rest: CUDA context, NCCL,
@@ -264,8 +269,6 @@ def _stage_option(text: str) -> Stage:
 
 
 def _check_context(model: str, requests: list[Request], stages: tuple[str, ...] = ()) -> None:
-    from charon_ir.frontend import load_config
-
     _, model_config = load_config(model)
     limit = int(model_config.get("max_position_embeddings") or 0)
     longest = max(requests, key=lambda r: r.input_tokens + r.output_tokens + sum(
@@ -338,8 +341,6 @@ def _router_pool(config: ServingConfig, requests: list[Request],
         return None
     if not 1 <= config.router_tokens <= MAX_ROUTER_TOKENS:
         raise CharonError(f"--router-tokens must be in 1..{MAX_ROUTER_TOKENS}, got {config.router_tokens}")
-    from charon_ir.frontend import load_config
-
     shape = ReplicaShape(config.router_model, config.hardware, 1, 1, 1, config.precision, config.attention_kernel)
     try:
         _, router_config = load_config(config.router_model)
@@ -394,8 +395,6 @@ def serve(
         raise CharonError(f"--model {model}: serving builds its prefill and decode steps from a "
                           "bundled name or a config.json, not a hand-written training step")
     if trace_out is not None:
-        from charon_ir.report.output import check_output_file
-
         check_output_file(trace_out, "--trace-out")  # before the run, not after it
     hardware_typed = "hardware" in options
     if options.get("cluster") and "hardware" not in options:
@@ -495,8 +494,6 @@ def _serve_context_parallel(config: ServingConfig, requests: list[Request], sche
                             trace_out: str | Path | None, timings: bool) -> dict[str, Any]:
     """`--cp-policy`: a pool of cp ranks per replica, groups formed per request
     (context_parallel.py); each policy runs on the same requests."""
-    from charon_ir.frontend import load_config
-
     given = [flag for flag, on in (
         ("--replicas", config.replicas != 1), ("--prefill-replicas/--decode-replicas",
                                                bool(config.prefill_replicas or config.decode_replicas)),
@@ -633,11 +630,6 @@ def _kind_ranks(cluster, kind: str, limit: int) -> list[int]:
 
 def _energy(config: ServingConfig, report: dict[str, Any]) -> dict[str, Any]:
     """energy_j, tokens_per_joule (output tokens) and the split (report.energy)."""
-    from charon_ir.frontend import load_config
-    from charon_ir.report.energy import serving_energy
-    from charon_ir.target.cluster import default_nics
-    from charon_ir.target.hardware import load_gpu
-
     gpu = load_gpu(config.hardware)
     decode_gpu = load_gpu(config.decode_hardware) if config.decode_hardware else gpu
     _, model = load_config(config.model)
@@ -713,7 +705,5 @@ def build_report(config: ServingConfig, scheduler: SchedulerConfig, latency: Ste
 
 
 def _write_json(path: Path, data: Any) -> None:
-    from charon_ir.report.output import atomic_output
-
     with atomic_output(path, ".tmp") as tmp, open(tmp, "w") as f:
         json.dump(data, f)

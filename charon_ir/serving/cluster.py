@@ -15,12 +15,14 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, replace
 
+from charon_ir.engines.collectives import cached_plan
 from charon_ir.errors import CharonError
 from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
 from charon_ir.serving.scheduler import Replica, SchedulerConfig, Sequence, StagePipeline
 from charon_ir.serving.stages import StageModel, StageUse, apply_stages, schedule_stages
-from charon_ir.target.cluster import Cluster
+from charon_ir.target.cluster import Cluster, implicit_cluster
+from charon_ir.target.hardware import load_gpu
 
 ROUTERS = ("round-robin", "least-loaded")
 MAX_GPUS = 2**20
@@ -100,9 +102,6 @@ class KVTransferModel:
 
     def __init__(self, model: StepTimeModel, gpus_per_replica: int, total_gpus: int,
                  hardware: str, gpus_per_node: int = 0, placed: KVPlacement | None = None):
-        from charon_ir.target.cluster import implicit_cluster
-        from charon_ir.target.hardware import load_gpu
-
         gpu = load_gpu(hardware)
         self.per_node = gpus_per_node or gpu.gpus_per_node
         self.cluster = implicit_cluster(gpu, total_gpus, self.per_node)
@@ -114,8 +113,6 @@ class KVTransferModel:
         self.memo: dict[tuple[int, int, int], float] = {}
 
     def time_s(self, tokens: int, src_replica_first_gpu: int, dst_replica_first_gpu: int) -> float:
-        from charon_ir.engines.collectives import cached_plan
-
         # quantised to 64 tokens so that the planner runs a few hundred times at most
         bucket = -(-tokens // 64) * 64
         if self.ranks:  # where the replicas' GPUs sit on a cluster of several node kinds

@@ -47,11 +47,21 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import charon_ir
+from charon_ir.api import _pass, load_model_module
+from charon_ir.dialects import coll, sim
+from charon_ir.engines.analytic import AnalyticEngine
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError, one_line, reason_of
+from charon_ir.frontend import load_config
+from charon_ir.frontend.cache import cache_root
 from charon_ir.frontend.configs import expert_count, family_of
+from charon_ir.passes import shard_tensor
+from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.progress import progress_bar
+from charon_ir.registry import ALL_PASSES
 from charon_ir.target.hardware import check_fp8, load_gpu
+from charon_ir.target.target import Target
 
 PREFILL_LENGTHS = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)
 """Single-sequence prefill lengths priced: body(T) and head(S) are read off these
@@ -221,10 +231,6 @@ def prefill_chunk_tiles(chunk: int, cached: int, block_overhead: float) -> float
 
 
 def _price_module(module, ctx, shape: ReplicaShape):
-    from charon_ir.api import _pass
-
-    from charon_ir.registry import ALL_PASSES
-
     if "fuse" in ALL_PASSES:
         # serving engines run flash attention and fused norm / rope / SwiGLU kernels
         _pass("fuse").apply(ctx, module)
@@ -246,11 +252,6 @@ def _reprice_fp8_cache(module) -> None:
     (decode) is priced again with the KV bytes halved (as a doubled bandwidth).
     The GEMMs are cost-annotate's (`fp8-gemms`); norms, activations and
     collectives stay 16-bit."""
-    from charon_ir.dialects import sim
-    from charon_ir.engines.analytic import AnalyticEngine
-    from charon_ir.passes.cost_annotate import COST_ATTR
-    from charon_ir.target.target import Target
-
     target = Target.from_module(module)
     kv_target = replace(target, gpu=replace(target.gpu, hbm_bandwidth=2.0 * target.gpu.hbm_bandwidth))
     engine = AnalyticEngine()
@@ -262,9 +263,6 @@ def _reprice_fp8_cache(module) -> None:
 
 def _split_step(module) -> tuple[float, float, float, float]:
     """(body, head, attention, peak activation bytes of one op) of a priced step."""
-    from charon_ir.dialects import coll, sim
-    from charon_ir.passes.cost_annotate import COST_ATTR
-
     phase = next(op for op in module.body.block.ops if isinstance(op, sim.PhaseOp))
     body = head = attention = 0.0
     largest = 0.0
@@ -295,14 +293,10 @@ def _split_step(module) -> tuple[float, float, float, float]:
 
 
 def _param_bytes(module) -> float:
-    from charon_ir.dialects import sim
-
     return sum(sim.tensor_bytes(op.result) for op in module.walk() if isinstance(op, sim.ParamOp))
 
 
 def _sample(shape: ReplicaShape, mode: str, seq_len: int, batch: int):
-    from charon_ir.api import load_model_module
-
     ctx, module = load_model_module(shape.model, seq_len=seq_len, batch=batch, mode=mode)
     _price_module(module, ctx, shape)
     return module
@@ -370,8 +364,6 @@ def estimated_weight_bytes(config: dict[str, Any], shape: ReplicaShape) -> float
 
 def build_step_model(shape: ReplicaShape) -> StepTimeModel:
     """Price the sample steps through the pipeline and fit the curves."""
-    from charon_ir.frontend import load_config
-
     _, config = load_config(shape.model)
     check_shape(config, shape)
     gpu = load_gpu(shape.hardware)
@@ -429,25 +421,15 @@ def build_step_model(shape: ReplicaShape) -> StepTimeModel:
 
 
 def _cache_dir() -> Path:
-    from charon_ir.frontend.cache import cache_root
-
     return cache_root() / "serving"
 
 
 def _sources_digest() -> str:
     """Hash of the code a table depends on: a change to an engine or to a
     sharding pass invalidates every cached table."""
-    import charon_ir
-
     root = Path(charon_ir.__file__).resolve().parent
     digest = hashlib.sha256(TABLE_VERSION.encode())
-    files = sorted((root / "engines").glob("*.py")) + [Path(__file__)]
-    try:
-        from charon_ir.passes import shard_tensor
-
-        files.append(Path(shard_tensor.__file__))
-    except ImportError:
-        pass
+    files = sorted((root / "engines").glob("*.py")) + [Path(__file__), Path(shard_tensor.__file__)]
     for f in files:
         try:
             digest.update(f.read_bytes())
@@ -457,9 +439,6 @@ def _sources_digest() -> str:
 
 
 def _table_key(shape: ReplicaShape) -> str:
-    from charon_ir.frontend import load_config
-    from charon_ir.target.hardware import load_gpu
-
     _, config = load_config(shape.model)
     # the spec itself, not its name: a user's GPU file may change under one path
     gpu = load_gpu(shape.hardware)
@@ -485,8 +464,6 @@ def step_model(shape: ReplicaShape, use_cache: bool = True) -> StepTimeModel:
     shape = replace(shape, attention_kernel="fused")
     if shape in _MEMO:
         return _with_kernel(_MEMO[shape], kernel)
-    from charon_ir.frontend import load_config
-
     _, config = load_config(shape.model)
     check_shape(config, shape)
     gpu = load_gpu(shape.hardware)  # an unknown GPU fails here, before any import
@@ -516,8 +493,6 @@ def step_model(shape: ReplicaShape, use_cache: bool = True) -> StepTimeModel:
 
 
 def _with_kernel(model: StepTimeModel, kernel: str) -> StepTimeModel:
-    from charon_ir.frontend import load_config
-
     if kernel == "fused":
         return model
     _, config = load_config(model.shape.model)

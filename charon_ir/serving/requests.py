@@ -26,6 +26,13 @@ import numpy as np
 
 from charon_ir.errors import CharonError
 
+STAGE_KINDS = ("retrieval", "remote_kv", "reasoning")
+"""The stages a request may name (stages.py prices them; routing comes from --router-model)."""
+MAX_RETRIEVAL_DOCUMENTS = 100_000
+"""Documents one retrieval stage fetches and re-ranks at most: re-rankers take
+the top 10 to 1,000 of a first-stage search; 10^5 (40 s at the default cost per
+document) is past any RAG pipeline, and beyond it the TTFT is the retrieval's."""
+
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "exponential", "lognormal", "zipf")
 
 
@@ -166,8 +173,6 @@ def _positive_int(obj: dict[str, Any], key: str, where: str, minimum: int = 1) -
 
 
 def _stage(obj: Any, where: str) -> Stage:
-    from charon_ir.serving.stages import MAX_RETRIEVAL_DOCUMENTS, STAGE_KINDS  # stages imports this module
-
     if not isinstance(obj, dict) or obj.get("kind") not in STAGE_KINDS:
         kind = obj.get("kind") if isinstance(obj, dict) else obj
         raise CharonError(

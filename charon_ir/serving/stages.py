@@ -27,12 +27,6 @@ from typing import Any
 from charon_ir.errors import CharonError
 from charon_ir.serving.requests import Request
 
-STAGE_KINDS = ("retrieval", "remote_kv", "reasoning")
-MAX_RETRIEVAL_DOCUMENTS = 100_000
-"""Documents one retrieval stage fetches and re-ranks at most: re-rankers take
-the top 10 to 1,000 of a first-stage search; 10^5 (40 s at the default cost per
-document) is past any RAG pipeline, and beyond it the TTFT is the retrieval's."""
-
 
 @dataclass(frozen=True)
 class StageModel:

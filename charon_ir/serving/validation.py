@@ -29,8 +29,9 @@ from typing import Any
 from charon_ir.errors import CharonError
 from charon_ir.frontend import load_config
 from charon_ir.serving import context_parallel as cp
+from charon_ir.serving.api import serve
 from charon_ir.serving.latency import ReplicaShape
-from charon_ir.validation import LATENCY_UNITS, cache_directory
+from charon_ir.validation import LATENCY_UNITS, cache_directory, published_records
 from charon_ir.validation.training import config_path
 
 MODEL_NAMES = {
@@ -117,8 +118,6 @@ def precision_of(record: dict[str, Any]) -> str:
 
 
 def inference_records() -> list[dict[str, Any]]:
-    from charon_ir.validation import published_records
-
     return [r for r in published_records() if r.get("category") == "inference"]
 
 
@@ -151,8 +150,6 @@ def _long_context_options(record: dict[str, Any]) -> dict[str, Any]:
 def reproduce_long_context_record(record: dict[str, Any]) -> float:
     """The first-token latency of the record's prompt prefilled alone by
     `strategy.cp` ranks (`fixed:CP`), in the record's unit."""
-    from charon_ir.serving.api import serve
-
     options = _long_context_options(record)
     report = serve(options.pop("model"), **options)
     unit = record["unit"].split()[0]  # checked when the records were read
@@ -178,8 +175,6 @@ def long_context_terms(record: dict[str, Any]) -> str:
 
 def reproduce_inference_record(record: dict[str, Any]) -> float:
     """The predicted value of `record`, in the record's unit."""
-    from charon_ir.serving.api import serve
-
     if record.get("category") == "long_context_inference":
         return reproduce_long_context_record(record)
     strategy = record["strategy"]

@@ -17,14 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from charon_ir.sweep.analysis import check_pareto_axis, explain, objectives, pareto_front, rank, runner_up
 from charon_ir.sweep.runner import SweepResult, run_sweep
 from charon_ir.sweep.space import Point, Space, load_space
 
 
 def summarise(result: SweepResult, *, pareto_axis: str = "") -> dict[str, Any]:
     """The JSON form of a sweep: every record, the frontier, the winner and why."""
-    from charon_ir.sweep.analysis import explain, objectives, pareto_front, rank, runner_up
-
     space = result.space
     ranked = rank(result.records)
     front = pareto_front(result.records, objectives(space.kind, pareto_axis, space.gpu_hour_cost))
@@ -49,8 +48,6 @@ def summarise(result: SweepResult, *, pareto_axis: str = "") -> dict[str, Any]:
 def sweep(space: str | Path | dict | Space, **options: Any) -> dict[str, Any]:
     """Run a sweep (options: db, jobs, ray, ray_address, progress, limit) and
     return its summary: {"results": [...], "pareto": [...], "best": {...}, ...}."""
-    from charon_ir.sweep.analysis import check_pareto_axis
-
     pareto_axis = options.pop("pareto_axis", "")
     if not isinstance(space, Space):
         space = load_space(space)

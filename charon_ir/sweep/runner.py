@@ -18,20 +18,37 @@ those another version stored.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
+import random
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
 from charon_ir import progress as progress_module
 from charon_ir.errors import CharonError
+from charon_ir.profile.store import default_db_path
 from charon_ir.sweep.evaluate import STATUS_ILLEGAL, record, sharing_order
+from charon_ir.sweep.screen import class_key
 from charon_ir.sweep.space import Point, Space, _defaults, load_space
 from charon_ir.sweep.store import ResultStore, simulator_fingerprint
 from charon_ir.sweep.workers import evaluate_points, evaluator, point_kind
+from charon_ir.target.hardware import split_variant
 
 RETIME_FIRST = 10
 """Screened records re-timed by the fast tier once the sweep has run: the best 10."""
@@ -78,9 +95,6 @@ def _in_process(points: list[Point], tier: str = "fast") -> Iterator[dict]:
 
 
 def _pool(points: list[Point], jobs: int, tier: str = "fast") -> Iterator[dict]:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
     # spawn: a worker starts clean (no copied sqlite handle, no inherited threads)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
@@ -138,8 +152,6 @@ def _ray_connect(jobs: int, address: str | None) -> bool:
 def _check_answers(address: str, where: str) -> None:
     """A HOST:PORT address (or ray://HOST:PORT) must accept a connection within
     RAY_CONNECT_TIMEOUT_S; `auto` and other forms are Ray's to resolve."""
-    import socket
-
     host, _, port = address.removeprefix("ray://").rpartition(":")
     host = host.strip("[]")  # [::1]:6379
     if not host or not port.isdigit():
@@ -259,8 +271,6 @@ def run_sweep(
         store.put([record(p, STATUS_ILLEGAL, error=p.pruned) for p in illegal], space.kind)
         legal = [p for p in todo if not p.pruned]
         if sample > 0:
-            import random
-
             chosen = {p.key for p in random.Random(seed).sample(legal, min(sample, len(legal)))}
             legal = [p for p in legal if p.key in chosen]
         if limit > 0:
@@ -268,8 +278,6 @@ def run_sweep(
         ordered = sharing_order(legal) if space.kind == "training" else legal
         if space.kind == "training" and tier == "screen":
             # a layer class's points together: a worker's batch builds its probe once
-            from charon_ir.sweep.screen import class_key
-
             ordered.sort(key=lambda p: class_key(p.config))
         if ray or ray_address:
             executor, stream = "ray", _ray(ordered, tier)
@@ -320,16 +328,12 @@ def _profile_db(points: list[Point]) -> Path | None:
     engines = {e.strip() for p in points for e in str(p.config.get("engines") or "").split(",")}
     if "db" not in engines:
         return None
-    from charon_ir.profile.store import default_db_path
-
     return default_db_path()
 
 
 def _input_files(points: list[Point]) -> set[Path]:
     """The files the points read (a model or cluster given by path): a stored
     time is stale once one of them changes, though the point's key is the same."""
-    from charon_ir.target.hardware import split_variant
-
     # a GPU variant of a file (`my.toml:hbm_bw=...`) reads the file
     return {Path(split_variant(v)[0]) for p in points for v in p.config.values()
             if isinstance(v, str) and v and Path(split_variant(v)[0]).is_file()}
@@ -385,16 +389,6 @@ class _progress:
     """A rich progress bar on stderr: done/total, rate, ETA and status counts."""
 
     def __init__(self, total: int, reused: int) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
         self.counts: dict[str, int] = {}
         self.reused = reused
         self.start = time.perf_counter()

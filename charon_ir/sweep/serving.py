@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from charon_ir.errors import CharonError
+from charon_ir import serving
 from charon_ir.sweep.evaluate import STATUS_ERROR, STATUS_ILLEGAL, STATUS_OK, STATUS_OOM, _Clock, record
 from charon_ir.sweep.hardware import point_hardware
 from charon_ir.sweep.space import Point
@@ -66,15 +67,13 @@ def summarise_serving(report: dict[str, Any]) -> dict[str, Any]:
 
 class ServingEvaluator:
     def evaluate(self, points: list[Point]) -> Iterator[dict]:
-        from charon_ir.serving import serve
-
         for point in points:
             if point.pruned:
                 yield record(point, STATUS_ILLEGAL, error=point.pruned)
                 continue
             clock = _Clock()
             try:
-                report = serve(point.config["model"], **serve_options(point.config))
+                report = serving.serve(point.config["model"], **serve_options(point.config))
             except CharonError as e:
                 message = str(e)
                 status = STATUS_OOM if any(m in message for m in OOM_MARKERS) else STATUS_ERROR

@@ -47,7 +47,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from charon_ir.api import OPTIMIZERS
+from charon_ir.engines.analytic import FP8_RECIPES
+from charon_ir.engines.base import ENGINES
+from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS, kernel_refusal
 from charon_ir.errors import MAX_NESTING, CharonError, nesting_depth, read_text
+from charon_ir.frameworks import FRAMEWORKS, resolve
+from charon_ir.frontend.configs import expert_count, load_config
+from charon_ir.parallel.schedules import SCHEDULES, check_schedule
+from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES
+from charon_ir.serving.latency import PRECISIONS
+from charon_ir.serving.scheduler import POLICIES
+from charon_ir.sweep.hardware import TOPOLOGIES, nic_bandwidth, rate, size
+from charon_ir.target.cluster import load_cluster
+from charon_ir.target.hardware import load_gpu, resolve_gpu_name
 
 TRAINING_DEFAULTS: dict[str, Any] = {
     "model": "",
@@ -254,8 +269,6 @@ class Space:
 def with_framework(config: dict[str, Any], given: set[str]) -> dict[str, Any]:
     """A training point's settings under its framework's preset: the space's
     own settings (`given`) win, the preset fills what it decides of the rest."""
-    from charon_ir.frameworks import resolve
-
     defaults = _defaults("training")
     typed = {key: _typed(key, config[key], defaults[key]) for key in config}
     resolved, _ = resolve(typed["framework"], {k: typed[k] for k in given if k in typed}, typed)
@@ -334,8 +347,6 @@ def load_space(source: str | Path | dict[str, Any], where: str = "space",
 def read_space_file(path: str | Path) -> dict[str, Any]:
     """The mapping of a space file; a file that cannot be read, is not UTF-8
     text, is not YAML or not a mapping is a one-line error naming it."""
-    import yaml
-
     text = read_text(path, f"space file '{path}'")
     loader = yaml.SafeLoader(text)
     try:
@@ -371,8 +382,6 @@ def _expanded_size(root: Any) -> int:
     """Nodes of the YAML tree under `root` with every alias expanded, counted over
     the node graph (an alias is the node it names) without expanding it: stops
     past MAX_SPACE_VALUES."""
-    import yaml
-
     sizes: dict[int, int] = {}
     entered: set[int] = set()  # a recursive anchor (`&a [*a]`) is counted once
     stack = [(root, False)] if root is not None else []
@@ -446,18 +455,7 @@ def _one_of(choices: tuple[Any, ...]) -> str:
 def _choices(kind: str) -> dict[str, tuple[Any, ...]]:
     """The settings whose values are names from a fixed list, and the list."""
     if kind == "serving":
-        from charon_ir.serving.latency import PRECISIONS
-        from charon_ir.serving.scheduler import POLICIES
-
         return {"precision": PRECISIONS, "policy": ("", *POLICIES)}
-    from charon_ir.api import OPTIMIZERS
-    from charon_ir.engines.analytic import FP8_RECIPES
-    from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
-    from charon_ir.frameworks import FRAMEWORKS
-    from charon_ir.parallel.schedules import SCHEDULES
-    from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES
-    from charon_ir.sweep.hardware import TOPOLOGIES
-
     return {
         "recompute": RECOMPUTE_POLICIES,
         "zero": (0, 1, 2, 3),
@@ -492,32 +490,20 @@ def check_value(kind: str, key: str, value: Any, shapes: dict[str, ModelShape | 
         if key == "model" and value not in shapes:
             shapes[value] = ModelShape.of(value)
         elif key == "hardware" and value:
-            from charon_ir.target.hardware import resolve_gpu_name
-
             resolve_gpu_name(value)
         elif key == "cluster" and value:
-            from charon_ir.target.cluster import load_cluster
-
             load_cluster(value)
     except CharonError as e:
         raise CharonError(f"'{key}': {e}") from None
     if key == "engines":
-        from charon_ir.engines.base import ENGINES
-
         if not all(e.strip() in ENGINES for e in str(value).split(",")):
             raise CharonError(f"'engines' must be a comma-separated list of {_one_of(tuple(ENGINES))}, "
                               f"got {value!r}")
     elif key == "nic_speed" and value:
-        from charon_ir.sweep.hardware import nic_bandwidth
-
         nic_bandwidth(value)  # its error names the setting
     elif key in ("hbm_bw", "scale_up_bw", "scale_out_bw") and value:
-        from charon_ir.sweep.hardware import rate
-
         rate(key, value)
     elif key == "hbm_capacity" and value:
-        from charon_ir.sweep.hardware import size
-
         size(key, value)
     elif key == "prefill_decode_split" and value:
         counts = value.split(":")
@@ -592,8 +578,6 @@ class ModelShape:
     def of(model: str) -> ModelShape | None:
         if model.endswith(".mlir"):
             return None  # a hand-written step: the passes check it
-        from charon_ir.frontend.configs import expert_count, load_config
-
         _, config = load_config(model)
 
         def first(*names: str, default: int = 0) -> int:
@@ -615,12 +599,6 @@ class ModelShape:
 
 def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
     """The first rule a training point breaks, or "" when it may run."""
-    from charon_ir.api import OPTIMIZERS
-    from charon_ir.engines.analytic import FP8_RECIPES
-    from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
-    from charon_ir.frameworks import FRAMEWORKS
-    from charon_ir.parallel.schedules import check_schedule
-
     tp, pp, cp, ep, vpp = (config[k] for k in ("tp", "pp", "cp", "ep", "vpp"))
     gpus, mb = config["gpus"], config["micro_batch"]
     if min(tp, pp, cp, ep, vpp, gpus, mb) < 1:
@@ -635,9 +613,6 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return (f"attention_kernel must be {', '.join(ATTENTION_KERNELS)} or empty, "
                 f"got '{config['attention_kernel']}'")
     if config["attention_kernel"] and config["hardware"]:
-        from charon_ir.engines.compute_efficiency import kernel_refusal
-        from charon_ir.target.hardware import load_gpu
-
         if refusal := kernel_refusal(load_gpu(config["hardware"]), config["attention_kernel"]):
             return refusal
     if config["dp_bucket_mb"] < 1:

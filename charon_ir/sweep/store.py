@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from charon_ir.errors import CharonError
+from charon_ir.report.output import names_a_folder
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -194,8 +195,6 @@ def _check_file(path: str | Path) -> None:
     a name ending in a separator), and when it exists and is not empty, a sqlite
     file (whose header sqlite would otherwise only check at the first query, or
     never for a file under a page)."""
-    from charon_ir.report.output import names_a_folder
-
     if names_a_folder(path):
         raise CharonError(f"--db {path}: is a directory, not a file")
     path = Path(path)

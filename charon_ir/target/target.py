@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringA
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import Cluster, implicit_cluster, parse_cluster_cached
 from charon_ir.target.hardware import GpuSpec, load_gpu
+from charon_ir.target.topology import group_ranks, place
 
 TARGET_ATTR = "sim.target"
 NODE_KIND_ATTR = "node_kind"
@@ -116,8 +117,6 @@ class Target:
         numbered with the last axis fastest, so a group whose outermost axis spans
         at most one scale-up domain stays on NVLink, and so does a subgroup whose
         members all lie in one."""
-        from charon_ir.target.topology import group_ranks, place
-
         domain = min(self.gpus_per_node, self.gpu.scale_up_domain or 1)
         if subgroup:
             ranks = group_ranks(axis_sizes, axes, subgroup=subgroup)

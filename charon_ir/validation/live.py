@@ -27,6 +27,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charon_ir.api import simulate
+from charon_ir.frontend import import_model
+from charon_ir.profile.collect import OpSet, parse_module_file
+from charon_ir.profile.session import plan, profile_ops, torch_device
+from charon_ir.profile.store import ProfileStore
+from charon_ir.validation.runner import cache_directory
+from charon_ir.validation.training import config_path
+
 LIVE_MODEL: dict[str, Any] = {
     "model_type": "llama",
     "architectures": ["LlamaForCausalLM"],
@@ -81,8 +89,6 @@ class LiveResult:
 def _device(name: str | None):
     """The device `--device` names, else a GPU when torch sees one."""
     import torch
-
-    from charon_ir.profile.session import torch_device
 
     if not name:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -145,9 +151,6 @@ def measure_step(setup: LiveSetup, device, dtype) -> list[float]:
 
 def _step_ir(setup: LiveSetup, directory: Path, dtype_name: str) -> Path:
     """The step imported as sim IR, written as a .mlir file for `simulate`."""
-    from charon_ir.frontend import import_model
-    from charon_ir.validation.training import config_path
-
     # written once, atomically: parallel test workers may share the folder
     config = config_path(setup.config, directory, prefix="live")
     mlir = config.parent / f"train-s{setup.seq_len}-b{setup.batch}-{dtype_name}.mlir"
@@ -163,10 +166,6 @@ def _step_ir(setup: LiveSetup, directory: Path, dtype_name: str) -> Path:
 def profile_step(mlir: Path, device: str, repeats: int, warmup: int = 2) -> tuple[str, int]:
     """Measure the step's distinct ops into the database, again where it has
     them; (stored device name, ops)."""
-    from charon_ir.profile.collect import OpSet, parse_module_file
-    from charon_ir.profile.session import plan, profile_ops
-    from charon_ir.profile.store import ProfileStore
-
     opset = OpSet()
     opset.add_module(parse_module_file(mlir))
     with ProfileStore.open(None) as store:
@@ -175,8 +174,6 @@ def profile_step(mlir: Path, device: str, repeats: int, warmup: int = 2) -> tupl
 
 
 def simulate_step(mlir: Path, profiled_device: str) -> dict[str, Any]:
-    from charon_ir.api import simulate
-
     previous = os.environ.get("CHARON_PROFILE_DEVICE")
     os.environ["CHARON_PROFILE_DEVICE"] = profiled_device
     try:
@@ -196,8 +193,7 @@ def simulate_step(mlir: Path, profiled_device: str) -> dict[str, Any]:
 def run_live(device: str | None = None, setup: LiveSetup | None = None) -> LiveResult:
     import torch
 
-    from charon_ir.profile import runner
-    from charon_ir.validation.runner import cache_directory
+    from charon_ir.profile import runner  # imports torch
 
     setup = setup or LiveSetup()
     dev = _device(device)

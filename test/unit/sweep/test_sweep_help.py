@@ -7,7 +7,7 @@ from charon_ir.cli import app
 
 
 def sweep_params():
-    return {p.name: p for p in typer.main.get_command(app).commands["sweep"].params}
+    return {p.name: p for p in typer.main.get_command(app).get_command(None, "sweep").params}
 
 
 def test_every_sweep_flag_has_help():
