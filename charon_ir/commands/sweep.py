@@ -22,15 +22,8 @@ from charon_ir.commands import on_command_line
 from charon_ir.errors import CharonError, one_line
 from charon_ir.report.output import check_output_dir
 from charon_ir.sweep import summarise
-from charon_ir.sweep.analysis import (
-    HARDWARE_KEYS,
-    STRATEGY_KEYS,
-    TUNING_KEYS,
-    check_pareto_axis,
-    rank,
-    table_rows,
-    write_plots,
-)
+from charon_ir.sweep.analysis import (HARDWARE_KEYS, STRATEGY_KEYS, TUNING_KEYS, check_pareto_axis, rank,
+                                      table_rows, write_plots)
 from charon_ir.sweep.runner import check_options, run_sweep
 from charon_ir.sweep.space import HARDWARE_AXES, TRAINING_DEFAULTS, load_space, read_space_file
 
