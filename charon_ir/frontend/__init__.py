@@ -11,6 +11,7 @@ a model is actually traced; a cached import needs neither torch nor transformers
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -24,8 +25,9 @@ from xdsl.parser import Parser
 from charon_ir.dialects.sim import Sim
 from charon_ir.errors import CharonError
 from charon_ir.frontend import cache as ir_cache
-from charon_ir.frontend.configs import bundled_models, family_of, load_config
+from charon_ir.frontend.configs import VLLM_PREFIX, bundled_models, family_of, load_config
 from charon_ir.frontend.metrics import compute_ops, forward_flops, mtp_param_count, op_count, param_count, phase_flops
+from charon_ir.frontend.vllm_oplist import script_digest
 from charon_ir.progress import status
 
 if TYPE_CHECKING:
@@ -78,18 +80,25 @@ def _check_options(seq_len: int, batch: int, mode: str, dtype: str) -> None:
                           f"at most {MAX_TOKENS:,} (torch's and the IR's sizes are 64-bit)")
 
 
+__all__ += ["VLLM_PREFIX"]
+
 MEGATRON_PREFIX = "megatron:"
 """`megatron:CONFIG`: a GPT model built by Megatron-Core from its own config
 (charon_ir/frontend/megatron.py)."""
 
 
-def _versions(megatron: bool = False) -> dict[str, str]:
+def _versions(megatron: bool = False, vllm: bool = False) -> dict[str, str]:
     out = {}
     for pkg in ("torch", "transformers", "xdsl") + (("megatron-core",) if megatron else ()):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
             out[pkg] = "none"
+    if vllm:
+        # the vLLM environment is another Python: named by its path and the
+        # tracing script's text (its packages are not read without running it)
+        out["vllm-python"] = os.environ.get("CHARON_VLLM_PYTHON", "")
+        out["vllm-oplist"] = script_digest()
     return out
 
 
@@ -138,6 +147,10 @@ def import_model_with_summary(
     if not isinstance(model, (str, Path)):
         return _import_module(model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, start=start)
     megatron = isinstance(model, str) and model.startswith(MEGATRON_PREFIX)
+    vllm = isinstance(model, str) and model.startswith(VLLM_PREFIX)
+    if vllm and mode == "train":
+        raise CharonError(f"{model}: vLLM's model code is imported for serving (--mode prefill or decode); "
+                          f"a training step imports {model.removeprefix(VLLM_PREFIX)}")
     if megatron:
         from charon_ir.frontend.megatron import load_megatron_config
 
@@ -147,7 +160,8 @@ def import_model_with_summary(
     options: dict[str, Any] = {"seq_len": seq_len, "batch": batch, "mode": mode, "dtype": dtype}
     if not mtp:
         options["mtp"] = False
-    key = ir_cache.cache_key({"megatron": config} if megatron else config, options, _versions(megatron))
+    source = {"megatron": config} if megatron else {"vllm": config} if vllm else config
+    key = ir_cache.cache_key(source, options, _versions(megatron, vllm))
     if use_cache and (text := ir_cache.read(key)) is not None:
         if not parse:
             return ImportResult(None, name, True, time.perf_counter() - start,
@@ -171,6 +185,10 @@ def import_model_with_summary(
             with on_cpu():
                 traced = trace_user_module(build_megatron_model(config, model), StepShape(mode, batch, seq_len),
                                            dtype)
+        elif vllm:
+            from charon_ir.frontend.vllm import trace_vllm_model
+
+            traced = trace_vllm_model(name, config, StepShape(mode, batch, seq_len), dtype)
         else:
             traced = trace_hf_model(name, config, family_of(config, name), StepShape(mode, batch, seq_len), dtype,
                                     mtp)

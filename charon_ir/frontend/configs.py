@@ -60,9 +60,18 @@ def _read_json(text: str, where: str) -> dict[str, Any]:
     return data
 
 
+VLLM_PREFIX = "vllm:"
+"""`vllm:MODEL`: the model class vLLM runs for MODEL's HF config (a bundled name or
+a config.json), imported for serving (charon_ir/frontend/vllm.py)."""
+
+
 def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:
     """(display name, HF config dict without the `_`-prefixed notes) of a bundled
-    name or a path to a config.json. Raises CharonError with one line on a bad input."""
+    name or a path to a config.json (`vllm:` before either: the same config, which
+    vLLM's model class reads). Raises CharonError with one line on a bad input."""
+    if isinstance(model, str) and model.startswith(VLLM_PREFIX):
+        name, config = load_config(model.removeprefix(VLLM_PREFIX))
+        return f"{VLLM_PREFIX}{name}", config
     path = Path(model)
     where = str(model)
     if path.is_dir() and (path / "config.json").is_file():  # a Hugging Face model folder
