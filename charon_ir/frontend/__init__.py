@@ -128,6 +128,25 @@ def _annotate(module: ModuleOp, name: str, mode: str, seq_len: int, batch: int, 
     module.attributes.update(attrs)
 
 
+def prefetch_steps(model: str, steps: list[tuple[str, int, int]], dtype: str = "bf16") -> None:
+    """Trace the serving steps (mode, seq_len, batch) of `model` ahead, all in one
+    go where its source gains by it: vLLM's model code (`vllm:`) starts vLLM once
+    for all of them, not once per step. Steps already in the IR cache are
+    skipped; any other model: nothing to do (each import traces its own step)."""
+    if not model.startswith(VLLM_PREFIX):
+        return
+    _, config = load_config(model)
+    versions = _versions(vllm=True)
+    missing = [s for s in steps if ir_cache.read(ir_cache.cache_key(
+        {"vllm": config}, {"seq_len": s[1], "batch": s[2], "mode": s[0], "dtype": dtype}, versions)) is None]
+    if missing:
+        from charon_ir.frontend.tracing import StepShape
+        from charon_ir.frontend.vllm import prefetch
+
+        with status(f"tracing {len(missing)} steps of {model} in vLLM's Python (once)"):
+            prefetch(config, [StepShape(mode, batch, seq_len) for mode, seq_len, batch in missing], dtype)
+
+
 def import_model_with_summary(
     model: str | Path | nn.Module,
     *,

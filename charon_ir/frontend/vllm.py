@@ -116,6 +116,22 @@ def run_oplist(config: dict[str, Any], steps: Sequence[str], dtype: str) -> dict
     return check_document(doc, len(steps))
 
 
+_DOCUMENTS: dict[tuple[str, str, str], dict[str, Any]] = {}
+"""Op lists traced ahead (`prefetch`), one step each, by (config, step, dtype)."""
+
+
+def _config_key(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def prefetch(config: dict[str, Any], shapes: Sequence[StepShape], dtype: str) -> None:
+    """Trace `shapes` in one run of the vLLM Python; `trace_vllm_model` takes them from here."""
+    steps = [step_arguments(shape)[0] for shape in shapes]
+    doc = run_oplist(config, steps, dtype)
+    for step, traced in zip(steps, doc["steps"]):
+        _DOCUMENTS[(_config_key(config), step, dtype)] = {**doc, "steps": [traced]}
+
+
 def check_document(doc: Any, steps: int) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
@@ -570,6 +586,8 @@ def trace_vllm_model(name: str, config: dict[str, Any], shape: StepShape, dtype_
     """The step `shape` of `config`'s vLLM model class, traced through its op list
     (`document`, or the tracing script run now)."""
     args = step_arguments(shape)
+    if document is None:
+        document = _DOCUMENTS.pop((_config_key(config), args[0], dtype_name), None)
     doc = document if document is not None else run_oplist(config, args, dtype_name)
     step = check_document(doc, 1)["steps"][0]
     expected = {"prefill": ([shape.seq_len] * shape.batch, [shape.seq_len] * shape.batch),

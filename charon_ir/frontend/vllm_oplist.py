@@ -33,9 +33,11 @@ import hashlib
 import json
 import operator
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 FORMAT = "charon-vllm-ops-1"
@@ -214,8 +216,6 @@ def _vllm_config(config_path: str, dtype: str, max_len: int):
 
 def _one_rank() -> None:
     """vLLM's tensor, pipeline and data parallel groups of one rank (gloo)."""
-    import socket
-
     from vllm.distributed import init_distributed_environment, initialize_model_parallel
 
     with socket.socket() as s:  # a free port for the one-rank group's store
@@ -351,8 +351,6 @@ def _default_dtype(dtype: Any) -> Iterator[None]:
 
 
 def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(package)
     except PackageNotFoundError:

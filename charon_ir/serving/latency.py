@@ -53,7 +53,7 @@ from charon_ir.dialects import coll, sim
 from charon_ir.engines.analytic import AnalyticEngine
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError, one_line, reason_of
-from charon_ir.frontend import load_config
+from charon_ir.frontend import load_config, prefetch_steps
 from charon_ir.frontend.cache import cache_root
 from charon_ir.frontend.configs import expert_count, family_of
 from charon_ir.passes import shard_tensor
@@ -376,6 +376,9 @@ def build_step_model(shape: ReplicaShape) -> StepTimeModel:
     # shapes [batch, 1, hidden], which the GEMM model reads as `batch` separate
     # products of one row, not one GEMM of `batch` rows.
     samples = len(DECODE_SAMPLES) + len(PREFILL_LENGTHS)
+    # a model source that traces many steps at once (vLLM's, in its own Python) does so now
+    prefetch_steps(shape.model, [("decode", context, batch) for batch, context in DECODE_SAMPLES]
+                   + [("prefill", n, 1) for n in PREFILL_LENGTHS])
     with progress_bar(samples, f"serve: pricing {shape.model}'s steps (cached after)") as advance:
         for batch, context in DECODE_SAMPLES:
             module = _sample(shape, "decode", context, batch)

@@ -5,10 +5,10 @@ inside a function is reserved for what must stay off the start-up path.
 An import inside a function hides an edge of that graph (the cycles the
 issue-29 layering removed all ran through one), so each is allowed only for
 - the heavy optional stacks: torch (and functorch), transformers, ray,
-  matplotlib, Megatron-Core (an extra), which `charon-opt` and `charon --help`
-  must not load, and the project's modules that import one at their top
-  (HEAVY_MODULES, read from the source: the frontend's tracing and IR builder,
-  profile/runner.py);
+  matplotlib, Megatron-Core (an extra), vLLM (in its own Python), which
+  `charon-opt` and `charon --help` must not load, and the project's modules
+  that import one at their top (HEAVY_MODULES, read from the source: the
+  frontend's tracing and IR builder, profile/runner.py);
 - the lazy entries that keep them off that path: the package's `simulate` and
   `serve` (`charon_ir/__init__.py`), the registry's dialect, pass and target
   factories (xDSL's lazy registration, `charon-opt`'s start-up) and the cost
@@ -28,7 +28,7 @@ from pathlib import Path
 PACKAGES = ("charon_ir", "charon_ir.dialects", "charon_ir.passes", "charon_ir.lowering", "charon_ir.tools")
 """The package and the folders setuptools maps into it (pyproject's package-dir)."""
 
-HEAVY = {"torch", "functorch", "transformers", "ray", "matplotlib", "megatron"}
+HEAVY = {"torch", "functorch", "transformers", "ray", "matplotlib", "megatron", "vllm"}
 
 LAZY_ENTRIES = {
     "charon_ir": {"charon_ir.api", "charon_ir.serving.api"},
