@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from charon_ir.errors import CharonError
@@ -188,11 +189,6 @@ def _c_rms_norm(ctx, args, kwargs, attrs):  # (out, input, weight, eps): out wri
     return (_rms(args[1], args[2], float(args[3])),)
 
 
-def _c_fused_add_rms_norm(ctx, args, kwargs, attrs):  # (input, residual, weight, eps): both written
-    normed, total = _fused_add_rms_norm(ctx, args, kwargs, attrs)
-    return normed, total
-
-
 def _rotate(x: Tensor, cos: Tensor, sin: Tensor, head_size: int, neox: bool) -> Tensor:
     """Rotary embedding of x [T, heads * head_size] (or [T, heads, head_size])."""
     shape = x.shape
@@ -226,11 +222,7 @@ def _rotary_embedding(ctx, args, kwargs, attrs):
 def _silu_and_mul(ctx, args, kwargs, attrs):  # (out, x): out written
     x = args[1]
     d = x.shape[-1] // 2
-    return (F_silu(x[..., :d]) * x[..., d:],)
-
-
-def F_silu(x: Tensor) -> Tensor:
-    return torch.nn.functional.silu(x)
+    return (F.silu(x[..., :d]) * x[..., d:],)
 
 
 def _attend(ctx: StepContext, q: Tensor, k: Tensor, v: Tensor, attrs: dict[str, Any]) -> Tensor:
@@ -272,7 +264,8 @@ MAPPED: dict[str, Mapping] = {
     "vllm_ir.rms_norm": Mapping(_rms_norm, reads=(0, 1, 2)),
     "vllm_ir.fused_add_rms_norm": Mapping(_fused_add_rms_norm, reads=(0, 1, 2, 3)),
     "_C.rms_norm": Mapping(_c_rms_norm, writes=(0,), reads=(1, 2, 3)),
-    "_C.fused_add_rms_norm": Mapping(_c_fused_add_rms_norm, writes=(0, 1)),
+    # (input, residual, weight, eps): input becomes the norm, residual the sum
+    "_C.fused_add_rms_norm": Mapping(_fused_add_rms_norm, writes=(0, 1)),
     "_C.rotary_embedding": Mapping(_rotary_embedding, writes=(1, 2), reads=(1, 2, 3, 5)),
     "_C.silu_and_mul": Mapping(_silu_and_mul, writes=(0,), reads=(1,)),
     "vllm.unified_attention_with_output": Mapping(_unified_attention_with_output, writes=(3,), reads=(0, 1, 2)),

@@ -199,18 +199,17 @@ def fold_layers(parts: Sequence[dict], prefixes: Sequence[str]) -> list[dict]:
 # --- vLLM --------------------------------------------------------------------
 
 
-def _vllm_config(config_path: str, dtype: str, max_len: int):
+def _vllm_config(config_path: str, dtype: str, max_len: int, folder: str):
+    """vLLM's config of the model: vLLM reads a model folder's config.json."""
     from vllm.config import CompilationConfig, ModelConfig, VllmConfig
     from vllm.config.compilation import CompilationMode
 
     with open(config_path) as f:
         config = json.load(f)
-    folder = tempfile.mkdtemp(prefix="charon-vllm-")
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f)
-    limit = int(config.get("max_position_embeddings") or max_len)
-    model = ModelConfig(model=folder, skip_tokenizer_init=True, dtype=DTYPES[dtype],
-                        max_model_len=max(max_len, min(limit, max_len)), enforce_eager=True)
+    model = ModelConfig(model=folder, skip_tokenizer_init=True, dtype=DTYPES[dtype], max_model_len=max_len,
+                        enforce_eager=True)
     return VllmConfig(model_config=model, compilation_config=CompilationConfig(mode=CompilationMode.NONE))
 
 
@@ -262,6 +261,13 @@ def _attention_attrs(model: Any) -> Callable[[Any], dict]:
 
 
 def trace_model(config_path: str, dtype: str, steps: Sequence[dict]) -> dict:
+    """The document of `steps` of the model of the HF config at `config_path`."""
+    max_len = max(step["max_seq_len"] for step in steps)
+    with tempfile.TemporaryDirectory(prefix="charon-vllm-") as folder:
+        return _trace(_vllm_config(config_path, dtype, max_len, folder), dtype, steps)
+
+
+def _trace(vllm_config: Any, dtype: str, steps: Sequence[dict]) -> dict:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -270,8 +276,6 @@ def trace_model(config_path: str, dtype: str, steps: Sequence[dict]) -> dict:
     from vllm.forward_context import set_forward_context
     from vllm.model_executor.model_loader.utils import get_model_architecture
 
-    max_len = max(step["max_seq_len"] for step in steps)
-    vllm_config = _vllm_config(config_path, dtype, max_len)
     model_class, architecture = get_model_architecture(vllm_config.model_config)
     doc: dict[str, Any] = {"format": FORMAT, "architecture": architecture,
                            "model_class": f"{model_class.__module__}.{model_class.__qualname__}",
