@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 
 
 def import_command(
-    model: Annotated[str, typer.Argument(help="bundled model name (e.g. llama-3.1-8b), a path to an HF config.json, or a model folder holding one")] = "",
+    model: Annotated[str, typer.Argument(help="bundled model name (e.g. llama-3.1-8b), a path to an HF config.json, or a model folder holding one; megatron:CONFIG, vllm:MODEL (serving modes)")] = "",
     output: Annotated[str, typer.Option("--output", "-o", help="output .mlir file; '-' for stdout")] = "-",
     seq_len: Annotated[int, typer.Option("--seq-len", help="tokens per sequence (decode: cached context)")] = 2048,
     batch: Annotated[int, typer.Option("--batch", help="sequences per step")] = 1,

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 def serve_command(
     ctx: typer.Context,
-    model: Annotated[str, Opt("--model", help="bundled name, config.json or a model folder")],
+    model: Annotated[str, Opt("--model", help="bundled name, config.json or a model folder; vllm:NAME for vLLM's model class of it (CHARON_VLLM_PYTHON)")],
     hardware: Annotated[str, Opt("--hardware", help="GPU: a name (H100-SXM5-80GB), a GPU file (.toml) or a variant (H100:hbm_bw=6.7e12); with --cluster: the cluster's")] = "H100-SXM5-80GB",
     cluster: Annotated[str, Opt("--cluster", help="a .cluster file or preset: its kv_tier blocks are the KV levels below HBM (--kv-tier replaces one)")] = "",
     power_cap: Annotated[float, Opt("--power-cap", help="board power limit per GPU, W: lower clocks and speed (docs/calibration.md, Energy)")] = 0.0,
