@@ -63,8 +63,6 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-import lark
-
 from charon_ir.errors import CharonError, read_text
 from charon_ir.target.hardware import GpuSpec, UnknownGpuError, split_variant, load_gpu
 
@@ -380,6 +378,8 @@ class _Block:
 
 @cache
 def _parser():
+    import lark  # ~55 ms: not on charon-opt's start-up, which loads set-target
+
     grammar = resources.files("charon_ir.target").joinpath("cluster.lark").read_text()
     return lark.Lark(grammar, parser="lalr", propagate_positions=True)
 
@@ -847,6 +847,8 @@ def implicit_cluster(gpu: GpuSpec, gpus: int, gpus_per_node: int) -> Cluster:
 
 
 def parse_cluster(text: str, filename: str = "<cluster>") -> Cluster:
+    import lark
+
     reader = _Reader(filename)
     if len(text) > MAX_CLUSTER_BYTES:  # characters, an upper bound of lark's work
         raise ClusterError(f"{filename}: {len(text):,} characters; a cluster file is at most "

@@ -8,7 +8,8 @@ issue-29 layering removed all ran through one), so each is allowed only for
   matplotlib, Megatron-Core (an extra), vLLM (in its own Python), which
   `charon-opt` and `charon --help` must not load, and the project's modules
   that import one at their top (HEAVY_MODULES, read from the source: the
-  frontend's tracing and IR builder, profile/runner.py);
+  frontend's tracing and IR builder, profile/runner.py); and lark (START_UP),
+  kept off `charon-opt`'s start-up;
 - the lazy entries that keep them off that path: the package's `simulate` and
   `serve` (`charon_ir/__init__.py`), the registry's dialect, pass and target
   factories (xDSL's lazy registration, `charon-opt`'s start-up) and the cost
@@ -29,6 +30,10 @@ PACKAGES = ("charon_ir", "charon_ir.dialects", "charon_ir.passes", "charon_ir.lo
 """The package and the folders setuptools maps into it (pyproject's package-dir)."""
 
 HEAVY = {"torch", "functorch", "transformers", "ray", "matplotlib", "megatron", "vllm"}
+START_UP = {"lark"}
+"""Light enough to install, not to load on every start-up: lark, the cluster
+language's parser (~55 ms of `charon-opt --help`'s ~0.6 s CPU, which loads
+set-target and so target/cluster.py), is imported when a cluster file is read."""
 
 LAZY_ENTRIES = {
     "charon_ir": {"charon_ir.api", "charon_ir.serving.api"},
@@ -122,7 +127,7 @@ def _heavy_modules() -> set[str]:
 
 
 def _lazy_allowed(module: str, target: str) -> bool:
-    if target.split(".")[0] in HEAVY or _own(target) in HEAVY_MODULES:
+    if target.split(".")[0] in HEAVY | START_UP or _own(target) in HEAVY_MODULES:
         return True
     allowed = LAZY_ENTRIES.get(module, set())
     return allowed is None or target in allowed
