@@ -52,7 +52,7 @@ from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops, total_flops
 from charon_ir.parallel.mesh import GRAD_SYNC, MESH, grid_axes
-from charon_ir.parallel.sharding import reshape_groups, shape, with_shape
+from charon_ir.parallel.sharding.layout import reshape_groups, shape, with_shape
 
 SP_ATTR = "charon.sequence_parallel"
 """Marks the all_gathers this pass made, the only ones it moves."""

@@ -47,16 +47,10 @@ from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
 from charon_ir.parallel.mesh import MESH, ensure_axis, refuse_after_data_parallel, refuse_axis_twice
-from charon_ir.parallel.sharding import (
-    REPLICATED,
-    Shard,
-    ShardAttention,
-    ShardGeneric,
-    ShardingState,
-    shape,
-    split,
-    with_shape,
-)
+from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split, with_shape
+from charon_ir.parallel.sharding.propagation import propagate
+from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
+from charon_ir.parallel.sharding.state import ShardingState
 
 
 def attention_dims(module: ModuleOp) -> tuple[int, int, int]:
@@ -324,5 +318,5 @@ class ShardContextPass(ModulePass):
         if not seeded:
             raise CharonError("shard-context: no step input has a sequence dim to split")
         handler = ContextAttention(st, self.mode)
-        st.run(op, [ShardAttention(st, handler=handler), ShardGeneric(st)])
+        propagate(st, op, [ShardAttention(st, handler=handler), ShardGeneric(st)])
         record_replicated_flops(op, self.name, st.replicated_flops)

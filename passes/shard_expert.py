@@ -60,18 +60,10 @@ from charon_ir.parallel.accounting import (
 )
 from charon_ir.parallel.experts import expert_weight_dims
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes, refuse_after_data_parallel, refuse_axis_twice
-from charon_ir.parallel.sharding import (
-    REPLICATED,
-    ShardAttention,
-    ShardGeneric,
-    ShardingState,
-    ShardPattern,
-    retype,
-    shape,
-    split,
-    weight_layouts,
-    with_shape,
-)
+from charon_ir.parallel.sharding.layout import REPLICATED, retype, shape, split, weight_layouts, with_shape
+from charon_ir.parallel.sharding.propagation import propagate
+from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric, ShardPattern
+from charon_ir.parallel.sharding.state import ShardingState
 
 EXPERT_TP_ATTR = "charon.expert_tp"
 """Set on the module once the experts' ffn dim is settled (by shard-expert's etp or
@@ -368,7 +360,7 @@ class ShardExpertPass(ModulePass):
                                group_axes=("ep", "tp") if folded > 1 else ())
             for p, (edim, _) in weights:
                 st.assign(p.result, split(edim, self.ep, "experts"))
-            st.run(op, [
+            propagate(st, op, [
                 DispatchToExperts(st, capacity=new_capacity if new_capacity != capacity else 0,
                                   route=route, folded=folded),
                 CombineFromExperts(st, cache={}, route=route, folded=folded),
@@ -399,7 +391,7 @@ class ShardExpertPass(ModulePass):
                         continue  # a bias added after the down projection's all_reduce
                     tp.hints["ffn"].add(shape(p.result)[fdim])
                     tp.assign(p.result, split(fdim, self.etp, "ffn"))
-                tp.run(op, [ShardAttention(tp), ShardGeneric(tp)])
+                propagate(tp, op, [ShardAttention(tp), ShardGeneric(tp)])
                 record_replicated_flops(op, f"{self.name}.etp", tp.replicated_flops)
         op.attributes[EXPERT_TP_ATTR] = IntegerAttr(self.etp, 64)
         if self.ep > 1:

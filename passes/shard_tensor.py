@@ -48,17 +48,10 @@ from charon_ir.parallel.accounting import record_replicated_flops
 from charon_ir.parallel.experts import is_stacked
 from charon_ir.parallel.mesh import ensure_axis, find_grid
 from charon_ir.passes.shard_expert import EXPERT_TP_ATTR, expert_weight_dims
-from charon_ir.parallel.sharding import (
-    Shard,
-    ShardAttention,
-    ShardGeneric,
-    ShardingState,
-    retype,
-    shape,
-    split,
-    weight_layouts,
-    with_shape,
-)
+from charon_ir.parallel.sharding.layout import Shard, retype, shape, split, weight_layouts, with_shape
+from charon_ir.parallel.sharding.propagation import propagate
+from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
+from charon_ir.parallel.sharding.state import ShardingState
 
 @dataclass(frozen=True)
 class WeightRule:
@@ -226,6 +219,6 @@ class ShardTensorPass(ModulePass):
             split_results["aten.embedding_dense_backward"] = (
                 lambda g: split(0, tp, "vocab") if shape(g.results[0])[0] in tables else None
             )
-        st.run(op, [ShardAttention(st), ShardGeneric(st, split_results=split_results)])
+        propagate(st, op, [ShardAttention(st), ShardGeneric(st, split_results=split_results)])
         record_replicated_flops(op, self.name, st.replicated_flops)
         op.attributes[TENSOR_PARALLEL_ATTR] = IntegerAttr(tp, 64)

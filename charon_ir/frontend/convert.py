@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from charon_ir.dialects import sim
-from charon_ir.parallel.sharding import reshape_groups
+from charon_ir.parallel.sharding.layout import reshape_groups
 
 _ELEMENT_TYPES: dict[torch.dtype, Callable[[], Attribute]] = {
     torch.bfloat16: BFloat16Type,

@@ -1,0 +1,46 @@
+"""The sharding propagation: the rules walk the module once, in program order
+(an op's operands are laid out before the op is), each recording the layout of
+its results and converting operands that do not fit; then the replicated work
+(the group's FLOPs beyond the unsharded FLOPs) is tallied, op by op.
+CHARON_DEBUG_SHARDING=1 prints the fallbacks and the replicated work per op."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker, RewritePattern
+
+from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
+from charon_ir.parallel.accounting import walk_with_multiplicity
+from charon_ir.parallel.sharding.rules import default_patterns
+from charon_ir.parallel.sharding.state import ShardingState
+
+
+def propagate(st: ShardingState, root: Operation, patterns: Sequence[RewritePattern]) -> None:
+    """Propagate over `root` with the pass's own rules `patterns` (tried first)
+    and the default ones, and add the replicated work to `st.replicated_flops`."""
+    try:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([*patterns, *default_patterns(st)], dce_enabled=False),
+            apply_recursively=False,
+        ).rewrite_region(root.regions[0])
+    except CharonError as e:
+        # the walker attaches the whole module to the error as notes: one line only
+        raise CharonError(str(e)) from None
+    if os.environ.get("CHARON_DEBUG_SHARDING"):
+        for line in st.fallbacks:
+            print(f"{st.pass_name}: fallback: {line}", file=sys.stderr)
+        for o, mult in walk_with_multiplicity(root):
+            if isinstance(o, sim.ComputeOp):
+                extra = (st.size * o.flops() - st.flops_before.get(o, 0.0)) * mult
+                if abs(extra) > 1e-9:
+                    print(f"{st.pass_name}: replicated {extra:.0f} in {o.name} {o.op_kind()} {[str(r.type) for r in o.results]}", file=sys.stderr)
+    st.replicated_flops += sum(
+        (st.size * op.flops() - st.flops_before.get(op, 0.0)) * mult
+        for op, mult in walk_with_multiplicity(root)
+        if isinstance(op, sim.ComputeOp)
+    )
