@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import subprocess
 import sys
 
 import typer
 
-from charon_ir import cli
+from charon_ir import cli, commands
 
 
 def test_each_summary_is_the_first_paragraph_of_its_commands_help():
@@ -21,6 +22,14 @@ def test_each_summary_is_the_first_paragraph_of_its_commands_help():
         assert info.name == name, module
         first = inspect.cleandoc(info.callback.__doc__ or "").split("\n\n")[0]
         assert first == summary, name
+
+
+def test_every_command_module_is_listed():
+    """A module under charon_ir/commands with `register(app)` but no entry in
+    COMMANDS would be a command `charon` never offers."""
+    registering = {info.name for info in pkgutil.iter_modules(commands.__path__)
+                   if hasattr(importlib.import_module(f"charon_ir.commands.{info.name}"), "register")}
+    assert registering == {module for module, _ in cli.COMMANDS.values()}
 
 
 def test_the_listing_imports_no_command_and_running_one_imports_it():
