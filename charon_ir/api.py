@@ -250,9 +250,11 @@ def _pass(name: str, **options):
     return cls(**options)
 
 
-def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "train", ctx=None, mtp: bool = True):
+def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "train", ctx=None, mtp: bool = True,
+                      tp: int = 1, sequence_parallel: bool = False):
     """A bundled name or config.json through the frontend (a training step with the
-    MTP modules its config asks for unless `mtp` is False); a .mlir file parsed."""
+    MTP modules its config asks for unless `mtp` is False); a .mlir file parsed. A
+    `megatron:` model is imported as one rank of `tp` (`imports_tensor_parallel`)."""
     ctx = ctx or make_context()
     if model.endswith(".mlir"):
         path = Path(model)
@@ -261,7 +263,17 @@ def load_model_module(model: str, *, seq_len: int, batch: int, mode: str = "trai
         module = import_model(lookup(model), seq_len=seq_len, batch=batch, mode=mode)
         _check_layer_stack(module, model)
         return ctx, module
+    if imports_tensor_parallel(model):
+        return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode, mtp=mtp, tp=tp,
+                                 sequence_parallel=sequence_parallel)
     return ctx, import_model(model, seq_len=seq_len, batch=batch, mode=mode, mtp=mtp)
+
+
+def imports_tensor_parallel(model: str) -> bool:
+    """Whether `model` is imported already split by tensor (and sequence)
+    parallelism, its collectives in the IR: Megatron-Core's model code, built at
+    the run's tp. shard-tensor and sequence-parallel then have nothing to do."""
+    return str(model).startswith(MEGATRON_PREFIX)
 
 
 OPTIMIZERS = ("fused", "unfused-fp16", "unfused-bf16")
@@ -325,13 +337,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     configuration that cannot fit is rejected before anything is priced."""
     if config.recompute not in ("none", "selective", "full"):
         raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
-    if config.tp > 1 and str(config.model).startswith(MEGATRON_PREFIX):
-        # its layers' fused linear_qkv / linear_fc1 carry no tensor-parallel split
-        # yet: shard-tensor would split only the embedding and output layer, and
-        # every rank would run whole layers
-        raise CharonError(f"--tp {config.tp}: {config.model}: tensor parallelism does not split "
-                          "Megatron-Core's decoder layers yet; use --tp 1 (pipeline and data parallelism "
-                          "work), or the model's Hugging Face config")
+    if config.tp_comm_overlap and imports_tensor_parallel(config.model):
+        raise CharonError(f"--tp-comm-overlap: {config.model}: not priced for Megatron-Core's model code yet "
+                          "(its tp collectives are imported, not made by sequence-parallel); leave it off")
     check_precision(config.precision, config.hardware, config.cluster)
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)
@@ -344,7 +352,7 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         raise CharonError(f"--vpp {config.vpp} needs --pp > 1 (an interleaved schedule of one stage)")
     plan: list[tuple[str, dict[str, Any]]] = []
     fold = config.expert_fold()
-    if config.tp > 1:
+    if config.tp > 1 and not imports_tensor_parallel(config.model):
         plan.append(("shard-tensor", {"tp": config.tp, **({"experts": False} if fold > 1 else {})}))
         if config.sequence_parallel:
             plan.append(("sequence-parallel", {"tp_comm_overlap": config.tp_comm_overlap}))
@@ -434,7 +442,8 @@ def build_training_module(config: TrainingConfig):
     """The priced, memory-checked (not yet lowered) module of one training step,
     and its per-stage memory."""
     plan = pass_plan(config)
-    ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch, mtp=config.mtp)
+    ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch, mtp=config.mtp,
+                                    tp=config.tp, sequence_parallel=config.sequence_parallel)
     if config.model.endswith(".mlir"):
         _check_layer_stack(module, config.model)
     for name, options in plan:

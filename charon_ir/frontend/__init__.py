@@ -22,6 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.parser import Parser
 
+from charon_ir.dialects.coll import Coll
 from charon_ir.dialects.sim import Sim
 from charon_ir.errors import CharonError
 from charon_ir.frontend import cache as ir_cache
@@ -103,10 +104,11 @@ def _versions(megatron: bool = False, vllm: bool = False) -> dict[str, str]:
 
 
 def parse_ir(text: str) -> ModuleOp:
-    """Parse sim IR text (as printed by the frontend) into a module."""
+    """Parse IR text (as printed by the frontend: sim ops, and the `coll`
+    collectives of model code that parallelises itself) into a module."""
     ctx = Context()
-    ctx.load_dialect(Builtin)
-    ctx.load_dialect(Sim)
+    for dialect in (Builtin, Sim, Coll):
+        ctx.load_dialect(dialect)
     return Parser(ctx, text).parse_module()
 
 
@@ -157,6 +159,8 @@ def import_model_with_summary(
     use_cache: bool = True,
     parse: bool = True,
     mtp: bool = True,
+    tp: int = 1,
+    sequence_parallel: bool = False,
 ) -> ImportResult:
     """Like `import_model`, also saying how the aten ops were mapped and whether
     the cache answered. With `parse=False` a cache hit returns only the text (the
@@ -170,6 +174,11 @@ def import_model_with_summary(
     if vllm and mode == "train":
         raise CharonError(f"{model}: vLLM's model code is imported for serving (--mode prefill or decode); "
                           f"a training step imports {model.removeprefix(VLLM_PREFIX)}")
+    if (tp != 1 or sequence_parallel) and not megatron:
+        raise CharonError(f"{model}: only a megatron: model is imported at a tensor-parallel size (tp {tp}); "
+                          "the passes split any other")
+    if sequence_parallel and tp == 1:
+        raise CharonError("sequence parallelism needs a tensor-parallel size above 1")
     if megatron:
         from charon_ir.frontend.megatron import load_megatron_config
 
@@ -179,6 +188,8 @@ def import_model_with_summary(
     options: dict[str, Any] = {"seq_len": seq_len, "batch": batch, "mode": mode, "dtype": dtype}
     if not mtp:
         options["mtp"] = False
+    if tp != 1:
+        options.update(tp=tp, sequence_parallel=sequence_parallel)
     source = {"megatron": config} if megatron else {"vllm": config} if vllm else config
     key = ir_cache.cache_key(source, options, _versions(megatron, vllm))
     if use_cache and (text := ir_cache.read(key)) is not None:
@@ -202,8 +213,8 @@ def import_model_with_summary(
             from charon_ir.frontend.megatron import build_megatron_model, on_cpu
 
             with on_cpu():
-                traced = trace_user_module(build_megatron_model(config, model), StepShape(mode, batch, seq_len),
-                                           dtype)
+                traced = trace_user_module(build_megatron_model(config, model, tp, sequence_parallel),
+                                           StepShape(mode, batch, seq_len), dtype)
         elif vllm:
             from charon_ir.frontend.vllm import trace_vllm_model
 
@@ -213,6 +224,10 @@ def import_model_with_summary(
                                     mtp)
         builder = ModuleBuilder(traced, mode)
         module = builder.build()
+        if tp != 1:
+            from charon_ir.frontend.megatron import on_tensor_parallel_mesh
+
+            on_tensor_parallel_mesh(module, tp)
     _annotate(module, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)
     module.verify()
     text = str(module)
@@ -243,6 +258,8 @@ def import_model(
     dtype: str = "bf16",
     use_cache: bool = True,
     mtp: bool = True,
+    tp: int = 1,
+    sequence_parallel: bool = False,
 ) -> ModuleOp:
     """Import a model as sim IR.
 
@@ -253,8 +270,12 @@ def import_model(
     default ~/.cache/charon/ir); nn.Modules are traced every time. A training
     step of a config with multi-token prediction (DeepSeek-V3's
     `num_nextn_predict_layers`) trains its MTP modules after the stack, unless
-    `mtp` is False.
+    `mtp` is False. A `megatron:` model is built and traced as one rank of `tp`
+    tensor-parallel ranks (with Megatron-Core's `sequence_parallel`): its
+    weights and activations are that rank's, its collectives `coll.*` ops on
+    the `tp` axis of the module's `coll.grid @mesh`.
     """
     return import_model_with_summary(
-        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=use_cache, mtp=mtp
+        model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=use_cache, mtp=mtp,
+        tp=tp, sequence_parallel=sequence_parallel,
     ).module

@@ -40,7 +40,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from charon_ir.dialects import sim
+from charon_ir.dialects import coll, sim
+from charon_ir.parallel.mesh import MESH
 from charon_ir.parallel.sharding.layout import reshape_groups
 
 _ELEMENT_TYPES: dict[torch.dtype, Callable[[], Attribute]] = {
@@ -644,6 +645,44 @@ class GraphConverter:
         ))
         self.env[node] = [Lazy(dispatch.results[0], _shape(dispatch.results[0])),
                           Lazy(weight_grad.results[0], _shape(weight_grad.results[0]))]
+
+    # -- collectives of model code that parallelises itself ----------------
+
+    def on_all_reduce(self, node: fx.Node) -> None:
+        op = self.add(coll.AllReduceOp(self.value(node.args[0]), MESH, [str(node.args[1])]))
+        self.bind(node, op.results[0])
+
+    def on_all_gather(self, node: fx.Node) -> None:
+        op = self.add(coll.AllGatherOp(self.value(node.args[0]), MESH, [str(node.args[1])],
+                                       type_of(self.meta(node)), axis=IntegerAttr(int(node.args[2]), 64)))
+        self.bind(node, op.results[0])
+
+    def on_reduce_scatter(self, node: fx.Node) -> None:
+        op = self.add(coll.ReduceScatterOp(self.value(node.args[0]), MESH, [str(node.args[1])],
+                                           type_of(self.meta(node)), axis=IntegerAttr(int(node.args[2]), 64)))
+        self.bind(node, op.results[0])
+
+    def on_copy(self, node: fx.Node) -> bool:
+        """A collective's result copied into the tensor it reduced in place or
+        into the buffer the model code allocated for it (`dist.all_reduce(x)`,
+        `all_gather_into_tensor(buffer, x)`, functionalized): the result itself,
+        no copy kernel, and the unused buffer no op. Any other copy is one."""
+        dst, src = node.args[0], node.args[1]
+        source = self.lazy(src)
+        val = self.meta(node)
+        if not (isinstance(source.base.owner, coll.CollectiveOp) and source.shape == tuple(val.shape)
+                and self.meta(src).dtype == val.dtype):
+            return False
+        buffer = self.lazy(dst).base.owner
+        if (isinstance(buffer, sim.GenericOp) and buffer.callee.data in ("aten.empty", "aten.empty_like")
+                and len(dst.users) == 1 and not buffer.results[0].uses):
+            buffer.detach()
+            buffer.erase()
+            self.summary.generic[buffer.callee.data] -= 1
+            if not self.summary.generic[buffer.callee.data]:
+                del self.summary.generic[buffer.callee.data]
+        self.env[node] = source
+        return True
 
     def on_kv_cache_write(self, node: fx.Node) -> None:
         k, v = self.value(node.args[0]), self.value(node.args[1])

@@ -11,36 +11,50 @@ share_embeddings_and_output_weights); `activation_func` is a name (silu, gelu,
 squared_relu). `examples/megatron_gpt_tiny.yaml` is one.
 
 How it runs without a GPU: Megatron-Core's parallel state is initialised over
-torch's fake process group (world size 1: the model is built whole, and the
-passes shard it as for any model); its CUDA-only calls are sent to the CPU while
-it is built and traced (`torch.cuda.current_device()`, factory calls with
-`device="cuda"`, the model-parallel RNG tracker, which only dropout reads);
-tensors it keeps as plain attributes (the rotary `inv_freq`) become buffers so
-the tracer sees them as inputs. The layer specs are Megatron-Core's local ones
-(no Transformer Engine, which needs CUDA): the same GEMMs as TE's; attention is
-traced as the one fused kernel TE's spec runs, not the local spec's baddbmm,
-softmax and bmm.
+torch's fake process group with the run's tensor-parallel size as its world
+size, so its ColumnParallelLinear / RowParallelLinear / VocabParallelEmbedding
+hold one rank's weights (the fused, group-interleaved linear_qkv split by query
+groups, linear_fc1 by the ffn dim, linear_proj and linear_fc2 on their input
+features) and the traced forward and backward are one rank's: the collectives
+its mappings, linears and vocab-parallel cross entropy issue
+(`torch.distributed.all_reduce`, `all_gather_into_tensor`,
+`reduce_scatter_tensor`) are traced as `charon::` ops that become `coll.*` ops
+on the mesh's `tp` axis. With sequence parallelism (the run's
+`--sequence-parallel`) Megatron-Core's own all-gathers before the column-parallel
+linears and reduce-scatters after the row-parallel ones are those ops. Its
+CUDA-only calls are sent to the CPU while it is built and traced
+(`torch.cuda.current_device()`, factory calls with `device="cuda"`, the
+model-parallel RNG tracker, which only dropout reads); tensors it keeps as
+plain attributes (the rotary `inv_freq`) become buffers so the tracer sees them
+as inputs. The layer specs are Megatron-Core's local ones (no Transformer
+Engine, which needs CUDA): the same GEMMs as TE's; attention is traced as the
+one fused kernel TE's spec runs, not the local spec's baddbmm, softmax and bmm.
 
 Not supported, in one line each: Megatron-Core MoE layers (their token counts
-per expert are data-dependent), tensor-parallel world sizes above 1 at import.
+per expert are data-dependent under fake tensors), a parallel degree set in the
+config (the run gives it).
 Needs the `megatron` extra (`pip install charon-ir[megatron]`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import yaml
 from torch import nn
 from torch.overrides import TorchFunctionMode
+from xdsl.dialects.builtin import ModuleOp
 
 from charon_ir.errors import CharonError, parse_json, read_text
 from charon_ir.frontend import MEGATRON_PREFIX, torch_ops
+from charon_ir.parallel.mesh import ensure_axis
 
 ACTIVATIONS = {
     "silu": torch.nn.functional.silu,
@@ -96,15 +110,22 @@ class _CudaToCpu(TorchFunctionMode):
 
 @contextlib.contextmanager
 def on_cpu() -> Iterator[None]:
-    """Megatron-Core's CUDA-only calls sent to the CPU, for building and tracing."""
+    """Megatron-Core's CUDA-only calls sent to the CPU and its collectives
+    traced as `charon::` ops, for building and tracing."""
     _megatron()
+    import megatron.core.tensor_parallel.layers as layers
+    import megatron.core.tensor_parallel.mappings as mappings
+    import megatron.core.tensor_parallel.utils as tp_utils
     from megatron.core.models.common.embeddings.rotary_pos_embedding import RotaryEmbedding
     from megatron.core.tensor_parallel import random as mrandom
     from megatron.core.transformer.dot_product_attention import DotProductAttention
     from megatron.core.utils import GlobalMemoryBuffer
 
     saved = (torch.cuda.current_device, mrandom.CudaRNGStatesTracker.fork, RotaryEmbedding.forward,
-             GlobalMemoryBuffer.get_tensor, DotProductAttention.forward)
+             GlobalMemoryBuffer.get_tensor, DotProductAttention.forward, dist.all_reduce)
+    # the modules that bound torch's all-gather / reduce-scatter at import
+    bound = [(m, name, getattr(m, name)) for m in (mappings, layers, tp_utils)
+             for name in ("dist_all_gather_func", "dist_reduce_scatter_func") if hasattr(m, name)]
     DotProductAttention.forward = _fused_attention
     # the global buffer (DotProductAttention's baddbmm input) outlives a trace:
     # each request gets a tensor of its own, as the first request of a run does
@@ -116,6 +137,9 @@ def on_cpu() -> Iterator[None]:
     # the rotary table is memoised (lru_cache) across calls: a table from one
     # trace's fake tensors must not reach the next
     RotaryEmbedding.forward = getattr(RotaryEmbedding.forward, "__wrapped__", RotaryEmbedding.forward)
+    dist.all_reduce = _all_reduce
+    for module, name, _ in bound:
+        setattr(module, name, _all_gather_into if "gather" in name else _reduce_scatter_into)
     try:
         # Megatron-Core's deprecation notes (tp_group, cuda_graph_scope) are for its own users
         with _CudaToCpu(), warnings.catch_warnings():
@@ -123,7 +147,52 @@ def on_cpu() -> Iterator[None]:
             yield
     finally:
         (torch.cuda.current_device, mrandom.CudaRNGStatesTracker.fork, RotaryEmbedding.forward,
-         GlobalMemoryBuffer.get_tensor, DotProductAttention.forward) = saved
+         GlobalMemoryBuffer.get_tensor, DotProductAttention.forward, dist.all_reduce) = saved
+        for module, name, value in bound:
+            setattr(module, name, value)
+
+
+class _Issued:
+    """What a collective issued with `async_op=True` returns: its wait orders
+    nothing (the IR orders the collective by the data it reads and writes)."""
+
+    def wait(self) -> None:
+        return None
+
+
+def _group_axis(group) -> tuple[str, int]:
+    """(mesh axis, size) of a Megatron-Core process group: its tensor-parallel
+    group is the mesh's `tp` axis."""
+    from megatron.core import parallel_state
+
+    size = group.size() if group is not None else dist.get_world_size()
+    if size > 1 and group is not None and group != parallel_state.get_tensor_model_parallel_group():
+        raise CharonError(f"megatron: a collective over a group of {size} ranks that is not the "
+                          "tensor-parallel group is not imported")
+    return "tp", size
+
+
+def _all_reduce(tensor, op=None, group=None, async_op=False):
+    """`torch.distributed.all_reduce` (a sum or, for the vocab-parallel cross
+    entropy's logit max, a max: the same traffic), in place as torch's."""
+    axis, size = _group_axis(group)
+    if size > 1:
+        tensor.copy_(torch_ops.all_reduce(tensor, axis))
+    return _Issued() if async_op else None
+
+
+def _all_gather_into(output, input, group=None, async_op=False):
+    """`all_gather_into_tensor`: the ranks' inputs along dim 0, into `output`."""
+    axis, size = _group_axis(group)
+    output.copy_(torch_ops.all_gather(input, axis, 0, size) if size > 1 else input)
+    return _Issued() if async_op else None
+
+
+def _reduce_scatter_into(output, input, op=None, group=None, async_op=False):
+    """`reduce_scatter_tensor`: this rank's 1/size of the sum along dim 0, into `output`."""
+    axis, size = _group_axis(group)
+    output.copy_(torch_ops.reduce_scatter(input, axis, 0, size) if size > 1 else input)
+    return _Issued() if async_op else None
 
 
 def _fused_attention(self, query, key, value, attention_mask, attn_mask_type=None, attention_bias=None,
@@ -142,33 +211,54 @@ def _fused_attention(self, query, key, value, attention_mask, attn_mask_type=Non
     return out.transpose(0, 1).reshape(sq, b, -1)
 
 
-def _parallel_state() -> None:
-    """Megatron-Core's model-parallel groups over torch's fake process group,
-    world size 1 (once per process)."""
-    import torch.distributed as dist
+def _parallel_state(tp: int) -> None:
+    """Megatron-Core's model-parallel groups over torch's fake process group of
+    `tp` ranks, this process rank 0 (initialised again when the size changes)."""
     from megatron.core import parallel_state
 
+    if parallel_state.model_parallel_is_initialized():
+        if parallel_state.get_tensor_model_parallel_world_size() == tp and dist.get_world_size() == tp:
+            return
+        parallel_state.destroy_model_parallel()
+    if dist.is_initialized() and dist.get_world_size() != tp:
+        dist.destroy_process_group()
     if not dist.is_initialized():
         from torch.testing._internal.distributed.fake_pg import FakeStore
 
-        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=1)
-    if not parallel_state.model_parallel_is_initialized():
-        parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, create_gloo_process_groups=False)
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=tp)
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp, create_gloo_process_groups=False)
 
 
 class MegatronLM(nn.Module):
-    """A GPTModel as the tracer takes a model: token ids [b, s] -> logits."""
+    """A GPTModel as the tracer takes a model: token ids [b, s] -> logits (one
+    rank's share of the vocabulary under tensor parallelism)."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, tp: int = 1):
         super().__init__()
         self.model = model
+        self.tp = tp
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0).expand_as(ids)
         return self.model(ids, positions, None)
 
+    def charon_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The training loss the tracer takes in place of its own cross entropy:
+        under tensor parallelism, Megatron-Core's vocab-parallel cross entropy
+        (per-token max, sum of exponentials and target logit all-reduced over
+        tp), which the logits of one rank's vocabulary need."""
+        if self.tp == 1:
+            return torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                                                     labels.reshape(-1))
+        from megatron.core.tensor_parallel import vocab_parallel_cross_entropy
 
-def build_megatron_model(config: dict[str, Any], where: str) -> MegatronLM:
+        return vocab_parallel_cross_entropy(logits, labels).mean()
+
+
+def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
+                         sequence_parallel: bool = False) -> MegatronLM:
+    """The GPTModel of `config` as rank 0 of `tp` tensor-parallel ranks (with
+    Megatron-Core's sequence parallelism if asked)."""
     _megatron()
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -178,10 +268,11 @@ def build_megatron_model(config: dict[str, Any], where: str) -> MegatronLM:
     if config.get("num_moe_experts"):
         raise CharonError(f"{where}: Megatron-Core MoE layers are not imported (their token counts per expert "
                           "are data-dependent under fake tensors); import the model's Hugging Face config instead")
-    for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
-        if config.get(key, 1) != 1:
-            raise CharonError(f"{where}: {key} {config[key]}: the model is imported whole; give the degrees to "
-                              "charon simulate (--tp, --pp, --cp)")
+    for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                "expert_model_parallel_size", "sequence_parallel"):
+        if config.get(key, 1) not in (1, False):
+            raise CharonError(f"{where}: {key} {config[key]}: the run gives the parallel degrees "
+                              "(charon simulate --tp, --sequence-parallel, --pp, --cp, --ep)")
     activation = config.pop("activation_func", "gelu")
     if activation not in ACTIVATIONS:
         raise CharonError(f"{where}: activation_func {activation!r}: one of {', '.join(ACTIVATIONS)}")
@@ -198,15 +289,18 @@ def build_megatron_model(config: dict[str, Any], where: str) -> MegatronLM:
         raise CharonError(f"{where}: num_attention_heads ({heads}) must be a multiple of num_query_groups ({groups})")
     config.setdefault("attention_dropout", 0.0)
     config.setdefault("hidden_dropout", 0.0)
-    _parallel_state()
+    if tp < 1:
+        raise CharonError(f"{where}: tensor-parallel size {tp} must be >= 1")
+    _parallel_state(tp)
     with on_cpu():
         try:
             transformer = TransformerConfig(
                 **config, activation_func=ACTIVATIONS[activation], use_cpu_initialization=True,
+                tensor_model_parallel_size=tp, sequence_parallel=sequence_parallel,
                 params_dtype=torch.bfloat16, bf16=True, perform_initialization=False,
             )
             spec = get_gpt_layer_local_spec(normalization=transformer.normalization)
-            with torch.device("meta"):
+            with torch.device("meta"), _norms_on_local_tokens(sequence_parallel):
                 model = GPTModel(transformer, spec, **model_kwargs)
         except CharonError:
             raise
@@ -214,7 +308,41 @@ def build_megatron_model(config: dict[str, Any], where: str) -> MegatronLM:
             first = str(e).splitlines()[0] if str(e) else ""
             raise CharonError(f"{where}: Megatron-Core refused the config: {type(e).__name__}: {first[:300]}") from None
     _tensors_as_buffers(model)
-    return MegatronLM(model)
+    return MegatronLM(model, tp)
+
+
+@contextlib.contextmanager
+def _norms_on_local_tokens(sequence_parallel: bool) -> Iterator[None]:
+    """The local spec's torch norms under sequence parallelism, which Megatron-Core
+    asserts against (its finalize step would not all-reduce their weight
+    gradients without the `sequence_parallel` mark TE's and Apex's norms set):
+    the same norm, run on this rank's tokens, its weights so marked."""
+    from megatron.core.transformer.torch_norm import WrappedTorchNorm
+
+    if not sequence_parallel:
+        yield
+        return
+    wrapped = WrappedTorchNorm.__new__
+
+    def local_norm(cls, config, hidden_size, *args, **kwargs):
+        whole = copy.copy(config)
+        whole.sequence_parallel = False
+        norm = wrapped(cls, whole, hidden_size, *args, **kwargs)
+        for param in norm.parameters():
+            param.sequence_parallel = True
+        return norm
+
+    WrappedTorchNorm.__new__ = local_norm
+    try:
+        yield
+    finally:
+        WrappedTorchNorm.__new__ = wrapped
+
+
+def on_tensor_parallel_mesh(module: ModuleOp, tp: int) -> None:
+    """The imported rank's collectives name the `tp` axis of `coll.grid @mesh`:
+    the module gets that grid, which also tells shard-tensor that it is split."""
+    ensure_axis(module, "tp", tp, "megatron")
 
 
 def _tensors_as_buffers(model: nn.Module) -> None:

@@ -92,6 +92,53 @@ attention.register_autograd(_attention_grad, setup_context=_attention_setup)
 
 
 # ---------------------------------------------------------------------------
+# Collectives of model code that parallelises itself (Megatron-Core's tensor
+# parallelism): one rank's view, `axis` the mesh axis (`tp`) of the group. The
+# model code states the backward (its autograd functions call these again), so
+# they need no autograd formula; on fake tensors they only give the shape.
+# ---------------------------------------------------------------------------
+
+
+@torch.library.custom_op("charon::all_reduce", mutates_args=())
+def all_reduce(x: Tensor, axis: str) -> Tensor:
+    """The sum (or max) of `x` over the group, on every rank."""
+    return torch.empty_like(x)
+
+
+@all_reduce.register_fake
+def _(x, axis):
+    return torch.empty_like(x)
+
+
+def _resized(x: Tensor, dim: int, times: int = 1, over: int = 1) -> list[int]:
+    out = list(x.shape)
+    out[dim] = out[dim] * times // over
+    return out
+
+
+@torch.library.custom_op("charon::all_gather", mutates_args=())
+def all_gather(x: Tensor, axis: str, dim: int, group_size: int) -> Tensor:
+    """The ranks' `x` concatenated along `dim`."""
+    return x.new_empty(_resized(x, dim, times=group_size))
+
+
+@all_gather.register_fake
+def _(x, axis, dim, group_size):
+    return x.new_empty(_resized(x, dim, times=group_size))
+
+
+@torch.library.custom_op("charon::reduce_scatter", mutates_args=())
+def reduce_scatter(x: Tensor, axis: str, dim: int, group_size: int) -> Tensor:
+    """The sum of the ranks' `x`, each rank keeping its 1/group_size along `dim`."""
+    return x.new_empty(_resized(x, dim, over=group_size))
+
+
+@reduce_scatter.register_fake
+def _(x, axis, dim, group_size):
+    return x.new_empty(_resized(x, dim, over=group_size))
+
+
+# ---------------------------------------------------------------------------
 # KV cache of a serving step
 # ---------------------------------------------------------------------------
 

@@ -199,6 +199,11 @@ class Family:
     def final(self, h: torch.Tensor) -> torch.Tensor: ...
     def stem_modules(self) -> list[nn.Module]: ...
     def head_modules(self) -> list[nn.Module]: ...
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """A training step's loss: the cross entropy of the logits (fp32)."""
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
     extras: list[str] = []
     stem_params: set[str] | None = None
     head_params: set[str] | None = None
@@ -788,6 +793,12 @@ class UserModuleFamily(Family):
     def head_modules(self):
         return [] if self.stack is None else [self.model]
 
+    def loss(self, logits, labels):
+        # a module whose logits need a loss of their own (Megatron-Core's share
+        # of a tensor-parallel vocabulary) states it as `charon_loss`
+        own = getattr(self.model, "charon_loss", None)
+        return own(logits, labels) if callable(own) else super().loss(logits, labels)
+
 
 def trace_user_module(module: nn.Module, shape: StepShape, dtype_name: str) -> TracedModel:
     try:
@@ -900,8 +911,7 @@ def trace_parts(name: str, family_name: str, family: Family, shape: StepShape, p
 
         if train:
             def head_fn(*values):
-                logits = head_logits(values, False)
-                return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), values[-1].reshape(-1))
+                return family.loss(head_logits(values, False), values[-1])
         else:
             def head_fn(*values):
                 return head_logits(values, True)
