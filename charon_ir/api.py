@@ -337,9 +337,6 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     configuration that cannot fit is rejected before anything is priced."""
     if config.recompute not in ("none", "selective", "full"):
         raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
-    if config.tp_comm_overlap and imports_tensor_parallel(config.model):
-        raise CharonError(f"--tp-comm-overlap: {config.model}: not priced for Megatron-Core's model code yet "
-                          "(its tp collectives are imported, not made by sequence-parallel); leave it off")
     check_precision(config.precision, config.hardware, config.cluster)
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)
@@ -352,8 +349,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         raise CharonError(f"--vpp {config.vpp} needs --pp > 1 (an interleaved schedule of one stage)")
     plan: list[tuple[str, dict[str, Any]]] = []
     fold = config.expert_fold()
-    if config.tp > 1 and not imports_tensor_parallel(config.model):
-        plan.append(("shard-tensor", {"tp": config.tp, **({"experts": False} if fold > 1 else {})}))
+    if config.tp > 1:
+        if not imports_tensor_parallel(config.model):
+            plan.append(("shard-tensor", {"tp": config.tp, **({"experts": False} if fold > 1 else {})}))
         if config.sequence_parallel:
             plan.append(("sequence-parallel", {"tp_comm_overlap": config.tp_comm_overlap}))
     if config.tp_comm_overlap and not (config.tp > 1 and config.sequence_parallel):

@@ -55,7 +55,9 @@ from charon_ir.parallel.mesh import GRAD_SYNC, MESH, grid_axes
 from charon_ir.parallel.sharding.layout import reshape_groups, shape, with_shape
 
 SP_ATTR = "charon.sequence_parallel"
-"""Marks the all_gathers this pass made, the only ones it moves."""
+"""Marks the all_gathers this pass made, the only ones it moves; on the module,
+one imported already sequence-parallel (the frontend's Megatron-Core models),
+which the pass leaves as it is."""
 
 
 @dataclass(frozen=True)
@@ -497,6 +499,12 @@ class SequenceParallelPass(ModulePass):
         tp = grid_axes(op).get("tp", 1)
         if tp == 1:
             raise CharonError("sequence-parallel: needs tensor parallelism (run shard-tensor{tp=N} first)")
+        if SP_ATTR in op.attributes:
+            # imported sequence-parallel (Megatron-Core's model code at its tp):
+            # its all-gathers and reduce-scatters are the model's own
+            if self.tp_comm_overlap:
+                op.attributes[TP_COMM_OVERLAP_ATTR] = UnitAttr()
+            return
         seq, batch = step_tokens(op)
         if not seq:
             raise CharonError("sequence-parallel: the module has no attention op to take the sequence length from")

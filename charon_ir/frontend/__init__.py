@@ -227,7 +227,7 @@ def import_model_with_summary(
         if tp != 1:
             from charon_ir.frontend.megatron import on_tensor_parallel_mesh
 
-            on_tensor_parallel_mesh(module, tp)
+            on_tensor_parallel_mesh(module, tp, sequence_parallel)
     _annotate(module, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)
     module.verify()
     text = str(module)

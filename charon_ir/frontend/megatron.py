@@ -50,11 +50,12 @@ import torch.distributed as dist
 import yaml
 from torch import nn
 from torch.overrides import TorchFunctionMode
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
 from charon_ir.errors import CharonError, parse_json, read_text
 from charon_ir.frontend import MEGATRON_PREFIX, torch_ops
 from charon_ir.parallel.mesh import ensure_axis
+from charon_ir.passes.sequence_parallel import SP_ATTR
 
 ACTIVATIONS = {
     "silu": torch.nn.functional.silu,
@@ -270,7 +271,8 @@ def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
                           "are data-dependent under fake tensors); import the model's Hugging Face config instead")
     for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
                 "expert_model_parallel_size", "sequence_parallel"):
-        if config.get(key, 1) not in (1, False):
+        value = config.get(key)
+        if value is True if key == "sequence_parallel" else value not in (None, 1):
             raise CharonError(f"{where}: {key} {config[key]}: the run gives the parallel degrees "
                               "(charon simulate --tp, --sequence-parallel, --pp, --cp, --ep)")
     activation = config.pop("activation_func", "gelu")
@@ -339,10 +341,13 @@ def _norms_on_local_tokens(sequence_parallel: bool) -> Iterator[None]:
         WrappedTorchNorm.__new__ = wrapped
 
 
-def on_tensor_parallel_mesh(module: ModuleOp, tp: int) -> None:
+def on_tensor_parallel_mesh(module: ModuleOp, tp: int, sequence_parallel: bool) -> None:
     """The imported rank's collectives name the `tp` axis of `coll.grid @mesh`:
-    the module gets that grid, which also tells shard-tensor that it is split."""
+    the module gets that grid, which also tells shard-tensor that it is split;
+    a sequence-parallel import is marked so, for sequence-parallel to leave it."""
     ensure_axis(module, "tp", tp, "megatron")
+    if sequence_parallel:
+        module.attributes[SP_ATTR] = UnitAttr()
 
 
 def _tensors_as_buffers(model: nn.Module) -> None:

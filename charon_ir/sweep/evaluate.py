@@ -47,7 +47,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from charon_ir import api
-from charon_ir.api import TrainingConfig, load_model_module, overlap_model, pass_plan, time_module
+from charon_ir.api import (TrainingConfig, imports_tensor_parallel, load_model_module, overlap_model, pass_plan,
+                           time_module)
 from charon_ir.errors import CharonError
 from charon_ir.memory import peak_bytes_per_stage
 from charon_ir.sweep import screen
@@ -129,7 +130,10 @@ def training_config(config: dict[str, Any]):
 
 def training_steps(config) -> tuple[Step, ...]:
     """The import, then the pass steps of a TrainingConfig in api.pass_plan's order."""
-    steps = [_step("import", model=config.model, seq_len=config.seq_len, batch=config.micro_batch)]
+    # a model imported already split by tensor parallelism is imported per tp
+    split = ({"tp": config.tp, "sequence_parallel": config.sequence_parallel}
+             if config.tp > 1 and imports_tensor_parallel(config.model) else {})
+    steps = [_step("import", model=config.model, seq_len=config.seq_len, batch=config.micro_batch, **split)]
     steps += [_step(name, **options) for name, options in pass_plan(config)]
     return tuple(steps)
 
@@ -256,13 +260,15 @@ class TrainingEvaluator:
 
     # -- the pipeline ---------------------------------------------------------
 
-    def _imported(self, model: str, seq_len: int, batch: int):
-        """The model's imported module, parsed once per process (never mutated)."""
-        step = _step("import", model=model, seq_len=seq_len, batch=batch)
+    def _imported(self, model: str, seq_len: int, batch: int, **split: Any):
+        """The model's imported module, parsed once per process (never mutated);
+        `split`: the tp (and sequence parallelism) a Megatron-Core model is
+        imported at."""
+        step = _step("import", model=model, seq_len=seq_len, batch=batch, **split)
         if step in self._imports:
             self._imports.move_to_end(step)
             return self._imports[step]
-        _, module = load_model_module(model, seq_len=seq_len, batch=batch, ctx=self.ctx)
+        _, module = load_model_module(model, seq_len=seq_len, batch=batch, ctx=self.ctx, **split)
         if self.cache:
             self._imports[step] = module
             while len(self._imports) > IMPORT_CACHE_SIZE:
@@ -271,7 +277,7 @@ class TrainingEvaluator:
 
     def _import(self, step: Step):
         options = dict(step[1])
-        module = self._imported(options["model"], options["seq_len"], options["batch"])
+        module = self._imported(**options)
         # uncached, the import is this point's own; cached, it is shared
         return module.clone() if self.cache else module
 
