@@ -32,6 +32,10 @@ def import_command(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="trace again even if the IR is cached")] = False,
     no_mtp: Annotated[bool, typer.Option("--no-mtp", help="train without the multi-token-prediction modules a "
                                          "config asks for (DeepSeek-V3's num_nextn_predict_layers)")] = False,
+    tp: Annotated[int, typer.Option("--tp", help="a megatron: model only: import one rank of this many "
+                                    "tensor-parallel ranks (Megatron-Core splits itself; its collectives in the IR)")] = 1,
+    sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="with --tp > 1 on a megatron: model: "
+                                                    "Megatron-Core's sequence parallelism")] = False,
     summary: Annotated[bool, typer.Option("--summary", help="print how aten ops were mapped (stderr)")] = False,
     list_models: Annotated[bool, typer.Option("--list", help="list the bundled models and exit")] = False,
     execution_trace: Annotated[str, typer.Option("--execution-trace", help="import a PyTorch execution trace "
@@ -64,14 +68,14 @@ def import_command(
     if model.endswith(".mlir"):
         raise CharonError(f"{model}: already IR; import takes a bundled name or a config.json "
                           "(charon-opt and charon simulate read .mlir files)")
-    for flag, value in (("--seq-len", seq_len), ("--batch", batch)):
+    for flag, value in (("--seq-len", seq_len), ("--batch", batch), ("--tp", tp)):
         if not 1 <= value <= MAX_COUNT:
             raise CharonError(f"{flag} must be in 1..{MAX_COUNT}, got {value}")
     if output != "-":
         check_output_file(output, "-o")  # before tracing, which can take minutes
     result = import_model_with_summary(
         model, seq_len=seq_len, batch=batch, mode=mode, dtype=dtype, use_cache=not no_cache, parse=False,
-        mtp=not no_mtp,
+        mtp=not no_mtp, tp=tp, sequence_parallel=sequence_parallel,
     )
     text = (result.text if result.text is not None else str(result.module)).rstrip("\n") + "\n"
     if output == "-":

@@ -203,3 +203,24 @@ def test_a_malformed_config_is_one_line(tmp_path):
         with pytest.raises(CharonError, match=message.replace("(", r"\(")) as err:
             import_model(f"megatron:{path}", seq_len=64, use_cache=False)
         assert "\n" not in str(err.value)
+
+
+def test_charon_import_writes_one_tp_rank(tmp_path):
+    """`charon import megatron:CONFIG --tp 2 --sequence-parallel`: the rank's IR,
+    its grid and Megatron-Core's all-gathers in it; --tp on any other model is
+    one line, exit 1, no file."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "rank.mlir"
+    proc = subprocess.run([sys.executable, "-m", "charon_ir.cli", "import", TINY, "--seq-len", "64", "--tp", "2",
+                           "--sequence-parallel", "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert 'coll.grid @mesh(axes = ["tp"], shape = 2)' in text and "coll.all_gather" in text
+    bad = tmp_path / "bad.mlir"
+    proc = subprocess.run([sys.executable, "-m", "charon_ir.cli", "import", "llama-3-8b", "--tp", "2",
+                           "-o", str(bad)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and not bad.exists()
+    assert "only a megatron: model is imported at a tensor-parallel size" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
