@@ -210,7 +210,7 @@ def import_model_with_summary(
     with status(f"importing {name} ({mode}, seq {seq_len}, batch {batch}): tracing one decoder layer; "
                 "cached after"):
         if megatron:
-            from charon_ir.frontend.megatron import build_megatron_model, on_cpu
+            from charon_ir.frontend.megatron import build_megatron_model, on_cpu, on_tensor_parallel_mesh
 
             with on_cpu():
                 traced = trace_user_module(build_megatron_model(config, model, tp, sequence_parallel),
@@ -224,9 +224,7 @@ def import_model_with_summary(
                                     mtp)
         builder = ModuleBuilder(traced, mode)
         module = builder.build()
-        if tp != 1:
-            from charon_ir.frontend.megatron import on_tensor_parallel_mesh
-
+        if tp != 1:  # a megatron: model, imported as one tp rank
             on_tensor_parallel_mesh(module, tp, sequence_parallel)
     _annotate(module, name, mode, seq_len, batch, dtype, builder.summary, traced.hf_param_count)
     module.verify()
