@@ -24,7 +24,7 @@ import re
 import sys
 import textwrap
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import IO
 
@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, OpResult
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.transforms import get_all_passes
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -298,7 +299,9 @@ class CharonOptMain(xDSLOptMain):
             elif "-t" in action.option_strings:
                 action.help = f"what to print: {', '.join(self.available_targets)} (default: mlir)"
         arg_parser.formatter_class = HelpFormatter
-        arg_parser.epilog = pass_listing()
+        xdsl_own = get_all_passes()
+        arg_parser.epilog = pass_listing({name: factory for name, factory in self.available_passes.items()
+                                          if name not in ALL_PASSES and name not in xdsl_own})
         arg_parser.add_argument(
             "--no-verify-each",
             action="store_true",
@@ -366,29 +369,41 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
-def pass_listing() -> str:
+def pass_listing(plugins: Mapping[str, Callable[[], type[ModulePass]]] | None = None) -> str:
     """Each Charon-IR pass once, as `mlir-opt --help` lists them: its name, what it
     does (the first sentence of its file's docstring) and its options with their
-    defaults (a fixed set of values as a|b|c)."""
+    defaults (a fixed set of values as a|b|c); then those of `plugins`, the passes
+    installed packages add through their `xdsl.universe` entry points."""
     lines = ["Charon-IR passes (-p 'name{option=value option=value},name'):"]
     for name, factory in ALL_PASSES.items():
-        cls = factory()
-        doc = " ".join((sys.modules[cls.__module__].__doc__ or "").strip().split("\n\n")[0].split())
-        sentence = re.split(r"(?<!al\.)(?<=\.)\s", doc, maxsplit=1)[0]
-        if len(sentence) > 100:
-            sentence = sentence[:99].rsplit(" ", 1)[0] + " …"
-        lines.append(f"  {name:<22} {sentence}")
-        hints = typing.get_type_hints(cls)
-        options = []
-        for field in dataclasses.fields(cls):
-            hint = hints.get(field.name)
-            choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else ()
-            value = "|".join(map(str, choices)) if choices else _option_value(field.default)
-            options.append(f"{field.name.replace('_', '-')}={value}")
-        if options:
-            lines.append(f"  {'':<22} options: {' '.join(options)}")
+        lines += _pass_lines(name, factory())
+    if plugins:
+        lines.append("Passes of installed plugins (xdsl.universe entry points):")
+        for name, factory in sorted(plugins.items()):
+            try:
+                lines += _pass_lines(name, factory())
+            except ImportError as e:  # the rest of the help is still worth printing
+                lines.append(f"  {name:<22} (cannot load: {first_line(e)})")
     lines.append("xDSL's own passes are accepted too (see xdsl-opt --help).")
     return "\n".join(lines)
+
+
+def _pass_lines(name: str, cls: type[ModulePass]) -> list[str]:
+    doc = " ".join((sys.modules[cls.__module__].__doc__ or "").strip().split("\n\n")[0].split())
+    sentence = re.split(r"(?<!al\.)(?<=\.)\s", doc, maxsplit=1)[0]
+    if len(sentence) > 100:
+        sentence = sentence[:99].rsplit(" ", 1)[0] + " …"
+    lines = [f"  {name:<22} {sentence}"]
+    hints = typing.get_type_hints(cls)
+    options = []
+    for field in dataclasses.fields(cls):
+        hint = hints.get(field.name)
+        choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else ()
+        value = "|".join(map(str, choices)) if choices else _option_value(field.default)
+        options.append(f"{field.name.replace('_', '-')}={value}")
+    if options:
+        lines.append(f"  {'':<22} options: {' '.join(options)}")
+    return lines
 
 
 def _option_value(default: object) -> str:

@@ -58,6 +58,11 @@ def test_the_example_pass_runs_in_a_charon_opt_pipeline(tmp_path):
         assert run.returncode == 0, run.stderr
         return json.loads(run.stdout)["iteration_time_s"]
 
+    listed = subprocess.run([sys.executable, "-m", "charon_ir.tools.charon_opt", "--help"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, check=True).stdout
+    plugins = listed.split("Passes of installed plugins (xdsl.universe entry points):\n", 1)[1]
+    assert plugins.startswith("  matmul-speedup         Divide the priced time of every `sim.matmul` by `factor`:")
+    assert plugins.splitlines()[1].split() == ["options:", "factor=2.0"]
     faster = step_s(pipeline)
     as_priced = step_s(pipeline.replace("matmul-speedup{factor=2.0},", ""))
     assert faster < as_priced
