@@ -195,9 +195,11 @@ MBRIDGE_PERF_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
                               "recompute_modules": ("mla_up_proj", "mlp"),
                               "pp_layout": (1, *[2] * 30, 0)},
     ("deepseek-v3", "B200"): {"moe_dispatcher": "flex", "recompute": "selective",
-                              "recompute_modules": ("mla_up_proj",)},
+                              "recompute_modules": ("mla_up_proj",),
+                              "pp_layout": (4, *[4] * 14, 1)},
     ("deepseek-v3", "GB200"): {"moe_dispatcher": "flex", "recompute": "selective",
-                               "recompute_modules": ("mla_up_proj",)},
+                               "recompute_modules": ("mla_up_proj",),
+                               "pp_layout": (4, *[4] * 14, 1)},
     ("qwen3-30b-a3b", "H100"): {"moe_dispatcher": "flex"},
     ("gpt-oss-120b", "H100"): {"recompute": "selective", "recompute_modules": ("layernorm", "moe_act"),
                                "micro_batch": 1},
@@ -219,7 +221,13 @@ batch 512 (`batch_doubt`). Their `expert_tensor_parallel_size=1` is the
 megatron-bridge preset's. DeepSeek-V3 on H100 (pp 8 x vp 4) sets
 `layout="Et|(tt|)*30mL"` (deepseek/deepseek_llm_pretrain.py): the embedding and one
 layer, thirty chunks of two, and the MTP module and the loss alone on the last
-chunk; B200 and GB200 set none (an even split)."""
+chunk. B200 (pp 16) and GB200 (pp 4 x vp 4) pass `layout=None`, and the recipe
+(`recipes/deepseek/deepseek_v3.py`, `_deepseek_v3_common`) then takes its
+`layout_map` entry for (pp, vp) = (16, 1) and (4, 4): the embedding and four
+layers, fourteen chunks of four, one layer with the MTP module and the loss. Without
+a layout the 61 layers could not run on 16 stages: Megatron-Core's
+`get_num_layers_to_build` asserts "num_layers should be divisible by
+pipeline_model_parallel_size"."""
 
 
 NEMO_LAUNCHER_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {

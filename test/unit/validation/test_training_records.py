@@ -82,6 +82,20 @@ def test_gpt_oss_runs_its_performance_config_micro_batch():
     assert "micro_batch_size=1" in rec["notes"]
 
 
+@pytest.mark.parametrize("rid", ["mbridge_25.11_B200_DeepSeekV3_256gpu_FP8-MX",
+                                 "mbridge_25.11_GB200_DeepSeekV3_256gpu_BF16"])
+def test_deepseek_v3_blackwell_rows_run_the_recipes_pipeline_layout(rid):
+    """pp 16 (B200) and pp 4 x vp 4 (GB200) take the recipe's layout_map entry:
+    embedding + 4 layers, 14 chunks of 4, one layer with the MTP module and loss."""
+    case = training_case(record(rid))
+    o = case.options
+    layout = o["pp_layout"]
+    assert len(layout) == o["pp"] * o["vpp"] == 16
+    assert sum(layout) == case.config["num_hidden_layers"] == 61
+    assert layout[0] == 4 and layout[-1] == 1 and set(layout[1:-1]) == {4}
+    assert any(a.startswith("pp layout 4,4,") for a in case.assumptions)
+
+
 def test_batch_doubt_names_inconsistent_batch_fields():
     assert batch_doubt({"micro_batch": 4, "grad_accum": 2}, 16, 512) == (
         "the record's micro-batch 4 x grad-accum 2 x dp 16 = 128, not its global batch 512")
