@@ -1,5 +1,6 @@
 """Names of every Charon dialect, pass and target, each behind a lazy factory."""
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.ir import Dialect
@@ -34,8 +35,6 @@ ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
 
 def _pass(module: str, cls: str) -> Callable[[], type[ModulePass]]:
     def factory() -> type[ModulePass]:
-        import importlib
-
         return getattr(importlib.import_module(module), cls)
 
     return factory
