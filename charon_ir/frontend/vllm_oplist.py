@@ -12,7 +12,9 @@ and traces with `make_fx`, for each step,
 - every decoder layer: `layer(positions, hidden, residual)` -> (hidden, residual),
   the first with no residual as vLLM's model runs it; consecutive layers whose
   op lists are the same (names relative to the layer) are folded into one run;
-- the head: the final norm and `compute_logits` of the last token of each sequence.
+- the head: the final norm and `compute_logits` of the last token of each sequence
+  (vLLM's model normalises every token before its runner picks the last ones: one
+  norm of [T, hidden] more, as the Hugging Face import also leaves out).
 Each step's attention metadata is vLLM's for that batch (query_start_loc,
 seq_lens, ...): a prefill step of prompts of given lengths, or a decode step of
 one token per sequence reading a KV cache of `context` tokens. Traced on fake

@@ -156,6 +156,23 @@ def test_flops_and_weights_equal_the_hf_twins(shape, hf_twins):
     assert {sim.shape_of(op.results[0])[-1] for op in gemms} >= {256 + 2 * 2 * 64, 2 * 512}  # fused qkv, gate_up
 
 
+def test_tensor_parallelism_splits_the_fused_gemms_as_hfs(hf_twins):
+    """shard-tensor splits vLLM's fused QKV and gate/up GEMMs column-wise (its
+    heads and halves with them): per GPU, the FLOPs of HF's separate ones."""
+    from charon_ir.api import _pass
+    from charon_ir.testing import make_context
+
+    per_gpu = []
+    for module in (mapped(DECODE), hf_twins["decode"].clone()):
+        ctx = make_context()
+        _pass("fuse").apply(ctx, module)
+        _pass("shard-tensor", tp=2).apply(ctx, module)
+        module.verify()
+        per_gpu.append([phase_flops(module, "decode", kind) for kind in (sim.MatmulOp, sim.AttentionOp)])
+    assert per_gpu[0] == pytest.approx(per_gpu[1], rel=1e-9)
+    assert per_gpu[0][0] == pytest.approx(phase_flops(hf_twins["decode"], "decode", sim.MatmulOp) / 2, rel=0.02)
+
+
 def test_the_layers_are_the_runs_vllm_traced():
     """vLLM's first layer has no residual to add (its own run), the others fold."""
     ir = mapped(PREFILL)
