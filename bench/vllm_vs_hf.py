@@ -76,12 +76,15 @@ def main() -> None:
     parser.add_argument("--model", default="llama-3.1-8b")
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--flops-only", action="store_true", help="only the FLOPs table (no serving runs)")
     args = parser.parse_args()
     if not os.environ.get("CHARON_VLLM_PYTHON"):
         sys.exit("set CHARON_VLLM_PYTHON to the Python of a vLLM environment")
-    serving = serve_rows(args.model, args.tp)  # traces every serving step in one vLLM run
+    serving = [] if args.flops_only else serve_rows(args.model, args.tp)  # every serving step in one vLLM run
     print_rows(f"FLOPs per step, vllm:{args.model} and {args.model}",
                ("step", "ops", "vllm GFLOP", "HF GFLOP", "vllm / HF"), flops_rows(args.model), args.json)
+    if args.flops_only:
+        return
     print_rows(f"charon serve on {HARDWARE}, tp {args.tp}", ("metric", "", "vllm ms", "HF ms", "vllm / HF"),
                serving, args.json)
     print_rows(f"decoder-layer GEMMs of the serving body at 16 tokens, tp {args.tp}", ("model", "GEMM", "ms"),
