@@ -9,24 +9,43 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.sharding.rules import default_patterns
+from charon_ir.parallel.sharding.rules import ShardPattern, default_rules
 from charon_ir.parallel.sharding.state import ShardingState
 
 
-def propagate(st: ShardingState, root: Operation, patterns: Sequence[RewritePattern]) -> None:
-    """Propagate over `root` with the pass's own rules `patterns` (tried first)
-    and the default ones, and add the replicated work to `st.replicated_flops`."""
+@dataclass
+class ApplyRules(RewritePattern):
+    """Hands each op to the rules for its kind, in order (a pass's own first),
+    until one takes it; which rules those are is found once per op class."""
+
+    state: ShardingState
+    rules: Sequence[ShardPattern]
+    by_class: dict[type[Operation], list[ShardPattern]] = field(default_factory=dict)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        rules = self.by_class.get(type(op))
+        if rules is None:
+            rules = self.by_class[type(op)] = [r for r in self.rules if issubclass(type(op), r.op_types)]
+        for rule in rules:
+            if op in self.state.done:
+                return
+            rule.match_and_rewrite(op, rewriter)
+
+
+def propagate(st: ShardingState, root: Operation, rules: Sequence[ShardPattern]) -> None:
+    """Propagate over `root` with the pass's own `rules` (tried first) and the
+    default ones, and add the replicated work to `st.replicated_flops`."""
     try:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([*patterns, *default_patterns(st)], dce_enabled=False),
-            apply_recursively=False,
+            ApplyRules(st, [*rules, *default_rules(st)]), apply_recursively=False
         ).rewrite_region(root.regions[0])
     except CharonError as e:
         # the walker attaches the whole module to the error as notes: one line only

@@ -588,7 +588,8 @@ def _in_backward(op: Operation) -> bool:
     return False
 
 
-def default_patterns(st: ShardingState) -> list[RewritePattern]:
+def default_rules(st: ShardingState) -> list[ShardPattern]:
+    """The rules every propagation has, after the pass's own."""
     return [
         ShardMatmul(st), ShardElementwise(st), ShardView(st), ShardNorm(st),
         ShardReduce(st), ShardSoftmax(st), ShardEmbedding(st), ShardOptimizer(st), ShardMoe(st),
