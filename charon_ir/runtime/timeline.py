@@ -143,9 +143,8 @@ def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
 def stream_work(tl: Timeline) -> list[float]:
     """Seconds each stream works (by index), a folded loop counting its work only."""
     p = tl.program
-    out = [0.0] * len(p.streams)
-    for i in range(p.num_events):
-        if p.stream[i] >= 0:
-            # a folded loop works only part of its span
-            out[p.stream[i]] += float(p.busy[i]) if p.busy[i] != p.duration[i] else float(tl.end[i] - tl.start[i])
-    return out
+    # a folded loop works only part of its span
+    work = np.where(p.busy != p.duration, p.busy, tl.end - tl.start)
+    on_stream = p.stream >= 0
+    # bincount adds each stream's events in event order, as a loop would
+    return np.bincount(p.stream[on_stream], weights=work[on_stream], minlength=len(p.streams)).tolist()

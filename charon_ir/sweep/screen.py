@@ -52,9 +52,10 @@ and run the rest beside it.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from math import ceil
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -78,6 +79,7 @@ from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.report.energy import nics_per_gpu, training_energy
 from charon_ir.report.summary import utilization
 from charon_ir.runtime.flatten import flatten_all
+from charon_ir.runtime.interpreter import OverlapModel
 from charon_ir.runtime.interpreter import run as interpret
 from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram, ProgramInfo
 from charon_ir.runtime.tiers import fold_points
@@ -590,10 +592,13 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     else:
         gathers = [gather_time(stage_params(s)) if zero_gathers else 0.0 for s in range(pp)]
 
-    def run(microbatches: int) -> tuple[float, int, list[float], list[float]]:
-        return _schedule(schedule, pp, vpp, microbatches, counts, F, B, W, split, send,
-                         probe.backward if not split else probe.weight, sync_layer, sync_pre,
-                         sync_post, dp > 1, opt, gathers, overlap, layer_gather)
+    items = StepItems(F, B, W, split, send, opt, reduce=dp > 1,
+                      sync_phase=probe.backward if not split else probe.weight,
+                      sync_layer=tuple(sync_layer), sync_pre=tuple(sync_pre), sync_post=tuple(sync_post),
+                      gathers=gathers, layer_gather=layer_gather)
+
+    def run(microbatches: int) -> StepRun:
+        return run_step(schedule, pp, vpp, microbatches, counts, items, overlap)
 
     points = fold_points(schedule, pp, m)
     if points is None:
@@ -624,73 +629,138 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     return Composed(t, stage, compute, exposed, bubble, peaks, flops, model_flops, tokens, band)
 
 
-class _StepProgram:
-    """The screened step as an event program for the interpreter: per stage a
-    compute stream (its schedule's items with the probe's durations), a send
-    stream and a dp stream (gradient reductions, parameter gathers); sends sit
-    in a program of their own, so only the dp collectives contend with a
-    stage's compute, as the composed step's sends always did."""
+class StepItems(NamedTuple):
+    """What a screened step's event program is built from: the probe's seconds
+    for each item of each virtual stage, a send between neighbour stages, the
+    data-parallel collectives and each stage's optimizer step."""
 
-    def __init__(self, pp: int):
-        self.pp = pp
-        # streams: compute s, dp s (program s); send s (program pp)
-        self.streams = [f"compute{s}" for s in range(pp)] + [f"comm_dp{s}" for s in range(pp)] + \
-            [f"comm_pp_send{s}" for s in range(pp)]
-        self.stream_kinds = [KIND_COMPUTE] * pp + [KIND_COMM] * (2 * pp)
-        self.stream_program = list(range(pp)) * 2 + [pp] * pp
-        self.duration: list[float] = []
-        self.stream: list[int] = []
-        self.kind: list[int] = []
-        self.deps: list[list[int]] = []
-
-    def add(self, stream: int, duration: float, deps: list[int]) -> int:
-        self.duration.append(duration)
-        self.stream.append(stream)
-        self.kind.append(self.stream_kinds[stream])
-        self.deps.append(deps)
-        return len(self.duration) - 1
-
-    def compute(self, s: int, duration: float, deps: list[int]) -> int:
-        return self.add(s, duration, deps)
-
-    def dp(self, s: int, duration: float, deps: list[int]) -> int:
-        return self.add(self.pp + s, duration, deps)
-
-    def send(self, s: int, duration: float, deps: list[int]) -> int:
-        return self.add(2 * self.pp + s, duration, deps)
-
-    def flat(self) -> FlatProgram:
-        n = len(self.duration)
-        duration = np.asarray(self.duration, dtype=np.float64)
-        programs = [ProgramInfo(f"stage{s}", 1) for s in range(self.pp)] + [ProgramInfo("sends", 1)]
-        return FlatProgram(
-            name="screen", ranks=1, streams=self.streams, stream_kinds=self.stream_kinds,
-            duration=duration, stream=np.asarray(self.stream, dtype=np.int64),
-            kind=np.asarray(self.kind, dtype=np.int8), flops=np.zeros(n), bytes=np.zeros(n),
-            labels=[""] * n, deps=self.deps, programs=programs, stream_program=self.stream_program,
-            event_program=np.asarray([self.stream_program[st] for st in self.stream], dtype=np.int64),
-        )
+    forward: list[float]
+    """F of each virtual stage."""
+    backward: list[float]
+    """B of each virtual stage (under a split backward, its input gradients only)."""
+    weight: list[float]
+    """W of each virtual stage (split backward only)."""
+    split: bool
+    send: float
+    """An activation (forward) or its gradient (backward) sent to the neighbour
+    virtual stage, on the sender's send stream."""
+    optimizer: list[float]
+    """Each physical stage's optimizer step."""
+    reduce: bool = False
+    """Gradients are reduced over data-parallel replicas (dp > 1)."""
+    sync_phase: Phase | None = None
+    """The item whose last run of a chunk in the step reduces its gradients as
+    each of its layers ends: B, or W under a split backward."""
+    sync_layer: tuple[float, ...] = ()
+    """Seconds of one layer's gradient buckets ..."""
+    sync_pre: tuple[float, ...] = ()
+    """... of those reduced before the layers (the last virtual stage's head) ..."""
+    sync_post: tuple[float, ...] = ()
+    """... and after them (the embedding's and the head's, shared by the two
+    ends of the pipeline)."""
+    gathers: list[float] | None = None
+    """Each physical stage's all-gathers of its updated shards after the
+    optimizer step (ZeRO-1/2); None: none."""
+    layer_gather: list[float | None] | None = None
+    """Per virtual stage, one layer's parameter gather in its first forward
+    (`--overlap-param-gather`); None: none."""
 
 
-def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sync_layer,
-              sync_pre, sync_post, sync, opt, gathers, overlap=None, layer_gather=None):
-    """Every stage's item order run by the interpreter: (step seconds, slowest
-    stage, compute-busy seconds per stage, dp seconds exposed per stage). An
-    item waits for its input (activations or gradients sent from the next or
-    previous virtual stage on the sender's send stream); each chunk's last
-    backward (W under a split backward) runs layer by layer, each layer's
-    gradient buckets reduced on the stage's dp stream as it ends; the
-    interpreter's `overlap` contention slows the compute beside them and them.
-    `gathers` run after the optimizer step; a virtual stage with a
-    `layer_gather` time gathers each of its layers' updated parameters on the
-    dp stream from the step's start, its first forward running layer by layer,
-    each layer after its own (`--overlap-param-gather`)."""
-    layer_gather = layer_gather or [None] * (pp * vpp)
+class StepRun(NamedTuple):
+    """A screened step as the interpreter ran it."""
+
+    time_s: float
+    stage: int
+    """The stage whose step ends last."""
+    busy: list[float]
+    """Seconds each stage's compute stream works."""
+    dp_exposed: list[float]
+    """Seconds each stage's data-parallel collectives run past its compute."""
+
+
+STEP_STREAMS = ("compute", "comm_dp", "comm_pp_send")
+"""A screened stage's streams: its schedule's items, its data-parallel
+collectives (program of the stage: they contend with its compute) and its
+sends (a program of their own, contending with nothing)."""
+
+
+class _StepShape(NamedTuple):
+    """A screened step's event program without its durations: each event names
+    the entry of the point's duration vector (`_durations`) it takes. Points
+    of one shape (schedule, stages, micro-batches, layers per virtual stage and
+    which collectives they run) differ only in that vector."""
+
+    program: FlatProgram
+    """Durations all zero."""
+    takes: np.ndarray
+    """Per event, its entry of the duration vector."""
+    last_compute: list[int]
+    last_dp: list[int]
+    """Per stage: its last compute event, its last data-parallel one before the
+    optimizer step (-1: none)."""
+    ends: list[int]
+    """Per stage: its step's last event."""
+
+
+def _shape_key(schedule: str, pp: int, vpp: int, m: int, counts: list[int], items: StepItems) -> tuple:
+    return (schedule, pp, vpp, m, tuple(counts), items.split, items.reduce,
+            tuple(g is not None for g in items.layer_gather) if items.layer_gather else (),
+            bool(items.sync_layer), bool(items.sync_pre), bool(items.sync_post))
+
+
+STEP_SHAPES = 256
+"""Step shapes kept (a sweep's points share a few dozen: examples/sweeps/training.yaml's
+846 step programs have 66)."""
+_SHAPES: OrderedDict[tuple, _StepShape] = OrderedDict()
+
+
+def _durations(pp: int, vpp: int, counts: list[int], items: StepItems) -> np.ndarray:
+    """The duration vector `_step_shape` indexes, its entries computed as the
+    events' own seconds: F, B, W, the rest of each chunk's last backward past its
+    layers and the first forward's per-layer part of each virtual stage (V
+    each), the send, the per-layer backward, one layer's, the head's and the
+    embedding's (whole and half) gradient reductions, the last stage's
+    pre-layer backward, 0, then the optimizer step and the gathers of each
+    stage, and one layer's parameter gather of each virtual stage."""
     V = pp * vpp
-    prog = _StepProgram(pp)
-    orders = [stage_order(schedule, pp, vpp, m, s) for s in range(pp)]
-    if sync:
-        orders = [mark_gradient_sync(order) for order in orders]
+    sync_phase = items.sync_phase
+    per_layer = sync_phase.layer if sync_phase else 0.0
+    pre_last = sync_phase.pre if sync_phase else 0.0
+    backward = items.weight if items.split else items.backward
+    rest = [max(backward[v] - (pre_last if v == V - 1 else 0.0) - per_layer * counts[v], 0.0) for v in range(V)]
+    first_forward = [items.forward[v] / max(1, counts[v]) for v in range(V)]
+    sync_post = sum(items.sync_post) if items.sync_post else 0.0
+    layer_gather = items.layer_gather or [None] * V
+    values = [*items.forward, *items.backward, *items.weight, *rest, *first_forward,
+              items.send, per_layer,
+              sum(items.sync_layer) if items.sync_layer else 0.0,
+              sum(items.sync_pre) if items.sync_pre else 0.0,
+              sync_post * 1.0, sync_post * 0.5, pre_last, 0.0,
+              *items.optimizer, *(items.gathers or [0.0] * pp),
+              *(0.0 if g is None else g for g in layer_gather)]
+    return np.asarray(values, dtype=np.float64)
+
+
+def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], items: StepItems) -> _StepShape:
+    """See `step_program`; the entries of `_durations` each event takes."""
+    V = pp * vpp
+    F, B, W, REST, FIRST = 0, V, 2 * V, 3 * V, 4 * V
+    SEND, PER_LAYER, SYNC_LAYER, SYNC_PRE, SYNC_POST, SYNC_POST_HALF, PRE_LAST, ZERO = range(5 * V, 5 * V + 8)
+    OPT = 5 * V + 8
+    GATHERS = OPT + pp
+    LAYER_GATHER = GATHERS + pp
+    split, reduce = items.split, items.reduce
+    layer_gather = items.layer_gather or [None] * V
+    takes: list[int] = []
+    stream: list[int] = []
+    deps: list[list[int]] = []
+
+    def add(s: int, entry: int, after: list[int]) -> int:
+        takes.append(entry)
+        stream.append(s)
+        deps.append(after)
+        return len(takes) - 1
+
     # what each item's input is, filled in once every event exists
     output: dict[tuple[str, int, int], int] = {}
     waits: list[tuple[int, tuple[str, int, int] | None]] = []
@@ -698,86 +768,133 @@ def _schedule(schedule, pp, vpp, m, counts, F, B, W, split, send, sync_phase, sy
     last_dp = [-1] * pp
     gathered: set[int] = set()
     for s in range(pp):
-        for kind, c, i in orders[s]:
+        dp_stream, send_stream = pp + s, 2 * pp + s
+        order = stage_order(schedule, pp, vpp, m, s)
+        if reduce:
+            order = mark_gradient_sync(order)
+        for kind, c, i in order:
             v = c * pp + s
             k = kind[0]
             if k == "F":
                 needs = None if v == 0 else ("F", v - 1, i)
-                d = F[v]
+                d = F + v
             elif k == "B":
                 needs = ("F!", v, i) if v == V - 1 else ("B", v + 1, i)
-                d = B[v]
+                d = B + v
             else:
                 needs = ("W", v, i)
-                d = W[v]
-            g = layer_gather[v] if k == "F" and v not in gathered else None
-            if g is not None:
+                d = W + v
+            if k == "F" and v not in gathered and layer_gather[v] is not None:
                 # the chunk's layers gathered from the step's start, each
                 # layer of its first forward after its own
                 gathered.add(v)
-                n = max(1, counts[v])
-                first = None
-                for _ in range(n):
-                    gather = prog.dp(s, g, [])
-                    e = prog.compute(s, d / n, [gather])
-                    first = e if first is None else first
+                first = -1
+                for _ in range(max(1, counts[v])):
+                    gather = add(dp_stream, LAYER_GATHER + v, [])
+                    e = add(s, FIRST + v, [gather])
+                    first = e if first < 0 else first
                     last_dp[s] = gather
                 waits.append((first, needs))
-            elif kind.endswith("+") and sync and (k == "W" or not split):
+            elif reduce and kind.endswith("+") and (k == "W" or not split):
                 # the chunk's gradients, reduced as each layer's are done
                 is_first, is_last = v == 0, v == V - 1
-                per_layer = sync_phase.layer if sync_phase else 0.0
-                pre = sync_phase.pre if sync_phase and is_last else 0.0
-                e = prog.compute(s, pre, [])
+                e = add(s, PRE_LAST if is_last else ZERO, [])
                 waits.append((e, needs))
                 # one dp event per group of buckets: they run back to back on
                 # the dp stream after the same compute, so one event of their
                 # sum ends where the last of them would (contention included)
-                if is_last and sync_pre:
-                    last_dp[s] = prog.dp(s, sum(sync_pre), [e])
+                if is_last and items.sync_pre:
+                    last_dp[s] = add(dp_stream, SYNC_PRE, [e])
                 for _ in range(counts[v]):
-                    e = prog.compute(s, per_layer, [e])
-                    if sync_layer:
-                        last_dp[s] = prog.dp(s, sum(sync_layer), [e])
-                e = prog.compute(s, max(d - pre - per_layer * counts[v], 0.0), [e])
+                    e = add(s, PER_LAYER, [e])
+                    if items.sync_layer:
+                        last_dp[s] = add(dp_stream, SYNC_LAYER, [e])
+                e = add(s, REST + v, [e])
                 # what the probe reduces after its layers is the embedding's
                 # and the head's gradients together: half on each end of a
                 # pipeline (equal for untied embeddings)
-                share = 1.0 if is_first and is_last else 0.5
-                if (is_first or is_last) and sync_post:
-                    last_dp[s] = prog.dp(s, sum(sync_post) * share, [e])
+                if (is_first or is_last) and items.sync_post:
+                    last_dp[s] = add(dp_stream, SYNC_POST if is_first and is_last else SYNC_POST_HALF, [e])
             else:
-                e = prog.compute(s, d, [])
+                e = add(s, d, [])
                 waits.append((e, needs))
             last_compute[s] = e
             if k == "F":
                 output[("F!", v, i)] = e
-                output[("F", v, i)] = prog.send(s, send, [e]) if v < V - 1 else e
+                output[("F", v, i)] = add(send_stream, SEND, [e]) if v < V - 1 else e
             elif k == "B":
                 output[("W", v, i)] = e
                 if v > 0:
-                    output[("B", v, i)] = prog.send(s, send, [e])
+                    output[("B", v, i)] = add(send_stream, SEND, [e])
     for e, needs in waits:
         if needs is not None:
-            prog.deps[e].append(output[needs])
-    ends_compute, ends_sync, ends = [], [], []
+            deps[e].append(output[needs])
+    ends = []
     for s in range(pp):
-        step = prog.compute(s, opt[s], [d for d in (last_compute[s], last_dp[s]) if d >= 0])
-        ends_compute.append(last_compute[s])
-        ends_sync.append(last_dp[s])
-        ends.append(prog.dp(s, gathers[s], [step]))
-    flat = prog.flat()
+        step = add(s, OPT + s, [d for d in (last_compute[s], last_dp[s]) if d >= 0])
+        ends.append(add(pp + s, GATHERS + s, [step]))
+    n = len(takes)
+    stream_kinds = [KIND_COMPUTE] * pp + [KIND_COMM] * (2 * pp)
+    stream_program = list(range(pp)) * 2 + [pp] * pp
+    stream_of = np.asarray(stream, dtype=np.int64)
+    program = FlatProgram(
+        name="screen", ranks=1, streams=[f"{name}{s}" for name in STEP_STREAMS for s in range(pp)],
+        stream_kinds=stream_kinds, duration=np.zeros(n), stream=stream_of,
+        kind=np.asarray(stream_kinds, dtype=np.int8)[stream_of], flops=np.zeros(n), bytes=np.zeros(n),
+        labels=[""] * n, deps=deps,
+        programs=[ProgramInfo(f"stage{s}", 1) for s in range(pp)] + [ProgramInfo("sends", 1)],
+        stream_program=stream_program, event_program=np.asarray(stream_program, dtype=np.int64)[stream_of],
+    )
+    return _StepShape(program, np.asarray(takes, dtype=np.int64), last_compute, last_dp, ends)
+
+
+def step_program(schedule: str, pp: int, vpp: int, m: int, counts: list[int],
+                 items: StepItems) -> tuple[FlatProgram, _StepShape]:
+    """The screened step as a flat event program for the interpreter (and its
+    shape: per stage its last compute event, its last data-parallel one before
+    the optimizer step, its step's last event).
+
+    One compute event per item of every stage's `stage_order`, waiting for its
+    input (activations or gradients sent from the next or previous virtual
+    stage). Each chunk's last backward (W under a split backward) runs layer by
+    layer, each layer's gradient buckets reduced on the stage's dp stream as it
+    ends. A virtual stage with a `layer_gather` time gathers each layer's
+    updated parameters on the dp stream from the step's start, its first
+    forward running layer by layer, each layer after its own. The optimizer
+    step closes each stage, then its `gathers`.
+
+    The events and their order depend on the step's shape only: built once per
+    shape (`STEP_SHAPES` kept), each point's durations filled in."""
+    key = _shape_key(schedule, pp, vpp, m, counts, items)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _SHAPES[key] = _step_shape(schedule, pp, vpp, m, counts, items)
+        while len(_SHAPES) > STEP_SHAPES:
+            _SHAPES.popitem(last=False)
+    else:
+        _SHAPES.move_to_end(key)
+    duration = _durations(pp, vpp, counts, items)[shape.takes]
+    return replace(shape.program, duration=duration, busy=duration), shape
+
+
+def run_step(schedule: str, pp: int, vpp: int, m: int, counts: list[int], items: StepItems,
+             overlap: OverlapModel | None = None) -> StepRun:
+    """`step_program` run by the interpreter; `overlap` prices the contention of
+    the dp collectives beside each stage's compute."""
+    flat, shape = step_program(schedule, pp, vpp, m, counts, items)
     timeline = interpret(flat, overlap) if overlap is not None else interpret(flat)
-    busy_by_stream = stream_work(timeline)
-    busy = busy_by_stream[:pp]
+    busy = stream_work(timeline)[:pp]
+    gathers = items.gathers or [0.0] * pp
+    end = timeline.end.tolist()
     exposed = []
     for s in range(pp):
-        compute_end = float(timeline.end[ends_compute[s]])
-        sync_end = max(compute_end, float(timeline.end[ends_sync[s]]) if ends_sync[s] >= 0 else 0.0)
+        compute_end = end[shape.last_compute[s]]
+        last_dp = shape.last_dp[s]
+        sync_end = max(compute_end, end[last_dp] if last_dp >= 0 else 0.0)
         exposed.append(sync_end - compute_end + gathers[s])
-    end = [float(timeline.end[e]) for e in ends]
-    t = max(end)
-    return t, end.index(t), busy, exposed
+    finish = [end[e] for e in shape.ends]
+    t = max(finish)
+    return StepRun(t, finish.index(t), busy, exposed)
 
 
 def updated_gathers(param_bytes: float, dp: int, bucket_mb: int, element_bytes: int = 2) -> list[Collective]:

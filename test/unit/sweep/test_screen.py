@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from charon_ir.sweep import run_sweep
-from charon_ir.sweep.screen import _schedule
+from charon_ir.sweep.screen import StepItems, run_step
 
 
 def by_key(result):
@@ -91,8 +91,8 @@ def test_uniform_pipeline_takes_its_closed_form(pp, m, f, b, schedule):
     """Uniform stages, free sends: the step is (m + pp - 1)(T_F + T_B) under
     GPipe and 1F1B alike (Narayanan et al. 2021, sec. 2.2)."""
     counts = [1] * pp
-    t, _, busy, exposed = _schedule(schedule, pp, 1, m, counts, [f] * pp, [b] * pp, [0.0] * pp, False, 0.0,
-                                    None, [], [], [], False, [0.0] * pp, [0.0] * pp)
+    t, _, busy, exposed = run_step(schedule, pp, 1, m, counts,
+                                   StepItems([f] * pp, [b] * pp, [0.0] * pp, False, 0.0, [0.0] * pp))
     assert abs(t - (m + pp - 1) * (f + b)) <= 1e-9 * t
     assert all(abs(x - m * (f + b)) <= 1e-9 * t for x in busy)
     assert exposed == [0.0] * pp
@@ -106,8 +106,8 @@ def test_uniform_interleaved_pipeline_takes_its_closed_form(pp, vpp, k, f, b):
     shrinks vpp-fold, (m vpp + pp - 1)(T_F + T_B) with chunk times T_F, T_B
     (Narayanan et al. 2021, sec. 2.2.2); m a multiple of pp."""
     m, chunks = pp * k, pp * vpp
-    t, *_ = _schedule("interleaved", pp, vpp, m, [1] * chunks, [f] * chunks, [b] * chunks,
-                      [0.0] * chunks, False, 0.0, None, [], [], [], False, [0.0] * pp, [0.0] * pp)
+    t, *_ = run_step("interleaved", pp, vpp, m, [1] * chunks,
+                     StepItems([f] * chunks, [b] * chunks, [0.0] * chunks, False, 0.0, [0.0] * pp))
     assert abs(t - (m * vpp + pp - 1) * (f + b)) <= 1e-9 * t
 
 
@@ -117,8 +117,8 @@ def test_uniform_zero_bubble_pipeline_takes_its_closed_form(pp, extra, t_item):
     """ZB-H1 with T_F = T_B = T_W: (3m + pp - 1) T, the bubble (pp - 1)(T_F + T_B
     - T_W) of Qi et al. 2023 (m >= pp)."""
     m = pp + extra
-    t, *_ = _schedule("zb-h1", pp, 1, m, [1] * pp, [t_item] * pp, [t_item] * pp, [t_item] * pp, True,
-                      0.0, None, [], [], [], False, [0.0] * pp, [0.0] * pp)
+    t, *_ = run_step("zb-h1", pp, 1, m, [1] * pp,
+                     StepItems([t_item] * pp, [t_item] * pp, [t_item] * pp, True, 0.0, [0.0] * pp))
     assert abs(t - (3 * m + pp - 1) * t_item) <= 1e-9 * t
 
 
