@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Iterable, Sequence
+from functools import cache
 from math import prod
 from typing import ClassVar
 
@@ -95,8 +96,10 @@ ELEMENT_BYTES: dict[str, float] = {
 }
 
 
+@cache
 def element_bytes(element_type: Attribute) -> float:
-    """Bytes per element of a builtin element type."""
+    """Bytes per element of a builtin element type (kept per type: a type's
+    text costs a print, and memory analysis asks for it per value)."""
     text = str(element_type)
     if text in ELEMENT_BYTES:
         return ELEMENT_BYTES[text]

@@ -38,7 +38,7 @@ from charon_ir import progress as progress_module
 from charon_ir.errors import CharonError
 from charon_ir.profile.store import default_db_path
 from charon_ir.sweep.evaluate import STATUS_ILLEGAL, record, sharing_order
-from charon_ir.sweep.screen import class_key
+from charon_ir.sweep.screen import class_order
 from charon_ir.sweep.space import Point, Space, _defaults, load_space
 from charon_ir.sweep.store import ResultStore, simulator_fingerprint
 from charon_ir.sweep.workers import evaluate_points, evaluator, point_kind
@@ -272,7 +272,7 @@ def run_sweep(
         ordered = sharing_order(legal) if space.kind == "training" else legal
         if space.kind == "training" and tier == "screen":
             # a layer class's points together: a worker's batch builds its probe once
-            ordered.sort(key=lambda p: class_key(p.config))
+            ordered.sort(key=lambda p: class_order(p.config))
         if ray or ray_address:
             executor, stream = "ray", _ray(ordered, tier)
         elif jobs > 1:

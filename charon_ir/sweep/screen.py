@@ -216,6 +216,13 @@ def class_key(config: dict[str, Any]) -> tuple:
     return (("split", split), *sorted((k, str(v)) for k, v in config.items() if k not in skip))
 
 
+def class_order(config: dict[str, Any]) -> tuple:
+    """A sort key that puts the classes of one layer (those that differ only in
+    their recomputation policy) together: their probes share every pass up to
+    data-parallel (`_after`)."""
+    return class_key({k: v for k, v in config.items() if k != "recompute"}), str(config.get("recompute"))
+
+
 def screenable(config) -> bool:
     """Whether the screening tier models this TrainingConfig."""
     return (config.cp == 1 and config.ep == 1 and config.zero < 3 and not config.fsdp
@@ -236,27 +243,23 @@ def build_probe(evaluator, config) -> Probe | None:
     """The probe of `config`'s layer class, built with the evaluator's shared
     imports; None when the model is not one repeat of identical layers."""
     split = (config.schedule or "") in SPLIT_BACKWARD
+    # one rank reduces nothing: its bucket size is any, one for every probe
     base = replace(config, pp=1, vpp=1, dp=1, zero=0, dp_overlap_param_gather=False, gpus=config.tp,
                    global_batch=config.micro_batch, schedule="zb-h1" if split else "1f1b",
-                   memory_limit_gb=1e6)
+                   memory_limit_gb=1e6, dp_bucket_mb=PROBE_BUCKET_MB)
     ctx = evaluator.ctx
     plan = pass_plan(base)
-    # the passes before the pipeline (tp, sequence parallelism, fusion) are the
-    # same for every probe of one (model, sequence, micro-batch, tp, SP,
-    # kernels): done once, cloned by the probes of each recomputation and
-    # schedule, and by the memory split
-    at = next(i for i, (name, _) in enumerate(plan) if name == "pipeline")
-    prefix = _prefix(evaluator, config, plan[:at])
-    module = prefix.clone()
-    synced = None
-    for name, options in plan[at:]:
+    # the passes up to data-parallel (tp, sequence parallelism, fusion, the
+    # one-stage pipeline) are the same for every probe of one (model,
+    # sequence, micro-batch, tp, SP, kernels, split backward): done once,
+    # cloned by the probes of each recomputation, and the memory split shares
+    # those before the pipeline
+    at = next(i for i, (name, _) in enumerate(plan) if name == "data-parallel")
+    groups = _gradient_groups(evaluator, config, plan[:at], plan[at][1])
+    module = _after(evaluator, config, plan[: at + 1]).clone()
+    for name, options in plan[at + 1 :]:
         if name == "memory-analysis":
             continue  # the probe's memory is read off its stage classes below
-        if name == "data-parallel":
-            # the gradient buckets: the same step over dp = 2 (ZeRO-0: the
-            # buckets are those of every stage; what reduces them is per point)
-            synced = module.clone()
-            _pass(name, **{**options, "dp": 2, "zero": 0}).apply(ctx, synced)
         _pass(name, **options).apply(ctx, module)
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if len(stages) != 1:
@@ -289,7 +292,7 @@ def build_probe(evaluator, config) -> Probe | None:
 
     probe.stage_memory = {"whole": whole[0]}
     if layers >= 5:
-        probe.stage_memory.update(_memory_split(evaluator, prefix, base, layers, split))
+        probe.stage_memory.update(_memory_split(evaluator, base, layers, split))
 
     # timing: the lowered probe at two layer counts
     _pass("lower-to-events").apply(ctx, module)
@@ -315,19 +318,7 @@ def build_probe(evaluator, config) -> Probe | None:
     probe.optimizer_s = a["optimizer"]
     probe.flops_per_microbatch = a["flops"] + (layers - n0) * (b["flops"] - a["flops"]) / k
 
-    # gradient buckets: the data-parallel pass at dp = 2 on an unpriced build
-    assert synced is not None
-    grid = find_grid(synced)
-    probe.sizes = dict(grid.axis_sizes()) if grid is not None else {}
-    stage = next(op for op in synced.body.block.ops if isinstance(op, sim.StageOp))
-    phases = {op.kind.data: op for op in stage.body.block.ops if isinstance(op, sim.PhaseOp)}
-    seen_repeat = False
-    for op in phases["backward"].body.block.ops:
-        if isinstance(op, sim.RepeatOp):
-            seen_repeat = True
-            probe.layer_grads += [g for c in op.body.walk() if (g := _gradient_group(c, coll, sim)) is not None]
-        elif (g := _gradient_group(op, coll, sim)) is not None:
-            (probe.post_grads if seen_repeat else probe.pre_grads).append(g)
+    probe.sizes, probe.layer_grads, probe.pre_grads, probe.post_grads = groups
     return probe
 
 
@@ -350,39 +341,83 @@ def _stage_classes(module, split: bool, config) -> dict[int, Any]:
     return classes
 
 
-PREFIX_CACHE_SIZE = 4
-"""Modules after the passes before the pipeline kept per evaluator (LRU)."""
+PREFIX_CACHE_SIZE = 8
+"""Modules after a probe's shared passes kept per evaluator (LRU): those before
+the pipeline, and through data-parallel for the probe and for its memory
+split, each shared by the layer's recomputation policies (the sweep orders a
+layer's classes together, `class_order`)."""
+PROBE_BUCKET_MB = 25
+"""The probe's gradient bucket (it has one data-parallel rank: no bucket is
+reduced, and the points price their own buckets, `Probe.sync`)."""
 
 
-def _prefix(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
-    """The imported module after `steps` (the passes before the pipeline), built
-    once per evaluator and kept: callers clone it."""
-    cache = evaluator.__dict__.setdefault("_probe_prefixes", {})
-    key = (config.model, config.seq_len, config.micro_batch, repr(steps))
-    if key in cache:
-        cache[key] = cache.pop(key)  # most recent last
-        return cache[key]
-    module = evaluator._imported(config.model, config.seq_len, config.micro_batch).clone()
-    for name, options in steps:
+def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
+    """The imported module after `steps`, built once per evaluator from the
+    longest prefix of them already built, and kept: callers clone it."""
+    cache = evaluator.__dict__.setdefault("_probe_prefixes", OrderedDict())
+    head = (config.model, config.seq_len, config.micro_batch)
+    done, module = 0, None
+    for n in range(len(steps), 0, -1):
+        key = (*head, repr(steps[:n]))
+        if key in cache:
+            cache.move_to_end(key)
+            done, module = n, cache[key]
+            break
+    if module is not None and done == len(steps):
+        return module
+    module = (module or evaluator._imported(config.model, config.seq_len, config.micro_batch)).clone()
+    for n in range(done, len(steps)):
+        name, options = steps[n]
+        if name == "pipeline" and n:
+            # what the probe and its memory split (another pipeline) share
+            cache[(*head, repr(steps[:n]))] = module.clone()
         _pass(name, **options).apply(evaluator.ctx, module)
-    cache[key] = module
+    cache[(*head, repr(steps))] = module
     while len(cache) > PREFIX_CACHE_SIZE:
-        cache.pop(next(iter(cache)))
+        cache.popitem(last=False)
     return module
 
 
-def _memory_split(evaluator, prefix, base, layers: int, split: bool) -> dict[str, Any]:
+def _gradient_groups(evaluator, config, steps: list[tuple[str, dict[str, Any]]], options: dict[str, Any]):
+    """(mesh sizes, a layer's, the pre-layer and the post-layer gradient groups):
+    the data-parallel pass at dp = 2 (ZeRO-0: the buckets are those of every
+    stage; what reduces them is per point) on the unpriced module after
+    `steps`, once per evaluator and steps."""
+    cache = evaluator.__dict__.setdefault("_probe_gradients", {})
+    key = (config.model, config.seq_len, config.micro_batch, repr(steps))
+    if key in cache:
+        return cache[key]
+    synced = _after(evaluator, config, steps).clone()
+    _pass("data-parallel", **{**options, "dp": 2, "zero": 0}).apply(evaluator.ctx, synced)
+    grid = find_grid(synced)
+    sizes = dict(grid.axis_sizes()) if grid is not None else {}
+    stage = next(op for op in synced.body.block.ops if isinstance(op, sim.StageOp))
+    phases = {op.kind.data: op for op in stage.body.block.ops if isinstance(op, sim.PhaseOp)}
+    seen_repeat = False
+    layer: list[GradientGroup] = []
+    pre: list[GradientGroup] = []
+    post: list[GradientGroup] = []
+    for op in phases["backward"].body.block.ops:
+        if isinstance(op, sim.RepeatOp):
+            seen_repeat = True
+            layer += [g for c in op.body.walk() if (g := _gradient_group(c, coll, sim)) is not None]
+        elif (g := _gradient_group(op, coll, sim)) is not None:
+            (post if seen_repeat else pre).append(g)
+    cache[key] = sizes, layer, pre, post
+    return cache[key]
+
+
+def _memory_split(evaluator, base, layers: int, split: bool) -> dict[str, Any]:
     """The stage classes of a 4-stage split with 1, 1, 2 and L - 4 layers."""
     config = replace(base, pp=4, gpus=4 * base.tp, global_batch=4 * base.micro_batch)
-    module = prefix.clone()
     counts = (*MEMORY_SPLIT, layers - sum(MEMORY_SPLIT))
-    plan = pass_plan(config)
-    at = next(i for i, (name, _) in enumerate(plan) if name == "pipeline")
-    for name, options in plan[at:]:
+    plan = [(name, {**options, "layers": counts} if name == "pipeline" else options)
+            for name, options in pass_plan(config)]
+    at = next(i for i, (name, _) in enumerate(plan) if name == "data-parallel")
+    module = _after(evaluator, config, plan[: at + 1]).clone()
+    for name, options in plan[at + 1 :]:
         if name in ("memory-analysis", "cost-annotate"):
             break
-        if name == "pipeline":
-            options = {**options, "layers": counts}
         _pass(name, **options).apply(evaluator.ctx, module)
     classes = _stage_classes(module, split, base)
     return {"first": classes[0], "middle": (classes[1], classes[2]), "last": classes[3]}
