@@ -215,8 +215,11 @@ class TrainingEvaluator:
     One evaluator lives in one process (the in-process run, or each pool or Ray
     worker); `evaluate` takes points already in `sharing_order`."""
 
-    def __init__(self, cache: bool = True, tier: str = "fast") -> None:
-        self.ctx = make_context()
+    def __init__(self, cache: bool = True, tier: str = "fast", imports: TrainingEvaluator | None = None) -> None:
+        """`imports`: another evaluator of this process whose parsed models (and
+        context) this one shares: a sweep's screen and the fast tier that
+        re-times its best points parse each model once."""
+        self.ctx = imports.ctx if imports is not None else make_context()
         self.cache = cache
         self.tier = tier
         """fast: every point built and timed by the fast tier; screen: points the
@@ -225,7 +228,7 @@ class TrainingEvaluator:
         self._probes: dict[tuple, Any] = {}
         """False: nothing is kept between points (no import, snapshot or failure
         reused), the reference the cached evaluation must equal."""
-        self._imports: OrderedDict[Step, Any] = OrderedDict()
+        self._imports: OrderedDict[Step, Any] = imports._imports if imports is not None else OrderedDict()
         self._snapshots: list[tuple[int, Any]] = []
         self._path: tuple[Step, ...] = ()
         self._failed: OrderedDict[tuple[Step, ...], str] = OrderedDict()

@@ -75,24 +75,51 @@ class SweepResult:
     """Points of the space with no record yet (left for the next run by `limit`)."""
 
 
-def _batches(points: list[Point], workers: int, limit: int = 32) -> list[list[Point]]:
+def _batches(points: list[Point], workers: int, limit: int = 32,
+             group: Callable[[Point], Any] | None = None) -> list[list[Point]]:
     """Contiguous runs of the sharing order: several per worker for balance,
-    never so small that neighbours stop sharing prefixes."""
+    never so small that neighbours stop sharing prefixes; with `group`, a
+    batch ends only where the group changes (a screened layer's probes are
+    built by one worker)."""
     if not points:
         return []
     size = max(1, min(limit, math.ceil(len(points) / (workers * 6))))
-    return [points[i : i + size] for i in range(0, len(points), size)]
+    if group is None:
+        return [points[i : i + size] for i in range(0, len(points), size)]
+    batches: list[list[Point]] = [[]]
+    for point in points:
+        last = batches[-1]
+        if len(last) >= size and group(point) != group(last[-1]):
+            batches.append(last := [])
+        last.append(point)
+    return batches
 
 
 def _in_process(points: list[Point], tier: str = "fast") -> Iterator[dict]:
     yield from evaluator(point_kind(points), tier).evaluate(points)
 
 
-def _pool(points: list[Point], jobs: int, tier: str = "fast") -> Iterator[dict]:
-    # spawn: a worker starts clean (no copied sqlite handle, no inherited threads)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        pending = {pool.submit(evaluate_points, batch, tier): batch for batch in _batches(points, jobs)}
+class _Pool:
+    """A local process pool kept for the whole sweep: its points, then the
+    fast tier's re-timing of the best, so each worker reuses its parsed models.
+
+    Linux forks the workers, at once, before anything else runs (no progress
+    bar's thread yet): they start with this process's imports done instead of
+    importing everything again (about a second of CPU each). A worker only
+    evaluates the points it is sent and returns their records; the results
+    file, open here, is only ever written by this process. Elsewhere the
+    workers are spawned."""
+
+    def __init__(self, jobs: int) -> None:
+        fork = sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if fork else "spawn")
+        self.jobs = jobs
+        self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+        # a forking pool starts every worker at its first task
+        self.executor.submit(os.getpid).result()
+
+    def run(self, batches: list[list[Point]], tier: str) -> Iterator[dict]:
+        pending = {self.executor.submit(evaluate_points, batch, tier): batch for batch in batches}
         try:
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -102,6 +129,9 @@ def _pool(points: list[Point], jobs: int, tier: str = "fast") -> Iterator[dict]:
         finally:
             for future in pending:
                 future.cancel()
+
+    def close(self) -> None:
+        self.executor.shutdown(cancel_futures=True)
 
 
 def _batch_records(batch: list[Point], result: Callable[[], list[dict]], exception: Callable[[], Any]) -> list[dict]:
@@ -245,7 +275,7 @@ def run_sweep(
         points.extend(stream)
     # a cluster that cannot be joined fails before the results file exists
     ray_started = _ray_connect(jobs if jobs > 1 else 0, ray_address) if ray or ray_address else False
-    store = None
+    store = pool = None
     try:
         inputs = _space_points(space) if streaming else points
         store = ResultStore(db, simulator=simulator_fingerprint(_profile_db(inputs), _input_files(inputs)))
@@ -270,22 +300,30 @@ def run_sweep(
         if limit > 0:
             legal = legal[:limit]
         ordered = sharing_order(legal) if space.kind == "training" else legal
+        group = None
         if space.kind == "training" and tier == "screen":
-            # a layer class's points together: a worker's batch builds its probe once
+            # a layer class's points together, and a layer's classes (their
+            # probes share passes): a worker's batch builds each probe once
             ordered.sort(key=lambda p: class_order(p.config))
+            group = lambda p: class_order(p.config)[0]  # noqa: E731
+        retimer = _in_process
         if ray or ray_address:
             executor, stream = "ray", _ray(ordered, tier)
         elif jobs > 1:
-            executor, stream = f"pool of {jobs}", _pool(ordered, jobs, tier)
+            pool = _Pool(jobs)
+            executor, stream = f"pool of {jobs}", pool.run(_batches(ordered, jobs, group=group), tier)
+            retimer = lambda points, tier: pool.run(_split(points, jobs), tier)  # noqa: E731
         else:
             executor, stream = "in-process", _in_process(ordered, tier)
         _drain(stream, store, space.kind, len(ordered), progress, len(points) - len(todo))
         if space.kind == "training" and tier == "screen" and not limit and retime >= 0:
-            _retime_best(store, points, retime or RETIME_FIRST, RETIME_EXACT, progress)
+            _retime_best(store, points, retime or RETIME_FIRST, RETIME_EXACT, progress, retimer)
         records = {r["key"]: r for r in store.get({p.key for p in points})}
     finally:
         if store is not None:
             store.close()
+        if pool is not None:
+            pool.close()
         _ray_shutdown(ray_started)
     # a record stored before one of space.LATER_SETTINGS existed lacks it: the point of the
     # same key is the same configuration, with every setting spelled out
@@ -333,17 +371,27 @@ def _input_files(points: list[Point]) -> set[Path]:
             if isinstance(v, str) and v and Path(split_variant(v)[0]).is_file()}
 
 
+def _split(points: list[Point], parts: int) -> list[list[Point]]:
+    """`points` in up to `parts` contiguous batches (of their sharing order)."""
+    size = math.ceil(len(points) / parts)
+    return [points[i : i + size] for i in range(0, len(points), size)]
+
+
 def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int,
-                 progress: bool = False) -> None:
+                 progress: bool = False,
+                 evaluate: Callable[[list[Point], str], Iterator[dict]] = _in_process) -> None:
     """Re-time the `first` fastest screened records with the fast tier, then
     keep re-timing until the `exact` fastest records are all fast-tier ones (a
-    re-timed point can fall out of the top and let another in), in this process.
-    Records already re-timed are kept, so a resumed sweep re-times nothing twice."""
+    re-timed point can fall out of the top and let another in), by `evaluate`
+    (points, tier -> records: in this process, or the sweep's pool). Records
+    already re-timed are kept, so a resumed sweep re-times nothing twice."""
     by_key = {p.key: p for p in points}
+    # read once (decoding every record again per round costs more than the
+    # re-timing's bookkeeping), then kept as the store is
+    timed = {r["key"]: r for r in store.get(set(by_key)) if r["status"] == "ok" and r["metrics"]}
     k = first
     while True:
-        records = [r for r in store.get(set(by_key)) if r["status"] == "ok" and r["metrics"]]
-        records.sort(key=lambda r: (-(r["metrics"].get("tokens_per_s") or 0.0), r["key"]))
+        records = sorted(timed.values(), key=lambda r: (-(r["metrics"].get("tokens_per_s") or 0.0), r["key"]))
         screened = [by_key[r["key"]] for r in records[:k] if r["metrics"].get("tier") == "screen"]
         if not screened:
             if k == exact:
@@ -353,7 +401,12 @@ def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int
         if progress:
             print(f"re-timing {len(screened)} of the best screened points with the fast tier",
                   file=sys.stderr)
-        store.put(list(evaluator("training", "fast").evaluate(sharing_order(screened))), "training")
+        retimed = list(evaluate(sharing_order(screened), "fast"))
+        store.put(retimed, "training")
+        for r in retimed:
+            timed.pop(r["key"], None)
+            if r["status"] == "ok" and r["metrics"]:
+                timed[r["key"]] = r
         k = exact
 
 

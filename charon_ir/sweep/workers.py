@@ -19,7 +19,12 @@ def evaluator(kind: str, tier: str = "fast") -> TrainingEvaluator | ServingEvalu
     if kind != "training":
         tier = "fast"
     if (kind, tier) not in _EVALUATORS:
-        _EVALUATORS[kind, tier] = TrainingEvaluator(tier=tier) if kind == "training" else ServingEvaluator()
+        if kind == "training":
+            # the other tier's parsed models, if it ran here first
+            other = _EVALUATORS.get(("training", "fast" if tier == "screen" else "screen"))
+            _EVALUATORS[kind, tier] = TrainingEvaluator(tier=tier, imports=other)
+        else:
+            _EVALUATORS[kind, tier] = ServingEvaluator()
     return _EVALUATORS[kind, tier]
 
 
