@@ -47,8 +47,10 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
     program's running events whenever its compute or communication starts or stops
     overlapping."""
     n = program.num_events
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
+    # plain lists while running (a numpy element costs several times a list's
+    # to set), arrays in the timeline
+    start = [np.nan] * n
+    end = [np.nan] * n
     duration = program.duration.tolist()
     stream_of = program.stream.tolist()
     kind_of = program.kind.tolist()
@@ -203,4 +205,4 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
             link_changed(i)
         if not running[p][k] and k != KIND_HOST and (overlap.compute_slowdown or overlap.comm_slowdown):
             activity_changed(p, k)
-    return Timeline(program, start, end)
+    return Timeline(program, np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))

@@ -551,6 +551,9 @@ class Composed:
     tokens: int
     """Tokens the step processes, over every data-parallel replica."""
     memory_band: tuple[float, float] = MEMORY_BAND
+    timed: bool = True
+    """False: a peak out of the GPU's memory beyond the band, decided before the
+    step is simulated (its time fields are 0)."""
 
 
 def _sync_time(collectives: list[Collective], sizes: dict[str, int], cluster, zero: int = 0) -> list[float]:
@@ -567,7 +570,8 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     """The step of `config` (a TrainingConfig the probe's class holds); `overlap`
     (the interpreter's OverlapModel) prices the contention of the gradient
     reductions beside the compute, which the probe, one data-parallel rank, does
-    not hold."""
+    not hold. A point whose composed peak exceeds `capacity` beyond its memory
+    band is out of memory whatever its time: it is not simulated."""
     pp, vpp = config.pp, config.vpp
     dp = config.data_parallel()
     m = config.microbatches(dp)
@@ -575,6 +579,10 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     split = schedule in SPLIT_BACKWARD
     V = pp * vpp
     counts = even_split(probe.layers, V)
+    peaks = compose_memory(probe, config, counts, dp, m, schedule)
+    band = MEMORY_BAND if "middle" in probe.stage_memory or pp * vpp == 1 else ROUGH_MEMORY_BAND
+    if max(peaks) > band[1] * capacity:
+        return Composed(0.0, 0, 0.0, {}, 0.0, peaks, 0.0, 0.0, 0, band, timed=False)
     sizes = {k: (dp if k == "dp" else pp if k == "pp" else v) for k, v in probe.sizes.items()}
     if "pp" not in sizes:
         sizes = {"dp": sizes.pop("dp", dp), "pp": pp, **sizes}
@@ -656,10 +664,8 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     if dp > 1:
         exposed["dp"] = dp_exposed[stage]
     bubble = max(t - busy[stage] - dp_exposed[stage], 0.0)
-    peaks = compose_memory(probe, config, counts, dp, m, schedule)
     flops = probe.flops_per_microbatch * m / pp
     model_flops = (probe.flops_per_microbatch - probe.recomputed_per_microbatch) * m / pp
-    band = MEMORY_BAND if "middle" in probe.stage_memory or pp * vpp == 1 else ROUGH_MEMORY_BAND
     tokens = probe.tokens_per_microbatch * m * dp
     return Composed(t, stage, compute, exposed, bubble, peaks, flops, model_flops, tokens, band)
 
