@@ -179,6 +179,11 @@ def analyze_block(
     current = base
     peak = base
     last = _uses_by_position(block, roots)
+    # the roots whose last read is each op (bytes are integers: the order they
+    # are freed in is any)
+    last_read: dict[int, list[Root]] = {}
+    for key, at in last.items():
+        last_read.setdefault(at, []).append(key)
     for i, op in enumerate(block.ops):
         # results are written while the op runs: they count at its peak, except
         # a repeat's, whose body peak already holds what its iterations kept
@@ -203,8 +208,9 @@ def analyze_block(
             key = roots.root(r)
             if key in live and key not in kept and last.get(key, i) <= i:
                 current -= live.pop(key)
-        for key in [k for k, at in last.items() if at == i and k in live and k not in kept]:
-            current -= live.pop(key)
+        for key in last_read.get(i, ()):
+            if key in live and key not in kept:
+                current -= live.pop(key)
     return BlockLiveness(peak - base, current - base)
 
 

@@ -249,3 +249,68 @@ def test_screen_prices_the_contention_of_gradient_reductions_beside_the_backward
     errors = [r["metrics"]["iteration_time_s"] / fast[r["key"]]["metrics"]["iteration_time_s"] - 1
               for r in screened.records if r["status"] == "ok"]
     assert len(errors) == 4 and max(abs(e) for e in errors) < 0.02, errors
+
+
+@settings(max_examples=40, deadline=None)
+@given(pp=st.integers(1, 4), m=st.integers(4, 12), layers=st.integers(1, 3),
+       times=st.lists(st.floats(0.01, 2.0), min_size=8, max_size=8),
+       reduce=st.booleans(), gather=st.booleans(), schedule=st.sampled_from(["1f1b", "gpipe", "zb-h1"]))
+def test_a_step_shape_built_once_times_every_point_of_it(pp, m, layers, times, reduce, gather, schedule):
+    """The step program's events are built once per shape and each point's
+    durations filled in: a point timed on a shape another point built runs as
+    on a program built for it alone."""
+    from charon_ir.runtime.interpreter import OverlapModel
+    from charon_ir.sweep import screen
+    from charon_ir.sweep.screen import Phase
+
+    m = max(m, pp)
+    split = schedule == "zb-h1"
+    counts = [layers] * pp
+
+    def items(scale: float) -> StepItems:
+        f, b, w, send, opt, sync, gather_s, pre = (t * scale for t in times)
+        return StepItems([f] * pp, [b] * pp, [w] * pp, split, send, [opt] * pp, reduce=reduce,
+                         sync_phase=Phase(pre=pre, layer=b / (layers + 1), post=0.0),
+                         sync_layer=(sync,), sync_pre=(sync / 2,), sync_post=(sync / 3,),
+                         gathers=[gather_s] * pp, layer_gather=[gather_s / layers if gather else None] * pp)
+
+    overlap = OverlapModel(0.2, 0.3)
+    screen._SHAPES.clear()
+    first = run_step(schedule, pp, 1, m, counts, items(1.0), overlap)
+    second = run_step(schedule, pp, 1, m, counts, items(1.7), overlap)  # the shape of the first
+    assert len(screen._SHAPES) == 1
+    screen._SHAPES.clear()
+    alone = run_step(schedule, pp, 1, m, counts, items(1.7), overlap)
+    assert second == alone
+    assert first.time_s < second.time_s
+
+
+def test_a_point_out_of_memory_is_not_simulated():
+    """A composed peak beyond the memory band is out of memory whatever its
+    time: compose returns it untimed, and the sweep records it out of memory."""
+    from charon_ir.api import TrainingConfig
+    from charon_ir.sweep import screen
+    from charon_ir.sweep.evaluate import TrainingEvaluator
+
+    config = TrainingConfig(model="llama-3-8b", tp=1, pp=2, gpus=16, global_batch=64, seq_len=1024)
+    evaluator = TrainingEvaluator(tier="screen")
+    probe = screen.build_probe(evaluator, config)
+    target = screen.point_target(config)
+    fits = screen.compose(probe, config, target.topology, 10 * target.gpu.hbm_bytes)
+    assert fits.timed and fits.iteration_time_s > 0
+    tight = screen.compose(probe, config, target.topology, max(fits.peaks) / 2)
+    assert not tight.timed and tight.peaks == fits.peaks
+
+
+def test_batches_keep_a_layer_group_in_one_batch():
+    """A screened layer's points (its classes, whose probes share passes) are
+    sent to one worker: a batch ends only where the group changes."""
+    from charon_ir.sweep.runner import _batches
+    from charon_ir.sweep.space import Point
+
+    points = [Point({"tp": tp, "i": i}, str((tp, i)), "") for tp in (1, 2, 4) for i in range(7)]
+    batches = _batches(points, workers=2, group=lambda p: p.config["tp"])
+    assert [p for b in batches for p in b] == points
+    # the batch size would be 2 points: each batch is a whole group instead
+    assert [[p.config["tp"] for p in b] for b in batches] == [[tp] * 7 for tp in (1, 2, 4)]
+    assert len(_batches(points, workers=2)) == 11  # ungrouped: cut every 2 points
