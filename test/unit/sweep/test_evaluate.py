@@ -165,3 +165,25 @@ def test_states_bound_prunes_against_the_memory_limit():
         point = Point(normalise("training", {"model": "m", "gpus": 1, "memory_limit_gb": limit}), "p")
         overflow[limit] = evaluator._states_overflow(point, training_config(point.config))
     assert "of 80.0 GiB" in overflow[0] and "of 100.0 GiB" in overflow[100] and overflow[1e6] == ""
+
+
+def test_a_megatron_model_is_imported_per_tensor_parallel_size():
+    """Megatron-Core splits itself at import (frontend/megatron.py): a sweep
+    imports a megatron: model once per tp and sequence parallelism, and plans
+    no shard-tensor for it; sequence-parallel stays (it leaves the imported
+    collectives and prices --tp-comm-overlap)."""
+    from charon_ir.api import configure
+
+    model = "megatron:examples/megatron_gpt_tiny.yaml"
+    config, _ = configure(model, gpus=4, tp=2, sequence_parallel=True, seq_len=256, global_batch=8)
+    steps = training_steps(config)
+    assert steps[0] == ("import", (("batch", 1), ("model", model), ("seq_len", 256), ("sequence_parallel", True),
+                                   ("tp", 2)))
+    names = [name for name, _ in steps]
+    assert "shard-tensor" not in names and "sequence-parallel" in names
+    whole, _ = configure(model, gpus=4, tp=1, seq_len=256, global_batch=8)
+    assert training_steps(whole)[0] == ("import", (("batch", 1), ("model", model), ("seq_len", 256)))
+    hf, _ = configure("llama-3-8b", gpus=4, tp=2, sequence_parallel=True, seq_len=256, global_batch=8)
+    assert dict(training_steps(hf)[0][1]).keys() == {"batch", "model", "seq_len"}
+    assert "shard-tensor" in [name for name, _ in training_steps(hf)]
+
