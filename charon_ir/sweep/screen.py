@@ -64,7 +64,6 @@ from xdsl.dialects.builtin import IntegerAttr
 from charon_ir.api import _pass, overlap_model, pass_plan
 from charon_ir.dialects import coll, event, sim
 from charon_ir.engines.collectives import cached_plan
-from charon_ir.errors import CharonError
 from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
 from charon_ir.memory.analysis import _stage_class
 from charon_ir.memory.liveness import PhaseMemory, layer_saved_values
