@@ -271,9 +271,11 @@ def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
                           "are data-dependent under fake tensors); import the model's Hugging Face config instead")
     for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
                 "expert_model_parallel_size", "sequence_parallel"):
-        value = config.get(key)
-        if value is True if key == "sequence_parallel" else value not in (None, 1):
-            raise CharonError(f"{where}: {key} {config[key]}: the run gives the parallel degrees "
+        # taken out: a degree of 1 (or sequence_parallel false) is the default
+        # the run's options replace, and TransformerConfig is given tp and SP below
+        value = config.pop(key, None)
+        if (value is True) if key == "sequence_parallel" else (value not in (None, 1)):
+            raise CharonError(f"{where}: {key} {value}: the run gives the parallel degrees "
                               "(charon simulate --tp, --sequence-parallel, --pp, --cp, --ep)")
     activation = config.pop("activation_func", "gelu")
     if activation not in ACTIVATIONS:

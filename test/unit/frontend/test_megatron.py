@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
+import sys
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +23,7 @@ import charon_ir  # noqa: E402
 from charon_ir.dialects import coll, sim  # noqa: E402
 from charon_ir.errors import CharonError  # noqa: E402
 from charon_ir.frontend import import_model, param_count, parse_ir, phase_flops  # noqa: E402
+from charon_ir.frontend.megatron import build_megatron_model  # noqa: E402
 from charon_ir.parallel.accounting import walk_with_multiplicity  # noqa: E402
 
 TINY = "megatron:examples/megatron_gpt_tiny.yaml"
@@ -178,8 +182,6 @@ def test_a_tp_megatron_refuses_is_one_line():
     ({"hidden_size": "wide"}, "Megatron-Core refused the config"),
 ])
 def test_a_bad_config_is_one_line(tmp_path, change, message):
-    import yaml
-
     config = yaml.safe_load(open("examples/megatron_gpt_tiny.yaml"))
     config.update(change)
     path = tmp_path / "bad.yaml"
@@ -187,6 +189,18 @@ def test_a_bad_config_is_one_line(tmp_path, change, message):
     with pytest.raises(CharonError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
         import_model(f"megatron:{path}", seq_len=64, use_cache=False)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_config_stating_the_default_degrees_builds(tp):
+    """A config that states tp 1, pp 1, cp 1, ep 1 and no sequence parallelism
+    (Megatron-Core's defaults, common in real configs) builds at the run's tp:
+    the run's options replace them, they are not passed to TransformerConfig twice."""
+    config = yaml.safe_load(open("examples/megatron_gpt_tiny.yaml"))
+    config.update(tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
+                  expert_model_parallel_size=1, sequence_parallel=False)
+    model = build_megatron_model(config, "defaults.yaml", tp=tp)
+    assert model.tp == tp and model.model.config.tensor_model_parallel_size == tp
 
 
 def test_a_missing_config_is_one_line():
@@ -209,9 +223,6 @@ def test_charon_import_writes_one_tp_rank(tmp_path):
     """`charon import megatron:CONFIG --tp 2 --sequence-parallel`: the rank's IR,
     its grid and Megatron-Core's all-gathers in it; --tp on any other model is
     one line, exit 1, no file."""
-    import subprocess
-    import sys
-
     out = tmp_path / "rank.mlir"
     proc = subprocess.run([sys.executable, "-m", "charon_ir.cli", "import", TINY, "--seq-len", "64", "--tp", "2",
                            "--sequence-parallel", "-o", str(out)], capture_output=True, text=True, timeout=300)

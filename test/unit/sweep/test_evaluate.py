@@ -4,7 +4,7 @@ answer."""
 
 import pytest
 
-from charon_ir.api import simulate
+from charon_ir.api import configure, simulate
 from charon_ir.sweep import run_sweep
 from charon_ir.sweep.evaluate import TrainingEvaluator, sharing_order, training_config, training_steps
 from charon_ir.sweep.space import ModelShape, Point, load_space, normalise
@@ -172,8 +172,6 @@ def test_a_megatron_model_is_imported_per_tensor_parallel_size():
     imports a megatron: model once per tp and sequence parallelism, and plans
     no shard-tensor for it; sequence-parallel stays (it leaves the imported
     collectives and prices --tp-comm-overlap)."""
-    from charon_ir.api import configure
-
     model = "megatron:examples/megatron_gpt_tiny.yaml"
     config, _ = configure(model, gpus=4, tp=2, sequence_parallel=True, seq_len=256, global_batch=8)
     steps = training_steps(config)
