@@ -427,13 +427,19 @@ def _cache_dir() -> Path:
     return cache_root() / "serving"
 
 
-def _sources_digest() -> str:
-    """Hash of the code a table depends on: a change to an engine or to a
-    sharding pass invalidates every cached table."""
+def source_files() -> list[Path]:
+    """The code a table depends on: the engines, this module and shard-tensor
+    with the sharding rules and propagation it runs (parallel/sharding/)."""
     root = Path(charon_ir.__file__).resolve().parent
+    return (sorted((root / "engines").glob("*.py")) + sorted((root / "parallel" / "sharding").glob("*.py"))
+            + [Path(__file__), Path(shard_tensor.__file__)])
+
+
+def _sources_digest() -> str:
+    """Hash of `source_files`: a change to an engine or to a sharding pass
+    invalidates every cached table."""
     digest = hashlib.sha256(TABLE_VERSION.encode())
-    files = sorted((root / "engines").glob("*.py")) + [Path(__file__), Path(shard_tensor.__file__)]
-    for f in files:
+    for f in source_files():
         try:
             digest.update(f.read_bytes())
         except OSError:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import charon_ir.parallel.sharding as sharding
 from charon_ir.serving import latency
 from charon_ir.serving.latency import ReplicaShape, StepTimeModel
 
@@ -77,3 +78,13 @@ def test_a_sound_entry_is_used(cached, capsys):
     capsys.readouterr()
     latency.step_model(shape)
     assert len(builds) == 1 and capsys.readouterr().err == ""
+
+
+def test_a_table_depends_on_the_sharding_rules_shard_tensor_runs():
+    """shard-tensor prices a tp replica through parallel/sharding/ (its rules
+    and propagation, split out of the pass): a change there is a change to
+    every tp table, so each of those files is in the table's code digest."""
+    files = {f.resolve() for f in latency.source_files()}
+    package = Path(sharding.__file__).resolve().parent
+    assert {f.resolve() for f in package.glob("*.py")} <= files
+    assert Path(latency.shard_tensor.__file__).resolve() in files
