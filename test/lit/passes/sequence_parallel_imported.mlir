@@ -9,9 +9,12 @@
 
 // CHECK:        builtin.module attributes {charon.sequence_parallel} {
 // CHECK-NEXT:   coll.grid @mesh(axes = ["tp"], shape = 2)
-// CHECK:        %[[G:.*]] = coll.all_gather %x on @mesh ["tp"] axis 0 : tensor<15x64xbf16> -> tensor<30x64xbf16>
-// CHECK-NEXT:   %[[H:.*]] = sim.matmul %[[G]], %wq {transpose_rhs} : (tensor<30x64xbf16>, tensor<32x64xbf16>) -> tensor<30x32xbf16>
-// CHECK-NEXT:   %[[O:.*]] = sim.matmul %[[H]], %wo {transpose_rhs} : (tensor<30x32xbf16>, tensor<64x32xbf16>) -> tensor<30x64xbf16>
+// CHECK-NEXT:   %[[X:.*]] = sim.input "x" : tensor<15x64xbf16>
+// CHECK-NEXT:   %[[WQ:.*]] = sim.input "wq" : tensor<32x64xbf16>
+// CHECK-NEXT:   %[[WO:.*]] = sim.input "wo" : tensor<64x32xbf16>
+// CHECK-NEXT:   %[[G:.*]] = coll.all_gather %[[X]] on @mesh ["tp"] axis 0 : tensor<15x64xbf16> -> tensor<30x64xbf16>
+// CHECK-NEXT:   %[[H:.*]] = sim.matmul %[[G]], %[[WQ]] {transpose_rhs} : (tensor<30x64xbf16>, tensor<32x64xbf16>) -> tensor<30x32xbf16>
+// CHECK-NEXT:   %[[O:.*]] = sim.matmul %[[H]], %[[WO]] {transpose_rhs} : (tensor<30x32xbf16>, tensor<64x32xbf16>) -> tensor<30x64xbf16>
 // CHECK-NEXT:   coll.reduce_scatter %[[O]] on @mesh ["tp"] axis 0 : tensor<30x64xbf16> -> tensor<15x64xbf16>
 // CHECK-NOT:    coll.
 
