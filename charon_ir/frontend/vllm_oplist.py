@@ -38,6 +38,7 @@ import os
 import socket
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -363,6 +364,20 @@ def _version(package: str) -> str:
         return version(f"{package}-cpu") if package == "vllm" else "none"
 
 
+def describe(error: BaseException) -> str:
+    """One line: the error, its message, and the line of code that raised it (a
+    bare `assert` of vLLM's says nothing else)."""
+    first = str(error).splitlines()[0][:300] if str(error) else ""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = ""
+    if frames:
+        frame = frames[-1]
+        path = frame.filename.replace(os.sep, "/")
+        path = path[path.rfind("/vllm/") + 1:] if "/vllm/" in path else os.path.basename(path)
+        where = f" at {path}:{frame.lineno}" + (f" ({frame.line.strip()[:120]})" if frame.line else "")
+    return f"{type(error).__name__}{': ' + first if first else ''}{where}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", help="an HF config.json")
@@ -377,8 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"vllm_oplist: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # vLLM refused the config or an op failed on fake tensors
-        first = str(e).splitlines()[0][:300] if str(e) else ""
-        print(f"vllm_oplist: {type(e).__name__}: {first}", file=sys.stderr)
+        print(f"vllm_oplist: {describe(e)}", file=sys.stderr)
         return 1
     json.dump(doc, sys.stdout, separators=(",", ":"))
     sys.stdout.write("\n")

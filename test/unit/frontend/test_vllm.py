@@ -33,8 +33,8 @@ from charon_ir.frontend import vllm as vllm_frontend  # noqa: E402
 from charon_ir.frontend.builder import ModuleBuilder  # noqa: E402
 from charon_ir.frontend.configs import load_config  # noqa: E402
 from charon_ir.frontend.tracing import StepShape  # noqa: E402
-from charon_ir.frontend.vllm_oplist import (FORMAT, OpListError, fold_layers, graph_to_part,  # noqa: E402
-                                            parse_step)
+from charon_ir.frontend.vllm_oplist import (FORMAT, OpListError, describe, fold_layers,  # noqa: E402
+                                            graph_to_part, parse_step)
 
 DATA = Path(__file__).parent / "data"
 CONFIG = DATA / "vllm_llama_tiny_config.json"
@@ -109,6 +109,19 @@ def test_a_graph_is_written_with_named_inputs_refs_and_shapes():
     assert ops["aten.mm.default"]["out"] == {"shape": [3, 8], "dtype": "bfloat16"}
     assert ops["aten.t.default"]["args"] == [{"ref": "layer.w"}]
     assert part["outputs"] == [{"ref": ops["aten.view.default"]["id"]}]
+
+
+def _kernel_unset(kernel=None):
+    assert kernel is not None
+
+
+def test_a_bare_assert_is_described_by_its_line():
+    """vLLM's asserts carry no message (its CPU MoE kernel, set by weight loading):
+    the line that raised says what failed."""
+    with pytest.raises(AssertionError) as info:
+        _kernel_unset()
+    assert describe(info.value) == "AssertionError at test_vllm.py:" + str(
+        _kernel_unset.__code__.co_firstlineno + 1) + " (assert kernel is not None)"
 
 
 def _layer(i: int, op: str = "aten.mm.default") -> dict:
