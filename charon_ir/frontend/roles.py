@@ -24,11 +24,14 @@ HEAD_MODULES = frozenset({"lm_head", "embed_out", "output_layer"})
 EXPERT_BIASES = {"gate_up_proj_bias": True, "up_proj_bias": True, "down_proj_bias": False}
 """HF's stacked experts' biases ([E, out]) -> whether out is the ffn dim."""
 
-EXPERT_COLUMN = frozenset({"gate_up_proj", "gate_proj", "up_proj", "w1", "w3"})
-"""Stacked expert weights whose out features are the ffn dim."""
+EXPERT_COLUMN = frozenset({"gate_up_proj", "gate_proj", "up_proj", "w1", "w3", "w13_weight"})
+"""Stacked expert weights whose out features are the ffn dim (vLLM's `w13_weight`: [E, 2I, h])."""
 
-EXPERT_ROW = frozenset({"down_proj", "w2"})
-"""Stacked expert weights whose in features are the ffn dim."""
+EXPERT_ROW = frozenset({"down_proj", "w2", "w2_weight"})
+"""Stacked expert weights whose in features are the ffn dim (vLLM's `w2_weight`: [E, h, I])."""
+
+EXPERT_MODULES = frozenset({"experts", "routed_experts"})
+"""Modules holding stacked expert weights: HF's, vLLM's (`experts.routed_experts`)."""
 
 COLUMN_HEADS = frozenset({"q_proj", "k_proj", "v_proj", "q_b_proj", "kv_b_proj", "query_key_value",
                           "c_attn", "qkv_proj"})
@@ -131,7 +134,7 @@ def weight_split(name: str, rank: int) -> WeightSplit | None:
         return WeightSplit.COLUMN
     if module in ROW_MODULES:
         return WeightSplit.ROW if kind == "weight" else None
-    if module == "experts" and (dims := _stacked_expert_dims(name, rank)) is not None:
+    if module in EXPERT_MODULES and (dims := _stacked_expert_dims(name, rank)) is not None:
         last = kind.removesuffix("_bias")
         return WeightSplit.COLUMN if dims[1] is not None and last in EXPERT_COLUMN else WeightSplit.ROW
     return None

@@ -28,10 +28,16 @@ The mapping of vLLM's own ops, one by one (MAPPED):
   cache; decode: one query per sequence reading `seq_lens` cached tokens), with
   the layer's heads and sliding window;
 - `vllm.unified_kv_cache_update`: the KV-cache write, which the attention
-  mapping emits with the attention.
+  mapping emits with the attention;
+- `vllm.moe_forward`: the HF import's routed experts (softmax or sigmoid top-k,
+  renormalised where the layer says; dispatch, two batched GEMMs over w13 and
+  w2, combine), its router's GEMM too where vLLM's op holds the router (Qwen3-MoE).
+`aten.split*` become one slice per piece (the same views; the converter follows
+a slice's dims, so tensor parallelism splits v behind the fused QKV GEMM).
 `aten` ops run as they are. Any other op fails the import in one line naming it.
 
 Serving only: a training step imports the HF config (vLLM has no backward).
+Not mapped: `vllm.moe_forward_shared` (shared experts), grouped top-k, biased experts.
 Prompts of one length per step (the IR's [batch, seq] tensors); vLLM's model
 classes with one `model.layers` stack and one rotary table (Llama, Mistral,
 Qwen2/3, ... as vLLM registers them).
@@ -247,6 +253,32 @@ def _unified_attention(ctx, args, kwargs, attrs):  # (q, k, v, layer) -> output
     return out.reshape(*args[0].shape[:-1], -1) if args[0].dim() == 2 else out
 
 
+def _moe_forward(ctx, args, kwargs, attrs):
+    """(hidden [T, h], router logits [T, E] or, where the op holds the router's
+    weight, the hidden state again, ...): vLLM's fused MoE as the HF
+    import's experts (torch_ops.hf_experts): the top-k of the softmax (or
+    sigmoid) scores, renormalised where the layer says, each expert on its
+    balanced share of the tokens (w13 [E, 2I, h] gate and up, w2 [E, h, I])."""
+    if attrs.get("grouped_topk") or attrs.get("activation") != "silu" or "w13_bias" in attrs["weights"]:
+        raise CharonError(f"vllm: {ctx.where}: an MoE layer with grouped top-k, biases or activation "
+                          f"{attrs.get('activation')!r} is not mapped (only SiLU-gated experts)")
+    x, logits = args[0], args[1]
+    tensors = attrs["tensors"]
+    w13, w2 = tensors["w13_weight"], tensors["w2_weight"]
+    if "gate_weight" in tensors:  # the layer's router runs inside vLLM's op (args[1] is the hidden state)
+        logits = F.linear(x, tensors["gate_weight"], tensors.get("gate_bias"))
+    probs = logits.float()
+    probs = torch.sigmoid(probs) if attrs.get("scoring_func") == "sigmoid" else torch.softmax(probs, dim=-1)
+    top_w, top_i = torch.topk(probs, int(attrs["top_k"]), dim=-1)
+    if attrs.get("renormalize"):
+        top_w = top_w / top_w.sum(dim=-1, keepdim=True)
+    routed = torch_ops.moe_dispatch(x, top_i, int(attrs["num_experts"]))
+    h = torch.bmm(routed, w13.transpose(1, 2))
+    d = h.shape[-1] // 2
+    out = torch.bmm(F.silu(h[..., :d]) * h[..., d:], w2.transpose(1, 2))
+    return torch_ops.moe_combine(out, top_i, top_w.to(out.dtype))
+
+
 def _kv_cache_update(ctx, args, kwargs, attrs):
     return None  # written by the attention's mapping (torch_ops.attend), beside its read
 
@@ -271,6 +303,8 @@ MAPPED: dict[str, Mapping] = {
     "vllm.unified_attention_with_output": Mapping(_unified_attention_with_output, writes=(3,), reads=(0, 1, 2)),
     "vllm.unified_attention": Mapping(_unified_attention, reads=(0, 1, 2)),
     "vllm.unified_kv_cache_update": Mapping(_kv_cache_update, reads=()),
+    # (hidden, router_logits, shared_input, input_ids, layer, hidden_unpadded); the experts' weights in attrs
+    "vllm.moe_forward": Mapping(_moe_forward, reads=(0, 1)),
 }
 """vLLM's custom ops by namespace and name (any overload), and how each maps."""
 
@@ -347,9 +381,30 @@ def prepare(part: dict[str, Any], where: str) -> PreparedPart:
         mapping = MAPPED.get(_packet(op["op"]))
         read.update(_refs(op["args"] if mapping is None or mapping.reads is None else
                           [op["args"][i] for i in mapping.reads if i < len(op["args"])]))
+        read.update(_weights_of(op))
         read.update(_refs(list(op["kwargs"].values())))
     # the inputs the kept ops read: an attention layer's unused scale buffers are no weights
     return PreparedPart([s for s in part["inputs"] if s["name"] in read], kept, outputs)
+
+
+def _weights_of(op: dict[str, Any]) -> list[str]:
+    """Weights an op reads by name, not as arguments (an MoE layer's experts)."""
+    return list(((op.get("attrs") or {}).get("weights") or {}).values())
+
+
+def _split_as_slices(x: Tensor, sizes: int | list[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """A split (vLLM's fused QKV into q, k, v) as one slice per piece: the same
+    views, whose dims the converter follows (a split's list of views it does
+    not), so the sharding passes can split v behind a fused GEMM."""
+    dim = dim % x.dim()
+    total = x.shape[dim]
+    if isinstance(sizes, int):
+        sizes = [min(sizes, total - start) for start in range(0, total, sizes)]
+    out, start = [], 0
+    for n in sizes:
+        out.append(x.narrow(dim, start, n))
+        start += n
+    return tuple(out)
 
 
 def _aten(op: str) -> Any:
@@ -399,9 +454,14 @@ def run_part(part: PreparedPart, bindings: dict[str, Any], ctx: StepContext) -> 
         if name == "getitem":
             env[op["id"]] = args[0][args[1]]
         elif mapping is not None:
-            env[op["id"]] = mapping.handler(ctx, args, kwargs, op.get("attrs") or {})
+            attrs = op.get("attrs") or {}
+            if weights := (attrs.get("weights") or {}):
+                attrs = {**attrs, "tensors": {k: env[name] for k, name in weights.items()}}
+            env[op["id"]] = mapping.handler(ctx, args, kwargs, attrs)
         elif name in IDENTITY:
             env[op["id"]] = args[0]
+        elif name in ("aten.split_with_sizes", "aten.split"):
+            env[op["id"]] = _split_as_slices(*args, **kwargs)
         else:
             env[op["id"]] = _aten(op["op"])(*args, **kwargs)
     return [_decode(o, env) for o in part.outputs]

@@ -50,9 +50,13 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def script_digest() -> str:
-    """What an op list depends on, on the importing side: this script's text."""
-    with open(__file__, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
+    """What an imported vLLM model depends on, on the importing side: this
+    script's text and that of the mapping beside it (`vllm.py`)."""
+    digest = hashlib.sha256()
+    for path in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vllm.py")):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()[:16]
 
 
 class OpListError(Exception):
@@ -238,6 +242,43 @@ def _eager_linears(model: Any) -> None:
             module.cpu_linear = lambda x, weight, bias=None: F.linear(x, weight, bias)
 
 
+def _opaque_experts(model: Any) -> None:
+    """vLLM's MoE layers as the one op vLLM's GPU path records (`vllm.moe_forward`):
+    on the CPU vLLM calls the experts' kernel directly, which weight loading
+    sets up (`moe_kernel`), so with no weights it cannot run."""
+    import torch
+
+    for module in model.modules():
+        if hasattr(module, "_forward_entry") and hasattr(module, "routed_experts"):
+            module._forward_entry = (torch.ops.vllm.moe_forward if getattr(module, "_shared_experts", None) is None
+                                     else torch.ops.vllm.moe_forward_shared)
+
+
+def _experts_attrs(model: Any, names: dict[int, str]) -> dict[str, dict]:
+    """Each MoE layer's routing and expert weights, by its layer name."""
+    import torch
+
+    out = {}
+    for module in model.modules():
+        experts = getattr(module, "routed_experts", None)
+        if experts is None or not hasattr(module, "layer_name"):
+            continue
+        weights = {k: names[id(getattr(experts, k))] for k in ("w13_weight", "w2_weight", "w13_bias", "w2_bias")
+                   if isinstance(getattr(experts, k, None), torch.Tensor)}
+        gate = getattr(module, "gate", None)
+        if gate is not None:  # the runner computes the router logits itself (Qwen3-MoE): from these
+            weights["gate_weight"] = names[id(gate.weight)]
+            if isinstance(getattr(gate, "bias", None), torch.Tensor):
+                weights["gate_bias"] = names[id(gate.bias)]
+        out[module.layer_name] = {
+            "layer": module.layer_name, "num_experts": int(experts.global_num_experts), "top_k": int(experts.top_k),
+            "renormalize": bool(getattr(experts, "renormalize", False)),
+            "scoring_func": str(getattr(experts, "scoring_func", "softmax")),
+            "activation": str(getattr(experts, "activation", "silu")).split(".")[-1].lower(),
+            "grouped_topk": bool(getattr(experts, "use_grouped_topk", False)), "weights": weights}
+    return out
+
+
 def _attention_attrs(model: Any) -> Callable[[Any], dict]:
     """An annotator: a vLLM attention op gets its layer's heads, head size and
     window (read off the `Attention` module its layer name names)."""
@@ -245,7 +286,19 @@ def _attention_attrs(model: Any) -> Callable[[Any], dict]:
 
     layers = {m.layer_name: m for m in model.modules() if isinstance(m, Attention)}
 
+    experts: dict[str, dict] | None = None
+
     def annotate(node) -> dict:
+        nonlocal experts
+        if op_name(node.target).startswith("vllm.moe_forward"):
+            if experts is None:
+                names = {id(t): n for n, t in reversed([*model.named_parameters(), *model.named_buffers()])}
+                experts = _experts_attrs(model, names)
+            name = node.args[4]
+            name = getattr(getattr(name, "real_obj", name), "value", getattr(name, "real_obj", name))
+            if name not in experts:
+                raise OpListError(f"MoE op of unknown layer {name!r}")
+            return experts[name]
         if not op_name(node.target).startswith("vllm.unified_attention"):
             return {}
         name = node.args[4] if len(node.args) > 4 else node.kwargs.get("layer_name")
@@ -291,6 +344,7 @@ def _trace(vllm_config: Any, dtype: str, steps: Sequence[dict]) -> dict:
             # weights in the model's dtype, as vLLM's loader builds them
             model = model_class(vllm_config=vllm_config)
             _eager_linears(model)
+            _opaque_experts(model)
             inner = model.model
             layers = list(inner.layers)
             hidden = int(vllm_config.model_config.get_hidden_size())

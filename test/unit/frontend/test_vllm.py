@@ -187,6 +187,83 @@ def test_tensor_parallelism_splits_the_fused_gemms_as_hfs(hf_twins):
     assert per_gpu[0][0] == pytest.approx(phase_flops(hf_twins["decode"], "decode", sim.MatmulOp) / 2, rel=0.02)
 
 
+MIXTRAL_CONFIG = DATA / "vllm_mixtral_tiny_config.json"
+MIXTRAL_OPS = DATA / "vllm_mixtral_tiny_ops.json"
+"""vLLM's Mixtral class: its MoE layers recorded as `vllm.moe_forward` (the op
+vLLM's GPU path runs), `--step prefill:8,8 --step decode:2:32`."""
+
+
+def mixtral(mode: str):
+    doc = json.loads(MIXTRAL_OPS.read_text())
+    step = next(s for s in doc["steps"] if s["mode"] == mode)
+    shape = StepShape("prefill", 2, 8) if mode == "prefill" else StepShape("decode", 2, 32)
+    name, config = load_config(f"vllm:{MIXTRAL_CONFIG}")
+    module = ModuleBuilder(vllm_frontend.trace_vllm_model(name, config, shape, "bf16", {**doc, "steps": [step]}),
+                           mode).build()
+    module.verify()
+    hf = import_model(str(MIXTRAL_CONFIG), seq_len=shape.seq_len, batch=2, mode=mode, use_cache=False)
+    return module, hf
+
+
+@pytest.mark.parametrize("mode", ["prefill", "decode"])
+def test_vllms_fused_moe_is_the_hf_experts(mode):
+    """`vllm.moe_forward` maps to the HF import's routed experts: the same GEMM,
+    dispatch, combine and routing FLOPs; its w13/w2 weights are experts, split
+    as HF's gate_up/down, so tensor and expert parallelism shard them alike."""
+    from charon_ir.api import _pass
+    from charon_ir.testing import make_context
+
+    ours, hf = mixtral(mode)
+    assert param_count(ours) == param_count(hf)
+    kinds = (sim.MatmulOp, sim.AttentionOp, sim.MoeDispatchOp, sim.MoeCombineOp, sim.TopKOp, sim.SoftmaxOp)
+    assert [phase_flops(ours, mode, k) for k in kinds] == pytest.approx([phase_flops(hf, mode, k) for k in kinds])
+    experts = {op.sym_name.data.rsplit(".", 1)[-1]: op for op in ours.walk()
+               if isinstance(op, sim.ParamOp) and op.role is not None and op.role.data == sim.ParamRole.EXPERT}
+    assert set(experts) == {"w13_weight", "w2_weight"}
+    assert experts["w13_weight"].split.data == sim.WeightSplit.COLUMN
+    assert experts["w2_weight"].split.data == sim.WeightSplit.ROW
+    per_rank = []
+    for module in (ours, hf):
+        ctx = make_context()
+        _pass("shard-tensor", tp=2).apply(ctx, module)
+        _pass("shard-expert", ep=2).apply(ctx, module)
+        module.verify()
+        per_rank.append(phase_flops(module, mode, sim.MatmulOp))
+    assert per_rank[0] == pytest.approx(per_rank[1])
+
+
+def test_a_router_inside_vllms_moe_op_is_priced_once():
+    """Qwen3-MoE's runner holds its router (`gate`): vLLM's op gets the hidden
+    state twice and computes the logits itself; the mapping does the same GEMM."""
+    from charon_ir.frontend import forward_flops
+
+    doc = json.loads(MIXTRAL_OPS.read_text())
+    step = doc["steps"][0]
+    for run in step["layers"]:
+        for op in run["part"]["ops"]:
+            if op["op"] == "vllm.moe_forward.default":
+                op["args"][1] = op["args"][0]
+                op["attrs"]["weights"]["gate_weight"] = f"{run['prefix']}block_sparse_moe.gate.weight"
+    name, config = load_config(f"vllm:{MIXTRAL_CONFIG}")
+    inside = ModuleBuilder(vllm_frontend.trace_vllm_model(name, config, StepShape("prefill", 2, 8), "bf16",
+                                                          {**doc, "steps": [step]}), "prefill").build()
+    ours, hf = mixtral("prefill")
+    assert forward_flops(inside) == pytest.approx(forward_flops(ours)) == pytest.approx(forward_flops(hf), rel=1e-3)
+    assert param_count(inside) == param_count(hf)
+
+
+def test_a_shared_expert_moe_is_named_once():
+    doc = json.loads(MIXTRAL_OPS.read_text())
+    step = doc["steps"][0]
+    for run in step["layers"]:
+        for op in run["part"]["ops"]:
+            if op["op"] == "vllm.moe_forward.default":
+                op["op"] = "vllm.moe_forward_shared.default"
+    name, config = load_config(f"vllm:{MIXTRAL_CONFIG}")
+    with pytest.raises(CharonError, match=r"op vllm\.moe_forward_shared\.default has no sim mapping"):
+        vllm_frontend.trace_vllm_model(name, config, StepShape("prefill", 2, 8), "bf16", {**doc, "steps": [step]})
+
+
 def test_the_layers_are_the_runs_vllm_traced():
     """vLLM's first layer has no residual to add (its own run), the others fold."""
     ir = mapped(PREFILL)
@@ -315,12 +392,15 @@ def _live_python() -> str | None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(_live_python() is None, reason="no CHARON_VLLM_PYTHON with vLLM")
-def test_vllm_traces_the_recorded_ops(tmp_path):
-    """The script in vLLM's Python writes the recorded ops (what the tests above
-    map), and the import of it equals the HF twin's FLOPs."""
-    _, config = load_config(MODEL)
-    live = vllm_frontend.run_oplist(config, ["prefill:16,16", "decode:2:64"], "bf16")
-    want = json.loads(OPS.read_text())
+@pytest.mark.parametrize("config_path, ops, steps", [
+    (CONFIG, OPS, ["prefill:16,16", "decode:2:64"]),
+    (MIXTRAL_CONFIG, MIXTRAL_OPS, ["prefill:8,8", "decode:2:32"]),
+], ids=["llama", "mixtral"])
+def test_vllm_traces_the_recorded_ops(config_path, ops, steps):
+    """The script in vLLM's Python writes the recorded ops (what the tests above map)."""
+    _, config = load_config(f"vllm:{config_path}")
+    live = vllm_frontend.run_oplist(config, steps, "bf16")
+    want = json.loads(ops.read_text())
     for got, rec in zip(live["steps"], want["steps"]):
         assert [(r["first"], r["count"]) for r in got["layers"]] == [(r["first"], r["count"]) for r in rec["layers"]]
         for a, b in zip(got["layers"], rec["layers"]):
