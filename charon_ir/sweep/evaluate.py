@@ -278,6 +278,27 @@ class TrainingEvaluator:
                 self._imports.popitem(last=False)
         return module
 
+    def parse_models(self, points: list[Point]) -> None:
+        """Parse now the models `points` import (up to IMPORT_CACHE_SIZE): workers
+        forked after it start with them instead of each parsing its own. A
+        model that fails is left for its points to report."""
+        # one point per (model, sequence, micro-batch, and the tp a model may be imported at)
+        first: dict[tuple, Point] = {}
+        for p in points:
+            c = p.config
+            first.setdefault((c["model"], c["seq_len"], c["micro_batch"], c.get("tp"), c.get("sequence_parallel")), p)
+        steps = set()
+        for p in first.values():
+            try:
+                steps.add(training_steps(training_config(p.config))[0])
+            except CharonError:
+                continue
+        for step in sorted(steps)[:IMPORT_CACHE_SIZE]:
+            try:
+                self._imported(**dict(step[1]))
+            except Exception:  # noqa: BLE001 - the points' own evaluation reports it
+                continue
+
     def _import(self, step: Step):
         options = dict(step[1])
         module = self._imported(**options)

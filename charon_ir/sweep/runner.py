@@ -110,8 +110,12 @@ class _Pool:
     file, open here, is only ever written by this process. Elsewhere the
     workers are spawned."""
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, training: list[Point] | None = None, tier: str = "fast") -> None:
+        """`training`: the sweep's training points, whose models are parsed
+        here before the workers fork (each would parse every model it meets)."""
         fork = sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+        if fork and training:
+            evaluator("training", tier).parse_models(training)
         context = multiprocessing.get_context("fork" if fork else "spawn")
         self.jobs = jobs
         self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
@@ -310,7 +314,7 @@ def run_sweep(
         if ray or ray_address:
             executor, stream = "ray", _ray(ordered, tier)
         elif jobs > 1:
-            pool = _Pool(jobs)
+            pool = _Pool(jobs, ordered if space.kind == "training" else None, tier)
             executor, stream = f"pool of {jobs}", pool.run(_batches(ordered, jobs, group=group), tier)
             retimer = lambda points, tier: pool.run(_split(points, jobs), tier)  # noqa: E731
         else:

@@ -61,7 +61,7 @@ import numpy as np
 
 from xdsl.dialects.builtin import IntegerAttr
 
-from charon_ir.api import _pass, overlap_model, pass_plan
+from charon_ir.api import _pass, imports_tensor_parallel, overlap_model, pass_plan
 from charon_ir.dialects import coll, event, sim
 from charon_ir.engines.collectives import cached_plan
 from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
@@ -232,7 +232,9 @@ def screenable(config) -> bool:
             and getattr(config, "optimizer", "fused") == "fused"
             and not getattr(config, "unfused_grad_accumulation", False)
             # a probe is one layer class on one GPU: stages on several node kinds are not
-            and not (config.cluster and load_cluster(config.cluster).heterogeneous))
+            and not (config.cluster and load_cluster(config.cluster).heterogeneous)
+            # a probe imports the model whole (Megatron-Core's is imported at its tp)
+            and not (config.tp > 1 and imports_tensor_parallel(config.model)))
 
 
 # -- probes ---------------------------------------------------------------------

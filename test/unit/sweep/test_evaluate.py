@@ -185,3 +185,17 @@ def test_a_megatron_model_is_imported_per_tensor_parallel_size():
     assert dict(training_steps(hf)[0][1]).keys() == {"batch", "model", "seq_len"}
     assert "shard-tensor" in [name for name, _ in training_steps(hf)]
 
+
+
+def test_parse_models_parses_each_import_of_the_points_once(tiny_space):
+    """What a pool parses before forking its workers: one module per distinct
+    import of the legal points (a .mlir step imports once per micro-batch), the
+    ones their evaluation then takes."""
+    points = [p for p in load_space({**tiny_space, "micro_batch": [1, 2]}).points() if not p.pruned]
+    evaluator = TrainingEvaluator()
+    evaluator.parse_models(points)
+    imports = {training_steps(training_config(p.config))[0] for p in points}
+    assert len(imports) == 2 and set(evaluator._imports) == imports
+    parsed = dict(evaluator._imports)
+    list(evaluator.evaluate(sharing_order(points[:3])))
+    assert all(evaluator._imports[k] is parsed[k] for k in parsed if k in evaluator._imports)

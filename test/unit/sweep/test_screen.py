@@ -136,6 +136,17 @@ def test_what_the_screen_does_not_model_goes_to_the_fast_tier(options):
     assert not screenable(TrainingConfig(model="llama-3-8b", **options))
 
 
+def test_a_model_imported_at_its_tp_goes_to_the_fast_tier():
+    """A probe imports its model whole; Megatron-Core's model code is imported
+    already split at the run's tp (`api.imports_tensor_parallel`)."""
+    from charon_ir.api import TrainingConfig
+    from charon_ir.sweep.screen import screenable
+
+    model = "megatron:examples/megatron_gpt_tiny.yaml"
+    assert screenable(TrainingConfig(model=model, tp=1))
+    assert not screenable(TrainingConfig(model=model, tp=2, gpus=2))
+
+
 SCREENED_AXES = [
     ({"tp": 2, "sequence_parallel": True}, "tp_comm_overlap", [False, True]),
     ({}, "fuse_attention", [True, False]),
