@@ -462,6 +462,10 @@ def run_part(part: PreparedPart, bindings: dict[str, Any], ctx: StepContext) -> 
             env[op["id"]] = args[0]
         elif name in ("aten.split_with_sizes", "aten.split"):
             env[op["id"]] = _split_as_slices(*args, **kwargs)
+        elif name == "aten.add" and any(a is ABSENT for a in args[:2]):
+            # a layer adding vLLM's residual itself (Nemotron's norm): the first
+            # layer's, and the IR's, has none to add
+            env[op["id"]] = args[1] if args[0] is ABSENT else args[0]
         else:
             env[op["id"]] = _aten(op["op"])(*args, **kwargs)
     return [_decode(o, env) for o in part.outputs]

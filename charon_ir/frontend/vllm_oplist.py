@@ -347,6 +347,10 @@ def _trace(vllm_config: Any, dtype: str, steps: Sequence[dict]) -> dict:
             _opaque_experts(model)
             inner = model.model
             layers = list(inner.layers)
+            from vllm.model_executor.layers.vocab_parallel_embedding import VocabParallelEmbedding
+
+            # `embed_tokens` in most classes, `embedding` in GPT-OSS's
+            embedding = next(m for m in inner.children() if isinstance(m, VocabParallelEmbedding))
             hidden = int(vllm_config.model_config.get_hidden_size())
             annotate = _attention_attrs(model)
             # canonical names: a weight the head shares with the embedding is the embedding's
@@ -377,7 +381,7 @@ def _trace(vllm_config: Any, dtype: str, steps: Sequence[dict]) -> dict:
                 positions = torch.zeros(tokens, dtype=torch.long)
                 # distinct tensors: one passed twice would be one graph input
                 h, res = torch.empty(tokens, hidden, dtype=act), torch.empty(tokens, hidden, dtype=act)
-                stem = trace(inner.embed_input_ids, [inner.embed_tokens], [("ids", ids)])
+                stem = trace(inner.embed_input_ids, [embedding], [("ids", ids)])
                 parts, prefixes = [], []
                 for i, layer in enumerate(layers):
                     if i == 0:  # vLLM's model hands the first layer no residual

@@ -280,6 +280,22 @@ def test_decode_reads_the_kv_cache_of_the_steps_length():
     assert sim.shape_of(attention.q) == (2, 1, 4, 64)
 
 
+def test_a_residual_the_first_layer_lacks_adds_nothing():
+    """vLLM's layers carry (hidden, residual); the IR's carry their sum, so a
+    layer's own add of the residual (Nemotron's norm) adds the absent one: none."""
+    part = {"inputs": [{"kind": "input", "name": "hidden"}, {"kind": "input", "name": "residual"}],
+            "ops": [{"id": "%0", "op": "aten.add.Tensor", "args": [{"ref": "hidden"}, {"ref": "residual"}],
+                     "kwargs": {}, "out": None}],
+            "outputs": [{"ref": "%0"}]}
+    ctx = vllm_frontend.StepContext(1, 4)
+    x = torch.ones(4, 8)
+    prepared = vllm_frontend.prepare(part, "test")
+    (alone,) = vllm_frontend.run_part(prepared, {"hidden": x, "residual": vllm_frontend.ABSENT}, ctx)
+    assert alone is x
+    (summed,) = vllm_frontend.run_part(prepared, {"hidden": x, "residual": x}, ctx)
+    assert torch.equal(summed, 2 * x)
+
+
 def test_an_unmapped_op_is_named_once():
     doc = recorded(PREFILL)
     ops = doc["steps"][0]["layers"][1]["part"]["ops"]
