@@ -30,9 +30,23 @@ as inputs. The layer specs are Megatron-Core's local ones (no Transformer
 Engine, which needs CUDA): the same GEMMs as TE's; attention is traced as the
 one fused kernel TE's spec runs, not the local spec's baddbmm, softmax and bmm.
 
-Not supported, in one line each: Megatron-Core MoE layers (their token counts
-per expert are data-dependent under fake tensors), a parallel degree set in the
-config (the run gives it).
+MoE (`num_moe_experts`, `moe_router_topk`, `moe_ffn_hidden_size`, optionally
+`moe_shared_expert_intermediate_size`): Megatron-Core builds its `MoELayer` (its
+`TopKRouter`, its `SequentialMLP` of local experts, its `SharedExpertMLP`), but
+its dispatcher and experts read the token count of each expert (`.tolist()`,
+`.cpu()`), which fake tensors do not have. So the experts' weights are stacked
+into one `experts.gate_up_proj` [E, 2F, h] (`up_proj` when not gated) and one
+`experts.down_proj` [E, h, F], the names by which the frontend gives them the
+`expert` role, and the layer runs as the model does with balanced, dropless
+routing: the router's linear and top-k, `sim.moe_dispatch` to per-expert
+buffers, each expert's two GEMMs as one batched GEMM, `sim.moe_combine` back
+weighted by the router's probabilities, plus the shared experts. Expert
+parallelism is the run's (`--ep`, shard-expert), as for a Hugging Face MoE.
+
+Not supported, in one line each: an MoE model at a tensor-parallel size above 1
+(its expert tensor parallelism and the dispatcher's tp collectives are not
+traced), MoE latent projections and MoE layer frequencies other than every
+layer, a parallel degree set in the config (the run gives it).
 Needs the `megatron` extra (`pip install charon-ir[megatron]`).
 """
 
@@ -120,14 +134,16 @@ def on_cpu() -> Iterator[None]:
     from megatron.core.models.common.embeddings.rotary_pos_embedding import RotaryEmbedding
     from megatron.core.tensor_parallel import random as mrandom
     from megatron.core.transformer.dot_product_attention import DotProductAttention
+    from megatron.core.transformer.moe.moe_layer import MoELayer
     from megatron.core.utils import GlobalMemoryBuffer
 
     saved = (torch.cuda.current_device, mrandom.CudaRNGStatesTracker.fork, RotaryEmbedding.forward,
-             GlobalMemoryBuffer.get_tensor, DotProductAttention.forward, dist.all_reduce)
+             GlobalMemoryBuffer.get_tensor, DotProductAttention.forward, dist.all_reduce, MoELayer.forward)
     # the modules that bound torch's all-gather / reduce-scatter at import
     bound = [(m, name, getattr(m, name)) for m in (mappings, layers, tp_utils)
              for name in ("dist_all_gather_func", "dist_reduce_scatter_func") if hasattr(m, name)]
     DotProductAttention.forward = _fused_attention
+    MoELayer.forward = _moe_forward
     # the global buffer (DotProductAttention's baddbmm input) outlives a trace:
     # each request gets a tensor of its own, as the first request of a run does
     GlobalMemoryBuffer.get_tensor = lambda self, shape, dtype, name, mem_alloc_context=None: torch.empty(
@@ -148,7 +164,7 @@ def on_cpu() -> Iterator[None]:
             yield
     finally:
         (torch.cuda.current_device, mrandom.CudaRNGStatesTracker.fork, RotaryEmbedding.forward,
-         GlobalMemoryBuffer.get_tensor, DotProductAttention.forward, dist.all_reduce) = saved
+         GlobalMemoryBuffer.get_tensor, DotProductAttention.forward, dist.all_reduce, MoELayer.forward) = saved
         for module, name, value in bound:
             setattr(module, name, value)
 
@@ -212,6 +228,121 @@ def _fused_attention(self, query, key, value, attention_mask, attn_mask_type=Non
     return out.transpose(0, 1).reshape(sq, b, -1)
 
 
+MOE_UNSUPPORTED = {
+    "moe_latent_size": "MoE latent projections are not imported (they need Transformer Engine)",
+    "moe_expert_capacity_factor": "routing is dropless here; the run gives a capacity factor "
+                                  "(shard-expert's capacity-factor)",
+    "moe_router_num_groups": "group-limited routing is not imported",
+}
+"""MoE fields that change what a layer computes and are not imported -> why."""
+
+
+def _check_moe(config: dict[str, Any], where: str, tp: int) -> None:
+    """Refuse, in one line, an MoE config the traced MoE layer would not follow."""
+    experts, top_k = config["num_moe_experts"], config.get("moe_router_topk", 2)
+    if tp > 1:
+        raise CharonError(f"{where}: an MoE model is imported at tensor-parallel size 1 only (tp {tp}): its "
+                          "expert tensor parallelism and the dispatcher's tp collectives are not traced; "
+                          "use --ep, or the model's Hugging Face config with --tp")
+    if not isinstance(experts, int) or isinstance(experts, bool) or experts < 1:
+        raise CharonError(f"{where}: num_moe_experts {experts!r}: a number of experts >= 1")
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= experts:
+        raise CharonError(f"{where}: moe_router_topk {top_k!r}: between 1 and num_moe_experts ({experts})")
+    for key, why in MOE_UNSUPPORTED.items():
+        if config.get(key):
+            raise CharonError(f"{where}: {key} {config[key]}: {why}")
+    if config.get("moe_layer_freq", 1) != 1:
+        raise CharonError(f"{where}: moe_layer_freq {config['moe_layer_freq']!r}: only every layer MoE is imported")
+    dispatcher = config.get("moe_token_dispatcher_type", "alltoall")
+    if dispatcher != "alltoall":
+        raise CharonError(f"{where}: moe_token_dispatcher_type {dispatcher!r}: the run gives the dispatcher "
+                          "(charon simulate --moe-dispatcher)")
+
+
+class StackedExperts(nn.Module):
+    """A `SequentialMLP`'s local experts as the model runs them, one batched
+    GEMM per projection over balanced per-expert buffers: `gate_up_proj`
+    ([E, 2F, h], gate then up as Megatron's gated linear_fc1; `up_proj` [E, F, h]
+    ungated) and `down_proj` ([E, h, F]), with their biases ([E, out]) when the
+    experts have them."""
+
+    def __init__(self, experts: nn.Module, config: Any):
+        super().__init__()
+        first = experts.local_experts[0]
+        count = len(experts.local_experts)
+        fc1, fc2 = first.linear_fc1, first.linear_fc2
+        self.gated = bool(config.gated_linear_unit)
+        self.activation = config.activation_func
+        self.up_name = "gate_up_proj" if self.gated else "up_proj"
+        for name, linear in ((self.up_name, fc1), ("down_proj", fc2)):
+            weight = linear.weight
+            self.register_parameter(name, nn.Parameter(weight.new_empty((count, *weight.shape))))
+            bias = getattr(linear, "bias", None)
+            if isinstance(bias, torch.Tensor) and bias.numel():
+                self.register_parameter(f"{name}_bias", nn.Parameter(bias.new_empty((count, *bias.shape))))
+
+    def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        out = torch.bmm(x, getattr(self, name).transpose(1, 2))
+        bias = getattr(self, f"{name}_bias", None)
+        return out if bias is None else out + bias.unsqueeze(1)
+
+    def forward(self, tokens: torch.Tensor, index: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+        buffers = torch_ops.moe_dispatch(tokens, index, getattr(self, self.up_name).shape[0])
+        hidden = self._linear(buffers, self.up_name)
+        if self.gated:
+            gate, up = hidden.chunk(2, dim=-1)
+            hidden = self.activation(gate) * up
+        else:
+            hidden = self.activation(hidden)
+        return torch_ops.moe_combine(self._linear(hidden, "down_proj"), index, probs.to(hidden.dtype))
+
+
+def _stack_experts(model: nn.Module) -> None:
+    """Every MoE layer's `SequentialMLP` replaced by its `StackedExperts`."""
+    from megatron.core.transformer.moe.moe_layer import MoELayer
+
+    for layer in [m for m in model.modules() if isinstance(m, MoELayer)]:
+        layer.experts = StackedExperts(layer.experts, layer.config)
+
+
+def _route(logits: torch.Tensor, config: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """(probabilities, expert indices) [tokens, k] of the router's logits, as
+    Megatron-Core's `topk_routing_with_score_function` computes them."""
+    k = config.moe_router_topk
+    if config.moe_router_score_function == "sigmoid":
+        probs, index = torch.topk(torch.sigmoid(logits.float()), k, dim=-1)
+        if k > 1:
+            probs = probs / (probs.sum(dim=-1, keepdim=True) + 1e-20)
+    elif config.moe_router_pre_softmax:
+        probs, index = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
+    else:
+        top, index = torch.topk(logits, k, dim=-1)
+        probs = torch.softmax(top.float(), dim=-1)
+    if config.moe_router_topk_scaling_factor:
+        probs = probs * config.moe_router_topk_scaling_factor
+    return probs, index
+
+
+def _moe_forward(self, hidden_states, intermediate_tensors=None, padding_mask=None):
+    """MoELayer's forward as the model runs it, on balanced, dropless routing:
+    the shared experts, the router's linear and top-k, the stacked experts
+    between `sim.moe_dispatch` and `sim.moe_combine` (expert parallelism's
+    all-to-alls are the run's, shard-expert's)."""
+    if intermediate_tensors is not None or padding_mask is not None:
+        raise CharonError("megatron: partial MoE forwards (CUDA graphs) and padding masks are not imported")
+    s, b, h = hidden_states.shape
+    tokens = hidden_states.reshape(s * b, h)
+    shared = self.shared_experts(hidden_states) if self.use_shared_expert else None
+    router = self.router
+    weight = router.weight.float() if self.config.moe_router_dtype == "fp32" else router.weight
+    logits = torch.nn.functional.linear(tokens.to(weight.dtype), weight, getattr(router, "bias", None))
+    probs, index = _route(logits, self.config)
+    output = self.experts(tokens, index, probs).reshape(s, b, h)
+    if shared is not None:
+        output = output + shared
+    return output, None
+
+
 def _parallel_state(tp: int) -> None:
     """Megatron-Core's model-parallel groups over torch's fake process group of
     `tp` ranks, this process rank 0 (initialised again when the size changes)."""
@@ -266,9 +397,9 @@ def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     config = dict(config)
-    if config.get("num_moe_experts"):
-        raise CharonError(f"{where}: Megatron-Core MoE layers are not imported (their token counts per expert "
-                          "are data-dependent under fake tensors); import the model's Hugging Face config instead")
+    experts = config.get("num_moe_experts")
+    if experts:
+        _check_moe(config, where, tp)
     for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
                 "expert_model_parallel_size", "sequence_parallel"):
         # taken out: a degree of 1 (or sequence_parallel false) is the default
@@ -303,9 +434,10 @@ def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
                 tensor_model_parallel_size=tp, sequence_parallel=sequence_parallel,
                 params_dtype=torch.bfloat16, bf16=True, perform_initialization=False,
             )
-            spec = get_gpt_layer_local_spec(normalization=transformer.normalization)
+            spec = get_gpt_layer_local_spec(num_experts=experts or None, normalization=transformer.normalization)
             with torch.device("meta"), _norms_on_local_tokens(sequence_parallel):
                 model = GPTModel(transformer, spec, **model_kwargs)
+                _stack_experts(model)
         except CharonError:
             raise
         except Exception as e:

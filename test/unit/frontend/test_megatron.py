@@ -173,7 +173,6 @@ def test_a_tp_megatron_refuses_is_one_line():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"num_moe_experts": 8}, "MoE layers are not imported"),
     ({"tensor_model_parallel_size": 2}, "tensor_model_parallel_size 2: the run gives the parallel degrees"),
     ({"sequence_parallel": True}, "sequence_parallel True: the run gives the parallel degrees"),
     ({"not_a_field": 1}, "unknown field(s) not_a_field"),
