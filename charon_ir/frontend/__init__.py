@@ -26,7 +26,14 @@ from charon_ir.dialects.coll import Coll
 from charon_ir.dialects.sim import Sim
 from charon_ir.errors import CharonError
 from charon_ir.frontend import cache as ir_cache
-from charon_ir.frontend.configs import VLLM_PREFIX, bundled_models, family_of, load_config
+from charon_ir.frontend.configs import (
+    MEGATRON_PREFIX,
+    VLLM_PREFIX,
+    bundled_models,
+    family_of,
+    load_config,
+    load_megatron_config,
+)
 from charon_ir.frontend.metrics import compute_ops, forward_flops, mtp_param_count, op_count, param_count, phase_flops
 from charon_ir.frontend.vllm_oplist import script_digest
 from charon_ir.progress import status
@@ -81,11 +88,7 @@ def _check_options(seq_len: int, batch: int, mode: str, dtype: str) -> None:
                           f"at most {MAX_TOKENS:,} (torch's and the IR's sizes are 64-bit)")
 
 
-__all__ += ["VLLM_PREFIX"]
-
-MEGATRON_PREFIX = "megatron:"
-"""`megatron:CONFIG`: a GPT model built by Megatron-Core from its own config
-(charon_ir/frontend/megatron.py)."""
+__all__ += ["MEGATRON_PREFIX", "VLLM_PREFIX"]
 
 
 def _versions(megatron: bool = False, vllm: bool = False) -> dict[str, str]:
@@ -180,8 +183,6 @@ def import_model_with_summary(
     if sequence_parallel and tp == 1:
         raise CharonError("sequence parallelism needs a tensor-parallel size above 1")
     if megatron:
-        from charon_ir.frontend.megatron import load_megatron_config
-
         name, config = load_megatron_config(model)
     else:
         name, config = load_config(model)

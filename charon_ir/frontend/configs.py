@@ -10,6 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from charon_ir.errors import CharonError, parse_json, read_text
 
 def _bundled_dir():
@@ -63,6 +65,29 @@ def _read_json(text: str, where: str) -> dict[str, Any]:
 VLLM_PREFIX = "vllm:"
 """`vllm:MODEL`: the model class vLLM runs for MODEL's HF config (a bundled name or
 a config.json), imported for serving (charon_ir/frontend/vllm.py)."""
+
+
+MEGATRON_PREFIX = "megatron:"
+"""`megatron:CONFIG`: a GPT model built by Megatron-Core from its own config
+(charon_ir/frontend/megatron.py)."""
+
+
+def load_megatron_config(model: str) -> tuple[str, dict[str, Any]]:
+    """(display name, config dict) of `megatron:PATH`, a YAML or JSON mapping of
+    Megatron-Core's TransformerConfig and GPTModel fields (read, not checked:
+    Megatron-Core checks them when it builds the model)."""
+    path = Path(model.removeprefix(MEGATRON_PREFIX))
+    text = read_text(path)
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise CharonError(f"{path}: not a Megatron config (YAML: {str(e).splitlines()[0][:200]})") from None
+    else:
+        config = parse_json(text, str(path), "Megatron config")
+    if not isinstance(config, dict):
+        raise CharonError(f"{path}: a Megatron config is a mapping of TransformerConfig and GPTModel fields")
+    return f"{MEGATRON_PREFIX}{path.stem}", config
 
 
 def load_config(model: str | Path) -> tuple[str, dict[str, Any]]:

@@ -56,18 +56,16 @@ import contextlib
 import copy
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-import yaml
 from torch import nn
 from torch.overrides import TorchFunctionMode
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
-from charon_ir.errors import CharonError, parse_json, read_text
-from charon_ir.frontend import MEGATRON_PREFIX, torch_ops
+from charon_ir.errors import CharonError
+from charon_ir.frontend import torch_ops
 from charon_ir.parallel.mesh import ensure_axis
 from charon_ir.passes.sequence_parallel import SP_ATTR
 
@@ -80,22 +78,6 @@ ACTIVATIONS = {
 
 MODEL_FIELDS = ("vocab_size", "max_sequence_length", "position_embedding_type",
                 "share_embeddings_and_output_weights", "rotary_percent", "rotary_base")
-
-
-def load_megatron_config(model: str) -> tuple[str, dict[str, Any]]:
-    """(display name, config dict) of `megatron:PATH`."""
-    path = Path(model.removeprefix(MEGATRON_PREFIX))
-    text = read_text(path)
-    if path.suffix in (".yaml", ".yml"):
-        try:
-            config = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise CharonError(f"{path}: not a Megatron config (YAML: {str(e).splitlines()[0][:200]})") from None
-    else:
-        config = parse_json(text, str(path), "Megatron config")
-    if not isinstance(config, dict):
-        raise CharonError(f"{path}: a Megatron config is a mapping of TransformerConfig and GPTModel fields")
-    return f"{MEGATRON_PREFIX}{path.stem}", config
 
 
 def _megatron():

@@ -55,7 +55,7 @@ from charon_ir.engines.base import ENGINES
 from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS, kernel_refusal
 from charon_ir.errors import MAX_NESTING, CharonError, nesting_depth, read_text
 from charon_ir.frameworks import FRAMEWORKS, resolve
-from charon_ir.frontend.configs import expert_count, load_config
+from charon_ir.frontend.configs import MEGATRON_PREFIX, expert_count, load_config, load_megatron_config
 from charon_ir.parallel.schedules import SCHEDULES, check_schedule
 from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES
 from charon_ir.serving.latency import PRECISIONS
@@ -573,11 +573,15 @@ class ModelShape:
     """Total parameters (the bundled config's `_derived.total_params`), 0 unknown."""
     context: int = 0
     """Tokens of context (`max_position_embeddings`), 0 unknown."""
+    megatron: bool = False
+    """Megatron-Core's model code (`megatron:CONFIG`), built at the point's tp."""
 
     @staticmethod
     def of(model: str) -> ModelShape | None:
         if model.endswith(".mlir"):
             return None  # a hand-written step: the passes check it
+        if model.startswith(MEGATRON_PREFIX):
+            return ModelShape.of_megatron(model)
         _, config = load_config(model)
 
         def first(*names: str, default: int = 0) -> int:
@@ -595,6 +599,21 @@ class ModelShape:
             params=int((config.get("_derived") or {}).get("total_params") or 0),
             context=first("max_position_embeddings"),
         )
+
+
+    @staticmethod
+    def of_megatron(model: str) -> ModelShape:
+        """The shape of a `megatron:CONFIG` model, in Megatron-Core's names."""
+        _, config = load_megatron_config(model)
+
+        def count(name: str, default: int = 0) -> int:
+            value = config.get(name)
+            return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+        heads = count("num_attention_heads")
+        return ModelShape(layers=count("num_layers"), heads=heads, kv_heads=count("num_query_groups", heads),
+                          experts=count("num_moe_experts"), params=0,
+                          context=count("max_sequence_length"), megatron=True)
 
 
 def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
@@ -643,6 +662,10 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return ""
     if shape.heads % tp or shape.kv_heads % tp and tp % shape.kv_heads:
         return f"tp {tp} does not divide {shape.heads} heads / {shape.kv_heads} KV heads"
+    if shape.megatron and tp > 1 and shape.kv_heads % tp:
+        return f"tp {tp} does not divide Megatron-Core's {shape.kv_heads} query groups"
+    if shape.megatron and tp > 1 and shape.experts:
+        return f"tp {tp}: a megatron: MoE model is imported at tp 1 only"
     if pp * vpp > shape.layers:
         return f"pp x vpp = {pp * vpp} exceeds {shape.layers} layers"
     if ep > 1 and (not shape.experts or shape.experts % ep):
