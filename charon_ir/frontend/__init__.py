@@ -48,6 +48,7 @@ __all__ = [
     "forward_flops",
     "import_model",
     "import_model_with_summary",
+    "import_versions",
     "load_config",
     "mtp_param_count",
     "op_count",
@@ -104,6 +105,16 @@ def _versions(megatron: bool = False, vllm: bool = False) -> dict[str, str]:
         out["vllm-python"] = os.environ.get("CHARON_VLLM_PYTHON", "")
         out["vllm-oplist"] = script_digest()
     return out
+
+
+def import_versions(model: str) -> dict[str, str]:
+    """What an import of `model` depends on beyond its config and options, as
+    the IR cache keys it: the frontend's version, the packages' (Megatron-Core's
+    for a `megatron:` model) and, for vLLM's model code, its Python and the
+    mapping's text. What is built from imported IR (a serving table) keys on it too."""
+    model = str(model)
+    return {**_versions(model.startswith(MEGATRON_PREFIX), model.startswith(VLLM_PREFIX)),
+            "frontend": ir_cache.FRONTEND_VERSION}
 
 
 def parse_ir(text: str) -> ModuleOp:

@@ -53,7 +53,7 @@ from charon_ir.dialects import coll, sim
 from charon_ir.engines.analytic import AnalyticEngine
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError, one_line, reason_of
-from charon_ir.frontend import load_config, prefetch_steps
+from charon_ir.frontend import import_versions, load_config, prefetch_steps
 from charon_ir.frontend.cache import cache_root
 from charon_ir.frontend.configs import expert_count, family_of
 from charon_ir.passes import shard_tensor
@@ -451,9 +451,11 @@ def _table_key(shape: ReplicaShape) -> str:
     _, config = load_config(shape.model)
     # the spec itself, not its name: a user's GPU file may change under one path
     gpu = load_gpu(shape.hardware)
+    # the imported IR's own identity: a table priced from IR that a new frontend,
+    # torch or vLLM environment would import differently is stale with it
     payload = json.dumps(
         {"config": config, "shape": asdict(shape), "gpu": gpu.name if gpu.ref == gpu.name else repr(gpu),
-         "code": _sources_digest()},
+         "code": _sources_digest(), "import": import_versions(shape.model)},
         sort_keys=True, default=str,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:32]

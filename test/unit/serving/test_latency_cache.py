@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import charon_ir.parallel.sharding as sharding
+from charon_ir.frontend import cache as frontend_cache
 from charon_ir.serving import latency
 from charon_ir.serving.latency import ReplicaShape, StepTimeModel
 
@@ -88,3 +89,18 @@ def test_a_table_depends_on_the_sharding_rules_shard_tensor_runs():
     package = Path(sharding.__file__).resolve().parent
     assert {f.resolve() for f in package.glob("*.py")} <= files
     assert Path(latency.shard_tensor.__file__).resolve() in files
+
+
+def test_a_table_is_keyed_on_what_its_imports_depend_on(monkeypatch):
+    """A table is priced from imported IR: a new frontend version or, for vLLM's
+    model code, another vLLM Python imports other IR, so the table's key changes
+    with the IR cache's (a stale table would otherwise outlive its IR)."""
+    vllm, hf = ReplicaShape(f"vllm:{TINY}", "H100-SXM5-80GB"), ReplicaShape(TINY, "H100-SXM5-80GB")
+    monkeypatch.setenv("CHARON_VLLM_PYTHON", "/envs/a/bin/python")
+    first, hf_first = latency._table_key(vllm), latency._table_key(hf)
+    assert latency._table_key(vllm) == first and hf_first != first
+    monkeypatch.setenv("CHARON_VLLM_PYTHON", "/envs/b/bin/python")
+    assert latency._table_key(vllm) != first
+    assert latency._table_key(hf) == hf_first  # the vLLM Python is no part of an HF model's table
+    monkeypatch.setattr(frontend_cache, "FRONTEND_VERSION", "charon-frontend-next")
+    assert latency._table_key(hf) != hf_first
