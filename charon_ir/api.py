@@ -364,6 +364,10 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.cp > 1:
         plan.append(("shard-context", {"cp": config.cp}))
     if config.ep > 1:
+        if config.tp > 1 and imports_tensor_parallel(config.model):
+            raise CharonError(f"--ep {config.ep} with --tp {config.tp}: a megatron: MoE model is imported split "
+                              "by tp, its experts' tp collectives in it, which shard-expert does not lay out "
+                              "beside the all-to-alls yet; use --tp 1 or the model's Hugging Face config")
         if config.moe_dispatcher not in MOE_DISPATCHERS:
             raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "
                               f"got '{config.moe_dispatcher}'")

@@ -43,9 +43,13 @@ buffers, each expert's two GEMMs as one batched GEMM, `sim.moe_combine` back
 weighted by the router's probabilities, plus the shared experts. Expert
 parallelism is the run's (`--ep`, shard-expert), as for a Hugging Face MoE.
 
-Not supported, in one line each: an MoE model at a tensor-parallel size above 1
-(its expert tensor parallelism and the dispatcher's tp collectives are not
-traced), MoE latent projections and MoE layer frequencies other than every
+Under tensor parallelism an MoE model needs sequence parallelism (as
+Megatron-Core's training does) and runs its experts split over the tp ranks
+(expert tensor parallelism = tp, Megatron-Core's default): each rank routes its
+own tokens, the buffers are all-gathered over tp before the experts and
+reduce-scattered after.
+
+Not supported, in one line each: MoE latent projections and MoE layer frequencies other than every
 layer, a parallel degree set in the config (the run gives it).
 Needs the `megatron` extra (`pip install charon-ir[megatron]`).
 """
@@ -219,13 +223,12 @@ MOE_UNSUPPORTED = {
 """MoE fields that change what a layer computes and are not imported -> why."""
 
 
-def _check_moe(config: dict[str, Any], where: str, tp: int) -> None:
+def _check_moe(config: dict[str, Any], where: str, tp: int, sequence_parallel: bool) -> None:
     """Refuse, in one line, an MoE config the traced MoE layer would not follow."""
     experts, top_k = config["num_moe_experts"], config.get("moe_router_topk", 2)
-    if tp > 1:
-        raise CharonError(f"{where}: an MoE model is imported at tensor-parallel size 1 only (tp {tp}): its "
-                          "expert tensor parallelism and the dispatcher's tp collectives are not traced; "
-                          "use --ep, or the model's Hugging Face config with --tp")
+    if tp > 1 and not sequence_parallel:
+        raise CharonError(f"{where}: Megatron-Core trains an MoE model under tensor parallelism (tp {tp}) "
+                          "with sequence parallelism only (--sequence-parallel)")
     if not isinstance(experts, int) or isinstance(experts, bool) or experts < 1:
         raise CharonError(f"{where}: num_moe_experts {experts!r}: a number of experts >= 1")
     if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= experts:
@@ -268,15 +271,25 @@ class StackedExperts(nn.Module):
         bias = getattr(self, f"{name}_bias", None)
         return out if bias is None else out + bias.unsqueeze(1)
 
-    def forward(self, tokens: torch.Tensor, index: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, index: torch.Tensor, probs: torch.Tensor, tp: int = 1) -> torch.Tensor:
+        """Under tensor parallelism (sequence-parallel tokens, expert tensor
+        parallelism = tp, Megatron-Core's default) each rank routes its own
+        tokens, the tp ranks' buffers are all-gathered (every rank computes its
+        1/tp of every expert's ffn on all of them) and the outputs
+        reduce-scattered back, as its all-to-all dispatcher does."""
         buffers = torch_ops.moe_dispatch(tokens, index, getattr(self, self.up_name).shape[0])
+        if tp > 1:
+            buffers = torch_ops.all_gather(buffers, "tp", 1, tp)
         hidden = self._linear(buffers, self.up_name)
         if self.gated:
             gate, up = hidden.chunk(2, dim=-1)
             hidden = self.activation(gate) * up
         else:
             hidden = self.activation(hidden)
-        return torch_ops.moe_combine(self._linear(hidden, "down_proj"), index, probs.to(hidden.dtype))
+        out = self._linear(hidden, "down_proj")
+        if tp > 1:
+            out = torch_ops.reduce_scatter(out, "tp", 1, tp)
+        return torch_ops.moe_combine(out, index, probs.to(hidden.dtype))
 
 
 def _stack_experts(model: nn.Module) -> None:
@@ -319,7 +332,7 @@ def _moe_forward(self, hidden_states, intermediate_tensors=None, padding_mask=No
     weight = router.weight.float() if self.config.moe_router_dtype == "fp32" else router.weight
     logits = torch.nn.functional.linear(tokens.to(weight.dtype), weight, getattr(router, "bias", None))
     probs, index = _route(logits, self.config)
-    output = self.experts(tokens, index, probs).reshape(s, b, h)
+    output = self.experts(tokens, index, probs, self.config.tensor_model_parallel_size).reshape(s, b, h)
     if shared is not None:
         output = output + shared
     return output, None
@@ -381,7 +394,7 @@ def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
     config = dict(config)
     experts = config.get("num_moe_experts")
     if experts:
-        _check_moe(config, where, tp)
+        _check_moe(config, where, tp, sequence_parallel)
     for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
                 "expert_model_parallel_size", "sequence_parallel"):
         # taken out: a degree of 1 (or sequence_parallel false) is the default

@@ -94,8 +94,10 @@ attention.register_autograd(_attention_grad, setup_context=_attention_setup)
 # ---------------------------------------------------------------------------
 # Collectives of model code that parallelises itself (Megatron-Core's tensor
 # parallelism): one rank's view, `axis` the mesh axis (`tp`) of the group. The
-# model code states the backward (its autograd functions call these again), so
-# they need no autograd formula; on fake tensors they only give the shape.
+# model code states the backward (its autograd functions call these again, with
+# grad mode off); the gather and the scatter also carry each other as their
+# autograd formula, for the frontend's own traced code (Megatron-Core's MoE
+# layer under tp). On fake tensors they only give the shape.
 # ---------------------------------------------------------------------------
 
 
@@ -136,6 +138,22 @@ def reduce_scatter(x: Tensor, axis: str, dim: int, group_size: int) -> Tensor:
 @reduce_scatter.register_fake
 def _(x, axis, dim, group_size):
     return x.new_empty(_resized(x, dim, over=group_size))
+
+
+def _collective_setup(ctx, inputs, output):
+    ctx.axis, ctx.dim, ctx.group_size = inputs[1:]
+
+
+def _all_gather_grad(ctx, grad):
+    return reduce_scatter(grad, ctx.axis, ctx.dim, ctx.group_size), None, None, None
+
+
+def _reduce_scatter_grad(ctx, grad):
+    return all_gather(grad, ctx.axis, ctx.dim, ctx.group_size), None, None, None
+
+
+all_gather.register_autograd(_all_gather_grad, setup_context=_collective_setup)
+reduce_scatter.register_autograd(_reduce_scatter_grad, setup_context=_collective_setup)
 
 
 # ---------------------------------------------------------------------------

@@ -664,8 +664,10 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return f"tp {tp} does not divide {shape.heads} heads / {shape.kv_heads} KV heads"
     if shape.megatron and tp > 1 and shape.kv_heads % tp:
         return f"tp {tp} does not divide Megatron-Core's {shape.kv_heads} query groups"
-    if shape.megatron and tp > 1 and shape.experts:
-        return f"tp {tp}: a megatron: MoE model is imported at tp 1 only"
+    if shape.megatron and tp > 1 and shape.experts and not config["sequence_parallel"]:
+        return f"tp {tp}: a megatron: MoE model under tp needs sequence_parallel (as Megatron-Core's)"
+    if shape.megatron and tp > 1 and ep > 1:
+        return f"ep {ep} with tp {tp}: not on a megatron: model (its tp collectives beside the all-to-alls)"
     if pp * vpp > shape.layers:
         return f"pp x vpp = {pp * vpp} exceeds {shape.layers} layers"
     if ep > 1 and (not shape.experts or shape.experts % ep):
