@@ -59,7 +59,6 @@ from charon_ir.frontend.configs import expert_count, family_of
 from charon_ir.passes import shard_tensor
 from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.progress import progress_bar
-from charon_ir.registry import ALL_PASSES
 from charon_ir.target.hardware import check_fp8, load_gpu
 from charon_ir.target.target import Target
 
@@ -231,9 +230,8 @@ def prefill_chunk_tiles(chunk: int, cached: int, block_overhead: float) -> float
 
 
 def _price_module(module, ctx, shape: ReplicaShape):
-    if "fuse" in ALL_PASSES:
-        # serving engines run flash attention and fused norm / rope / SwiGLU kernels
-        _pass("fuse").apply(ctx, module)
+    # serving engines run flash attention and fused norm / rope / SwiGLU kernels
+    _pass("fuse").apply(ctx, module)
     if shape.tp > 1:
         _pass("shard-tensor", tp=shape.tp).apply(ctx, module)
     if shape.ep > 1:
