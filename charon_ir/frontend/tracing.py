@@ -515,7 +515,9 @@ large to size): the tracer turns the exception into one line, so they stay quiet
 
 
 @contextlib.contextmanager
-def _quiet_torch_logs() -> Iterator[None]:
+def quiet_torch_logs() -> Iterator[None]:
+    """TORCH_TRACE_LOGGERS silenced while a model is traced (by any frontend:
+    its caller turns the failure into one line)."""
     loggers = [logging.getLogger(name) for name in TORCH_TRACE_LOGGERS]
     was = [lg.disabled for lg in loggers]
     for lg in loggers:
@@ -536,7 +538,7 @@ def trace_hf_model(name: str, config_dict: dict[str, Any], family_name: str, sha
     if shape.mode == "train" and mtp:
         attach_mtp_modules(model, DTYPES[dtype_name])
     try:
-        with _quiet_torch_logs():
+        with quiet_torch_logs():
             return trace_parts(name, family_name, FAMILIES[family_name](model), shape, None)
     except CharonError:
         raise
@@ -802,7 +804,7 @@ class UserModuleFamily(Family):
 
 def trace_user_module(module: nn.Module, shape: StepShape, dtype_name: str) -> TracedModel:
     try:
-        with _quiet_torch_logs():
+        with quiet_torch_logs():
             stack = find_layer_stack(module, shape, DTYPES[dtype_name])
             return trace_parts(type(module).__name__, "module", UserModuleFamily(module, stack), shape, DTYPES[dtype_name])
     except CharonError:

@@ -60,7 +60,7 @@ from torch import Tensor, nn
 
 from charon_ir.errors import CharonError
 from charon_ir.frontend import torch_ops
-from charon_ir.frontend.tracing import DTYPES, Family, StepShape, TracedModel, _quiet_torch_logs, trace_parts
+from charon_ir.frontend.tracing import DTYPES, Family, StepShape, TracedModel, quiet_torch_logs, trace_parts
 from charon_ir.frontend import vllm_oplist
 from charon_ir.frontend.vllm_oplist import FORMAT
 
@@ -657,7 +657,7 @@ def trace_vllm_model(name: str, config: dict[str, Any], shape: StepShape, dtype_
                           f"not {shape.batch} x {shape.seq_len} ({shape.mode})")
     family = VllmFamily(step, shape, name)
     try:
-        with _quiet_torch_logs():
+        with quiet_torch_logs():
             traced = trace_parts(name, "vllm", family, shape, DTYPES[dtype_name])
     except CharonError:
         raise
