@@ -327,6 +327,16 @@ def test_no_vllm_python_is_one_line(monkeypatch):
         import_model(MODEL, seq_len=16, batch=2, mode="prefill", use_cache=False)
 
 
+@pytest.mark.parametrize("where", ["missing", "folder", "not-executable"])
+def test_a_vllm_python_that_is_none_is_one_line(monkeypatch, tmp_path, where):
+    python = {"missing": tmp_path / "no-such-python", "folder": tmp_path, "not-executable": tmp_path / "python"}[where]
+    if where == "not-executable":
+        python.write_text("#!/bin/sh\n")
+    monkeypatch.setenv(vllm_frontend.PYTHON_ENV, str(python))
+    with pytest.raises(CharonError, match=rf"^vllm: {vllm_frontend.PYTHON_ENV}=.*: not an executable Python$"):
+        import_model(MODEL, seq_len=16, batch=2, mode="prefill", use_cache=False)
+
+
 # --- the subprocess path, with a stand-in for vLLM's Python -------------------------------
 
 STAND_IN = """#!{python}
