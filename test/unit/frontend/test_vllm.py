@@ -35,6 +35,8 @@ from charon_ir.frontend.configs import load_config  # noqa: E402
 from charon_ir.frontend.tracing import StepShape  # noqa: E402
 from charon_ir.frontend.vllm_oplist import (FORMAT, OpListError, describe, fold_layers,  # noqa: E402
                                             graph_to_part, parse_step)
+from charon_ir.registry import ALL_PASSES  # noqa: E402
+from charon_ir.testing import make_context  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 CONFIG = DATA / "vllm_llama_tiny_config.json"
@@ -173,14 +175,11 @@ def test_flops_and_weights_equal_the_hf_twins(shape, hf_twins):
 def test_tensor_parallelism_splits_the_fused_gemms_as_hfs(hf_twins):
     """shard-tensor splits vLLM's fused QKV and gate/up GEMMs column-wise (its
     heads and halves with them): per GPU, the FLOPs of HF's separate ones."""
-    from charon_ir.api import _pass
-    from charon_ir.testing import make_context
-
     per_gpu = []
     for module in (mapped(DECODE), hf_twins["decode"].clone()):
         ctx = make_context()
-        _pass("fuse").apply(ctx, module)
-        _pass("shard-tensor", tp=2).apply(ctx, module)
+        ALL_PASSES["fuse"]()().apply(ctx, module)
+        ALL_PASSES["shard-tensor"]()(tp=2).apply(ctx, module)
         module.verify()
         per_gpu.append([phase_flops(module, "decode", kind) for kind in (sim.MatmulOp, sim.AttentionOp)])
     assert per_gpu[0] == pytest.approx(per_gpu[1], rel=1e-9)
@@ -210,9 +209,6 @@ def test_vllms_fused_moe_is_the_hf_experts(mode):
     """`vllm.moe_forward` maps to the HF import's routed experts: the same GEMM,
     dispatch, combine and routing FLOPs; its w13/w2 weights are experts, split
     as HF's gate_up/down, so tensor and expert parallelism shard them alike."""
-    from charon_ir.api import _pass
-    from charon_ir.testing import make_context
-
     ours, hf = mixtral(mode)
     assert param_count(ours) == param_count(hf)
     kinds = (sim.MatmulOp, sim.AttentionOp, sim.MoeDispatchOp, sim.MoeCombineOp, sim.TopKOp, sim.SoftmaxOp)
@@ -225,8 +221,8 @@ def test_vllms_fused_moe_is_the_hf_experts(mode):
     per_rank = []
     for module in (ours, hf):
         ctx = make_context()
-        _pass("shard-tensor", tp=2).apply(ctx, module)
-        _pass("shard-expert", ep=2).apply(ctx, module)
+        ALL_PASSES["shard-tensor"]()(tp=2).apply(ctx, module)
+        ALL_PASSES["shard-expert"]()(ep=2).apply(ctx, module)
         module.verify()
         per_rank.append(phase_flops(module, mode, sim.MatmulOp))
     assert per_rank[0] == pytest.approx(per_rank[1])
