@@ -16,9 +16,9 @@ from charon_ir import cli, commands
 
 def test_each_summary_is_the_first_paragraph_of_its_commands_help():
     for name, (module, summary) in cli.COMMANDS.items():
-        commands = typer.Typer(add_completion=False)
-        importlib.import_module(f"charon_ir.commands.{module}").register(commands)
-        (info,) = commands.registered_commands
+        group = typer.Typer(add_completion=False)
+        importlib.import_module(f"charon_ir.commands.{module}").register(group)
+        (info,) = group.registered_commands
         assert info.name == name, module
         first = inspect.cleandoc(info.callback.__doc__ or "").split("\n\n")[0]
         assert first == summary, name
