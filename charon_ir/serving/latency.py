@@ -425,12 +425,18 @@ def _cache_dir() -> Path:
     return cache_root() / "serving"
 
 
+PRICING_PASSES = ("fuse", "shard_tensor", "shard_expert", "set_target", "cost_annotate")
+"""The passes `_price_module` runs (their files, beside shard_tensor.py)."""
+
+
 def source_files() -> list[Path]:
-    """The code a table depends on: the engines, this module and shard-tensor
-    with the sharding rules and propagation it runs (parallel/sharding/)."""
+    """The code a table depends on: the engines, this module, the passes that
+    price a step and the sharding rules and propagation shard-tensor and
+    shard-expert run (parallel/sharding/)."""
     root = Path(charon_ir.__file__).resolve().parent
+    passes = Path(shard_tensor.__file__).resolve().parent
     return (sorted((root / "engines").glob("*.py")) + sorted((root / "parallel" / "sharding").glob("*.py"))
-            + [Path(__file__), Path(shard_tensor.__file__)])
+            + [Path(__file__)] + [passes / f"{name}.py" for name in PRICING_PASSES])
 
 
 def _sources_digest() -> str:

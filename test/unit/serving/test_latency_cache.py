@@ -5,8 +5,10 @@ one warning line."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,6 +91,18 @@ def test_a_table_depends_on_the_sharding_rules_shard_tensor_runs():
     package = Path(sharding.__file__).resolve().parent
     assert {f.resolve() for f in package.glob("*.py")} <= files
     assert Path(latency.shard_tensor.__file__).resolve() in files
+
+
+def test_a_table_depends_on_every_pass_that_prices_it():
+    """`_price_module`'s passes (fuse, shard-tensor, shard-expert, set-target,
+    cost-annotate) are files of the digest, and each exists: a name that no
+    longer names a file would silently drop out of it."""
+    files = latency.source_files()
+    names = {f.stem for f in files}
+    assert set(latency.PRICING_PASSES) <= names
+    assert all(f.is_file() for f in files)
+    source = inspect.getsource(latency._price_module)
+    assert {name.replace("_", "-") for name in latency.PRICING_PASSES} == set(re.findall(r'_pass\("([a-z-]+)"', source))
 
 
 def test_a_table_is_keyed_on_what_its_imports_depend_on(monkeypatch):
