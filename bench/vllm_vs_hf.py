@@ -23,8 +23,8 @@ from rows import print_rows
 from charon_ir import serve
 from charon_ir.api import load_model_module
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.frontend import phase_flops
-from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.serving.latency import ReplicaShape, _price_module
 
 HARDWARE = "H100-SXM5-80GB"

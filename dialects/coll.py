@@ -55,6 +55,12 @@ from charon_ir.dialects.sim import shape_of, tensor_bytes
 AnyTensor = base(TensorType)
 
 
+GRAD_SYNC = "coll.grad_sync"
+"""On a sharding pass's all-reduce of a weight gradient's partial sums: the
+data-parallel reduction folds it into its own, and an accumulating micro-batch
+skips it (lower-to-events)."""
+
+
 @irdl_op_definition
 class GridOp(IRDLOperation):
     """A logical grid of devices with named axes, outermost first:

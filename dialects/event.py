@@ -66,6 +66,10 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
 Token = base(TokenType)
 
 
+PROGRAM_HARDWARE_ATTR = "hardware"
+"""On an `event.program` of a module targeted at a cluster of several node kinds:
+the GPU (its ref) the stage runs on."""
+
 RECOMPUTE_FLOPS = "recompute_flops"
 """An event.program's attribute: the FLOPs per rank its step spends re-running the
 forward (recompute), which model FLOPs (MFU) leave out and hardware FLOPs count."""

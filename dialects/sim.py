@@ -135,9 +135,61 @@ def _check_static(op_name: str, *values: SSAValue) -> None:
 # Attributes
 # ---------------------------------------------------------------------------
 
+# The names of the discardable attributes passes leave for later passes, each
+# defined here once (a pass and its readers import it).
+
+# On the module:
+TARGET_ATTR = "sim.target"
+"""The hardware or cluster the module is priced for (`set-target`)."""
 PIPELINE_ATTR = "sim.pipeline"
 """The module attribute the `pipeline` pass records its schedule in (pp, vpp,
 microbatches, schedule), read by memory analysis, the lowering and the tiers."""
+DATA_PARALLEL_ATTR = "sim.data_parallel"
+"""Set by data-parallel: its dp, ZeRO stage and groups (memory-analysis reads them)."""
+MEMORY_ATTR = "sim.memory"
+"""Set by memory-analysis: each stage's peak bytes."""
+RECOMPUTE_POLICY_ATTR = "sim.recompute_policy"
+"""The policy `recompute` compiled the step with, for reports."""
+OPTIMIZER_KERNELS_ATTR = "sim.optimizer_kernels"
+"""Set by unfuse-optimizer: the optimizer step runs as separate kernels."""
+ACCUMULATED_ATTR = "sim.accumulated_gradients"
+"""Set by accumulate-gradients (it refuses a second run)."""
+TENSOR_PARALLEL_ATTR = "sim.tensor_parallel"
+"""Set by shard-tensor: the module is split over this many tp ranks."""
+EXPERT_TP_ATTR = "sim.expert_tp"
+"""Set once the experts' ffn dim is settled (by shard-expert's etp or by
+shard-tensor): shard-tensor leaves expert weights alone when it is there."""
+TP_COMM_OVERLAP_ATTR = "sim.tp_comm_overlap"
+"""Set by `sequence-parallel{tp-comm-overlap=true}`: the tp all_gathers /
+reduce_scatters run pipelined with the GEMMs next to them (the analytic engine
+prices them so)."""
+REPLICATED_ATTR = "sim.replicated_flops"
+"""Set by the parallel accounting: FLOPs every rank repeats (not split)."""
+
+# On ops:
+COST_ATTR = "sim.cost"
+"""A `#sim.cost` on every op `cost-annotate` priced (per iteration in a repeat)."""
+NODE_KIND_ATTR = "node_kind"
+"""On a `sim.stage` of a module targeted at a cluster of several node kinds: the
+kind (a `node` block's label) its ranks sit on, set by `set-target`."""
+RECOMPUTE_ATTR = "sim.recompute"
+"""Set by the `recompute` pass: "selective" on a non-flash attention whose core is
+recomputed in backward (the forward one, its backward clone and its gradient);
+"full" on a forward layer repeat whose body is re-run in backward and on the
+ops of that re-run."""
+DROPOUT_ATTR = "dropout"
+"""A unit attribute on `sim.attention`: the softmax is followed by dropout, whose
+mask (1 byte per score) and output are saved as well (Megatron's attention
+dropout, Korthikanti et al. 2022, eq. 2)."""
+ATTENTION_KERNEL_ATTR = "kernel"
+"""Which flash-attention kernel runs an attention op (`fuse`; the cost engine reads it)."""
+FIRST_FORWARD_ATTR = "sim.first_forward"
+"""On the ops of a parameter gather (packing, all_gathers, unpacking) that run only
+in a chunk's first forward of the step (data-parallel's ZeRO-3)."""
+SEQUENCE_PARALLEL_ATTR = "sim.sequence_parallel"
+"""Marks the all_gathers sequence-parallel made, the only ones it moves; on the
+module, one imported already sequence-parallel (the frontend's Megatron-Core
+models), which the pass leaves as it is."""
 
 
 @irdl_attr_definition

@@ -46,9 +46,11 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import event
+from charon_ir.dialects.event import PROGRAM_HARDWARE_ATTR
 from charon_ir.dialects.coll import (
     AllReduceOp,
     CollectiveOp,
+    GRAD_SYNC,
     GridOp,
     RecvOp,
     ReduceScatterOp,
@@ -56,12 +58,17 @@ from charon_ir.dialects.coll import (
 )
 from charon_ir.dialects.sim import (
     AttentionGradOp,
+    COST_ATTR,
     ComputeOp,
     CostAttr,
+    FIRST_FORWARD_ATTR,
     GenericOp,
     InputOp,
+    NODE_KIND_ATTR,
+    PIPELINE_ATTR,
     ParamOp,
     PhaseOp,
+    RECOMPUTE_ATTR,
     RepeatOp,
     StageOp,
     ViewOp,
@@ -69,16 +76,13 @@ from charon_ir.dialects.sim import (
     numel,
 )
 from charon_ir.errors import CharonError
-from charon_ir.memory.tensors import RECOMPUTE_ATTR
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.mesh import GRAD_SYNC, data_parallel_replicas
+from charon_ir.parallel.mesh import data_parallel_replicas
 from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
-from charon_ir.passes.pipeline import PIPELINE_ATTR
-from charon_ir.passes.cost_annotate import COST_ATTR
-from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR, schedule_marks
+from charon_ir.passes.data_parallel import schedule_marks
 from charon_ir.passes.set_target import check_grids_fit
-from charon_ir.target.target import NODE_KIND_ATTR, PROGRAM_HARDWARE_ATTR, Target
+from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"
 HOST_STREAM = "host"
@@ -125,12 +129,12 @@ class _Emitter:
     last_compute: SSAValue | None = None
     skip_gradient_sync: bool = False
     """Accumulating micro-batch: gradients are reduced over dp only on the last,
-    and so is any all-reduce a sharding pass marked `charon.grad_sync` (on any
+    and so is any all-reduce a sharding pass marked `coll.grad_sync` (on any
     axis: data-parallel folds the cp ones into its own reduction, and a pipeline
     without data-parallel still sums the partial gradients once per step)."""
     first_forward: bool = True
     """Whether this is a chunk's first forward of the step: the only one that runs
-    the parameter gathers marked `charon.first_forward` (a step without a schedule
+    the parameter gathers marked `sim.first_forward` (a step without a schedule
     has one forward)."""
     part: str = ""
     """Under a split backward: "B" lowers all but the weight-gradient ops, "W" only
@@ -216,7 +220,7 @@ class _Emitter:
         raise CharonError(f"lower-to-events: cannot lower '{op.name}'")
 
     def runs_first_forward_op(self, op: Operation) -> bool:
-        """Whether an op of an overlapped parameter gather (`charon.first_forward`)
+        """Whether an op of an overlapped parameter gather (`sim.first_forward`)
         runs here: its all_gathers run in the first forward only. Its packing ops
         never run: they are views into Megatron-Core's contiguous parameter
         buffer, whose gathers the forward hooks dispatch ahead of the compute that

@@ -38,10 +38,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import ACCUMULATED_ATTR
 from charon_ir.errors import CharonError
 
-ACCUMULATED_ATTR = "sim.accumulated_gradients"
-"""Set on the module by the pass (it refuses a second run)."""
 CALLEE = "accumulate_grads"
 
 

@@ -1,5 +1,5 @@
 """
-Price every compute op and collective: attach `cost = #sim.cost<...>` with the
+Price every compute op and collective: attach `sim.cost = #sim.cost<...>` with the
 time, FLOPs, bytes and the engine that priced it.
 
 Options:
@@ -43,13 +43,19 @@ from xdsl.pattern_rewriter import (
 )
 
 from charon_ir.dialects.coll import CollectiveOp
-from charon_ir.dialects.sim import ComputeOp, CostAttr, MatmulOp, RepeatOp, StageOp
+from charon_ir.dialects.sim import (
+    COST_ATTR,
+    ComputeOp,
+    CostAttr,
+    MatmulOp,
+    NODE_KIND_ATTR,
+    RepeatOp,
+    StageOp,
+)
 from charon_ir.engines.analytic import FP8_RECIPES, AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
 from charon_ir.errors import CharonError
-from charon_ir.target.target import NODE_KIND_ATTR, Target
-
-COST_ATTR = "cost"
+from charon_ir.target.target import Target
 
 
 @dataclass

@@ -3,7 +3,7 @@ Data parallelism: replicas over the `dp` grid axis synchronise gradients. Ranks 
 a `cp` axis (shard-context) hold whole weights and each computes a partial sum of
 every weight gradient: they join the group (dp x cp, Megatron-Core's
 `data_parallel_group_with_cp`), the per-micro-batch cp all-reduces shard-context
-marked `charon.grad_sync` are folded into the step's reduction, and ZeRO shards
+marked `coll.grad_sync` are folded into the step's reduction, and ZeRO shards
 over dp x cp.
 
 Options:
@@ -29,7 +29,7 @@ Gradient accumulation over micro-batches is not unrolled in IR: one micro-batch'
 step is described once and the schedule repeats it; gradients are reduced once per
 step, on the last micro-batch, and parameters gathered in the forward under
 overlap-param-gather once, on the first (those gathers are marked
-`charon.first_forward`); `sim.data_parallel` records the settings for
+`sim.first_forward`); `sim.data_parallel` records the settings for
 `lower-to-events` and `memory-analysis`.
 
 Buckets are flat buffers a collective runs on; packing gradients into them costs
@@ -56,16 +56,12 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.coll import GRAD_SYNC
+from charon_ir.dialects.sim import DATA_PARALLEL_ATTR, FIRST_FORWARD_ATTR, OPTIMIZER_KERNELS_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.memory.states import DATA_PARALLEL_ATTR
 from charon_ir.parallel.experts import is_expert_weight
-from charon_ir.parallel.mesh import GRAD_SYNC, MESH, data_parallel_replicas, ensure_axis, grid_axes
+from charon_ir.parallel.mesh import MESH, data_parallel_replicas, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
-from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
-
-FIRST_FORWARD_ATTR = "charon.first_forward"
-"""On the ops of a parameter gather (packing, all_gathers, unpacking) that run only
-in a chunk's first forward of the step."""
 
 
 def schedule_marks(module: ModuleOp) -> tuple[bool, bool]:
@@ -299,7 +295,7 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync], gather_i
 
 
 def _fold_context_gradient_sums(module: ModuleOp) -> None:
-    """Drop shard-context's cp all-reduces of weight gradients (`charon.grad_sync`):
+    """Drop shard-context's cp all-reduces of weight gradients (`coll.grad_sync`):
     the step's reduction over dp x cp sums the partial gradients once, not every
     micro-batch."""
     for op in list(module.walk()):

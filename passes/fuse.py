@@ -53,6 +53,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import ATTENTION_KERNEL_ATTR
 from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import Roots
@@ -376,10 +377,6 @@ def _drop_outputs(fused: sim.GenericOp, dropped: list[int]) -> None:
         result.name_hint = old.name_hint
     fused.detach()
     fused.erase()
-
-
-ATTENTION_KERNEL_ATTR = "kernel"
-"""Which flash-attention kernel runs an attention op (read by the cost engine)."""
 
 
 class FusionPattern(RewritePattern):

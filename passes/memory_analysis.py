@@ -34,10 +34,11 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import MEMORY_ATTR, TARGET_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.memory import GIB, MEMORY_ATTR, analyze_memory
+from charon_ir.memory import GIB, analyze_memory
 from charon_ir.passes.set_target import stage_gpus
-from charon_ir.target.target import TARGET_ATTR, Target
+from charon_ir.target.target import Target
 
 
 @dataclass(frozen=True)

@@ -58,14 +58,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.coll import GRAD_SYNC
+from charon_ir.dialects.sim import OPTIMIZER_KERNELS_ATTR, PIPELINE_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.parallel.mesh import GRAD_SYNC, MESH, ensure_axis, grid_axes
+from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
 from charon_ir.passes.sequence_parallel import step_tokens
-from charon_ir.passes.unfuse_optimizer import OPTIMIZER_KERNELS_ATTR
-
-PIPELINE_ATTR = sim.PIPELINE_ATTR
 
 
 def even_split(layers: int, parts: int) -> list[int]:
@@ -142,7 +141,7 @@ def _gradient_sum(op: Operation) -> tuple[SSAValue, list[Operation]] | None:
     """When `op` adds two partials of a parameter's gradient (a tied weight's
     embedding and head gradients): the parameter, and the ops that carry the sum
     to the backward phase's yield (the sums over context-parallel ranks that
-    shard-context marks `charon.grad_sync`). None for any other op."""
+    shard-context marks `coll.grad_sync`). None for any other op."""
     if not (isinstance(op, sim.ElementwiseOp) and op.kind.data == "add" and len(op.inputs) == 2):
         return None
     carriers: list[Operation] = []

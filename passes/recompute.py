@@ -73,14 +73,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import FIRST_FORWARD_ATTR, RECOMPUTE_ATTR, RECOMPUTE_POLICY_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.memory.tensors import RECOMPUTE_ATTR, alias_source, is_model_state_buffer
+from charon_ir.memory.tensors import alias_source, is_model_state_buffer
 from charon_ir.parallel.sub_blocks import DEFAULT_MODULES, MODULES, LayerBlocks, with_views
-from charon_ir.passes.data_parallel import FIRST_FORWARD_ATTR
 
 POLICIES = ("none", "selective", "full")
-POLICY_ATTR = "sim.recompute_policy"
-"""On the module: the policy the step was compiled with, for reports."""
 
 
 def saved_source(value: SSAValue) -> SSAValue:
@@ -740,4 +738,4 @@ class RecomputePass(ModulePass):
                     "recompute: option 'policy=full' needs the layers as a forward sim.repeat "
                     "whose saved outputs a reverse sim.repeat in backward reads; the step has none"
                 )
-        op.attributes[POLICY_ATTR] = StringAttr(self.policy)
+        op.attributes[RECOMPUTE_POLICY_ATTR] = StringAttr(self.policy)

@@ -49,15 +49,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.coll import GRAD_SYNC
+from charon_ir.dialects.sim import SEQUENCE_PARALLEL_ATTR, TP_COMM_OVERLAP_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops, total_flops
-from charon_ir.parallel.mesh import GRAD_SYNC, MESH, grid_axes
+from charon_ir.parallel.mesh import MESH, grid_axes
 from charon_ir.parallel.sharding.layout import reshape_groups, shape, with_shape
-
-SP_ATTR = "charon.sequence_parallel"
-"""Marks the all_gathers this pass made, the only ones it moves; on the module,
-one imported already sequence-parallel (the frontend's Megatron-Core models),
-which the pass leaves as it is."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +78,7 @@ class Tokens:
 def _gathered(value: SSAValue) -> coll.AllGatherOp | None:
     """The SP all_gather `value` comes from, if any."""
     owner = value.owner
-    if isinstance(owner, coll.AllGatherOp) and SP_ATTR in owner.attributes:
+    if isinstance(owner, coll.AllGatherOp) and SEQUENCE_PARALLEL_ATTR in owner.attributes:
         return owner
     return None
 
@@ -107,7 +104,7 @@ def _gather(value: SSAValue, dim: int, tp: int) -> coll.AllGatherOp:
     full = list(shape(value))
     full[dim] *= tp
     op = coll.AllGatherOp(value, MESH, ["tp"], with_shape(value.type, full), axis=IntegerAttr(dim, 64))
-    op.attributes[SP_ATTR] = UnitAttr()
+    op.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()
     return op
 
 
@@ -129,7 +126,7 @@ class SplitAllReduce(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: coll.AllReduceOp, rewriter: PatternRewriter) -> None:
-        if op.axis_names() != ["tp"] or GRAD_SYNC in op.attributes or SP_ATTR in op.attributes:
+        if op.axis_names() != ["tp"] or GRAD_SYNC in op.attributes or SEQUENCE_PARALLEL_ATTR in op.attributes:
             return
         src = op.input.owner
         while isinstance(src, sim.ViewOp):
@@ -252,7 +249,7 @@ class SinkGather(RewritePattern):
         if rd == -1:
             local = _clone_on(op, new_operands)
             reduce = coll.AllReduceOp(local.results[0], MESH, ["tp"])
-            reduce.attributes[SP_ATTR] = UnitAttr()  # a sum over tokens: stays whole
+            reduce.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()  # a sum over tokens: stays whole
             rewriter.insert([*pre, local, reduce], InsertPoint.before(op))
             rewriter.replace(op, [], [reduce.result])
             return
@@ -316,7 +313,7 @@ class SinkGather(RewritePattern):
                 new_results.append(ag.result)
             else:
                 reduce = coll.AllReduceOp(lr, MESH, ["tp"])
-                reduce.attributes[SP_ATTR] = UnitAttr()  # a sum over tokens: stays whole
+                reduce.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()  # a sum over tokens: stays whole
                 post.append(reduce)
                 new_results.append(reduce.result)
         rewriter.insert([*pre, local], InsertPoint.before(op))
@@ -449,7 +446,7 @@ class EraseUnusedGather(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: coll.AllGatherOp, rewriter: PatternRewriter) -> None:
-        if SP_ATTR in op.attributes and not op.result.uses:
+        if SEQUENCE_PARALLEL_ATTR in op.attributes and not op.result.uses:
             rewriter.erase(op)
 
 
@@ -465,7 +462,7 @@ def carried_gathers_first(module: ModuleOp) -> None:
         carried = set(block.args[: len(rep.iter_init)])
         first = [
             op for op in block.ops
-            if isinstance(op, coll.AllGatherOp) and SP_ATTR in op.attributes and op.input in carried
+            if isinstance(op, coll.AllGatherOp) and SEQUENCE_PARALLEL_ATTR in op.attributes and op.input in carried
         ]
         for op in reversed(first):
             op.detach()
@@ -481,11 +478,6 @@ def step_tokens(module: ModuleOp) -> tuple[int, int]:
     return 0, 0
 
 
-TP_COMM_OVERLAP_ATTR = "charon.tp_comm_overlap"
-"""Module attribute: the tp all_gathers / reduce_scatters run pipelined with the
-GEMMs next to them (the analytic engine prices them so)."""
-
-
 @dataclass(frozen=True)
 class SequenceParallelPass(ModulePass):
     name = "sequence-parallel"
@@ -499,7 +491,7 @@ class SequenceParallelPass(ModulePass):
         tp = grid_axes(op).get("tp", 1)
         if tp == 1:
             raise CharonError("sequence-parallel: needs tensor parallelism (run shard-tensor{tp=N} first)")
-        if SP_ATTR in op.attributes:
+        if SEQUENCE_PARALLEL_ATTR in op.attributes:
             # imported sequence-parallel (Megatron-Core's model code at its tp):
             # its all-gathers and reduce-scatters are the model's own
             if self.tp_comm_overlap:

@@ -35,15 +35,13 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects.coll import GridOp
+from charon_ir.dialects.sim import COST_ATTR, MEMORY_ATTR, NODE_KIND_ATTR, StageOp, TARGET_ATTR
 from charon_ir.dialects.event import ProgramOp
-from charon_ir.dialects.sim import StageOp
-from charon_ir.memory import MEMORY_ATTR
 from charon_ir.parallel.mesh import grid_axes
 from charon_ir.errors import CharonError
-from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.target.cluster import MAX_CLUSTER_COUNT, Cluster, load_cluster
 from charon_ir.target.hardware import GpuSpec, UnknownGpuError, load_gpu
-from charon_ir.target.target import NODE_KIND_ATTR, TARGET_ATTR, Target
+from charon_ir.target.target import Target
 from charon_ir.target.topology import group_ranks
 
 DEFAULT_GPUS_WITHOUT_CLUSTER = 8

@@ -27,7 +27,7 @@ pass that splits k and v again cannot retype them.
 The sequence split starts at the step inputs (token ids, positions, labels, and
 any other input with a sequence dim) and propagates; each op is token-local except
 attention and the sums over tokens, which leave partial sums: weight gradients are
-all-reduced over `cp` (marked `charon.grad_sync`: data-parallel folds them into its
+all-reduced over `cp` (marked `coll.grad_sync`: data-parallel folds them into its
 one reduction over dp x cp per step) and so is the loss.
 """
 

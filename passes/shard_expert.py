@@ -51,6 +51,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.sim import EXPERT_TP_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import (
     multiplicity,
@@ -64,10 +65,6 @@ from charon_ir.parallel.sharding.layout import REPLICATED, retype, shape, split,
 from charon_ir.parallel.sharding.propagation import propagate
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric, ShardPattern
 from charon_ir.parallel.sharding.state import ShardingState
-
-EXPERT_TP_ATTR = "charon.expert_tp"
-"""Set on the module once the experts' ffn dim is settled (by shard-expert's etp or
-by shard-tensor): shard-tensor leaves expert weights alone when it is there."""
 
 
 @dataclass

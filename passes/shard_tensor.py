@@ -30,7 +30,7 @@ cross-entropy all-reduces its per-token max, sum of exponentials and target logi
 to a multiple of 128 * tp, as Megatron does. Weights read as [in, out] (GPT-2's
 Conv1D) are split on the matching dims.
 
-The work left whole on every rank is recorded in `charon.replicated_flops`.
+The work left whole on every rank is recorded in `sim.replicated_flops`.
 """
 
 from __future__ import annotations
@@ -42,16 +42,17 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import sim
-from charon_ir.dialects.sim import ParamRole, WeightSplit
+from charon_ir.dialects.sim import EXPERT_TP_ATTR, ParamRole, TENSOR_PARALLEL_ATTR, WeightSplit
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
 from charon_ir.parallel.experts import is_stacked
 from charon_ir.parallel.mesh import ensure_axis, find_grid
-from charon_ir.passes.shard_expert import EXPERT_TP_ATTR, expert_weight_dims
+from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.parallel.sharding.layout import Shard, retype, shape, split, weight_layouts, with_shape
 from charon_ir.parallel.sharding.propagation import propagate
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
 from charon_ir.parallel.sharding.state import ShardingState
+
 
 @dataclass(frozen=True)
 class WeightRule:
@@ -111,10 +112,6 @@ def model_dims(module: ModuleOp) -> dict[str, int]:
         if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)):
             return {"heads": shape(op.q)[2], "kv_heads": shape(op.k)[2], "seq": shape(op.q)[1]}
     return {"heads": 0, "kv_heads": 0, "seq": 0}
-
-
-TENSOR_PARALLEL_ATTR = "charon.tensor_parallel"
-"""Module attribute: shard-tensor has split the module over this many tp ranks."""
 
 
 def _refuse_a_second_run(module: ModuleOp) -> None:

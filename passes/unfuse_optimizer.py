@@ -52,9 +52,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import OPTIMIZER_KERNELS_ATTR
 from charon_ir.errors import CharonError
 
-OPTIMIZER_KERNELS_ATTR = "sim.optimizer_kernels"
 
 LOSS_SCALED_BEFORE = (("main_grads_from_half", 6), ("unscale_check_finite", 8))
 BEFORE = (("grad_norm", 4),)

@@ -31,6 +31,7 @@ from charon_ir.dialects.sim import (
     ElementwiseOp,
     GenericOp,
     MatmulOp,
+    TP_COMM_OVERLAP_ATTR,
     ViewOp,
     numel,
     shape_of,
@@ -278,9 +279,6 @@ class AnalyticEngine(CostEngine):
 # ---------------------------------------------------------------------------
 # Tensor-parallel communication overlapped with GEMMs (--tp-comm-overlap)
 # ---------------------------------------------------------------------------
-
-TP_COMM_OVERLAP_ATTR = "charon.tp_comm_overlap"
-"""Set on the module by `sequence-parallel{tp-comm-overlap=true}`."""
 
 
 def tp_comm_overlap_enabled(op: CollectiveOp) -> bool:

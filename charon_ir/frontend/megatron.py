@@ -68,10 +68,10 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
+from charon_ir.dialects.sim import SEQUENCE_PARALLEL_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.frontend import torch_ops
 from charon_ir.parallel.mesh import ensure_axis
-from charon_ir.passes.sequence_parallel import SP_ATTR
 
 ACTIVATIONS = {
     "silu": torch.nn.functional.silu,
@@ -476,7 +476,7 @@ def on_tensor_parallel_mesh(module: ModuleOp, tp: int, sequence_parallel: bool) 
     a sequence-parallel import is marked so, for sequence-parallel to leave it."""
     ensure_axis(module, "tp", tp, "megatron")
     if sequence_parallel:
-        module.attributes[SP_ATTR] = UnitAttr()
+        module.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()
 
 
 def _tensors_as_buffers(model: nn.Module) -> None:

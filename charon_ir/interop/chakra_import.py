@@ -52,10 +52,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.sim import COST_ATTR, PIPELINE_ATTR
 from charon_ir.errors import CharonError, read_json_file
 from charon_ir.interop.chakra import node_attrs, read_trace, schema
-from charon_ir.passes.cost_annotate import COST_ATTR
-from charon_ir.passes.pipeline import PIPELINE_ATTR
 
 FREE = frozenset({
     "aten::view", "aten::as_strided", "aten::t", "aten::transpose", "aten::reshape", "aten::expand",

@@ -6,7 +6,8 @@ communication buffers; the peak of each pipeline stage.
     peak_bytes_per_stage(module) -> list[int]             (after memory-analysis)
 """
 
-from charon_ir.memory.analysis import GIB, MEMORY_ATTR, StageMemory, analyze_memory, peak_bytes_per_stage
+from charon_ir.dialects.sim import MEMORY_ATTR
+from charon_ir.memory.analysis import GIB, StageMemory, analyze_memory, peak_bytes_per_stage
 from charon_ir.memory.liveness import PhaseMemory, Roots, layer_saved_values, phase_memory
 from charon_ir.memory.states import DataParallel, ModelStates, model_states
 

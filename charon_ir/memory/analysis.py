@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block
 
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.sim import MEMORY_ATTR, PIPELINE_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, fp8_saved_gemm_inputs, phase_memory
 from charon_ir.memory.schedule import scheduled_activations
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from charon_ir.memory.schedule import ScheduledActivations
     from charon_ir.target.target import Target
 
-PIPELINE_ATTR = sim.PIPELINE_ATTR
 GIB = 2**30
 
 CONSUMER_LABELS = {
@@ -249,9 +249,6 @@ def _result(stage: int, chunks: list[_StageClass], acts: ScheduledActivations) -
         comm_buffers=max(c.comm_buffers for c in chunks),
         weight_grad_residual_per_microbatch=acts.weight_grad_residual,
     )
-
-
-MEMORY_ATTR = "sim.memory"
 
 
 def peak_bytes_per_stage(module: ModuleOp) -> list[int]:

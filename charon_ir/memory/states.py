@@ -24,9 +24,10 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import DATA_PARALLEL_ATTR
 from charon_ir.memory.tensors import is_alias_op, value_bytes
 from charon_ir.parallel.experts import is_expert_weight
-from charon_ir.parallel.mesh import DATA_PARALLEL_ATTR, grid_axes
+from charon_ir.parallel.mesh import grid_axes
 
 GRAD_BYTES = 2
 OPTIMIZER_STATE_BYTES: dict[str, int] = {"adamw": 12, "adam": 12, "sgd": 8}

@@ -19,17 +19,8 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.sim import DROPOUT_ATTR, RECOMPUTE_ATTR
 
-RECOMPUTE_ATTR = "sim.recompute"
-"""Set by the `recompute` pass: "selective" on a non-flash attention whose core is
-recomputed in backward (the forward one, its backward clone and its gradient);
-"full" on a forward layer repeat whose body is re-run in backward and on the
-ops of that re-run."""
-
-DROPOUT_ATTR = "dropout"
-"""A unit attribute on `sim.attention`: the softmax is followed by dropout, whose
-mask (1 byte per score) and output are saved as well (Megatron's attention
-dropout, Korthikanti et al. 2022, eq. 2)."""
 
 ALIAS_CALLEES = frozenset(
     {

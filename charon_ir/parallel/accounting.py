@@ -9,7 +9,7 @@ passes compare these sums before and after a pass:
 A pass that leaves work replicated on every rank of its group (a norm on the
 replicated hidden state, a kv head shared by several ranks) records it with
 `record_replicated_flops`, under its own name, in the module attribute
-`charon.replicated_flops`.
+`sim.replicated_flops`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, ModuleOp
 from xdsl.ir import Operation
 
 from charon_ir.dialects.coll import CollectiveOp
-from charon_ir.dialects.sim import ComputeOp, RepeatOp
-
-REPLICATED_ATTR = "charon.replicated_flops"
+from charon_ir.dialects.sim import ComputeOp, REPLICATED_ATTR, RepeatOp
 
 
 def walk_with_multiplicity(op: Operation, mult: int = 1) -> Iterator[tuple[Operation, int]]:

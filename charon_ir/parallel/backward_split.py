@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from xdsl.ir import Block, Operation, SSAValue
 
 from charon_ir.dialects import coll, sim
-from charon_ir.memory.tensors import RECOMPUTE_ATTR
+from charon_ir.dialects.sim import RECOMPUTE_ATTR
 
 
 def _ancestors(block: Block, roots: Iterable[SSAValue]) -> set[Operation]:

@@ -10,17 +10,12 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from charon_ir.dialects.coll import GridOp
+from charon_ir.dialects.coll import GRAD_SYNC, GridOp
+from charon_ir.dialects.sim import DATA_PARALLEL_ATTR
 from charon_ir.errors import CharonError
 
-DATA_PARALLEL_ATTR = "sim.data_parallel"
-"""Set on the module by data-parallel: its dp, ZeRO stage and groups (memory-analysis reads them)."""
 
 MESH = "mesh"
-GRAD_SYNC = "charon.grad_sync"
-"""On a sharding pass's all-reduce of a weight gradient's partial sums: the
-data-parallel reduction folds it into its own, and an accumulating micro-batch
-skips it (lower-to-events)."""
 AXIS_ORDER = ("dp", "pp", "cp", "ep", "tp")
 
 

@@ -16,9 +16,9 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import event
+from charon_ir.dialects.event import PROGRAM_HARDWARE_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.runtime.fold import LoopFolding, LoopSummary, is_foldable
-from charon_ir.target.target import PROGRAM_HARDWARE_ATTR
 from charon_ir.runtime.program import (
     KIND_COMM,
     KIND_COMPUTE,

@@ -62,11 +62,11 @@ import numpy as np
 
 from charon_ir.api import _pass, load_model_module
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.engines.collectives import cached_plan
 from charon_ir.errors import CharonError
 from charon_ir.frontend import load_config
 from charon_ir.passes import shard_context
-from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.serving import metrics as m
 from charon_ir.serving.latency import (
     Curve,

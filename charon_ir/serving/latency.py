@@ -50,6 +50,7 @@ from typing import Any
 import charon_ir
 from charon_ir.api import _pass, load_model_module
 from charon_ir.dialects import coll, sim
+from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.engines.analytic import AnalyticEngine
 from charon_ir.engines.compute_efficiency import attention_constants, attention_tiles
 from charon_ir.errors import CharonError, one_line, reason_of
@@ -57,7 +58,6 @@ from charon_ir.frontend import import_versions, load_config, prefetch_steps
 from charon_ir.frontend.cache import cache_root
 from charon_ir.frontend.configs import expert_count, family_of
 from charon_ir.passes import shard_tensor
-from charon_ir.passes.cost_annotate import COST_ATTR
 from charon_ir.progress import progress_bar
 from charon_ir.target.hardware import check_fp8, load_gpu
 from charon_ir.target.target import Target

@@ -15,17 +15,13 @@ from math import prod
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 
+from charon_ir.dialects.sim import NODE_KIND_ATTR, TARGET_ATTR
+from charon_ir.dialects.event import PROGRAM_HARDWARE_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import Cluster, implicit_cluster, parse_cluster_cached
 from charon_ir.target.hardware import GpuSpec, load_gpu
 from charon_ir.target.topology import group_ranks, place
 
-TARGET_ATTR = "sim.target"
-NODE_KIND_ATTR = "node_kind"
-"""On a `sim.stage` of a module targeted at a cluster of several node kinds: the
-kind (a `node` block's label) its ranks sit on, set by `set-target`."""
-PROGRAM_HARDWARE_ATTR = "hardware"
-"""On an `event.program` of such a module: the GPU (its ref) the stage runs on."""
 
 # Per-step latency of a collective (alpha), seconds, for callers that want one
 # number per link; the analytic engine uses NCCL's full latency model

@@ -13,7 +13,7 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from charon_ir.dialects import coll, sim
-from charon_ir.parallel.mesh import GRAD_SYNC
+from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.parallel.sharding.conversions import row_stats
 from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split, with_shape
 from charon_ir.parallel.sharding.state import ShardingState
@@ -246,7 +246,6 @@ class ShardSoftmax(ShardPattern):
         st.shards[op.result] = s
         if s.dim == op.dim.value.data:
             row_stats(st, op, op.input, s.dim, 2)
-
 
 
 @dataclass

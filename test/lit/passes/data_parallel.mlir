@@ -71,9 +71,9 @@
 // PARAM-GATHER:      sim.data_parallel = {{{.*}}zero = 1 : i64, {{.*}}overlap_param_gather = true}
 // PARAM-GATHER:      sim.repeat 8
 // PARAM-GATHER-NEXT: ^{{.*}}(%{{.*}}: tensor<1x64x64xbf16>, %[[W:.*]]: tensor<64x64xbf16>):
-// PARAM-GATHER-NEXT:   %[[S:.*]] = sim.generic "param_shard_bucket"(%[[W]]) {charon.first_forward,
-// PARAM-GATHER-NEXT:   %[[G:.*]] = coll.all_gather %[[S]] on @mesh ["dp"] axis 0 {charon.first_forward} : tensor<1024xbf16> -> tensor<4096xbf16>
-// PARAM-GATHER-NEXT:   %[[FULL:.*]] = sim.generic "param_unpack"(%[[G]]) {charon.first_forward,
+// PARAM-GATHER-NEXT:   %[[S:.*]] = sim.generic "param_shard_bucket"(%[[W]]) {sim.first_forward,
+// PARAM-GATHER-NEXT:   %[[G:.*]] = coll.all_gather %[[S]] on @mesh ["dp"] axis 0 {sim.first_forward} : tensor<1024xbf16> -> tensor<4096xbf16>
+// PARAM-GATHER-NEXT:   %[[FULL:.*]] = sim.generic "param_unpack"(%[[G]]) {sim.first_forward,
 // PARAM-GATHER-NEXT:   sim.matmul %{{.*}}, %[[FULL]]
 // PARAM-GATHER:      sim.repeat 8 {{.*}} {reverse}
 // PARAM-GATHER-NOT:    coll.all_gather
@@ -108,7 +108,7 @@
 // per-micro-batch cp sums of the weight gradients fold into its one reduction, and
 // ZeRO shards over all four ranks.
 // CP:      coll.grid @mesh(axes = ["dp", "cp"], shape = 2x2)
-// CP-NOT:  charon.grad_sync
+// CP-NOT:  coll.grad_sync
 // CP:      coll.reduce_scatter %{{.*}} on @mesh ["dp", "cp"] axis 0 : tensor<36992xbf16> -> tensor<9248xbf16>
 // CP:      sim.phase "optimizer"
 // CP:      coll.all_gather %{{.*}} on @mesh ["dp", "cp"] axis 0 : tensor<9248xbf16> -> tensor<36992xbf16>

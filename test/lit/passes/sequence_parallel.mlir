@@ -8,29 +8,29 @@
 // before the column-parallel matmuls; the saved activations stay split and the
 // backward gathers them again for the weight gradients.
 
-// CHECK:        builtin.module attributes {charon.replicated_flops = {"shard-tensor" = {{.*}}, "sequence-parallel" = -{{.*}}}, charon.tensor_parallel = 2 : i64}
+// CHECK:        builtin.module attributes {sim.replicated_flops = {"shard-tensor" = {{.*}}, "sequence-parallel" = -{{.*}}}, sim.tensor_parallel = 2 : i64}
 // CHECK:        %[[X:.*]] = sim.generic "shard.slice"(%x) {{.*}} : (tensor<30x64xbf16>) -> tensor<15x64xbf16>
 // CHECK-LABEL:  sim.phase "forward"
 // CHECK-NEXT:   %[[N1:.*]] = sim.norm "rms" %[[X]], %wn1 : tensor<15x64xbf16>, tensor<64xbf16>
-// CHECK-NEXT:   %[[N1G:.*]] = coll.all_gather %[[N1]] on @mesh ["tp"] axis 0 {charon.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
+// CHECK-NEXT:   %[[N1G:.*]] = coll.all_gather %[[N1]] on @mesh ["tp"] axis 0 {sim.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
 // CHECK-NEXT:   sim.matmul %[[N1G]], %wq {transpose_rhs} : (tensor<30x64xbf16>, tensor<32x64xbf16>) -> tensor<30x32xbf16>
 // CHECK:        %[[P:.*]] = sim.matmul %o, %wo
 // CHECK-NEXT:   %[[PS:.*]] = coll.reduce_scatter %[[P]] on @mesh ["tp"] axis 0 : tensor<30x64xbf16> -> tensor<15x64xbf16>
 // CHECK-NEXT:   %[[H1:.*]] = sim.elementwise "add" %[[X]], %[[PS]] : tensor<15x64xbf16>, tensor<15x64xbf16> -> tensor<15x64xbf16>
 // CHECK-NEXT:   %[[N2:.*]] = sim.norm "rms" %[[H1]], %wn2 : tensor<15x64xbf16>, tensor<64xbf16>
-// CHECK-NEXT:   %[[N2G:.*]] = coll.all_gather %[[N2]] on @mesh ["tp"] axis 0 {charon.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
+// CHECK-NEXT:   %[[N2G:.*]] = coll.all_gather %[[N2]] on @mesh ["tp"] axis 0 {sim.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
 // CHECK:        %[[D:.*]] = sim.matmul %m, %wd
 // CHECK-NEXT:   %[[DS:.*]] = coll.reduce_scatter %[[D]] on @mesh ["tp"] axis 0 : tensor<30x64xbf16> -> tensor<15x64xbf16>
 // CHECK-NEXT:   sim.elementwise "add" %[[H1]], %[[DS]] : tensor<15x64xbf16>, tensor<15x64xbf16> -> tensor<15x64xbf16>
 // CHECK-NEXT:   sim.yield %[[N1]], {{.*}}, %[[H1]], %[[N2]],
 // CHECK-NOT:    coll.all_reduce
 // CHECK-LABEL:  sim.phase "backward"
-// CHECK:        %[[DYG:.*]] = coll.all_gather %dy on @mesh ["tp"] axis 0 {charon.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
+// CHECK:        %[[DYG:.*]] = coll.all_gather %dy on @mesh ["tp"] axis 0 {sim.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
 // CHECK-NEXT:   sim.matmul %[[DYG]], %wd
 // CHECK:        %[[DN2S:.*]] = coll.reduce_scatter %dn2 on @mesh ["tp"] axis 0 : tensor<30x64xbf16> -> tensor<15x64xbf16>
 // The norm weight's gradient sums over the split tokens: all-reduced.
 // CHECK:        %[[DWN2:.*]] = sim.reduce "sum" %{{.*}} [0] : tensor<15x64xbf16> -> tensor<64xbf16>
-// CHECK-NEXT:   coll.all_reduce %[[DWN2]] on @mesh ["tp"] {charon.sequence_parallel} : tensor<64xbf16>
+// CHECK-NEXT:   coll.all_reduce %[[DWN2]] on @mesh ["tp"] {sim.sequence_parallel} : tensor<64xbf16>
 // CHECK:        sim.elementwise "rms_norm_grad" %[[DN2S]], {{.*}} -> tensor<15x64xbf16>
 // CHECK:        coll.reduce_scatter %dn1 on @mesh ["tp"] axis 0 : tensor<30x64xbf16> -> tensor<15x64xbf16>
 // CHECK-LABEL:  sim.phase "optimizer"

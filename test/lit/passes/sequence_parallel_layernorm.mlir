@@ -15,7 +15,7 @@
 // CHECK-LABEL:  sim.phase "forward"
 // CHECK-NEXT:   %[[N:.*]] = sim.norm "layer" %[[X]], %wn1 : tensor<15x64xbf16>, tensor<64xbf16>
 // CHECK-NEXT:   %[[N1:.*]] = sim.elementwise "add" %[[N]], %bn1 : tensor<15x64xbf16>, tensor<64xbf16> -> tensor<15x64xbf16>
-// CHECK-NEXT:   %[[N1G:.*]] = coll.all_gather %[[N1]] on @mesh ["tp"] axis 0 {charon.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
+// CHECK-NEXT:   %[[N1G:.*]] = coll.all_gather %[[N1]] on @mesh ["tp"] axis 0 {sim.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
 // CHECK-NEXT:   %mean, %rstd = sim.generic "layer_norm_stats"(%[[X]]) {flop_count = 0.000000e+00 : f64, byte_count = 1.200000e+02 : f64} : (tensor<15x64xbf16>) -> (tensor<15x1xf32>, tensor<15x1xf32>)
 // CHECK-NEXT:   sim.matmul %[[N1G]], %wq
 // CHECK-NOT:    coll.all_gather
@@ -24,18 +24,18 @@
 // CHECK:        sim.yield %[[N1]], %mean, %rstd, {{.*}}, %[[X]], %out : tensor<15x64xbf16>, tensor<15x1xf32>, tensor<15x1xf32>,
 // Only the saved normed output is gathered again (for the weight gradients).
 // CHECK-NEXT:   }
-// CHECK-NEXT:   %[[SAVED:.*]] = coll.all_gather %f on @mesh ["tp"] axis 0 {charon.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
+// CHECK-NEXT:   %[[SAVED:.*]] = coll.all_gather %f on @mesh ["tp"] axis 0 {sim.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
 // CHECK-NEXT:   sim.phase "backward"
 // CHECK-NEXT:   %dy = sim.elementwise "fill" %f_9 : tensor<15x64xbf16> -> tensor<15x64xbf16>
-// CHECK-NEXT:   %[[DYG:.*]] = coll.all_gather %dy on @mesh ["tp"] axis 0 {charon.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
+// CHECK-NEXT:   %[[DYG:.*]] = coll.all_gather %dy on @mesh ["tp"] axis 0 {sim.sequence_parallel} : tensor<15x64xbf16> -> tensor<30x64xbf16>
 // CHECK-NEXT:   sim.matmul %[[DYG]], %wo
 // CHECK-NOT:    coll.all_gather
 // CHECK:        sim.matmul %dq, %[[SAVED]] {transpose_lhs}
 // CHECK-NOT:    coll.all_gather
 // CHECK:        %[[DN1S:.*]] = coll.reduce_scatter %dn1 on @mesh ["tp"] axis 0 : tensor<30x64xbf16> -> tensor<15x64xbf16>
 // CHECK-NEXT:   %dx1, %dwn1, %dbn1 = sim.generic "aten.native_layer_norm_backward"(%[[DN1S]], %f_8, %f_1, %f_2, %wn1, %bn1) {flop_count = 1.344000e+04 : f64, byte_count = 6.144000e+03 : f64} : (tensor<15x64xbf16>, tensor<15x64xbf16>, tensor<15x1xf32>, tensor<15x1xf32>, tensor<64xbf16>, tensor<64xbf16>) -> (tensor<15x64xbf16>, tensor<64xbf16>, tensor<64xbf16>)
-// CHECK-NEXT:   %[[DW:.*]] = coll.all_reduce %dwn1 on @mesh ["tp"] {charon.sequence_parallel} : tensor<64xbf16>
-// CHECK-NEXT:   %[[DB:.*]] = coll.all_reduce %dbn1 on @mesh ["tp"] {charon.sequence_parallel} : tensor<64xbf16>
+// CHECK-NEXT:   %[[DW:.*]] = coll.all_reduce %dwn1 on @mesh ["tp"] {sim.sequence_parallel} : tensor<64xbf16>
+// CHECK-NEXT:   %[[DB:.*]] = coll.all_reduce %dbn1 on @mesh ["tp"] {sim.sequence_parallel} : tensor<64xbf16>
 // CHECK-NEXT:   %dx = sim.elementwise "add" %dx1, %dy : tensor<15x64xbf16>, tensor<15x64xbf16> -> tensor<15x64xbf16>
 // CHECK-NEXT:   sim.yield %[[DW]], %[[DB]],
 // CHECK-LABEL:  sim.phase "optimizer"

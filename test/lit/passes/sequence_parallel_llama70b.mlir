@@ -10,10 +10,10 @@
 // CHECK:       sim.repeat 80 iter(%[[EMBS]] : tensor<1x4x8192xbf16>)
 // CHECK-NEXT:  ^{{.*}}(%{{.*}}: tensor<1x4x8192xbf16>,
 // CHECK:       sim.reduce "mean" {{.*}} : tensor<1x4x8192xf32> -> tensor<1x4x1xf32>
-// CHECK:       coll.all_gather {{.*}} axis 1 {charon.sequence_parallel} : tensor<1x4x8192xbf16> -> tensor<1x32x8192xbf16>
+// CHECK:       coll.all_gather {{.*}} axis 1 {sim.sequence_parallel} : tensor<1x4x8192xbf16> -> tensor<1x32x8192xbf16>
 // CHECK:       sim.attention {{.*}} -> tensor<1x32x8x128xbf16>
 // CHECK:       coll.reduce_scatter {{.*}} axis 1 : tensor<1x32x8192xbf16> -> tensor<1x4x8192xbf16>
-// CHECK:       coll.all_gather {{.*}} axis 1 {charon.sequence_parallel} : tensor<1x4x8192xbf16> -> tensor<1x32x8192xbf16>
+// CHECK:       coll.all_gather {{.*}} axis 1 {sim.sequence_parallel} : tensor<1x4x8192xbf16> -> tensor<1x32x8192xbf16>
 // CHECK:       coll.reduce_scatter {{.*}} axis 1 : tensor<1x32x8192xbf16> -> tensor<1x4x8192xbf16>
 // CHECK-NOT:   coll.all_gather
 // CHECK:       sim.yield

@@ -12,8 +12,8 @@
 // NVL72: sim.target = {hardware = "GB200-per-GPU", gpus = 144 : i64, gpus_per_node = 4 : i64, cluster = "name = \22gb200-nvl72\22 nodes = 144 {{.*}} scale_up nvswitch { domain = 72 bandwidth = 900GB/s
 // FILE: sim.target = {hardware = "H100-SXM5-80GB", gpus = 16 : i64, gpus_per_node = 8 : i64, cluster = "name = \22two-nodes\22 nodes = 2
 // The tensor-parallel all-reduce stays on NVLink; the data-parallel one crosses the NICs.
-// PRICED: coll.all_reduce %{{.*}} on @mesh ["tp"] {cost = #sim.cost<time_s = {{.*}}, engine = "analytic">}
-// PRICED: coll.all_reduce %{{.*}} on @mesh ["dp"] {cost = #sim.cost<time_s = {{.*}}, engine = "analytic">}
+// PRICED: coll.all_reduce %{{.*}} on @mesh ["tp"] {sim.cost = #sim.cost<time_s = {{.*}}, engine = "analytic">}
+// PRICED: coll.all_reduce %{{.*}} on @mesh ["dp"] {sim.cost = #sim.cost<time_s = {{.*}}, engine = "analytic">}
 // MISMATCH: charon-opt: error: set-target: option 'hardware' (A100-SXM4-80GB) differs from the GPU of cluster 'dgx-h100' (H100-SXM5-80GB)
 // TOO-MANY: charon-opt: error: set-target: option 'gpus' (64) exceeds the 16 GPUs of cluster 'two-nodes'
 builtin.module {

@@ -25,7 +25,7 @@
 // RING-LABEL:  sim.phase "backward"
 // Weight gradients are summed over the context-parallel ranks (and marked for the
 // data-parallel pass to fold into its own reduction).
-// RING:        coll.all_reduce %dwd on @mesh ["cp"] {charon.grad_sync} : tensor<64x128xbf16>
+// RING:        coll.all_reduce %dwd on @mesh ["cp"] {coll.grad_sync} : tensor<64x128xbf16>
 // RING:        coll.send %f_2 on @mesh ["cp"] shift 1
 // RING:        sim.attention_grad %f_1, %f_2, %f_3, %f_4, %do4 {causal}
 // RING:        sim.attention_grad {{.*}} : (tensor<1x8x4x16xbf16>, tensor<1x16x2x16xbf16>, tensor<1x16x2x16xbf16>, tensor<1x8x4x16xbf16>, tensor<1x8x4x16xbf16>)
@@ -34,7 +34,7 @@
 // RING-NEXT:   coll.recv on @mesh ["cp"] shift 1 : tensor<1x16x2x16xbf16>
 // RING-NEXT:   coll.recv on @mesh ["cp"] shift 1 : tensor<1x16x2x16xbf16>
 // RING:        "ring_attention.merge_dq"
-// RING:        coll.all_reduce %dwq on @mesh ["cp"] {charon.grad_sync} : tensor<64x64xbf16>
+// RING:        coll.all_reduce %dwq on @mesh ["cp"] {coll.grad_sync} : tensor<64x64xbf16>
 
 // Ulysses: all_to_all from split on tokens to split on heads around attention.
 // ULYSSES-LABEL: sim.phase "forward"

@@ -28,7 +28,7 @@
 // RING:       "aten.nll_loss_forward"
 // RING:       coll.all_reduce %{{.*}} on @mesh ["cp"] : tensor<f32>
 // RING-LABEL: sim.phase "backward"
-// RING:       coll.all_reduce %{{.*}} on @mesh ["cp"] {charon.grad_sync} : tensor<8192x28672xbf16>
+// RING:       coll.all_reduce %{{.*}} on @mesh ["cp"] {coll.grad_sync} : tensor<8192x28672xbf16>
 
 // ULYSSES-LABEL: sim.phase "forward"
 // ULYSSES:       coll.all_to_all {{.*}} split 2 concat 1 : tensor<1x8x64x128xbf16> -> tensor<1x32x16x128xbf16>

@@ -9,7 +9,7 @@
 // of all 4 ranks' tokens (32); all_to_all after every dispatch and before every
 // combine, forward and backward.
 
-// CHECK:       builtin.module attributes {charon.expert_tp = 1 : i64, charon.replicated_flops = {"shard-expert" = {{.*}}}}
+// CHECK:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = {"shard-expert" = {{.*}}}}
 // CHECK-NEXT:  coll.grid @mesh(axes = ["ep"], shape = 4)
 // CHECK:       sim.param "mlp.gate.weight" {role = #sim.role<router>} : tensor<8x64xbf16>
 // CHECK-NEXT:  sim.param "mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<2x64x64xbf16>
@@ -37,7 +37,7 @@
 // ETP-NEXT:  coll.all_to_all %[[YR]] on @mesh ["ep"] split 1 concat 0 : tensor<4x16x64xbf16> -> tensor<8x8x64xbf16>
 
 // capacity 1.5 * 32 * 2 / 8 = 12 rows per expert, padding reported as replicated work
-// CAP:       builtin.module attributes {charon.expert_tp = 1 : i64, charon.replicated_flops = {"shard-expert" = {{[0-9]}}
+// CAP:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = {"shard-expert" = {{[0-9]}}
 // CAP:       sim.moe_dispatch %x, %i : (tensor<32x64xbf16>, tensor<32x2xi64>) -> tensor<8x12x64xbf16>
 // CAP-NEXT:  coll.all_to_all {{.*}} : tensor<8x12x64xbf16> -> tensor<2x48x64xbf16>
 

@@ -90,12 +90,6 @@ def test_triton_kernel_is_flash2_slowed_by_the_papers_ratio():
     assert 1.3 <= TRITON_FLASH2_SPEEDUP <= 2.5
 
 
-def test_pass_and_engine_agree_on_the_overlap_marker():
-    from charon_ir.passes.sequence_parallel import TP_COMM_OVERLAP_ATTR
-
-    assert TP_COMM_OVERLAP_ATTR == analytic.TP_COMM_OVERLAP_ATTR
-
-
 TINY_GPT = {
     "model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "activation_function": "gelu_new",
     "n_layer": 2, "n_embd": 1024, "n_head": 16, "n_inner": 4096, "n_positions": 1024,

@@ -194,9 +194,9 @@ def test_a_pipeline_reimports_and_simulates_as_exported(pipeline, ctx):
 
 def test_reprice_leaves_the_durations_to_the_engines(pipeline):
     directory, _, _ = pipeline
-    priced = [op for op in import_chakra(directory / "charon.7.et").walk() if "cost" in op.attributes]
-    assert priced and {op.attributes["cost"].engine.data for op in priced} == {"trace"}
-    assert not [op for op in import_chakra(directory / "charon.7.et", reprice=True).walk() if "cost" in op.attributes]
+    priced = [op for op in import_chakra(directory / "charon.7.et").walk() if sim.COST_ATTR in op.attributes]
+    assert priced and {op.attributes[sim.COST_ATTR].engine.data for op in priced} == {"trace"}
+    assert not [op for op in import_chakra(directory / "charon.7.et", reprice=True).walk() if sim.COST_ATTR in op.attributes]
 
 
 def test_unmatched_messages_are_one_line(pipeline, tmp_path, charon_fails):

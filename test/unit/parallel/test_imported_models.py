@@ -180,7 +180,7 @@ def test_expert_tensor_parallel_fold(import_config, ep, top_k):
     split = apply_pipeline(before.clone(), f"shard-tensor{{tp=2}},sequence-parallel,shard-expert{{ep={ep}}}")
     folded = apply_pipeline(before.clone(),
                             f"shard-tensor{{tp=2 experts=false}},sequence-parallel,shard-expert{{ep={ep} etp=1}}")
-    assert folded.attributes["charon.expert_tp"].value.data == 1
+    assert folded.attributes["sim.expert_tp"].value.data == 1
 
     def token_flops(m):
         return sum(op.flops() * k for op, k in walk_with_multiplicity(m)

@@ -94,7 +94,7 @@ def test_weight_gradients_summed_over_cp():
     reduces = [op for op, _ in collective_calls(module, "all_reduce", "cp") if bwd.is_ancestor(op)]
     # q, k, v, o, gate, up, down and both norm weights
     assert len(reduces) == 9
-    assert all("charon.grad_sync" in op.attributes for op in reduces)
+    assert all("coll.grad_sync" in op.attributes for op in reduces)
 
 
 @pytest.mark.parametrize(

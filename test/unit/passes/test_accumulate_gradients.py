@@ -7,8 +7,8 @@ import pytest
 
 from charon_ir.api import TrainingConfig, build_training_module, simulate
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.passes.accumulate_gradients import CALLEE
-from charon_ir.passes.cost_annotate import COST_ATTR
 
 STEP = str(Path(__file__).resolve().parents[3] / "examples" / "llama_tiny_step.mlir")
 

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from charon_ir.api import TrainingConfig, build_training_module
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S, memory_efficiency
-from charon_ir.passes.cost_annotate import COST_ATTR, CostAnnotatePass
+from charon_ir.passes.cost_annotate import CostAnnotatePass
 from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.target.hardware import load_gpu
 from charon_ir.testing import make_context, parse_module

@@ -14,10 +14,9 @@ from xdsl.parser import Parser
 from rich.console import Console
 
 from charon_ir.api import simulate
-from charon_ir.dialects.sim import StageOp
+from charon_ir.dialects.sim import NODE_KIND_ATTR, StageOp
 from charon_ir.passes.pipeline import PipelinePass
 from charon_ir.passes.set_target import SetTargetPass
-from charon_ir.target.target import NODE_KIND_ATTR
 from charon_ir.testing import make_context
 from charon_ir.report.table import print_report
 from charon_ir.errors import CharonError

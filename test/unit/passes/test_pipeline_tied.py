@@ -80,7 +80,7 @@ def test_both_ends_hold_the_tied_weight_its_gradient_and_optimizer_states(zero):
 
 
 def test_context_parallel_sums_the_partials_over_cp_then_the_ends():
-    """shard-context sums each weight gradient over cp (`charon.grad_sync`, folded
+    """shard-context sums each weight gradient over cp (`coll.grad_sync`, folded
     into data-parallel's dp x cp reduction); a tied weight's partials are summed
     over the pipeline's ends after that."""
     _, one = staged(TINY_GPT, pp=1, cp=2)

@@ -16,12 +16,13 @@ from xdsl.dialects.builtin import ModuleOp
 
 from charon_ir.api import TrainingConfig, build_training_module
 from charon_ir.dialects import sim
+from charon_ir.dialects.sim import RECOMPUTE_ATTR, RECOMPUTE_POLICY_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.memory.tensors import RECOMPUTE_ATTR, value_bytes
+from charon_ir.memory.tensors import value_bytes
 from charon_ir.parallel.accounting import walk_with_multiplicity
 from charon_ir.parallel.sub_blocks import MODULES
 from charon_ir.passes.fuse import FusePass
-from charon_ir.passes.recompute import POLICY_ATTR, RecomputePass
+from charon_ir.passes.recompute import RecomputePass
 from charon_ir.testing import make_context, parse_module
 
 MODELS = Path(__file__).parents[2] / "lit" / "passes" / "Inputs" / "models"
@@ -100,7 +101,7 @@ def test_recompute_frees_what_the_module_names(name: str, modules: tuple[str, ..
         assert _saved_bytes(module) < _saved_bytes(FUSED[name])
         assert _flops(_phase(module, "backward"), marked_only=True) > 0
     else:
-        del module.attributes[POLICY_ATTR]
+        del module.attributes[RECOMPUTE_POLICY_ATTR]
         assert str(module) == str(FUSED[name])
 
 

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from charon_ir.dialects.sim import ComputeOp  # noqa: E402
+from charon_ir.dialects.sim import COST_ATTR, ComputeOp  # noqa: E402
 from charon_ir.passes.cost_annotate import CostAnnotatePass  # noqa: E402
 from charon_ir.passes.set_target import SetTargetPass  # noqa: E402
 from charon_ir.profile.collect import OpSet, charon_context, parse_module_text  # noqa: E402
@@ -43,7 +43,7 @@ def annotate(text: str, engines: tuple[str, ...]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for op in module.walk():
         if isinstance(op, ComputeOp):
-            engine = op.attributes["cost"].engine.data  # pyright: ignore
+            engine = op.attributes[COST_ATTR].engine.data  # pyright: ignore
             counts[engine] = counts.get(engine, 0) + 1
     return counts
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from charon_ir.api import TrainingConfig, build_training_module
-from charon_ir.dialects.sim import ComputeOp
+from charon_ir.dialects.sim import COST_ATTR, ComputeOp
 from charon_ir.engines.db import measurement_table
 from charon_ir.profile.key import is_free_view
 from charon_ir.profile.shipped import (
@@ -80,7 +80,7 @@ def test_engines_price_with_the_shipped_kernels(user_db: Path, monkeypatch: pyte
         _, module, _ = build_training_module(TrainingConfig(
             model="llama-3.1-8b", gpus=64, tp=8, pp=2, sequence_parallel=True, seq_len=4096,
             global_batch=256, engines=("db", "predict", "analytic")))
-        return dict(Counter(op.attributes["cost"].engine.data for op in module.walk()  # pyright: ignore
+        return dict(Counter(op.attributes[COST_ATTR].engine.data for op in module.walk()  # pyright: ignore
                             if isinstance(op, ComputeOp) and not is_free_view(op)))
 
     monkeypatch.setenv("CHARON_PROFILE_DB", str(user_db))
@@ -111,10 +111,10 @@ def test_a_faster_gpu_is_not_priced_much_slower_by_its_own_kernels(user_db: Path
                                 seq_len=4096, global_batch=256, hardware=gpu,
                                 engines=("db", "predict", "analytic"))
         _, module, _ = build_training_module(config)
-        engines = Counter(op.attributes["cost"].engine.data for op in module.walk()  # pyright: ignore
+        engines = Counter(op.attributes[COST_ATTR].engine.data for op in module.walk()  # pyright: ignore
                           if isinstance(op, ComputeOp) and not is_free_view(op))
         assert engines["db"] > 60, engines
-        return sum(op.attributes["cost"].time_s.data for op in module.walk()  # pyright: ignore
+        return sum(op.attributes[COST_ATTR].time_s.data for op in module.walk()  # pyright: ignore
                    if isinstance(op, ComputeOp) and not is_free_view(op))
 
     assert step("H200-SXM-141GB") < 1.05 * step("H100-SXM5-80GB")

@@ -4,11 +4,12 @@ set-target attaches one."""
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from charon_ir.dialects.sim import TARGET_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.target.cluster import load_cluster
 from charon_ir.target.hardware import load_gpu
-from charon_ir.target.target import TARGET_ATTR, Target
+from charon_ir.target.target import Target
 
 
 def test_target_without_cluster_keeps_its_three_keys():
