@@ -194,7 +194,10 @@ models), which the pass leaves as it is."""
 
 @irdl_attr_definition
 class CostAttr(ParametrizedAttribute):
-    """What a cost engine said of one op: seconds, FLOPs, bytes and who priced it."""
+    """`#sim.cost<time_s = T, flops = F, bytes = B, engine = "E">`: what a cost
+    engine said of one op (seconds, FLOPs, bytes moved) and which engine said it.
+    `cost-annotate` leaves one on every op it prices, under COST_ATTR; the
+    lowering, the serving latency model and the importers read it."""
 
     name = "sim.cost"
 
@@ -202,6 +205,8 @@ class CostAttr(ParametrizedAttribute):
     flops: FloatData = param_def()
     bytes: FloatData = param_def()
     engine: StringAttr = param_def()
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("time_s", "flops", "bytes", "engine")
 
     def __init__(self, time_s: float, flops: float, bytes: float, engine: str):
         super().__init__(
@@ -211,23 +216,35 @@ class CostAttr(ParametrizedAttribute):
             StringAttr(engine),
         )
 
+    def verify(self) -> None:
+        for field in ("time_s", "flops", "bytes"):
+            value = getattr(self, field).data
+            if not 0 <= value < math.inf:  # NaN fails too
+                raise VerifyException(f"#sim.cost: {field} must be finite and >= 0, got {value}")
+        if not self.engine.data:
+            raise VerifyException("#sim.cost: engine must name the engine that priced the op")
+
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         values: dict[str, Attribute] = {}
         with parser.in_angle_brackets():
             while True:
                 key = parser.parse_identifier()
+                if key not in cls.FIELDS:
+                    parser.raise_error(f"#sim.cost has no field {key} (fields: {', '.join(cls.FIELDS)})")
+                if key in values:
+                    parser.raise_error(f"#sim.cost gives {key} twice")
                 parser.parse_punctuation("=")
                 if key == "engine":
                     values[key] = StringAttr(parser.parse_str_literal())
                 else:
-                    values[key] = FloatData(parser.parse_number())
+                    values[key] = FloatData(float(parser.parse_number()))
                 if parser.parse_optional_punctuation(",") is None:
                     break
-        try:
-            return [values[k] for k in ("time_s", "flops", "bytes", "engine")]
-        except KeyError as e:
-            parser.raise_error(f"#sim.cost is missing the field {e.args[0]}")
+        missing = [k for k in cls.FIELDS if k not in values]
+        if missing:
+            parser.raise_error(f"#sim.cost is missing the field {missing[0]}")
+        return [values[k] for k in cls.FIELDS]
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(

@@ -119,4 +119,10 @@ builtin.module {
   // CHECK-NEXT: sim.param "h" {role = #sim.role<head>} : tensor<1000x64xbf16>
   // CHECK-NEXT: sim.param "o" {role = #sim.role<other>} : tensor<64xbf16>
   // GENERIC:    "sim.param"() <{sym_name = "x", role = #sim.role<expert>, split = #sim.split<column>}> : () -> tensor<8x128x64xbf16>
+  // A priced op: `cost-annotate`'s #sim.cost under `sim.cost`, its fields in any
+  // order on input, printed in their own order (time_s, flops, bytes, engine).
+  %ca = sim.input "ca" : tensor<4x8xbf16>
+  %cb = sim.elementwise "add" %ca, %ca {sim.cost = #sim.cost<engine = "analytic", bytes = 192, flops = 32, time_s = 2.5e-06>} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // CHECK:      %[[CB:.*]] = sim.elementwise "add" %{{.*}}, %{{.*}} {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // GENERIC:    "sim.elementwise"(%{{.*}}, %{{.*}}) <{kind = "add"}> {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">}
 }
