@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     FloatData,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -250,6 +251,93 @@ class CostAttr(ParametrizedAttribute):
         printer.print_string(
             f"<time_s = {self.time_s.data:.6e}, flops = {self.flops.data:.6e}, "
             f'bytes = {self.bytes.data:.6e}, engine = "{self.engine.data}">'
+        )
+
+
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+"""The pipeline schedules a `#sim.pipeline` may name (parallel/schedules builds them)."""
+
+
+@irdl_attr_definition
+class PipelineAttr(ParametrizedAttribute):
+    """`#sim.pipeline<pp = 4, vpp = 1, schedule = "1f1b", microbatches = 8,
+    layers = [2, 2, 2, 2]>`: the schedule the `pipeline` pass split the step for,
+    on the module under PIPELINE_ATTR: `pp` physical stages of `vpp` chunks each,
+    `microbatches` per step, and the layers of each of the pp * vpp virtual
+    stages. Memory analysis, the lowering and the tiers read it."""
+
+    name = "sim.pipeline"
+
+    pp: IntAttr = param_def()
+    vpp: IntAttr = param_def()
+    schedule: StringAttr = param_def()
+    microbatches: IntAttr = param_def()
+    layers: ArrayAttr[IntAttr] = param_def()
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("pp", "vpp", "schedule", "microbatches", "layers")
+
+    def __init__(self, pp: int, vpp: int, schedule: str, microbatches: int, layers: Sequence[int]):
+        super().__init__(
+            IntAttr(pp), IntAttr(vpp), StringAttr(schedule), IntAttr(microbatches),
+            ArrayAttr([IntAttr(n) for n in layers]),
+        )
+
+    def with_microbatches(self, microbatches: int) -> PipelineAttr:
+        """The same schedule run over another number of micro-batches."""
+        return PipelineAttr(self.pp.data, self.vpp.data, self.schedule.data, microbatches, self.layer_counts())
+
+    def layer_counts(self) -> list[int]:
+        return [n.data for n in self.layers]
+
+    def verify(self) -> None:
+        for field in ("pp", "vpp", "microbatches"):
+            value = getattr(self, field).data
+            if value < 1:
+                raise VerifyException(f"#sim.pipeline: {field} must be >= 1, got {value}")
+        if self.schedule.data not in PIPELINE_SCHEDULES:
+            raise VerifyException(
+                f"#sim.pipeline: schedule must be one of {', '.join(PIPELINE_SCHEDULES)}, "
+                f"got '{self.schedule.data}'"
+            )
+        stages = self.pp.data * self.vpp.data
+        counts = self.layer_counts()
+        if len(counts) != stages or min(counts) < 0:
+            raise VerifyException(
+                f"#sim.pipeline: layers must give each of the pp * vpp = {stages} virtual stages "
+                f"a count >= 0, got {counts}"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, Attribute] = {}
+        with parser.in_angle_brackets():
+            while True:
+                key = parser.parse_identifier()
+                if key not in cls.FIELDS:
+                    parser.raise_error(f"#sim.pipeline has no field {key} (fields: {', '.join(cls.FIELDS)})")
+                if key in values:
+                    parser.raise_error(f"#sim.pipeline gives {key} twice")
+                parser.parse_punctuation("=")
+                if key == "schedule":
+                    values[key] = StringAttr(parser.parse_str_literal())
+                elif key == "layers":
+                    values[key] = ArrayAttr(
+                        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: IntAttr(parser.parse_integer()))
+                    )
+                else:
+                    values[key] = IntAttr(parser.parse_integer())
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+        missing = [k for k in cls.FIELDS if k not in values]
+        if missing:
+            parser.raise_error(f"#sim.pipeline is missing the field {missing[0]}")
+        return [values[k] for k in cls.FIELDS]
+
+    def print_parameters(self, printer: Printer) -> None:
+        layers = ", ".join(str(n) for n in self.layer_counts())
+        printer.print_string(
+            f'<pp = {self.pp.data}, vpp = {self.vpp.data}, schedule = "{self.schedule.data}", '
+            f"microbatches = {self.microbatches.data}, layers = [{layers}]>"
         )
 
 
@@ -1561,5 +1649,5 @@ Sim = Dialect(
         KVCacheWriteOp,
         KVCacheReadOp,
     ],
-    [CostAttr, ParamRoleAttr, TokenType, WeightSplitAttr],
+    [CostAttr, ParamRoleAttr, PipelineAttr, TokenType, WeightSplitAttr],
 )

@@ -34,7 +34,6 @@ import math
 from math import prod
 
 from xdsl.dialects.builtin import (
-    DictionaryAttr,
     FloatAttr,
     IntegerType,
     TensorType,
@@ -68,6 +67,7 @@ from charon_ir.dialects.sim import (
     PIPELINE_ATTR,
     ParamOp,
     PhaseOp,
+    PipelineAttr,
     RECOMPUTE_ATTR,
     RepeatOp,
     StageOp,
@@ -437,11 +437,9 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
     """One program per physical stage: its schedule's runs of forward (F) and
     backward (B) micro-batches as loops over the lowered phases of its chunks."""
     attr = module.attributes[PIPELINE_ATTR]
-    assert isinstance(attr, DictionaryAttr)
-    conf = {k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)}
-    schedule = attr.data["schedule"]
-    assert isinstance(schedule, StringAttr)
-    pp, vpp, m = conf["pp"], conf["vpp"], conf["microbatches"]
+    assert isinstance(attr, PipelineAttr)
+    schedule = attr.schedule
+    pp, vpp, m = attr.pp.data, attr.vpp.data, attr.microbatches.data
     stages = [op for op in module.body.block.ops if isinstance(op, StageOp)]
     by_virtual = {v: st for st in stages for v in st.stage_ids()}
     # ep ranks are data-parallel replicas that bring their own tokens

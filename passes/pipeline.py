@@ -45,7 +45,6 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
-    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -521,12 +520,4 @@ class PipelinePass(ModulePass):
         for o in reversed(step_ops):
             o.detach()
             o.erase(safe_erase=False)
-        op.attributes[PIPELINE_ATTR] = DictionaryAttr(
-            {
-                "pp": IntegerAttr(self.pp, 64),
-                "vpp": IntegerAttr(self.vpp, 64),
-                "schedule": StringAttr(self.schedule),
-                "microbatches": IntegerAttr(microbatches, 64),
-                "layers": ArrayAttr([IntegerAttr(n, 64) for n in split]),
-            }
-        )
+        op.attributes[PIPELINE_ATTR] = sim.PipelineAttr(self.pp, self.vpp, self.schedule, microbatches, split)

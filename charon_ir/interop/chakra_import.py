@@ -38,7 +38,6 @@ from typing import Any, NamedTuple
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
-    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -590,13 +589,10 @@ def _pair_messages(ranks: dict[int, tuple[str, list]]) -> None:
                                   f"{b['id']}) {size_b:.0f} bytes and tag {tag_b} (sends and receives pair in order)")
 
 
-def _one_run(stages: int) -> DictionaryAttr:
-    """The `sim.pipeline` of imported stages: each one's phase runs once (the
+def _one_run(stages: int) -> sim.PipelineAttr:
+    """The `#sim.pipeline` of imported stages: each one's phase runs once (the
     trace is the step's schedule already)."""
-    return DictionaryAttr({
-        "pp": IntegerAttr(stages, 64), "vpp": IntegerAttr(1, 64), "schedule": StringAttr("gpipe"),
-        "microbatches": IntegerAttr(1, 64), "layers": ArrayAttr([IntegerAttr(0, 64)] * stages),
-    })
+    return sim.PipelineAttr(stages, 1, "gpipe", 1, [0] * stages)
 
 
 # --- Chakra execution traces (.et) -------------------------------------------

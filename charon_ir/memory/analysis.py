@@ -180,22 +180,11 @@ def _stage_class(
 
 def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
     attr = module.attributes.get(PIPELINE_ATTR)
-    if not isinstance(attr, DictionaryAttr):
+    if not isinstance(attr, sim.PipelineAttr):
         raise CharonError(
-            "memory-analysis: the module has sim.stage ops but no sim.pipeline attribute"
+            "memory-analysis: the module has sim.stage ops but no #sim.pipeline attribute"
         )
-    d = attr.data
-
-    def get_int(key: str) -> int:
-        v = d.get(key)
-        if not isinstance(v, IntegerAttr):
-            raise CharonError(f"memory-analysis: sim.pipeline has no integer '{key}'")
-        return int(v.value.data)
-
-    schedule = d.get("schedule")
-    if not isinstance(schedule, StringAttr):
-        raise CharonError("memory-analysis: sim.pipeline has no 'schedule'")
-    return get_int("pp"), get_int("vpp"), schedule.data, get_int("microbatches")
+    return attr.pp.data, attr.vpp.data, attr.schedule.data, attr.microbatches.data
 
 
 def analyze_memory(

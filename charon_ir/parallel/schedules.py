@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from charon_ir.dialects.sim import PIPELINE_SCHEDULES
 from charon_ir.errors import CharonError
 
 Kind = Literal["F", "F+", "B", "B+", "W", "W+"]
@@ -33,7 +34,7 @@ in the step, the one that also reduces the gradients over data-parallel replicas
 F+: the first F of a chunk in the step, the one that also gathers the parameters
 the last step updated (`data-parallel{overlap-param-gather}`)."""
 Item = tuple[Kind, int, int]
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+SCHEDULES = PIPELINE_SCHEDULES
 SPLIT_BACKWARD = ("zb-h1",)
 """Schedules that run a backward as two items, B then W."""
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
 
 from charon_ir.dialects import event
-from charon_ir.dialects.sim import PIPELINE_ATTR
+from charon_ir.dialects.sim import PIPELINE_ATTR, PipelineAttr
 from charon_ir.errors import CharonError
 from charon_ir.lowering.lower_to_events import LowerToEventsPass
 from charon_ir.parallel.schedules import mark_data_parallel, run_lengths, stage_order
@@ -39,10 +39,8 @@ def with_microbatches(module, microbatches: int, copy: bool = True):
     `microbatches`."""
     copy = module.clone() if copy else module
     attr = copy.attributes[PIPELINE_ATTR]
-    assert isinstance(attr, DictionaryAttr)
-    copy.attributes[PIPELINE_ATTR] = DictionaryAttr(
-        attr.data | {"microbatches": IntegerAttr(microbatches, 64)}
-    )
+    assert isinstance(attr, PipelineAttr)
+    copy.attributes[PIPELINE_ATTR] = attr.with_microbatches(microbatches)
     return copy
 
 
@@ -87,8 +85,8 @@ def recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: i
         if isinstance(recomputed, FloatAttr):
             program.attributes[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed.value.data * m_b / m_a, 64)
     attr = lowered.attributes[PIPELINE_ATTR]
-    assert isinstance(attr, DictionaryAttr)
-    lowered.attributes[PIPELINE_ATTR] = DictionaryAttr(attr.data | {"microbatches": IntegerAttr(m_b, 64)})
+    assert isinstance(attr, PipelineAttr)
+    lowered.attributes[PIPELINE_ATTR] = attr.with_microbatches(m_b)
     return True
 
 
@@ -166,8 +164,9 @@ def time_module(
         # folded, make demo's step at 30 us a launch read 6 % over every event's
         tier = "fine"
     pipeline = module.attributes[PIPELINE_ATTR]
-    m = pipeline.data["microbatches"].value.data  # pyright: ignore[reportAttributeAccessIssue]
-    schedule = pipeline.data["schedule"].data  # pyright: ignore[reportAttributeAccessIssue]
+    assert isinstance(pipeline, PipelineAttr)
+    m = pipeline.microbatches.data
+    schedule = pipeline.schedule.data
     detailed = bool(trace or plot)
     points = fold_points(schedule, pp, m) if tier == "fast" and not detailed else None
 

@@ -6,7 +6,7 @@
 
 // The first stage keeps the embedding, sends activations forward and receives
 // gradients; the two middle stages share one sim.stage; the last keeps the head.
-// CHECK:      builtin.module attributes {sim.pipeline = {pp = 4 : i64, vpp = 1 : i64, schedule = "1f1b", microbatches = 8 : i64, layers = [2 : i64, 2 : i64, 2 : i64, 2 : i64]}}
+// CHECK:      builtin.module attributes {sim.pipeline = #sim.pipeline<pp = 4, vpp = 1, schedule = "1f1b", microbatches = 8, layers = [2, 2, 2, 2]>}
 // CHECK-NEXT:   coll.grid @mesh(axes = ["pp"], shape = 4)
 // CHECK-NEXT:   sim.stage [0] {
 // CHECK:          %[[WS0:.*]] = sim.param "layers.w" : tensor<2x64x64xbf16>
@@ -31,7 +31,7 @@
 // CHECK-NOT:      sim.generic "embedding_backward"
 // CHECK:          sim.optimizer_step "adamw"(%{{.*}}, %{{.*}} : tensor<2x64x64xbf16>, tensor<1000x64xbf16>)
 
-// UNEVEN: layers = [3 : i64, 5 : i64]
+// UNEVEN: layers = [3, 5]>
 // UNEVEN: sim.stage [0] {
 // UNEVEN:   sim.param "layers.w" : tensor<3x64x64xbf16>
 // UNEVEN: sim.stage [1] {

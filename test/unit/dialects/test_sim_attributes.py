@@ -34,3 +34,26 @@ def test_a_cost_prints_what_it_parses_back_to(time_s, flops, nbytes, engine):
 def test_a_cost_is_never_negative_nor_unbounded(fields):
     with pytest.raises(VerifyException, match="must be finite and >= 0"):
         sim.CostAttr(*fields, "analytic")
+
+
+@st.composite
+def pipelines(draw):
+    pp = draw(st.integers(1, 16))
+    vpp = draw(st.integers(1, 4))
+    layers = draw(st.lists(st.integers(0, 200), min_size=pp * vpp, max_size=pp * vpp))
+    return pp, vpp, draw(st.sampled_from(sim.PIPELINE_SCHEDULES)), draw(st.integers(1, 4096)), layers
+
+
+@given(pipelines(), st.integers(1, 4096))
+def test_a_pipeline_parses_back_to_itself(fields, microbatches):
+    pipeline = sim.PipelineAttr(*fields)
+    assert parse_attribute(str(pipeline)) == pipeline
+    again = pipeline.with_microbatches(microbatches)
+    assert again.microbatches.data == microbatches
+    assert (again.pp, again.vpp, again.schedule, again.layers) == (
+        pipeline.pp, pipeline.vpp, pipeline.schedule, pipeline.layers)
+
+
+def test_a_pipeline_gives_every_virtual_stage_its_layers():
+    with pytest.raises(VerifyException, match="pp \\* vpp = 4 virtual stages"):
+        sim.PipelineAttr(2, 2, "interleaved", 8, [4, 4])
