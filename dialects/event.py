@@ -30,7 +30,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
 )
-from xdsl.ir import Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -54,6 +55,7 @@ from xdsl.traits import (
     SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 
 @irdl_attr_definition
@@ -104,6 +106,25 @@ class ProgramOp(IRDLOperation):
             raise VerifyException(f"ranks must be >= 1, got {self.ranks.value.data}")
 
 
+class StreamKind(StrEnum):
+    """What runs on a stream."""
+
+    COMPUTE = "compute"
+    """The GPU's kernels, one after another."""
+    COMM = "comm"
+    """Communications over the grid axes the stream names (NCCL's streams)."""
+    HOST = "host"
+    """The CPU thread that issues the GPU's kernels."""
+
+
+@irdl_attr_definition
+class StreamKindAttr(EnumAttribute[StreamKind], SpacedOpaqueSyntaxAttribute):
+    """`compute`, `comm` or `host`: an `event.stream`'s kind (`StreamKind`),
+    `#event<stream_kind comm>` standing alone."""
+
+    name = "event.stream_kind"
+
+
 @irdl_op_definition
 class StreamOp(IRDLOperation):
     """A stream: `compute`, `comm` with the grid axes it serves, or `host`: the
@@ -112,26 +133,18 @@ class StreamOp(IRDLOperation):
     name = "event.stream"
 
     sym_name = prop_def(SymbolNameConstraint())
-    kind = prop_def(StringAttr)
+    kind = prop_def(StreamKindAttr)
     axes = opt_prop_def(ArrayAttr[StringAttr])
 
     traits = traits_def(SymbolOpInterface(), HasParent(ProgramOp))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name $kind attr-dict"
 
-    KINDS: ClassVar[frozenset[str]] = frozenset({"compute", "comm", "host"})
-
-    def __init__(self, sym_name: str, kind: str, axes: list[str] | None = None):
-        props = {"sym_name": StringAttr(sym_name), "kind": StringAttr(kind)}
+    def __init__(self, sym_name: str, kind: StreamKind | str, axes: list[str] | None = None):
+        props = {"sym_name": StringAttr(sym_name), "kind": StreamKindAttr(StreamKind(kind))}
         if axes:
             props["axes"] = ArrayAttr([StringAttr(a) for a in axes])
         super().__init__(properties=props)
-
-    def verify_(self) -> None:
-        if self.kind.data not in self.KINDS:
-            raise VerifyException(
-                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
-            )
 
 
 # Attributes are immutable and verified when built; a lowering emits the same
@@ -170,14 +183,24 @@ class EventOpBase(IRDLOperation):
         "$label `on` $stream `duration` $duration_s (`after` `(` $deps^ `)`)? attr-dict"
     )
 
+    engine = opt_prop_def(StringAttr)
+    """The cost engine that priced the op this event runs (`#sim.cost`'s)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("engine",)
+    """The optional properties this kind of event declares (printed in its
+    attribute dictionary, in this order)."""
+
     def __init__(
         self,
         stream: str,
         label: str,
         duration_s: float,
         deps=(),
-        **attrs,
+        **fields: Attribute,
     ):
+        unknown = sorted(set(fields) - set(self.FIELDS))
+        if unknown:
+            raise VerifyException(f"'{self.name}' has no field {', '.join(unknown)} (fields: {', '.join(self.FIELDS)})")
         super().__init__(
             operands=[list(deps)],
             result_types=[_token_type()],
@@ -185,9 +208,17 @@ class EventOpBase(IRDLOperation):
                 "stream": _symbol(stream),
                 "label": _string(label),
                 "duration_s": _seconds(float(duration_s)),
+                **{k: fields[k] for k in self.FIELDS if k in fields},
             },
-            attributes=attrs,
         )
+
+    def flop_count(self) -> float:
+        """FLOPs the event computes (a compute event's `flops`; 0 otherwise)."""
+        return 0.0
+
+    def byte_count(self) -> float:
+        """Bytes per rank the event moves (a comm event's `bytes`; 0 otherwise)."""
+        return 0.0
 
     def lookup_stream(self) -> StreamOp:
         op = SymbolTable.lookup_symbol(self, self.stream)
@@ -198,8 +229,13 @@ class EventOpBase(IRDLOperation):
     def verify_(self) -> None:
         if not 0 <= self.duration_s.value.data < math.inf:  # NaN fails too
             raise VerifyException(f"duration_s must be finite and >= 0, got {self.duration_s.value.data}")
+        misplaced = sorted(set(self.attributes) & EVENT_FIELDS)
+        if misplaced:
+            raise VerifyException(
+                f"'{self.name}' declares no {', '.join(misplaced)} (its fields: {', '.join(self.FIELDS)})"
+            )
         for name, minimum in self.COUNTS:
-            count = self.attributes.get(name)
+            count = self.properties.get(name)
             if isinstance(count, IntegerAttr) and count.value.data < minimum:
                 raise VerifyException(f"{name} must be >= {minimum}, got {count.value.data}")
         kind = self.lookup_stream().kind.data
@@ -210,26 +246,76 @@ class EventOpBase(IRDLOperation):
             )
 
     STREAM_KIND: ClassVar[str] = ""
-    COUNTS: ClassVar[tuple[tuple[str, int], ...]] = (("flops", 0),)
-    """Integer attributes the interpreter reads, and their least value."""
+    COUNTS: ClassVar[tuple[tuple[str, int], ...]] = ()
+    """Integer properties the interpreter reads, and their least value."""
 
 
 @irdl_op_definition
 class ComputeOp(EventOpBase):
-    """A kernel on a compute stream."""
+    """A kernel on a compute stream, computing `flops`."""
 
     name = "event.compute"
+
+    flops = opt_prop_def(IntegerAttr[I64])
+
     STREAM_KIND: ClassVar[str] = "compute"
+    FIELDS: ClassVar[tuple[str, ...]] = ("engine", "flops")
+    COUNTS: ClassVar[tuple[tuple[str, int], ...]] = (("flops", 0),)
+
+    def flop_count(self) -> float:
+        return float(self.flops.value.data) if self.flops is not None else 0.0
+
+
+LINKS = ("scale-up", "scale-out")
+"""The links a communication can cross (`link`): within a node, or between nodes."""
 
 
 @irdl_op_definition
 class CommOp(EventOpBase):
     """A communication on a comm stream; `group` ranks take part (a collective
-    rendezvous) and it moves `bytes` per rank."""
+    rendezvous) and it moves `bytes` per rank over `link`. A point-to-point
+    send or receive names its `channel` and the virtual stages it goes from
+    (`src`) and to (`dst`): the interpreter pairs the k-th send and the k-th
+    receive of a channel."""
 
     name = "event.comm"
+
+    bytes = opt_prop_def(IntegerAttr[I64])
+    group = opt_prop_def(IntegerAttr[I64])
+    link = opt_prop_def(StringAttr)
+    channel = opt_prop_def(StringAttr)
+    src = opt_prop_def(IntegerAttr[I64])
+    dst = opt_prop_def(IntegerAttr[I64])
+
     STREAM_KIND: ClassVar[str] = "comm"
-    COUNTS: ClassVar[tuple[tuple[str, int], ...]] = (("bytes", 0), ("group", 1))
+    FIELDS: ClassVar[tuple[str, ...]] = ("engine", "bytes", "group", "link", "channel", "src", "dst")
+    COUNTS: ClassVar[tuple[tuple[str, int], ...]] = (("bytes", 0), ("group", 1), ("src", 0), ("dst", 0))
+
+    def byte_count(self) -> float:
+        return float(self.bytes.value.data) if self.bytes is not None else 0.0
+
+    def group_size(self) -> int:
+        """Ranks taking part (1 when the event names no group)."""
+        return self.group.value.data if self.group is not None else 1
+
+    def link_kind(self) -> str | None:
+        return self.link.data if self.link is not None else None
+
+    def point_to_point(self) -> tuple[str, int, int] | None:
+        """(channel, src, dst) of a send or receive; None for a collective."""
+        if self.channel is None or self.src is None or self.dst is None:
+            return None
+        return self.channel.data, self.src.value.data, self.dst.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        named = [f for f in ("channel", "src", "dst") if self.properties.get(f) is not None]
+        if named and len(named) != 3:
+            raise VerifyException(
+                f"a point-to-point event names channel, src and dst together, got only {', '.join(named)}"
+            )
+        if self.link is not None and self.link.data not in LINKS:
+            raise VerifyException(f"link must be one of {', '.join(LINKS)}, got '{self.link.data}'")
 
 
 @irdl_op_definition
@@ -325,8 +411,13 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[token])
 
 
+EVENT_FIELDS = frozenset(ComputeOp.FIELDS + CommOp.FIELDS)
+"""Every field an event kind declares: one on an event that does not declare it
+is an error, not an attribute nobody reads."""
+
+
 Event = Dialect(
     "event",
     [ProgramOp, StreamOp, ComputeOp, CommOp, LaunchOp, WaitOp, BarrierOp, LoopOp, YieldOp],
-    [TokenType],
+    [StreamKindAttr, TokenType],
 )

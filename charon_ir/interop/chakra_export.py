@@ -33,7 +33,7 @@ from itertools import product
 from math import prod
 from pathlib import Path
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
 from charon_ir.dialects import event
 from charon_ir.dialects.coll import GridOp
@@ -112,17 +112,15 @@ class _Unroller:
             raise CharonError(f"chakra: {self.rc.name}: event '{op.label.data}' on undeclared stream @{name}")
         stream = self.stream_index[name]
         label = op.label.data
-        attrs = op.attributes
         p2p = None
         if isinstance(op, event.ComputeOp):
             kind = COMP
         elif label in ("send", "recv"):
             kind = SEND if label == "send" else RECV
-            channel = attrs.get("channel")
-            if not isinstance(channel, StringAttr):
+            p2p = op.point_to_point() if isinstance(op, event.CommOp) else None
+            if p2p is None:
                 raise CharonError(f"chakra: {self.rc.name}: a '{label}' on @{name} names no channel "
-                                  "(channel, src, dst attributes pair it with its peer)")
-            p2p = (channel.data, _int(attrs.get("src")), _int(attrs.get("dst")))
+                                  "(channel, src, dst properties pair it with its peer)")
         elif label in COLLECTIVES:
             kind = COLL
         else:
@@ -131,8 +129,9 @@ class _Unroller:
         if kind != COMP and not self.stream_axes.get(stream):
             raise CharonError(f"chakra: {self.rc.name}: stream @{name} names no mesh axes, so its "
                               f"'{label}' has no process group")
-        found = (kind, label, op.duration_s.value.data, stream, _int(attrs.get("flops")),
-                 _int(attrs.get("bytes")), p2p, _int(attrs.get("group")))
+        group = op.group.value.data if isinstance(op, event.CommOp) and op.group is not None else 0
+        found = (kind, label, op.duration_s.value.data, stream, int(op.flop_count()),
+                 int(op.byte_count()), p2p, group)
         self.compiled[id(op)] = found
         return found
 

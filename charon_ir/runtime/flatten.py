@@ -101,22 +101,23 @@ class _Builder(LoopFolding):
             if isinstance(op, event.StreamOp | event.YieldOp):
                 continue
             if isinstance(op, event.EventOpBase):
-                attrs = op.attributes
-                channel = attrs.get("channel")
                 p2p = None
-                if isinstance(channel, StringAttr):
-                    key = (channel.data, int(_int(attrs.get("src"))), int(_int(attrs.get("dst"))))
-                    p2p = (op.label.data == "send", key)
-                link = attrs.get("link")
+                link = 0
+                if isinstance(op, event.CommOp):
+                    key = op.point_to_point()
+                    if key is not None:
+                        p2p = (op.label.data == "send", key)
+                    kind = op.link_kind()
+                    link = LINKS.get(kind, 0) if kind is not None else 0
                 code.append(EventIns(
                     self.stream_index[op.stream.string_value()],
-                    LINKS.get(link.data, 0) if isinstance(link, StringAttr) else 0,
+                    link,
                     _KIND_OF_EVENT[type(op)],
                     op.duration_s.value.data,
                     tuple(slot(d) for d in op.deps),
                     op.label.data,
-                    _int(attrs.get("flops")),
-                    _int(attrs.get("bytes")),
+                    op.flop_count(),
+                    op.byte_count(),
                     p2p,
                     slot(op.token),
                 ))
@@ -229,10 +230,6 @@ class _Builder(LoopFolding):
                 self.deps[r].append(s)
 
 
-def _int(attr) -> float:
-    return float(attr.value.data) if isinstance(attr, IntegerAttr) else 0.0
-
-
 def _program_hardware(program: event.ProgramOp) -> str:
     hardware = program.attributes.get(PROGRAM_HARDWARE_ATTR)
     return hardware.data if isinstance(hardware, StringAttr) else ""
@@ -256,10 +253,8 @@ def folds_microbatches(programs: list[event.ProgramOp]) -> bool:
             for op in loop.body.walk():
                 if isinstance(op, event.BarrierOp):
                     return False
-                if isinstance(op, event.EventOpBase):
-                    link = op.attributes.get("link")
-                    if "channel" in op.attributes or (isinstance(link, StringAttr) and link.data == "scale-out"):
-                        return False
+                if isinstance(op, event.CommOp) and (op.channel is not None or op.link_kind() == "scale-out"):
+                    return False
     return True
 
 
@@ -292,8 +287,7 @@ def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=Non
                         _program_hardware(program))
         )
         for op in program.walk():
-            eng = op.attributes.get("engine")
-            if isinstance(eng, StringAttr):
-                engines[eng.data] = engines.get(eng.data, 0) + 1
+            if isinstance(op, event.EventOpBase) and op.engine is not None:
+                engines[op.engine.data] = engines.get(op.engine.data, 0) + 1
     builder.match_point_to_point()
     return builder.to_flat(infos, builder.streams, builder.stream_kinds, stream_program, engines)

@@ -5,7 +5,7 @@
 // The host issues every kernel and collective in program order, 20 us each, on a
 // stream of its own; each event waits for its launch. The host waits for nothing
 // on the GPU but the optimizer's barrier: its next launch comes after it.
-// CHECK:      event.stream @host "host"
+// CHECK:      event.stream @host host
 // CHECK:      %[[L0:.*]] = event.launch "launch" on @host duration 2.000000e-05
 // CHECK-NEXT: %[[MM:.*]] = event.compute "matmul" on @compute duration {{.*}} after(%[[L0]])
 // CHECK-NEXT: %[[L1:.*]] = event.launch "launch" on @host duration 2.000000e-05

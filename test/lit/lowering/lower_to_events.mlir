@@ -7,8 +7,8 @@
 // to the tp comm lane and waits for the matmul that produced its operand; the
 // view is free and passes its producer's token through.
 // CHECK:      event.program @main ranks 8 attributes {tokens = 4096 : i64} {
-// CHECK-NEXT:   event.stream @compute "compute"
-// CHECK-NEXT:   event.stream @comm_tp "comm" {axes = ["tp"]}
+// CHECK-NEXT:   event.stream @compute compute
+// CHECK-NEXT:   event.stream @comm_tp comm {axes = ["tp"]}
 // CHECK-NEXT:   %[[START:.*]] = event.wait()
 // CHECK-NEXT:   %[[LOOP:.*]] = event.loop 4 iter(%[[START]]) attributes {label = "repeat"} {
 // CHECK-NEXT:   ^{{.*}}(%[[PREV:.*]]: !event.token):

@@ -193,7 +193,7 @@ def test_a_program_that_unrolls_past_the_event_budget_is_refused(tmp_path):
         "over the 20,000,000 one simulation holds (nested or huge loop counts)")
     huge = tmp_path / "huge.mlir"
     huge.write_text(
-        'builtin.module {\n  event.program @p ranks 1 {\n    event.stream @compute "compute"\n'
+        'builtin.module {\n  event.program @p ranks 1 {\n    event.stream @compute compute\n'
         "    %s = event.wait()\n    %l = event.loop 1000000000000000000 iter(%s) {\n"
         "    ^bb0(%t: !event.token):\n      %a = event.compute \"mm\" on @compute duration 1.0 after(%t)\n"
         "      event.yield %a\n    }\n  }\n}\n")
