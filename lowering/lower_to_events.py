@@ -260,14 +260,14 @@ class _Emitter:
             self.streams.setdefault(HOST_STREAM, None)
             after = [self.host_after] if self.host_after is not None else []
             deps = [*deps, self.emit(event.LaunchOp(HOST_STREAM, "launch", self.host_launch, after))]
-        attrs: dict = {"engine": cost.engine}
+        fields: dict = {"engine": cost.engine}
         if isinstance(op, ComputeOp):
-            attrs["flops"] = _count_attr(cost.flops.data, "FLOPs", op)
-            ev = event.ComputeOp(COMPUTE_STREAM, op.op_kind(), cost.time_s.data, deps, **attrs)
+            fields["flops"] = _count_attr(cost.flops.data, "FLOPs", op)
+            ev = event.ComputeOp(COMPUTE_STREAM, op.op_kind(), cost.time_s.data, deps, **fields)
         else:
             axes = op.axis_names()
             stream = comm_stream_name(axes)
-            attrs["bytes"] = _count_attr(cost.bytes.data, "bytes", op)
+            fields["bytes"] = _count_attr(cost.bytes.data, "bytes", op)
             group = self.groups.get(id(op))
             if group is None:
                 link = None
@@ -275,9 +275,9 @@ class _Emitter:
                     link = _string_attr(self.target.link_for_group(
                         op.lookup_grid().axis_sizes(), axes, op.subgroup_positions()).kind)
                 group = self.groups[id(op)] = (_int_attr(op.group_size()), link)
-            attrs["group"] = group[0]
+            fields["group"] = group[0]
             if group[1] is not None:
-                attrs["link"] = group[1]
+                fields["link"] = group[1]
             if isinstance(op, (SendOp, RecvOp)):
                 # a lane per direction, as Megatron's batched isend/irecv; the
                 # interpreter pairs the k-th send and receive of each channel
@@ -292,11 +292,11 @@ class _Emitter:
                     shift = op.shift.value.data if isinstance(op, SendOp) else -op.shift.value.data
                     channel = f"{'_'.join(axes)}{shift:+d}"
                     src = dst = self.virtual_stage
-                attrs["channel"] = _string_attr(channel)
-                attrs["src"] = _int_attr(src)
-                attrs["dst"] = _int_attr(dst)
+                fields["channel"] = _string_attr(channel)
+                fields["src"] = _int_attr(src)
+                fields["dst"] = _int_attr(dst)
             self.streams.setdefault(stream, axes)
-            ev = event.CommOp(stream, op.op_kind(), cost.time_s.data, deps, **attrs)
+            ev = event.CommOp(stream, op.op_kind(), cost.time_s.data, deps, **fields)
         token = self.emit(ev)
         if isinstance(op, ComputeOp):
             self.last_compute = token

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from charon_ir.dialects.sim import ComputeOp, CostAttr
+from charon_ir.dialects.sim import COST_ATTR, ComputeOp, CostAttr
 from charon_ir.engines.base import ENGINES
 from charon_ir.engines.db import DbEngine
 from charon_ir.errors import CharonError
@@ -51,7 +51,7 @@ def fill(path: Path, device: str, times: dict[str, float], torch_version: str = 
 def annotate(engines: tuple[str, ...]) -> dict[str, CostAttr]:
     module = module_with_target()
     CostAnnotatePass(engines=engines).apply(charon_context(), module)
-    return {op.name: op.attributes["cost"] for op in compute_ops(module)}  # pyright: ignore
+    return {op.name: op.attributes[COST_ATTR] for op in compute_ops(module)}  # pyright: ignore
 
 
 @pytest.fixture

@@ -162,9 +162,9 @@ def test_the_sum_is_priced_as_a_two_rank_all_reduce_after_the_backward(gpus_per_
             assert not sums
             continue
         (total,) = sums
-        assert total.attributes["group"].value.data == 2  # pyright: ignore
-        assert total.attributes["link"].data == link  # pyright: ignore
-        assert total.attributes["bytes"].value.data == 1000 * 64 * 2  # pyright: ignore
+        assert total.group_size() == 2
+        assert total.link_kind() == link
+        assert total.byte_count() == 1000 * 64 * 2
         assert total.duration_s.value.data == pytest.approx(plan.time_s, rel=1e-12)
         # after everything the step's backwards issued (the barrier), before the step
         (barrier,) = [d.owner for d in total.operands]

@@ -57,9 +57,9 @@ def test_megatron_optimizer_lengthens_the_step_by_its_kernels():
     unfused = simulate(**options, optimizer="unfused-fp16")
     _, module, _ = build_training_module(TrainingConfig(**options, optimizer="unfused-fp16"))
     kernels = sum(
-        op.attributes["cost"].time_s.data
+        op.attributes[sim.COST_ATTR].time_s.data
         for op in module.walk()
-        if isinstance(op, sim.GenericOp) and op.callee.data in KERNELS and isinstance(op.attributes["cost"], CostAttr)
+        if isinstance(op, sim.GenericOp) and op.callee.data in KERNELS and isinstance(op.attributes[sim.COST_ATTR], CostAttr)
     )
     assert kernels > 0
     assert unfused["iteration_time_s"] - fused["iteration_time_s"] == pytest.approx(kernels, rel=1e-9)
