@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     I64,
     AnyFloatConstr,
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
     FloatAttr,
     FloatData,
@@ -338,6 +339,73 @@ class PipelineAttr(ParametrizedAttribute):
         printer.print_string(
             f'<pp = {self.pp.data}, vpp = {self.vpp.data}, schedule = "{self.schedule.data}", '
             f"microbatches = {self.microbatches.data}, layers = [{layers}]>"
+        )
+
+
+@irdl_attr_definition
+class DataParallelAttr(ParametrizedAttribute):
+    """`#sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true,
+    overlap_param_gather = false>`: what the `data-parallel` pass made of the
+    step, on the module under DATA_PARALLEL_ATTR: `dp` replicas, the ZeRO stage
+    (0-3), the gradient buckets' size in MiB, whether the gradients' reduction
+    overlaps the backward and whether the parameters' gather overlaps the next
+    forward (ZeRO 1 and 2 only). Memory analysis and the lowering read it."""
+
+    name = "sim.data_parallel"
+
+    dp: IntAttr = param_def()
+    zero: IntAttr = param_def()
+    bucket_mb: IntAttr = param_def()
+    overlap: BoolAttr = param_def()
+    overlap_param_gather: BoolAttr = param_def()
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("dp", "zero", "bucket_mb", "overlap", "overlap_param_gather")
+
+    def __init__(self, dp: int, zero: int, bucket_mb: int, overlap: bool, overlap_param_gather: bool):
+        super().__init__(
+            IntAttr(dp), IntAttr(zero), IntAttr(bucket_mb),
+            BoolAttr.from_bool(overlap), BoolAttr.from_bool(overlap_param_gather),
+        )
+
+    def verify(self) -> None:
+        if self.dp.data < 1:
+            raise VerifyException(f"#sim.data_parallel: dp must be >= 1, got {self.dp.data}")
+        if self.zero.data not in (0, 1, 2, 3):
+            raise VerifyException(f"#sim.data_parallel: zero must be 0, 1, 2 or 3, got {self.zero.data}")
+        if self.bucket_mb.data < 1:
+            raise VerifyException(f"#sim.data_parallel: bucket_mb must be >= 1, got {self.bucket_mb.data}")
+        if self.overlap_param_gather.value.data and self.zero.data not in (1, 2):
+            raise VerifyException(
+                f"#sim.data_parallel: overlap_param_gather needs zero 1 or 2, got zero {self.zero.data}"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, Attribute] = {}
+        with parser.in_angle_brackets():
+            while True:
+                key = parser.parse_identifier()
+                if key not in cls.FIELDS:
+                    parser.raise_error(f"#sim.data_parallel has no field {key} (fields: {', '.join(cls.FIELDS)})")
+                if key in values:
+                    parser.raise_error(f"#sim.data_parallel gives {key} twice")
+                parser.parse_punctuation("=")
+                if key in ("overlap", "overlap_param_gather"):
+                    values[key] = BoolAttr.from_bool(parser.parse_boolean())
+                else:
+                    values[key] = IntAttr(parser.parse_integer())
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+        missing = [k for k in cls.FIELDS if k not in values]
+        if missing:
+            parser.raise_error(f"#sim.data_parallel is missing the field {missing[0]}")
+        return [values[k] for k in cls.FIELDS]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(
+            f"<dp = {self.dp.data}, zero = {self.zero.data}, bucket_mb = {self.bucket_mb.data}, "
+            f"overlap = {str(bool(self.overlap.value.data)).lower()}, "
+            f"overlap_param_gather = {str(bool(self.overlap_param_gather.value.data)).lower()}>"
         )
 
 
@@ -1649,5 +1717,5 @@ Sim = Dialect(
         KVCacheWriteOp,
         KVCacheReadOp,
     ],
-    [CostAttr, ParamRoleAttr, PipelineAttr, TokenType, WeightSplitAttr],
+    [CostAttr, DataParallelAttr, ParamRoleAttr, PipelineAttr, TokenType, WeightSplitAttr],
 )

@@ -45,8 +45,6 @@ from math import ceil
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    BoolAttr,
-    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -70,8 +68,8 @@ def schedule_marks(module: ModuleOp) -> tuple[bool, bool]:
     `charon_ir.parallel.schedules.mark_data_parallel` puts on an order."""
     sync = data_parallel_replicas(module) > 1
     attr = module.attributes.get(DATA_PARALLEL_ATTR)
-    flag = attr.data.get("overlap_param_gather") if isinstance(attr, DictionaryAttr) else None
-    return sync, sync and isinstance(flag, IntegerAttr) and bool(flag.value.data)
+    gather = isinstance(attr, sim.DataParallelAttr) and bool(attr.overlap_param_gather.value.data)
+    return sync, sync and gather
 
 
 def _tensor(v: SSAValue) -> TensorType:
@@ -333,14 +331,8 @@ class DataParallelPass(ModulePass):
             raise CharonError("data-parallel: run it before unfuse-optimizer, which prices the "
                               "optimizer's kernels on the shards data-parallel makes")
         ensure_axis(op, "dp", self.dp, self.name)
-        op.attributes[DATA_PARALLEL_ATTR] = DictionaryAttr(
-            {
-                "dp": IntegerAttr(self.dp, 64),
-                "zero": IntegerAttr(self.zero, 64),
-                "bucket_mb": IntegerAttr(self.bucket_mb, 64),
-                "overlap": BoolAttr.from_bool(self.overlap),
-                "overlap_param_gather": BoolAttr.from_bool(self.overlap_param_gather),
-            }
+        op.attributes[DATA_PARALLEL_ATTR] = sim.DataParallelAttr(
+            self.dp, self.zero, self.bucket_mb, self.overlap, self.overlap_param_gather
         )
         # expert parallelism is carved out of data parallelism (as in Megatron-LM):
         # the ep ranks of a dp rank are replicas of everything but the routed

@@ -9,8 +9,8 @@ Adam an fp32 master copy, m and v (12 B per parameter).
 ZeRO stage 1 divides the optimizer states by dp, stage 2 also the gradients,
 stage 3 also the parameters of the layers (those outside the layers, such as
 the embedding, are gathered after the step and stay whole). The data-parallel
-pass records dp and the stage on the module (`sim.data_parallel = {dp = 4,
-zero = 1, ...}`) and leaves the parameter types whole (the optimizer step reads `zero_shard` slices of them,
+pass records dp and the stage on the module (`sim.data_parallel = #sim.data_parallel<dp = 4,
+zero = 1, ...>`) and leaves the parameter types whole (the optimizer step reads `zero_shard` slices of them,
 traced back here to the whole parameter); without that attribute dp = 1, zero = 0.
 With expert parallelism the ep ranks are data-parallel replicas of everything but
 the routed experts: dense states shard over dp x ep, expert states over dp.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import sim
@@ -54,14 +54,10 @@ class DataParallel:
     @staticmethod
     def from_module(module: ModuleOp) -> DataParallel:
         attr = module.attributes.get(DATA_PARALLEL_ATTR)
-        if not isinstance(attr, DictionaryAttr):
+        if not isinstance(attr, sim.DataParallelAttr):
             return DataParallel()
-        values = {
-            k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)
-        }
         axes = grid_axes(module)
-        return DataParallel(int(values.get("dp", 1)), int(values.get("zero", 0)), axes.get("ep", 1),
-                            axes.get("cp", 1))
+        return DataParallel(attr.dp.data, attr.zero.data, axes.get("ep", 1), axes.get("cp", 1))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@
 // RUN: not charon-opt %S/Inputs/moe_router_trained.mlir -p 'data-parallel{dp=2},shard-expert{ep=2}' 2>&1 | filecheck %s --check-prefix=EP-AFTER
 
 // Plain DDP reduces each layer's gradient is reduced inside the backward body, as soon as it exists.
-// DDP:      sim.data_parallel = {dp = 4 : i64, zero = 0 : i64, bucket_mb = 25 : i64, overlap = true, overlap_param_gather = false}
+// DDP:      sim.data_parallel = #sim.data_parallel<dp = 4, zero = 0, bucket_mb = 25, overlap = true, overlap_param_gather = false>
 // DDP:      coll.grid @mesh(axes = ["dp"], shape = 4)
 // DDP:      sim.repeat 8 {{.*}} {reverse}
 // DDP:        %[[DW:.*]] = sim.view
@@ -53,7 +53,7 @@
 // A bucket holds bucket-mb MiB of gradients, reduce-scattered into its dp
 // shards; the updated parameters are all-gathered in the same layout: a
 // collective's gathered output is one bucket (1 MiB: 524288 bf16 elements).
-// BUCKET:      sim.data_parallel = {dp = 4 : i64, zero = 1 : i64, bucket_mb = 1 : i64, overlap = true, overlap_param_gather = false}
+// BUCKET:      sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 1, overlap = true, overlap_param_gather = false>
 // BUCKET:      %[[G:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = sim.generic "grad_bucket"
 // BUCKET-NEXT: coll.reduce_scatter %[[G]] on @mesh ["dp"] axis 0 : tensor<524288xbf16> -> tensor<131072xbf16>
 // BUCKET:      sim.phase "optimizer" {
@@ -68,7 +68,7 @@
 // overlap-param-gather: each layer gathers its updated parameters before it runs
 // in the forward, marked to run in the step's first forward only; the backward
 // gathers nothing, and after the step only the embedding and the head are gathered.
-// PARAM-GATHER:      sim.data_parallel = {{{.*}}zero = 1 : i64, {{.*}}overlap_param_gather = true}
+// PARAM-GATHER:      sim.data_parallel = #sim.data_parallel<{{.*}}zero = 1, {{.*}}overlap_param_gather = true>
 // PARAM-GATHER:      sim.repeat 8
 // PARAM-GATHER-NEXT: ^{{.*}}(%{{.*}}: tensor<1x64x64xbf16>, %[[W:.*]]: tensor<64x64xbf16>):
 // PARAM-GATHER-NEXT:   %[[S:.*]] = sim.generic "param_shard_bucket"(%[[W]]) {sim.first_forward,

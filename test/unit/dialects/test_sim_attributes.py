@@ -57,3 +57,10 @@ def test_a_pipeline_parses_back_to_itself(fields, microbatches):
 def test_a_pipeline_gives_every_virtual_stage_its_layers():
     with pytest.raises(VerifyException, match="pp \\* vpp = 4 virtual stages"):
         sim.PipelineAttr(2, 2, "interleaved", 8, [4, 4])
+
+
+@given(st.integers(1, 4096), st.sampled_from([0, 1, 2, 3]), st.integers(1, 10_000), st.booleans(), st.booleans())
+def test_data_parallel_settings_parse_back_to_themselves(dp, zero, bucket_mb, overlap, gather):
+    gather = gather and zero in (1, 2)
+    settings = sim.DataParallelAttr(dp, zero, bucket_mb, overlap, gather)
+    assert parse_attribute(str(settings)) == settings

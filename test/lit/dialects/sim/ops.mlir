@@ -2,9 +2,10 @@
 // RUN: charon-opt %s --print-op-generic | charon-opt | filecheck %s
 // RUN: charon-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
 
-// The pipeline pass's schedule, on the module (its fields in any order on input).
-// CHECK: builtin.module attributes {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>}
-builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved", pp = 2, vpp = 2, microbatches = 8, layers = [1, 2, 0, 3]>} {
+// The pipeline and data-parallel passes' settings, on the module (#sim.pipeline's
+// fields in any order on input).
+// CHECK: builtin.module attributes {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>}
+builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved", pp = 2, vpp = 2, microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>} {
   %ids = sim.input "tokens" : tensor<2x16xi64>
   %table = sim.param "embed" : tensor<1000x64xbf16>
   %ws = sim.param "layers.w" : tensor<3x64x64xbf16>
@@ -128,4 +129,4 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   // CHECK:      %[[CB:.*]] = sim.elementwise "add" %{{.*}}, %{{.*}} {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
   // GENERIC:    "sim.elementwise"(%{{.*}}, %{{.*}}) <{kind = "add"}> {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">}
 }
-// GENERIC: }) {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>} : () -> ()
+// GENERIC: }) {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>} : () -> ()
