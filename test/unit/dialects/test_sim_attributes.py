@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
@@ -14,10 +14,14 @@ from charon_ir.testing import make_context
 amounts = st.floats(min_value=0.0, max_value=1e30, allow_nan=False, allow_infinity=False)
 
 
+CONTEXT = make_context()
+
+
 def parse_attribute(text: str):
-    return Parser(make_context(), text).parse_attribute()
+    return Parser(CONTEXT, text).parse_attribute()
 
 
+@settings(max_examples=60, deadline=None)
 @given(amounts, amounts, amounts, st.sampled_from(["analytic", "db", "predict", "trace"]))
 def test_a_cost_prints_what_it_parses_back_to(time_s, flops, nbytes, engine):
     cost = sim.CostAttr(time_s, flops, nbytes, engine)
@@ -44,6 +48,7 @@ def pipelines(draw):
     return pp, vpp, draw(st.sampled_from(sim.PIPELINE_SCHEDULES)), draw(st.integers(1, 4096)), layers
 
 
+@settings(max_examples=60, deadline=None)
 @given(pipelines(), st.integers(1, 4096))
 def test_a_pipeline_parses_back_to_itself(fields, microbatches):
     pipeline = sim.PipelineAttr(*fields)
@@ -59,6 +64,7 @@ def test_a_pipeline_gives_every_virtual_stage_its_layers():
         sim.PipelineAttr(2, 2, "interleaved", 8, [4, 4])
 
 
+@settings(max_examples=60, deadline=None)
 @given(st.integers(1, 4096), st.sampled_from([0, 1, 2, 3]), st.integers(1, 10_000), st.booleans(), st.booleans())
 def test_data_parallel_settings_parse_back_to_themselves(dp, zero, bucket_mb, overlap, gather):
     gather = gather and zero in (1, 2)
