@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from charon_ir.dialects.coll import GRAD_SYNC, GridOp
+from charon_ir.dialects.coll import GridOp
 from charon_ir.dialects.sim import DATA_PARALLEL_ATTR
 from charon_ir.errors import CharonError
 

@@ -15,8 +15,7 @@ from math import prod
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 
-from charon_ir.dialects.sim import NODE_KIND_ATTR, TARGET_ATTR
-from charon_ir.dialects.event import PROGRAM_HARDWARE_ATTR
+from charon_ir.dialects.sim import TARGET_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import Cluster, implicit_cluster, parse_cluster_cached
 from charon_ir.target.hardware import GpuSpec, load_gpu
