@@ -382,6 +382,18 @@ class MegatronLM(nn.Module):
         return vocab_parallel_cross_entropy(logits, labels).mean()
 
 
+BUILD_SETTINGS: dict[str, tuple[Any, ...]] = {
+    "bf16": (True,),
+    "params_dtype": ("bfloat16", "bf16", "torch.bfloat16"),
+    "use_cpu_initialization": (True, False),
+    "perform_initialization": (False, True),
+}
+"""TransformerConfig fields the importer sets (bf16 weights, built on the meta
+device, never initialised) -> the values a config may state for them: the first
+is the importer's; where a config's other value would change nothing traced
+(initialisation on the CPU or not, at all or not), it is accepted too."""
+
+
 def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
                          sequence_parallel: bool = False) -> MegatronLM:
     """The GPTModel of `config` as rank 0 of `tp` tensor-parallel ranks (with
@@ -403,6 +415,12 @@ def build_megatron_model(config: dict[str, Any], where: str, tp: int = 1,
         if (value is True) if key == "sequence_parallel" else (value not in (None, 1)):
             raise CharonError(f"{where}: {key} {value}: the run gives the parallel degrees "
                               "(charon simulate --tp, --sequence-parallel, --pp, --cp, --ep)")
+    for key, built in BUILD_SETTINGS.items():
+        # what the importer gives TransformerConfig itself: stated as it builds,
+        # taken out (not passed twice); stated otherwise, refused in one line
+        if key in config and (value := config.pop(key)) not in built:
+            raise CharonError(f"{where}: {key} {value!r}: the import builds the model with {key} {built[0]!r} "
+                              "(bf16 weights on the meta device, never initialised)")
     activation = config.pop("activation_func", "gelu")
     if activation not in ACTIVATIONS:
         raise CharonError(f"{where}: activation_func {activation!r}: one of {', '.join(ACTIVATIONS)}")

@@ -176,6 +176,8 @@ def test_a_tp_megatron_refuses_is_one_line():
     ({"tensor_model_parallel_size": 2}, "tensor_model_parallel_size 2: the run gives the parallel degrees"),
     ({"sequence_parallel": True}, "sequence_parallel True: the run gives the parallel degrees"),
     ({"not_a_field": 1}, "unknown field(s) not_a_field"),
+    ({"bf16": False}, "bf16 False: the import builds the model with bf16 True"),
+    ({"params_dtype": "float32"}, "params_dtype 'float32': the import builds the model with params_dtype 'bfloat16'"),
     ({"activation_func": "swish2"}, "activation_func 'swish2'"),
     ({"num_attention_heads": 7}, "num_attention_heads (7) must be a multiple of num_query_groups (4)"),
     ({"hidden_size": "wide"}, "Megatron-Core refused the config"),
@@ -200,6 +202,15 @@ def test_a_config_stating_the_default_degrees_builds(tp):
                   expert_model_parallel_size=1, sequence_parallel=False)
     model = build_megatron_model(config, "defaults.yaml", tp=tp)
     assert model.tp == tp and model.model.config.tensor_model_parallel_size == tp
+
+
+def test_a_config_stating_the_build_settings_builds():
+    """bf16, its params_dtype and the initialisation flags, as Megatron-LM's own
+    configs state them, are what the importer sets: not passed twice."""
+    config = yaml.safe_load(open("examples/megatron_gpt_tiny.yaml"))
+    config.update(bf16=True, params_dtype="bfloat16", use_cpu_initialization=False, perform_initialization=True)
+    model = build_megatron_model(config, "stated.yaml")
+    assert model.model.config.bf16 and model.model.config.params_dtype == torch.bfloat16
 
 
 def test_a_missing_config_is_one_line():
