@@ -28,6 +28,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from charon_ir.dialects import coll, sim
 from charon_ir.memory import tensors
+from charon_ir.parallel.backward_split import weight_gradient_ops
 
 Root = Hashable
 STATIC = "static"
@@ -365,8 +366,6 @@ def weight_grad_residual(bwd: sim.PhaseOp, roots: Roots) -> int:
     """Bytes the W half of `bwd` reads that its B half left: saved activations
     (whole stacked roots) and, per layer, the input-gradient intermediates (the
     gradient of each weight GEMM's output)."""
-    from charon_ir.parallel.backward_split import weight_gradient_ops
-
     w_ops = weight_gradient_ops(bwd)
     kept: dict[Root, int] = {}
 

@@ -14,9 +14,7 @@ issue-29 layering removed all ran through one), so each is allowed only for
   `serve` (`charon_ir/__init__.py`), the registry's dialect, pass and target
   factories (xDSL's lazy registration, `charon-opt`'s start-up) and the cost
   engines' (`engines.base.ENGINES`); `charon`'s commands load by name
-  (`cli.COMMANDS`), which ast does not see;
-- the imports listed in REMAINING below, which predate this test: the list may
-  only shrink (a new one fails, and so does an entry that is gone).
+  (`cli.COMMANDS`), which ast does not see.
 """
 
 from __future__ import annotations
@@ -212,28 +210,19 @@ def test_no_cycle_among_top_level_imports():
 
 
 def test_no_cycle_through_function_level_imports():
-    """Named cycles of issue 29 (runtime/flatten <-> report/summary <->
+    """The cycles issue 29 named (runtime/flatten <-> report/summary <->
     runtime/interpreter, engines/calibration <-> validation, memory/states <->
-    parallel/mesh, sweep/evaluate <-> sweep/serving) stay gone; a cycle still
-    left must be one of REMAINING_CYCLES, none larger."""
-    cycles = _cycles(_graph(include_function_level=True))
-    for cycle in cycles:
-        assert any(cycle <= known for known in REMAINING_CYCLES), f"import cycle: {sorted(cycle)}"
-    for pair in (("charon_ir.runtime.flatten", "charon_ir.report.summary"),
-                 ("charon_ir.memory.states", "charon_ir.parallel.mesh"),
-                 ("charon_ir.sweep.evaluate", "charon_ir.sweep.serving"),
-                 ("charon_ir.validation", "charon_ir.validation.calibration")):
-        assert not any(set(pair) <= cycle for cycle in cycles), pair
+    parallel/mesh, sweep/evaluate <-> sweep/serving) and those the function-level
+    imports hid (serving/requests <-> serving/stages, memory <->
+    parallel/backward_split) stay gone: none is left."""
+    assert _cycles(_graph(include_function_level=True)) == []
     assert not any(m.startswith("charon_ir.engines.") and "charon_ir.validation" in n
                    for m, ns in _graph(include_function_level=True).items() for n in ns)
 
 
-def test_function_level_imports_only_shrink():
-    now = _function_level()
-    added = {m: sorted(t - REMAINING.get(m, set())) for m, t in now.items() if t - REMAINING.get(m, set())}
-    assert not added, f"imports inside functions (move them to the top of the module): {added}"
-    gone = {m: sorted(t - now.get(m, set())) for m, t in REMAINING.items() if t - now.get(m, set())}
-    assert not gone, f"no longer imported inside a function: remove from REMAINING: {gone}"
+def test_no_function_level_import_but_the_allowed():
+    found = {m: sorted(t) for m, t in _function_level().items()}
+    assert not found, f"imports inside functions (move them to the top of the module): {found}"
 
 
 def test_the_lazy_entries_keep_torch_off_the_start_up_path():
@@ -251,14 +240,3 @@ def test_the_lazy_entries_keep_torch_off_the_start_up_path():
     assert {"charon_ir.frontend.tracing", "charon_ir.profile.runner"} <= HEAVY_MODULES
     assert not seen & HEAVY_MODULES
 
-
-REMAINING_CYCLES: list[set[str]] = [
-    # parallel.backward_split imports memory.tensors, which runs memory/__init__
-    {"charon_ir.memory", "charon_ir.memory.analysis", "charon_ir.memory.liveness", "charon_ir.memory.schedule",
-     "charon_ir.parallel.backward_split"},
-]
-"""Cycles still closed by a function-level import, to break."""
-
-REMAINING: dict[str, set[str]] = {  # to move to the top of their modules
-    "charon_ir.memory.liveness": {"charon_ir.parallel.backward_split"},
-}
