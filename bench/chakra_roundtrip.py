@@ -40,7 +40,7 @@ def main() -> None:
                               dp=args.dp, sequence_parallel=args.sequence_parallel, seq_len=args.seq_len,
                               global_batch=args.global_batch, micro_batch=args.micro_batch)
     ctx, module, _ = api.build_training_module(config)
-    api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
+    api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
     with tempfile.TemporaryDirectory() as directory:
         Exporter(module).write(directory, ranks)
         original = simulate_module(ctx, module, tier="fine")
@@ -50,7 +50,7 @@ def main() -> None:
     start = time.perf_counter()
     for name, options in (("set-target", {"hardware": args.hardware, "gpus": args.gpus}), ("cost-annotate", {}),
                           ("lower-to-events", {})):
-        api._pass(name, **options).apply(ctx, imported)
+        api.make_pass(name, **options).apply(ctx, imported)
     again = simulate_module(ctx, imported, tier="fine")
     print(f"simulated in {time.perf_counter() - start:.1f} s")
     for what, report in (("original", original), ("imported", again)):

@@ -25,7 +25,7 @@ from charon_ir.api import load_model_module
 from charon_ir.dialects import sim
 from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.frontend import phase_flops
-from charon_ir.serving.latency import ReplicaShape, _price_module
+from charon_ir.serving.latency import ReplicaShape, price_module
 
 HARDWARE = "H100-SXM5-80GB"
 STEPS = (("prefill", 512, 1), ("decode", 1024, 16))
@@ -49,7 +49,7 @@ def gemm_rows(model: str, tp: int) -> list[list[str]]:
     rows = []
     for name in (f"vllm:{model}", model):
         ctx, module = load_model_module(name, seq_len=16, batch=1, mode="prefill")
-        _price_module(module, ctx, ReplicaShape(name, HARDWARE, tp))
+        price_module(module, ctx, ReplicaShape(name, HARDWARE, tp))
         by_width: dict[int, float] = defaultdict(float)
         for repeat in (op for op in module.walk() if isinstance(op, sim.RepeatOp)):
             for op in repeat.body.block.ops:

@@ -240,7 +240,10 @@ class TrainingConfig:
         return global_batch // (dp * self.micro_batch)
 
 
-def _pass(name: str, **options):
+def make_pass(name: str, **options):
+    """The registered pass `name` (its `charon-opt -p` name) built with `options`:
+    how code outside charon-opt runs a pass of the pipeline; an unknown name or a
+    pass that cannot load is one CharonError line."""
     if name not in ALL_PASSES:
         raise CharonError(f"the '{name}' pass is not available in this build")
     try:
@@ -449,7 +452,7 @@ def build_training_module(config: TrainingConfig):
     if config.model.endswith(".mlir"):
         _check_layer_stack(module, config.model)
     for name, options in plan:
-        _pass(name, **options).apply(ctx, module)
+        make_pass(name, **options).apply(ctx, module)
     return ctx, module, _memory(module, config)
 
 
@@ -630,10 +633,10 @@ def simulate_file(
     target: dict[str, Any] = {"hardware": hardware, "gpus": gpus, "gpus_per_node": gpus_per_node}
     if cluster:
         target["cluster"] = cluster
-    _pass("set-target", **target).apply(ctx, module)
+    make_pass("set-target", **target).apply(ctx, module)
     # every GEMM as written on the fp8 tensor cores (no Transformer Engine layers to
     # tell apart from an output layer in a hand-written step)
-    _pass("cost-annotate", engines=engines, fp8_gemms=precision == "fp8").apply(ctx, module)
-    _pass("lower-to-events").apply(ctx, module)
+    make_pass("cost-annotate", engines=engines, fp8_gemms=precision == "fp8").apply(ctx, module)
+    make_pass("lower-to-events").apply(ctx, module)
     overlap = calibrated_overlap(Target.from_module(module).gpu)
     return simulate_module(ctx, module, overlap, trace=str(trace) if trace else None)

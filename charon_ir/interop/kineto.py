@@ -262,7 +262,7 @@ def simulate_for_profile(model: str, device: str, **options) -> Predicted:
     try:
         config, _ = api.configure(model, **options)
         ctx, module, _ = api.build_training_module(config)
-        api._pass("lower-to-events", blocking=tuple(config.blocking_comm), host_launch=config.host_launch_s).apply(ctx, module)
+        api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm), host_launch=config.host_launch_s).apply(ctx, module)
     finally:
         if previous is None:
             os.environ.pop("CHARON_PROFILE_DEVICE", None)

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from charon_ir.api import _pass, load_model_module
+from charon_ir.api import load_model_module, make_pass
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.engines.collectives import cached_plan
@@ -245,18 +245,18 @@ def _priced_parts(module) -> tuple[float, float, float]:
 def _price_prefill(shape: ReplicaShape, degree: int, mode: str, tokens: int) -> tuple[float, float, float]:
 
     ctx, module = load_model_module(shape.model, seq_len=tokens, batch=1, mode="prefill")
-    _pass("fuse").apply(ctx, module)
+    make_pass("fuse").apply(ctx, module)
     if shape.tp > 1:
-        _pass("shard-tensor", tp=shape.tp).apply(ctx, module)
+        make_pass("shard-tensor", tp=shape.tp).apply(ctx, module)
     if degree > 1:
         try:
-            _pass("shard-context", cp=degree, mode=mode).apply(ctx, module)
+            make_pass("shard-context", cp=degree, mode=mode).apply(ctx, module)
         except CharonError as e:
             raise CharonError(f"--cp-mode {mode} with cp degree {degree}: {e}") from None
-    _pass("set-target", hardware=shape.hardware, gpus=shape.tp * degree).apply(ctx, module)
+    make_pass("set-target", hardware=shape.hardware, gpus=shape.tp * degree).apply(ctx, module)
     # fp8 serving runs its GEMMs in fp8, as the replica's step model prices them
-    # (latency._price_module); attention and the collectives stay 16-bit
-    _pass("cost-annotate", engines=("analytic",), fp8_gemms=shape.precision == "fp8").apply(ctx, module)
+    # (latency.price_module); attention and the collectives stay 16-bit
+    make_pass("cost-annotate", engines=("analytic",), fp8_gemms=shape.precision == "fp8").apply(ctx, module)
     return _priced_parts(module)
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import charon_ir
-from charon_ir.api import _pass, load_model_module
+from charon_ir.api import load_model_module, make_pass
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.sim import COST_ATTR
 from charon_ir.engines.analytic import AnalyticEngine
@@ -229,18 +229,20 @@ def prefill_chunk_tiles(chunk: int, cached: int, block_overhead: float) -> float
 # --- building a table through the pipeline -----------------------------------
 
 
-def _price_module(module, ctx, shape: ReplicaShape):
+def price_module(module, ctx, shape: ReplicaShape):
+    """Prices an imported serving step in place for one replica's shape: the
+    serving kernels fused, split over its tp and ep, every op given its cost."""
     # serving engines run flash attention and fused norm / rope / SwiGLU kernels
-    _pass("fuse").apply(ctx, module)
+    make_pass("fuse").apply(ctx, module)
     if shape.tp > 1:
-        _pass("shard-tensor", tp=shape.tp).apply(ctx, module)
+        make_pass("shard-tensor", tp=shape.tp).apply(ctx, module)
     if shape.ep > 1:
-        _pass("shard-expert", ep=shape.ep).apply(ctx, module)
-    _pass("set-target", hardware=shape.hardware, gpus=shape.tp * shape.ep).apply(ctx, module)
+        make_pass("shard-expert", ep=shape.ep).apply(ctx, module)
+    make_pass("set-target", hardware=shape.hardware, gpus=shape.tp * shape.ep).apply(ctx, module)
     if shape.precision == "fp8":
         check_fp8(load_gpu(shape.hardware))
     # TensorRT-LLM's FP8 GEMMs: cost-annotate's fp8-gemms
-    _pass("cost-annotate", engines=("analytic",), fp8_gemms=shape.precision == "fp8").apply(ctx, module)
+    make_pass("cost-annotate", engines=("analytic",), fp8_gemms=shape.precision == "fp8").apply(ctx, module)
     if shape.precision == "fp8":
         _reprice_fp8_cache(module)
 
@@ -296,7 +298,7 @@ def _param_bytes(module) -> float:
 
 def _sample(shape: ReplicaShape, mode: str, seq_len: int, batch: int):
     ctx, module = load_model_module(shape.model, seq_len=seq_len, batch=batch, mode=mode)
-    _price_module(module, ctx, shape)
+    price_module(module, ctx, shape)
     return module
 
 
@@ -426,7 +428,7 @@ def _cache_dir() -> Path:
 
 
 PRICING_PASSES = ("fuse", "shard_tensor", "shard_expert", "set_target", "cost_annotate")
-"""The passes `_price_module` runs (their files, beside shard_tensor.py)."""
+"""The passes `price_module` runs (their files, beside shard_tensor.py)."""
 
 
 def source_files() -> list[Path]:

@@ -309,7 +309,7 @@ class TrainingEvaluator:
         name, options = step
         if name == "import":
             return self._import(step)
-        api._pass(name, **dict(options)).apply(self.ctx, module)
+        api.make_pass(name, **dict(options)).apply(self.ctx, module)
         return module
 
     def _build(self, steps: tuple[Step, ...], keep: int):

@@ -61,7 +61,7 @@ import numpy as np
 
 from xdsl.dialects.builtin import IntegerAttr
 
-from charon_ir.api import _pass, imports_tensor_parallel, overlap_model, pass_plan
+from charon_ir.api import imports_tensor_parallel, make_pass, overlap_model, pass_plan
 from charon_ir.dialects import coll, event, sim
 from charon_ir.engines.collectives import cached_plan
 from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
@@ -261,7 +261,7 @@ def build_probe(evaluator, config) -> Probe | None:
     for name, options in plan[at + 1 :]:
         if name == "memory-analysis":
             continue  # the probe's memory is read off its stage classes below
-        _pass(name, **options).apply(ctx, module)
+        make_pass(name, **options).apply(ctx, module)
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if len(stages) != 1:
         return None
@@ -296,7 +296,7 @@ def build_probe(evaluator, config) -> Probe | None:
         probe.stage_memory.update(_memory_split(evaluator, base, layers, split))
 
     # timing: the lowered probe at two layer counts
-    _pass("lower-to-events").apply(ctx, module)
+    make_pass("lower-to-events").apply(ctx, module)
     runs = [_run_items(ctx, module, config, n) for n in PROBE_LAYERS]
     (a, b), k = runs, PROBE_LAYERS[1] - PROBE_LAYERS[0]
     n0 = PROBE_LAYERS[0]
@@ -372,7 +372,7 @@ def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
         if name == "pipeline" and n:
             # what the probe and its memory split (another pipeline) share
             cache[(*head, repr(steps[:n]))] = module.clone()
-        _pass(name, **options).apply(evaluator.ctx, module)
+        make_pass(name, **options).apply(evaluator.ctx, module)
     cache[(*head, repr(steps))] = module
     while len(cache) > PREFIX_CACHE_SIZE:
         cache.popitem(last=False)
@@ -389,7 +389,7 @@ def _gradient_groups(evaluator, config, steps: list[tuple[str, dict[str, Any]]],
     if key in cache:
         return cache[key]
     synced = _after(evaluator, config, steps).clone()
-    _pass("data-parallel", **{**options, "dp": 2, "zero": 0}).apply(evaluator.ctx, synced)
+    make_pass("data-parallel", **{**options, "dp": 2, "zero": 0}).apply(evaluator.ctx, synced)
     grid = find_grid(synced)
     sizes = dict(grid.axis_sizes()) if grid is not None else {}
     stage = next(op for op in synced.body.block.ops if isinstance(op, sim.StageOp))
@@ -419,7 +419,7 @@ def _memory_split(evaluator, base, layers: int, split: bool) -> dict[str, Any]:
     for name, options in plan[at + 1 :]:
         if name in ("memory-analysis", "cost-annotate"):
             break
-        _pass(name, **options).apply(evaluator.ctx, module)
+        make_pass(name, **options).apply(evaluator.ctx, module)
     classes = _stage_classes(module, split, base)
     return {"first": classes[0], "middle": (classes[1], classes[2]), "last": classes[3]}
 

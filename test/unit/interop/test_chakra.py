@@ -154,7 +154,7 @@ def _lowered(name: str):
 
     config, _ = api.configure("llama-3.1-8b", hardware="H100-SXM5-80GB", micro_batch=1, **CONFIGS[name])
     ctx, module, _ = api.build_training_module(config)
-    api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
+    api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
     return module
 
 

@@ -25,7 +25,7 @@ def _exported(directory: str) -> Path:
     config, _ = api.configure("llama-3.1-8b", hardware="H100-SXM5-80GB", gpus=8, tp=2, dp=4,
                               sequence_parallel=True, seq_len=512, global_batch=4, micro_batch=1)
     ctx, module, _ = api.build_training_module(config)
-    api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
+    api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
     Exporter(module).write(directory, [5])
     return Path(directory)
 
@@ -142,7 +142,7 @@ def _pipeline(directory: str):
 
     config, _ = api.configure("llama-3.1-8b", **PP_STEP)
     ctx, module, _ = api.build_training_module(config)
-    api._pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
+    api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
     Exporter(module).write(directory, [5, 7])
     return Path(directory), simulate_module(ctx, module, tier="fine"), module
 

@@ -94,15 +94,15 @@ def test_a_table_depends_on_the_sharding_rules_shard_tensor_runs():
 
 
 def test_a_table_depends_on_every_pass_that_prices_it():
-    """`_price_module`'s passes (fuse, shard-tensor, shard-expert, set-target,
+    """`price_module`'s passes (fuse, shard-tensor, shard-expert, set-target,
     cost-annotate) are files of the digest, and each exists: a name that no
     longer names a file would silently drop out of it."""
     files = latency.source_files()
     names = {f.stem for f in files}
     assert set(latency.PRICING_PASSES) <= names
     assert all(f.is_file() for f in files)
-    source = inspect.getsource(latency._price_module)
-    assert {name.replace("_", "-") for name in latency.PRICING_PASSES} == set(re.findall(r'_pass\("([a-z-]+)"', source))
+    source = inspect.getsource(latency.price_module)
+    assert {name.replace("_", "-") for name in latency.PRICING_PASSES} == set(re.findall(r'make_pass\("([a-z-]+)"', source))
 
 
 def test_a_table_is_keyed_on_what_its_imports_depend_on(monkeypatch):

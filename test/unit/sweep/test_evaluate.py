@@ -62,14 +62,14 @@ def test_out_of_memory_is_pruned_before_timing(tiny_space, monkeypatch):
     point = space.points()[0]
     import charon_ir.api as api
 
-    real = api._pass
+    real = api.make_pass
 
     def tight(name, **options):
         if name == "memory-analysis":
             options["limit_gb"] = 0.01
         return real(name, **options)
 
-    monkeypatch.setattr(api, "_pass", tight)
+    monkeypatch.setattr(api, "make_pass", tight)
     (r,) = evaluator.evaluate([point])
     assert r["status"] == "oom" and r["error"].startswith("memory-analysis: stage 0 needs")
     assert timed == []
