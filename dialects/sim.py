@@ -1379,6 +1379,17 @@ class PhaseOp(IRDLOperation):
         _verify_scoped_uses(self)
 
 
+def phase_kind(op: Operation) -> str | None:
+    """The kind of the innermost `sim.phase` around `op` (None outside every phase):
+    whether an op runs in the forward, the backward, the optimizer step..."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, PhaseOp):
+            return parent.kind.data
+        parent = parent.parent_op()
+    return None
+
+
 def _verify_scoped_uses(op: Operation) -> None:
     """Every value an op nested in `op` reads is defined in a block that encloses
     that op: a phase reads another phase's values only through its results, and

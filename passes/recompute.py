@@ -112,15 +112,6 @@ def _yielded(block: Block) -> tuple[SSAValue, ...]:
     return tuple(term.values)
 
 
-def _in_backward(op: Operation) -> bool:
-    cur = op.parent_op()
-    while cur is not None:
-        if isinstance(cur, sim.PhaseOp):
-            return cur.kind.data == "backward"
-        cur = cur.parent_op()
-    return False
-
-
 # ---------------------------------------------------------------------------
 # selective
 # ---------------------------------------------------------------------------
@@ -131,7 +122,7 @@ class RecomputeAttentionCore(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.AttentionGradOp, rewriter: PatternRewriter) -> None:
-        if op.flash or RECOMPUTE_ATTR in op.attributes or not _in_backward(op):
+        if op.flash or RECOMPUTE_ATTR in op.attributes or sim.phase_kind(op) != "backward":
             return
         forward = saved_source(op.out).owner
         if not isinstance(forward, sim.AttentionOp) or forward.flash:

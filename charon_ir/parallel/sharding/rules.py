@@ -524,7 +524,7 @@ class ShardYield(ShardPattern):
             args = parent.body.block.args
             for i in range(n_iter):
                 st.use(op, i, st.shard(args[i]))
-        backward = _in_backward(op)
+        backward = sim.phase_kind(op) == "backward"
         for i in range(n_iter, len(op.values)):
             s = st.shard(op.values[i])
             if s.partial:
@@ -576,15 +576,6 @@ class ShardCollective(ShardPattern):
         st.retype(op.result, with_shape(op.result.type, local))
         if not s.replicated:
             st.shards[op.result] = s
-
-
-def _in_backward(op: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, sim.PhaseOp):
-            return parent.kind.data == "backward"
-        parent = parent.parent_op()
-    return False
 
 
 def default_rules(st: ShardingState) -> list[ShardPattern]:
