@@ -194,8 +194,38 @@ module, one imported already sequence-parallel (the frontend's Megatron-Core
 models), which the pass leaves as it is."""
 
 
+class _KeywordAttr(ParametrizedAttribute):
+    """An attribute written `#sim.name<field = value, ...>`: every field of FIELDS
+    given once, in any order; `parse_field` reads one field's value."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, Attribute] = {}
+        with parser.in_angle_brackets():
+            while True:
+                key = parser.parse_identifier()
+                if key not in cls.FIELDS:
+                    parser.raise_error(f"#{cls.name} has no field {key} (fields: {', '.join(cls.FIELDS)})")
+                if key in values:
+                    parser.raise_error(f"#{cls.name} gives {key} twice")
+                parser.parse_punctuation("=")
+                values[key] = cls.parse_field(parser, key)
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+        missing = [k for k in cls.FIELDS if k not in values]
+        if missing:
+            parser.raise_error(f"#{cls.name} is missing the field {missing[0]}")
+        return [values[k] for k in cls.FIELDS]
+
+
 @irdl_attr_definition
-class CostAttr(ParametrizedAttribute):
+class CostAttr(_KeywordAttr):
     """`#sim.cost<time_s = T, flops = F, bytes = B, engine = "E">`: what a cost
     engine said of one op (seconds, FLOPs, bytes moved) and which engine said it.
     `cost-annotate` leaves one on every op it prices, under COST_ATTR; the
@@ -227,26 +257,11 @@ class CostAttr(ParametrizedAttribute):
             raise VerifyException("#sim.cost: engine must name the engine that priced the op")
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values: dict[str, Attribute] = {}
-        with parser.in_angle_brackets():
-            while True:
-                key = parser.parse_identifier()
-                if key not in cls.FIELDS:
-                    parser.raise_error(f"#sim.cost has no field {key} (fields: {', '.join(cls.FIELDS)})")
-                if key in values:
-                    parser.raise_error(f"#sim.cost gives {key} twice")
-                parser.parse_punctuation("=")
-                if key == "engine":
-                    values[key] = StringAttr(parser.parse_str_literal())
-                else:
-                    values[key] = FloatData(float(parser.parse_number()))
-                if parser.parse_optional_punctuation(",") is None:
-                    break
-        missing = [k for k in cls.FIELDS if k not in values]
-        if missing:
-            parser.raise_error(f"#sim.cost is missing the field {missing[0]}")
-        return [values[k] for k in cls.FIELDS]
+    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
+        if field == "engine":
+            return StringAttr(parser.parse_str_literal())
+        else:
+            return FloatData(float(parser.parse_number()))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(
@@ -260,7 +275,7 @@ PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 
 
 @irdl_attr_definition
-class PipelineAttr(ParametrizedAttribute):
+class PipelineAttr(_KeywordAttr):
     """`#sim.pipeline<pp = 4, vpp = 1, schedule = "1f1b", microbatches = 8,
     layers = [2, 2, 2, 2]>`: the schedule the `pipeline` pass split the step for,
     on the module under PIPELINE_ATTR: `pp` physical stages of `vpp` chunks each,
@@ -309,30 +324,15 @@ class PipelineAttr(ParametrizedAttribute):
             )
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values: dict[str, Attribute] = {}
-        with parser.in_angle_brackets():
-            while True:
-                key = parser.parse_identifier()
-                if key not in cls.FIELDS:
-                    parser.raise_error(f"#sim.pipeline has no field {key} (fields: {', '.join(cls.FIELDS)})")
-                if key in values:
-                    parser.raise_error(f"#sim.pipeline gives {key} twice")
-                parser.parse_punctuation("=")
-                if key == "schedule":
-                    values[key] = StringAttr(parser.parse_str_literal())
-                elif key == "layers":
-                    values[key] = ArrayAttr(
-                        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: IntAttr(parser.parse_integer()))
-                    )
-                else:
-                    values[key] = IntAttr(parser.parse_integer())
-                if parser.parse_optional_punctuation(",") is None:
-                    break
-        missing = [k for k in cls.FIELDS if k not in values]
-        if missing:
-            parser.raise_error(f"#sim.pipeline is missing the field {missing[0]}")
-        return [values[k] for k in cls.FIELDS]
+    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
+        if field == "schedule":
+            return StringAttr(parser.parse_str_literal())
+        elif field == "layers":
+            return ArrayAttr(
+                parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: IntAttr(parser.parse_integer()))
+            )
+        else:
+            return IntAttr(parser.parse_integer())
 
     def print_parameters(self, printer: Printer) -> None:
         layers = ", ".join(str(n) for n in self.layer_counts())
@@ -343,7 +343,7 @@ class PipelineAttr(ParametrizedAttribute):
 
 
 @irdl_attr_definition
-class DataParallelAttr(ParametrizedAttribute):
+class DataParallelAttr(_KeywordAttr):
     """`#sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true,
     overlap_param_gather = false>`: what the `data-parallel` pass made of the
     step, on the module under DATA_PARALLEL_ATTR: `dp` replicas, the ZeRO stage
@@ -380,26 +380,11 @@ class DataParallelAttr(ParametrizedAttribute):
             )
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values: dict[str, Attribute] = {}
-        with parser.in_angle_brackets():
-            while True:
-                key = parser.parse_identifier()
-                if key not in cls.FIELDS:
-                    parser.raise_error(f"#sim.data_parallel has no field {key} (fields: {', '.join(cls.FIELDS)})")
-                if key in values:
-                    parser.raise_error(f"#sim.data_parallel gives {key} twice")
-                parser.parse_punctuation("=")
-                if key in ("overlap", "overlap_param_gather"):
-                    values[key] = BoolAttr.from_bool(parser.parse_boolean())
-                else:
-                    values[key] = IntAttr(parser.parse_integer())
-                if parser.parse_optional_punctuation(",") is None:
-                    break
-        missing = [k for k in cls.FIELDS if k not in values]
-        if missing:
-            parser.raise_error(f"#sim.data_parallel is missing the field {missing[0]}")
-        return [values[k] for k in cls.FIELDS]
+    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
+        if field in ("overlap", "overlap_param_gather"):
+            return BoolAttr.from_bool(parser.parse_boolean())
+        else:
+            return IntAttr(parser.parse_integer())
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(
