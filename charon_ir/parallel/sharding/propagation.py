@@ -50,16 +50,17 @@ def propagate(st: ShardingState, root: Operation, rules: Sequence[ShardPattern])
     except CharonError as e:
         # the walker attaches the whole module to the error as notes: one line only
         raise CharonError(str(e)) from None
+    # the work each compute op does beyond its 1/size share (whole where no rule splits it)
+    extras = [
+        (op, (st.size * op.flops() - st.flops_before.get(op, 0.0)) * mult)
+        for op, mult in walk_with_multiplicity(root)
+        if isinstance(op, sim.ComputeOp)
+    ]
     if os.environ.get("CHARON_DEBUG_SHARDING"):
         for line in st.fallbacks:
             print(f"{st.pass_name}: fallback: {line}", file=sys.stderr)
-        for o, mult in walk_with_multiplicity(root):
-            if isinstance(o, sim.ComputeOp):
-                extra = (st.size * o.flops() - st.flops_before.get(o, 0.0)) * mult
-                if abs(extra) > 1e-9:
-                    print(f"{st.pass_name}: replicated {extra:.0f} in {o.name} {o.op_kind()} {[str(r.type) for r in o.results]}", file=sys.stderr)
-    st.replicated_flops += sum(
-        (st.size * op.flops() - st.flops_before.get(op, 0.0)) * mult
-        for op, mult in walk_with_multiplicity(root)
-        if isinstance(op, sim.ComputeOp)
-    )
+        for op, extra in extras:
+            if abs(extra) > 1e-9:
+                print(f"{st.pass_name}: replicated {extra:.0f} in {op.name} {op.op_kind()} "
+                      f"{[str(r.type) for r in op.results]}", file=sys.stderr)
+    st.replicated_flops += sum(extra for _, extra in extras)
