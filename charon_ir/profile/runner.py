@@ -14,6 +14,7 @@ This is the only module of the package that imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import statistics
@@ -394,37 +395,78 @@ class Graphed:
     kernels back to back with no host in between. Eager PyTorch launches a
     kernel every ~8 us (the shortest eager kernel the shipped H100 database held
     before graphs), longer than a small element-wise kernel runs, so timing eager
-    calls back to back measured the host's launch rate, not the GPU."""
+    calls back to back measured the host's launch rate, not the GPU. A sample
+    replays the graph `replays` times, enough to last `MIN_GRAPH_SAMPLE_S`."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, calls: int):
-        self.graph, self.calls = graph, calls
+    def __init__(self, graph: torch.cuda.CUDAGraph, calls: int, replays: int = 1):
+        self.graph, self.calls, self.replays = graph, calls, replays
 
     def __call__(self) -> None:
         self.graph.replay()
 
 
+MIN_GRAPH_SAMPLE_S = 5e-4
+"""A graphed sample replays its graph until it lasts this long on the GPU. The
+calls a graph holds are counted from the op's eager time, which for a kernel of
+1-2 us is the ~9 us launch rate: one replay of such a graph then ran for a fifth
+of the intended sample, and the host's submission of it showed in the time (the
+H200's small kernels, 2026-11-27: samples split between their own time and ~9 us,
+1,029 rows spread over a quarter of their median)."""
+
+HOST_AHEAD_CYCLES = 500_000
+"""GPU clock cycles (~0.25-0.3 ms at 1.7-2 GHz) a sample's stream spins before its
+start event (`torch.cuda._sleep`), so the host has queued the sample's launches
+by the time the GPU reaches them and the events time the kernels, not the host."""
+
+
+def timing_stream(device: torch.device):
+    """The stream ops are prepared, captured and timed on: on CUDA one side
+    stream per device, made current for the whole profile, so an op's forward
+    (run when it is prepared) and the backward autograd then runs on that
+    forward's stream both lie on the capturing stream (a flash-attention
+    backward's capture failed when its forward had run on the default stream);
+    nothing on a CPU."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    if device not in _TIMING_STREAMS:
+        _TIMING_STREAMS[device] = torch.cuda.Stream(device)
+    return torch.cuda.stream(_TIMING_STREAMS[device])
+
+
+_TIMING_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
+
+
 def graphed(fn: Callable[[], object], device: torch.device, calls: int) -> Callable[[], object]:
-    """On CUDA, `calls` calls of `fn` captured in a `Graphed`; `fn` itself on a
-    CPU or when the op cannot be captured (an optimizer step that is not
-    capturable, a kernel that synchronises)."""
+    """On CUDA, `calls` calls of `fn` captured in a `Graphed`, replayed once
+    (its first replay uploads it) and sized to last `MIN_GRAPH_SAMPLE_S`; `fn`
+    itself on a CPU or when the op cannot be captured (an optimizer step that is
+    not capturable, a kernel that synchronises). Captured on the current stream
+    (`timing_stream`) when that is not the default one, as capture requires."""
     if device.type != "cuda":
         return fn
-    side = torch.cuda.Stream(device)
-    side.wait_stream(torch.cuda.current_stream(device))
+    stream = torch.cuda.current_stream(device)
+    if stream == torch.cuda.default_stream(device):
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
     graph = torch.cuda.CUDAGraph()
     try:
-        with torch.cuda.stream(side):  # warm-up on a side stream, as capture requires
+        with torch.cuda.stream(stream):  # warm-up on the capturing stream, as capture requires
             for _ in range(2):
                 fn()
-        torch.cuda.current_stream(device).wait_stream(side)
-        with torch.cuda.graph(graph):
+        torch.cuda.current_stream(device).wait_stream(stream)
+        with torch.cuda.graph(graph, stream=stream):
             for _ in range(calls):
                 fn()
+        timed = Graphed(graph, calls)
+        with torch.cuda.stream(stream):
+            timed()  # uploads the graph: the first replay's cost is not the kernels'
+            once = _sample(timed, calls, device) * calls
     except (RuntimeError, NotImplementedError, TypeError, ValueError):
         torch.cuda.synchronize(device)
         _end_failed_capture(device)
         return fn
-    return Graphed(graph, calls)
+    timed.replays = max(1, math.ceil(MIN_GRAPH_SAMPLE_S / max(once, 1e-9)))
+    return timed
 
 
 def _end_failed_capture(device: torch.device) -> None:
@@ -441,12 +483,15 @@ def _end_failed_capture(device: torch.device) -> None:
 
 
 def _sample(fn: Callable[[], object], calls: int, device: torch.device) -> float:
-    """Seconds per call over `calls` back-to-back calls (a `Graphed` holds them
-    all: one replay)."""
+    """Seconds per call over `calls` back-to-back calls (a `Graphed`: its
+    `replays` replays of `calls` each)."""
     if device.type == "cuda":
-        per_launch = fn.calls if isinstance(fn, Graphed) else 1
-        launches = max(1, calls // per_launch)
+        if isinstance(fn, Graphed):
+            launches, per_launch = fn.replays, fn.calls
+        else:
+            launches, per_launch = max(1, calls), 1
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(HOST_AHEAD_CYCLES)
         start.record()
         for _ in range(launches):
             fn()

@@ -124,51 +124,52 @@ def profile_ops(
     samples: dict[OpKey, list[float]] = {}
     calls: dict[OpKey, int] = {}
     deadline = time.monotonic() + budget_s if budget_s > 0 else None
-    for r in range(rounds):
-        for position, (key, op) in enumerate(todo):
-            # each run measures one op at least, so that runs again always progress
-            if deadline is not None and (r > 0 or position > 0) and time.monotonic() > deadline:
-                if r == 0:
-                    run.left_for_later = len(todo) - position
-                break
-            if r > 0 and key not in samples:
-                if on_op is not None:
-                    on_op(key)  # not runnable, or measured first by another run
-                continue
-            try:
-                # built again each round, so at most one op's tensors are alive
-                fn = runner.prepare(op, dev)
-                if r == 0:
-                    calls[key] = runner.calls_per_sample(fn, dev, warmup, MIN_SAMPLE_S)
-                fn = runner.graphed(fn, dev, calls[key])
-                new = runner.take_samples(fn, dev, 0 if r == 0 else 1, calls[key], per_round)
-                del fn
-            except runner.NotRunnable as e:
-                run.not_runnable[f"{key.family}: {e}"] += 1
-                samples.pop(key, None)
-            except runner.KERNEL_ERRORS as e:
-                run.not_runnable[f"{key.family}: {runner.first_line(e)}"] += 1
-                samples.pop(key, None)
-            else:
-                taken = samples.setdefault(key, [])
-                taken += new
-                timing = runner.summarize(taken, calls[key], dev)
-                m = Measurement(
-                    key, run.device, run.torch_version, timing.time_s,
-                    op.flops(), op.bytes_moved(), timing.samples, timing.spread,
-                )
-                if r == 0:
-                    if store.put(m):
-                        run.measured += 1
-                    elif replace:
-                        store.update(m)
-                        run.measured += 1
-                    else:
-                        del samples[key]  # another run committed it first: theirs stays
+    with runner.timing_stream(dev):  # see timing_stream: captures need a side stream
+        for r in range(rounds):
+            for position, (key, op) in enumerate(todo):
+                # each run measures one op at least, so that runs again always progress
+                if deadline is not None and (r > 0 or position > 0) and time.monotonic() > deadline:
+                    if r == 0:
+                        run.left_for_later = len(todo) - position
+                    break
+                if r > 0 and key not in samples:
+                    if on_op is not None:
+                        on_op(key)  # not runnable, or measured first by another run
+                    continue
+                try:
+                    # built again each round, so at most one op's tensors are alive
+                    fn = runner.prepare(op, dev)
+                    if r == 0:
+                        calls[key] = runner.calls_per_sample(fn, dev, warmup, MIN_SAMPLE_S)
+                    fn = runner.graphed(fn, dev, calls[key])
+                    new = runner.take_samples(fn, dev, 0 if r == 0 else 1, calls[key], per_round)
+                    del fn
+                except runner.NotRunnable as e:
+                    run.not_runnable[f"{key.family}: {e}"] += 1
+                    samples.pop(key, None)
+                except runner.KERNEL_ERRORS as e:
+                    run.not_runnable[f"{key.family}: {runner.first_line(e)}"] += 1
+                    samples.pop(key, None)
                 else:
-                    store.update(m)
-            if on_op is not None:
-                on_op(key)
+                    taken = samples.setdefault(key, [])
+                    taken += new
+                    timing = runner.summarize(taken, calls[key], dev)
+                    m = Measurement(
+                        key, run.device, run.torch_version, timing.time_s,
+                        op.flops(), op.bytes_moved(), timing.samples, timing.spread,
+                    )
+                    if r == 0:
+                        if store.put(m):
+                            run.measured += 1
+                        elif replace:
+                            store.update(m)
+                            run.measured += 1
+                        else:
+                            del samples[key]  # another run committed it first: theirs stays
+                    else:
+                        store.update(m)
+                if on_op is not None:
+                    on_op(key)
     if dev.type == "cuda":
         torch.cuda.empty_cache()
     return run
