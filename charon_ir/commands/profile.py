@@ -223,6 +223,8 @@ def _measure(store, device, opset, source, factors, repeats, warmup, threads, de
         print(f"zero-work views (cost 0, not measured): {opset.views}", file=sys.stderr)
     for reason, count in sorted(run.not_runnable.items()):
         print(f"not measured x{count} (priced by the next engine): {reason}", file=sys.stderr)
+    for reason, count in sorted(run.timed_eagerly.items()):
+        print(f"timed eagerly x{count} (no CUDA graph: launches included): {reason}", file=sys.stderr)
     return run.device
 
 

@@ -437,13 +437,20 @@ _TIMING_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
 
 
 def graphed(fn: Callable[[], object], device: torch.device, calls: int) -> Callable[[], object]:
-    """On CUDA, `calls` calls of `fn` captured in a `Graphed`, replayed once
-    (its first replay uploads it) and sized to last `MIN_GRAPH_SAMPLE_S`; `fn`
+    """On CUDA, `calls` calls of `fn` captured in a `Graphed` (`capture`); `fn`
     itself on a CPU or when the op cannot be captured (an optimizer step that is
-    not capturable, a kernel that synchronises). Captured on the current stream
-    (`timing_stream`) when that is not the default one, as capture requires."""
+    not capturable, a kernel that synchronises)."""
     if device.type != "cuda":
         return fn
+    timed = capture(fn, device, calls)
+    return timed if isinstance(timed, Graphed) else fn
+
+
+def capture(fn: Callable[[], object], device: torch.device, calls: int) -> Graphed | str:
+    """`calls` calls of `fn` captured in a CUDA graph, replayed once (its first
+    replay uploads it) and sized to last `MIN_GRAPH_SAMPLE_S`; or, where the
+    capture failed, the first line of why. Captured on the current stream
+    (`timing_stream`) when that is not the default one, as capture requires."""
     stream = torch.cuda.current_stream(device)
     if stream == torch.cuda.default_stream(device):
         stream = torch.cuda.Stream(device)
@@ -461,10 +468,10 @@ def graphed(fn: Callable[[], object], device: torch.device, calls: int) -> Calla
         with torch.cuda.stream(stream):
             timed()  # uploads the graph: the first replay's cost is not the kernels'
             once = _sample(timed, calls, device) * calls
-    except (RuntimeError, NotImplementedError, TypeError, ValueError):
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
         torch.cuda.synchronize(device)
         _end_failed_capture(device)
-        return fn
+        return first_line(e)
     timed.replays = max(1, math.ceil(MIN_GRAPH_SAMPLE_S / max(once, 1e-9)))
     return timed
 

@@ -54,6 +54,9 @@ class ProfileRun:
     """Why ops could not run, with counts."""
     left_for_later: int = 0
     """Ops the time budget left unmeasured (a later run measures them)."""
+    timed_eagerly: Counter[str] = field(default_factory=Counter)
+    """CUDA ops whose capture into a graph failed, so their samples hold the host's
+    launches too: why, with counts."""
 
 
 def torch_device(device: str):
@@ -141,7 +144,13 @@ def profile_ops(
                     fn = runner.prepare(op, dev)
                     if r == 0:
                         calls[key] = runner.calls_per_sample(fn, dev, warmup, MIN_SAMPLE_S)
-                    fn = runner.graphed(fn, dev, calls[key])
+                    if dev.type == "cuda":
+                        timed = runner.capture(fn, dev, calls[key])
+                        if isinstance(timed, str):
+                            if r == 0:
+                                run.timed_eagerly[f"{key.family}: {timed}"] += 1
+                        else:
+                            fn = timed
                     new = runner.take_samples(fn, dev, 0 if r == 0 else 1, calls[key], per_round)
                     del fn
                 except runner.NotRunnable as e:
