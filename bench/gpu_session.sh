@@ -15,7 +15,7 @@
 #       -d .whl xdsl==0.74.0 lark==1.3.1 'immutabledict<4.3.2' ordered-set==4.1.0
 # The GPU image's own torch and transformers are used (2.11.0+cu130 and 5.17.0 on
 # 2026-11-27). A rehearsal without a GPU: DEVICE=cpu PROFILE_BUDGET=5 DB=/tmp/x.db.
-#   PROFILE_BUDGET: at most this many seconds for step 1 (default 240)
+#   PROFILE_BUDGET: at most this many seconds for step 1 (default 240); REPEATS: samples an op (5)
 #   SKIP_PROFILE, SKIP_TRACES, SKIP_LIVE: leave out step 1, 2 or 3
 set -u
 OUT=${OUT:-out/gpu}
@@ -47,7 +47,7 @@ if [ -z "${SKIP_PROFILE:-}" ]; then
   budget=${PROFILE_BUDGET:-240}
   echo "profile budget ${budget} s"
   timeout $(( budget + 60 )) $CHARON --quiet profile --device "$DEVICE" "${ops[@]}" --db "$DB" \
-    --refresh-below 1 --repeats 5 --budget "$budget"
+    --refresh-below 1 --repeats "${REPEATS:-5}" --budget "$budget"
   echo "rc=$?"
   $PY - "$DB" <<'PY'
 import sqlite3, sys
