@@ -57,13 +57,11 @@ SHIPPED_STEPS: dict[str, dict[str, Any]] = {
 SHIPPED_MAX_SPREAD = 0.25
 """Shipped rows whose samples' interquartile range exceeds this fraction of their
 median stay in the file but are not read (the next engine prices the op). On the
-H200, 1,029 of 3,923 rows are over it: small kernels whose five samples split
-between the kernel's own few microseconds and ~9 us, and flash-attention
-backward, whose graph capture fails (autograd runs it on another thread) so it
-is timed eagerly. Of the 794 of them measured on the H100 too, 399 read over
-1.3 times the H100's and 272 over twice; of the 2,555 under the bound, the median
-H200 / H100 ratio is 0.93-1.02 in every time bucket. On the H100, 66 of 3,817
-rows are over it."""
+H200, 1 of 3,818 rows is over it (timed as `runner.capture` does: samples of 0.5 ms
+of GPU time behind a host-ahead sleep); the earlier H200 rows, each sample one
+replay of a graph sized from the op's eager time, had 1,029 of 3,923 over it:
+small kernels whose samples held the graph's submission. On the H100, whose rows
+are of that earlier method, 66 of 3,817 rows are over it."""
 
 SHIPPED_GPUS = ("H100-SXM5-80GB", "H200-SXM-141GB")
 """The GPUs the shipped kernels were measured on, each for every step."""
