@@ -10,11 +10,11 @@ runs), and the sweep variants the `predict` engine fits on, measured with torch
 
 The H100's timings under 100 us were taken again as CUDA graphs (`runner.graphed`)
 after the first run had timed them eagerly, at PyTorch's launch rate (`charon
-profile ... --refresh-below 1e-4`); the H200's were all taken again so on
-2026-11-27 (`bench/gpu_session.sh`: the steps' ops written by
-`bench/shipped_step_ops.py` with the pinned torch, measured with `--ops-from ...
---refresh-below 1 --repeats 5`), and its eager rows under 100 us that the plan no
-longer holds were dropped. Rows whose samples spread too far are not read
+profile ... --refresh-below 1e-4`); the H200's were all taken again on
+2026-11-27 at 21:34 UTC as `runner.capture` times them now (`bench/gpu_session.sh`:
+the steps' ops written by `bench/shipped_step_ops.py` with the pinned torch,
+measured with `--ops-from ... --refresh-below 1 --repeats 4`), and its rows that
+the plan no longer holds were dropped. Rows whose samples spread too far are not read
 (`SHIPPED_MAX_SPREAD`).
 
 The `db` and `predict` engines read these after the user's own database (a
