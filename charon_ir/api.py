@@ -461,7 +461,7 @@ def _check_layer_stack(module, path: str) -> None:
     `sim.repeat` in the forward phase); a hand-written step without one failed in
     the pipeline pass, which no flag had named."""
     for phase in module.body.block.ops:
-        if isinstance(phase, sim.PhaseOp) and phase.kind.data == "forward" and any(
+        if isinstance(phase, sim.PhaseOp) and phase.kind.data == sim.PhaseKind.FORWARD and any(
             isinstance(o, sim.RepeatOp) for o in phase.body.block.ops
         ):
             return

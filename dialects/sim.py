@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from functools import cache
 from math import prod
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -49,6 +49,7 @@ from xdsl.ir import (
     Dialect,
     Operation,
     ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
     SSAValue,
     TypeAttribute,
 )
@@ -466,6 +467,155 @@ class WeightSplitAttr(EnumAttribute[WeightSplit]):
             return parser.parse_str_enum(WeightSplit)
 
 
+# ---------------------------------------------------------------------------
+# Op kinds: each a closed set, an enum attribute (`StrEnum` + `EnumAttribute`,
+# as arith's fastmath or llvm's linkage). An op prints its kind as the string
+# literal it always had (`sim.phase "forward"`), so the text the frontend cache
+# and the tests hold is unchanged; a bare word parses too. Standing alone a kind
+# reads `#sim<phase_kind "forward">`. An unknown kind does not parse, and the
+# builders refuse one naming the allowed kinds.
+# ---------------------------------------------------------------------------
+
+
+class _QuotedKind:
+    """Prints an enum attribute's value as a string literal (see above)."""
+
+    data: StrEnum
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string_literal(self.data.value)
+
+
+_Kind = TypeVar("_Kind", bound=StrEnum)
+
+
+def kind_of(enum_type: type[_Kind], kind: str) -> _Kind:
+    """`kind` as a member of `enum_type`, or a VerifyException naming the allowed kinds."""
+    if kind not in enum_type.__members__.values():
+        raise VerifyException(
+            f"kind must be one of {sorted(m.value for m in enum_type)}, got '{kind}'"
+        )
+    return enum_type(kind)
+
+
+class PhaseKind(StrEnum):
+    """Which part of a step a `sim.phase` holds."""
+
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    OPTIMIZER = "optimizer"
+    PREFILL = "prefill"
+    """A serving step's forward over the prompt (it writes the KV cache)."""
+    DECODE = "decode"
+    """A serving step's forward over one new token per sequence."""
+
+
+@irdl_attr_definition
+class PhaseKindAttr(_QuotedKind, EnumAttribute[PhaseKind], SpacedOpaqueSyntaxAttribute):
+    """A `sim.phase`'s kind (`PhaseKind`)."""
+
+    name = "sim.phase_kind"
+
+
+class NormKind(StrEnum):
+    """What a `sim.norm` computes over the last dim."""
+
+    RMS = "rms"
+    LAYER = "layer"
+
+
+@irdl_attr_definition
+class NormKindAttr(_QuotedKind, EnumAttribute[NormKind], SpacedOpaqueSyntaxAttribute):
+    """A `sim.norm`'s kind (`NormKind`)."""
+
+    name = "sim.norm_kind"
+
+
+class ReduceKind(StrEnum):
+    """How a `sim.reduce` combines the elements it reduces."""
+
+    SUM = "sum"
+    MEAN = "mean"
+    MAX = "max"
+    MIN = "min"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(_QuotedKind, EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    """A `sim.reduce`'s kind (`ReduceKind`)."""
+
+    name = "sim.reduce_kind"
+
+
+class ElementwiseKind(StrEnum):
+    """The pointwise function a `sim.elementwise` applies: the frontend's image
+    of the aten pointwise ops (frontend/convert.py), their backward kernels and
+    the few fused ones hand-written IR names."""
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    NEG = "neg"
+    EXP = "exp"
+    LOG = "log"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    POW = "pow"
+    ABS = "abs"
+    SIGN = "sign"
+    ERF = "erf"
+    SIN = "sin"
+    COS = "cos"
+    MAX = "max"
+    MIN = "min"
+    CLAMP = "clamp"
+    COMPARE = "compare"
+    NOT = "not"
+    AND = "and"
+    OR = "or"
+    WHERE = "where"
+    COPY = "copy"
+    CAST = "cast"
+    FILL = "fill"
+    RELU = "relu"
+    SILU = "silu"
+    GELU = "gelu"
+    TANH = "tanh"
+    SIGMOID = "sigmoid"
+    DROPOUT = "dropout"
+    SILU_GRAD = "silu_grad"
+    GELU_GRAD = "gelu_grad"
+    TANH_GRAD = "tanh_grad"
+    SIGMOID_GRAD = "sigmoid_grad"
+    ROPE = "rope"
+    """A rotary embedding applied in one kernel (hand-written IR)."""
+    RMS_NORM_GRAD = "rms_norm_grad"
+    """An RMSNorm's input gradient in one kernel (hand-written IR)."""
+
+
+@irdl_attr_definition
+class ElementwiseKindAttr(_QuotedKind, EnumAttribute[ElementwiseKind], SpacedOpaqueSyntaxAttribute):
+    """A `sim.elementwise`'s kind (`ElementwiseKind`)."""
+
+    name = "sim.elementwise_kind"
+
+
+class OptimizerKind(StrEnum):
+    """The update rule a `sim.optimizer_step` runs."""
+
+    ADAMW = "adamw"
+    ADAM = "adam"
+    SGD = "sgd"
+
+
+@irdl_attr_definition
+class OptimizerKindAttr(_QuotedKind, EnumAttribute[OptimizerKind], SpacedOpaqueSyntaxAttribute):
+    """A `sim.optimizer_step`'s kind (`OptimizerKind`)."""
+
+    name = "sim.optimizer_kind"
+
+
 @irdl_attr_definition
 class TokenType(ParametrizedAttribute, TypeAttribute):
     """A value with no data: an ordering edge (a send's completion)."""
@@ -521,28 +671,17 @@ class ComputeOp(IRDLOperation, abc.ABC):
 
 
 # flops per output element, per elementwise kind (exp/div/tanh count as one flop
-# each, as in Megatron's and Calculon's accounting)
-ELEMENTWISE_FLOPS: dict[str, int] = {
-    "add": 1,
-    "sub": 1,
-    "mul": 1,
-    "div": 1,
-    "neg": 1,
-    "exp": 1,
-    "rsqrt": 1,
-    "pow": 1,
-    "copy": 0,
-    "cast": 0,
-    "relu": 1,
-    "silu": 4,
-    "gelu": 8,
-    "tanh": 1,
-    "sigmoid": 4,
-    "dropout": 2,
-    "where": 1,
-    "fill": 0,
-    "silu_grad": 6,
-    "gelu_grad": 12,
+# each, as in Megatron's and Calculon's accounting): one unless stated
+ELEMENTWISE_FLOPS: dict[ElementwiseKind, int] = {kind: 1 for kind in ElementwiseKind} | {
+    ElementwiseKind.COPY: 0,
+    ElementwiseKind.CAST: 0,
+    ElementwiseKind.FILL: 0,
+    ElementwiseKind.SILU: 4,
+    ElementwiseKind.GELU: 8,
+    ElementwiseKind.SIGMOID: 4,
+    ElementwiseKind.DROPOUT: 2,
+    ElementwiseKind.SILU_GRAD: 6,
+    ElementwiseKind.GELU_GRAD: 12,
 }
 
 
@@ -888,27 +1027,24 @@ class NormOp(ComputeOp):
     input = operand_def(T)
     weight = operand_def(AnyTensor)
     result = result_def(T)
-    kind = prop_def(StringAttr)
+    kind = prop_def(NormKindAttr)
 
     traits = traits_def(Pure())
     assembly_format = (
         "$kind $input `,` $weight attr-dict `:` type($input) `,` type($weight)"
     )
 
-    KINDS: ClassVar[dict[str, int]] = {"rms": 4, "layer": 7}
+    KINDS: ClassVar[dict[NormKind, int]] = {NormKind.RMS: 4, NormKind.LAYER: 7}
+    """FLOPs per input element of each kind."""
 
-    def __init__(self, kind: str, input: SSAValue, weight: SSAValue):
+    def __init__(self, kind: NormKind | str, input: SSAValue, weight: SSAValue):
         super().__init__(
             operands=[input, weight],
             result_types=[input.type],
-            properties={"kind": StringAttr(kind)},
+            properties={"kind": NormKindAttr(kind_of(NormKind, kind))},
         )
 
     def verify_(self) -> None:
-        if self.kind.data not in self.KINDS:
-            raise VerifyException(
-                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
-            )
         x, w = shape_of(self.input), shape_of(self.weight)
         if not x or w != (x[-1],):
             raise VerifyException(
@@ -930,18 +1066,18 @@ class ElementwiseOp(ComputeOp):
 
     inputs = var_operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    kind = prop_def(StringAttr)
+    kind = prop_def(ElementwiseKindAttr)
 
     traits = traits_def(Pure())
     assembly_format = (
         "$kind $inputs attr-dict `:` type($inputs) `->` type($result)"
     )
 
-    def __init__(self, kind: str, inputs: Sequence[SSAValue], result_type: Attribute):
+    def __init__(self, kind: ElementwiseKind | str, inputs: Sequence[SSAValue], result_type: Attribute):
         super().__init__(
             operands=[inputs],
             result_types=[result_type],
-            properties={"kind": StringAttr(kind)},
+            properties={"kind": ElementwiseKindAttr(kind_of(ElementwiseKind, kind))},
         )
 
     def verify_(self) -> None:
@@ -955,7 +1091,7 @@ class ElementwiseOp(ComputeOp):
                 )
 
     def flops(self) -> float:
-        return float(ELEMENTWISE_FLOPS.get(self.kind.data, 1) * numel(self.result))
+        return float(ELEMENTWISE_FLOPS[self.kind.data] * numel(self.result))
 
     def bytes_moved(self) -> float:
         return self._io_bytes()
@@ -970,7 +1106,7 @@ class ReduceOp(ComputeOp):
 
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    kind = prop_def(StringAttr)
+    kind = prop_def(ReduceKindAttr)
     dims = prop_def(DenseArrayBase[I64])
 
     traits = traits_def(Pure())
@@ -978,13 +1114,19 @@ class ReduceOp(ComputeOp):
         "$kind $input $dims attr-dict `:` type($input) `->` type($result)"
     )
 
-    KINDS: ClassVar[frozenset[str]] = frozenset({"sum", "mean", "max", "min"})
+    def __init__(
+        self, kind: ReduceKind | str, input: SSAValue, dims: Sequence[int], result_type: Attribute
+    ):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={
+                "kind": ReduceKindAttr(kind_of(ReduceKind, kind)),
+                "dims": DenseArrayBase.from_list(i64, list(dims)),
+            },
+        )
 
     def verify_(self) -> None:
-        if self.kind.data not in self.KINDS:
-            raise VerifyException(
-                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
-            )
         x, r = shape_of(self.input), shape_of(self.result)
         dims = [int(d) for d in self.dims.get_values()]
         if any(d < 0 or d >= len(x) for d in dims) or len(set(dims)) != len(dims):
@@ -1116,7 +1258,7 @@ class OptimizerStepOp(ComputeOp):
 
     params = var_operand_def(AnyTensor)
     grads = var_operand_def(AnyTensor)
-    kind = prop_def(StringAttr)
+    kind = prop_def(OptimizerKindAttr)
     updated = var_result_def(AnyTensor)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -1125,13 +1267,12 @@ class OptimizerStepOp(ComputeOp):
         " (`->` type($updated)^)?"
     )
 
-    KINDS: ClassVar[dict[str, int]] = {"adamw": 12, "adam": 11, "sgd": 2}
+    KINDS: ClassVar[dict[OptimizerKind, int]] = {
+        OptimizerKind.ADAMW: 12, OptimizerKind.ADAM: 11, OptimizerKind.SGD: 2,
+    }
+    """FLOPs per parameter element of each kind."""
 
     def verify_(self) -> None:
-        if self.kind.data not in self.KINDS:
-            raise VerifyException(
-                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
-            )
         if len(self.params) != len(self.grads):
             raise VerifyException(
                 f"{len(self.params)} params but {len(self.grads)} grads"
@@ -1151,7 +1292,7 @@ class OptimizerStepOp(ComputeOp):
     def bytes_moved(self) -> float:
         n = self.num_elements()
         # bf16 param + grad, fp32 master + m + v: read 2+2+4+4+4, write 2+4+4+4
-        return float(n * (16 + 14)) if self.kind.data != "sgd" else self._io_bytes() * 2
+        return float(n * (16 + 14)) if self.kind.data != OptimizerKind.SGD else self._io_bytes() * 2
 
 
 # ---------------------------------------------------------------------------
@@ -1334,28 +1475,20 @@ class PhaseOp(IRDLOperation):
 
     name = "sim.phase"
 
-    kind = prop_def(StringAttr)
+    kind = prop_def(PhaseKindAttr)
     outputs = var_result_def()
     body = region_def("single_block")
 
     assembly_format = "$kind attr-dict-with-keyword (`->` type($outputs)^)? $body"
 
-    KINDS: ClassVar[frozenset[str]] = frozenset(
-        {"forward", "backward", "optimizer", "prefill", "decode"}
-    )
-
-    def __init__(self, kind: str, body, result_types: Sequence[Attribute] = ()):
+    def __init__(self, kind: PhaseKind | str, body, result_types: Sequence[Attribute] = ()):
         super().__init__(
-            properties={"kind": StringAttr(kind)},
+            properties={"kind": PhaseKindAttr(kind_of(PhaseKind, kind))},
             regions=[body],
             result_types=[result_types],
         )
 
     def verify_(self) -> None:
-        if self.kind.data not in self.KINDS:
-            raise VerifyException(
-                f"kind must be one of {sorted(self.KINDS)}, got '{self.kind.data}'"
-            )
         term = self.body.block.last_op
         if not isinstance(term, YieldOp):
             raise VerifyException("body must end with sim.yield")
@@ -1364,7 +1497,7 @@ class PhaseOp(IRDLOperation):
         _verify_scoped_uses(self)
 
 
-def phase_kind(op: Operation) -> str | None:
+def phase_kind(op: Operation) -> PhaseKind | None:
     """The kind of the innermost `sim.phase` around `op` (None outside every phase):
     whether an op runs in the forward, the backward, the optimizer step..."""
     parent = op.parent_op()
@@ -1373,6 +1506,11 @@ def phase_kind(op: Operation) -> str | None:
             return parent.kind.data
         parent = parent.parent_op()
     return None
+
+
+def phases_of(block: Block) -> dict[PhaseKind, PhaseOp]:
+    """The phases directly in `block` (a module's or a stage's), by kind."""
+    return {op.kind.data: op for op in block.ops if isinstance(op, PhaseOp)}
 
 
 def _verify_scoped_uses(op: Operation) -> None:
@@ -1713,5 +1851,17 @@ Sim = Dialect(
         KVCacheWriteOp,
         KVCacheReadOp,
     ],
-    [CostAttr, DataParallelAttr, ParamRoleAttr, PipelineAttr, TokenType, WeightSplitAttr],
+    [
+        CostAttr,
+        DataParallelAttr,
+        ElementwiseKindAttr,
+        NormKindAttr,
+        OptimizerKindAttr,
+        ParamRoleAttr,
+        PhaseKindAttr,
+        PipelineAttr,
+        ReduceKindAttr,
+        TokenType,
+        WeightSplitAttr,
+    ],
 )

@@ -66,6 +66,7 @@ from charon_ir.dialects.sim import (
     NODE_KIND_ATTR,
     PIPELINE_ATTR,
     ParamOp,
+    PhaseKind,
     PhaseOp,
     PipelineAttr,
     RECOMPUTE_ATTR,
@@ -193,7 +194,7 @@ class _Emitter:
             self.tokens[op.result] = self.tokens.get(op.input)
             return
         if isinstance(op, PhaseOp):
-            if op.kind.data == "optimizer":
+            if op.kind.data == PhaseKind.OPTIMIZER:
                 # the step waits for every gradient and its reduction to land
                 barrier = self.emit(event.BarrierOp())
                 for v in _values_used_in(op):
@@ -425,7 +426,7 @@ def recomputed_flops(phase: Operation | None) -> float:
     return total
 
 
-def _phase(stage: StageOp, kind: str) -> PhaseOp | None:
+def _phase(stage: StageOp, kind: PhaseKind) -> PhaseOp | None:
     for op in stage.body.block.ops:
         if isinstance(op, PhaseOp) and op.kind.data == kind:
             return op
@@ -448,7 +449,7 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
     tokens = count_tokens(by_virtual[0]) * m * dp
     split = schedule.data in SPLIT_BACKWARD
     w_ops = {
-        v: weight_gradient_ops(phase) if split and (phase := _phase(st, "backward")) else frozenset()
+        v: weight_gradient_ops(phase) if split and (phase := _phase(st, PhaseKind.BACKWARD)) else frozenset()
         for v, st in by_virtual.items()
     }
     programs = []
@@ -467,7 +468,7 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
             emitter: _Emitter | None = None
             for kind, chunk in pattern:
                 v = chunk * pp + s
-                phase = _phase(by_virtual[v], "forward" if kind[0] == "F" else "backward")
+                phase = _phase(by_virtual[v], PhaseKind.FORWARD if kind[0] == "F" else PhaseKind.BACKWARD)
                 if phase is None:
                     continue
                 # An item's events depend only on the item (what it reads from
@@ -515,7 +516,7 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
             body.add_op(loop)
             prev = loop.token
         for chunk in range(vpp):
-            opt = _phase(by_virtual[chunk * pp + s], "optimizer")
+            opt = _phase(by_virtual[chunk * pp + s], PhaseKind.OPTIMIZER)
             if opt is not None:
                 emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target,
                                    groups=groups, blocking=blocking, host_launch=host_launch)
@@ -523,7 +524,7 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
         attrs = {"stage": IntegerAttr(s, 64)}
         if s == 0 and tokens:
             attrs["tokens"] = IntegerAttr(tokens, 64)
-        recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], "backward")) for c in range(vpp))
+        recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], PhaseKind.BACKWARD)) for c in range(vpp))
         if recomputed:
             attrs[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed, 64)
         kind = by_virtual[s].attributes.get(NODE_KIND_ATTR)
@@ -580,7 +581,7 @@ class LowerToEventsPass(ModulePass):
         emitter = _Emitter(body, streams, target=target, blocking=blocking, host_launch=host_launch)
         tokens = count_tokens(op) * data_parallel_replicas(op)
         recomputed = sum(recomputed_flops(top) for top in op.body.block.ops
-                         if isinstance(top, PhaseOp) and top.kind.data == "backward")
+                         if isinstance(top, PhaseOp) and top.kind.data == PhaseKind.BACKWARD)
         to_erase: list[Operation] = []
         for top in list(op.body.block.ops):
             if isinstance(top, GridOp):

@@ -58,7 +58,7 @@ class AccumulateBackwardGradients(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.PhaseOp, rewriter: PatternRewriter) -> None:
-        if op.kind.data != "backward":
+        if op.kind.data != sim.PhaseKind.BACKWARD:
             return
         repeats = [o for o in op.body.walk() if isinstance(o, sim.RepeatOp)]
         for repeat in repeats:

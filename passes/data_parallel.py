@@ -234,8 +234,8 @@ def _apply_to_scope(block: Block, sync_of: Callable[[SSAValue], _Sync], gather_i
     """Reduce the gradients of one scope (the module, or a pipeline stage), each
     over the group `sync_of(param)` says, and shard what ZeRO shards over it;
     `gather_in_forward`: ZeRO-1/2's layer parameters are gathered in the forward."""
-    phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
-    fwd, bwd, opt = phases.get("forward"), phases.get("backward"), phases.get("optimizer")
+    phases = sim.phases_of(block)
+    fwd, bwd, opt = (phases.get(k) for k in (sim.PhaseKind.FORWARD, sim.PhaseKind.BACKWARD, sim.PhaseKind.OPTIMIZER))
     if bwd is None or opt is None:
         return
     steps = [op for op in opt.body.block.ops if isinstance(op, sim.OptimizerStepOp)]

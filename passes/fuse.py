@@ -53,16 +53,18 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import sim
-from charon_ir.dialects.sim import ATTENTION_KERNEL_ATTR
+from charon_ir.dialects.sim import ATTENTION_KERNEL_ATTR, ElementwiseKind
 from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import Roots
 from charon_ir.parallel.accounting import walk_with_multiplicity
 
-ACTIVATIONS = frozenset({"gelu", "silu", "relu", "tanh", "sigmoid"})
+ACTIVATIONS = frozenset({
+    ElementwiseKind.GELU, ElementwiseKind.SILU, ElementwiseKind.RELU, ElementwiseKind.TANH, ElementwiseKind.SIGMOID,
+})
 
 
-def _kind(op: Operation | None, *kinds: str) -> bool:
+def _kind(op: Operation | None, *kinds: ElementwiseKind) -> bool:
     return isinstance(op, sim.ElementwiseOp) and op.kind.data in kinds
 
 
@@ -206,7 +208,7 @@ def _saved_use(use: Use) -> bool:
         if use.index < len(parent.iter_init):
             return False
         parent = parent.parent_op()
-    return isinstance(parent, sim.PhaseOp) and parent.kind.data == "forward"
+    return isinstance(parent, sim.PhaseOp) and parent.kind.data == sim.PhaseKind.FORWARD
 
 
 @dataclass
@@ -253,7 +255,7 @@ def _backward_block(value: SSAValue) -> Block | None:
         return None
     block = blocks.pop()
     phase = block.parent_op() if block else None
-    if isinstance(phase, sim.PhaseOp) and phase.kind.data == "backward":
+    if isinstance(phase, sim.PhaseOp) and phase.kind.data == sim.PhaseKind.BACKWARD:
         return block
     return None
 
@@ -411,25 +413,25 @@ class FuseRmsNorm(FusionPattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.ReduceOp, rewriter: PatternRewriter) -> None:
-        if op.kind.data != "mean":
+        if op.kind.data != sim.ReduceKind.MEAN:
             return
         power = _owner(op.input)
-        if not _kind(power, "pow"):
+        if not _kind(power, ElementwiseKind.POW):
             return
         x = power.operands[0]
         group: list[Operation] = [power, op]
         cast_in = _owner(x)
-        if _kind(cast_in, "cast"):
+        if _kind(cast_in, ElementwiseKind.CAST):
             group.insert(0, cast_in)
         eps = _single_user(op.result)
-        if not _kind(eps, "add"):
+        if not _kind(eps, ElementwiseKind.ADD):
             return
         rstd = _single_user(eps.results[0])
-        if not _kind(rstd, "rsqrt"):
+        if not _kind(rstd, ElementwiseKind.RSQRT):
             return
         scale = next(
             (u.operation for u in rstd.results[0].uses
-             if _kind(u.operation, "mul") and x in u.operation.operands),
+             if _kind(u.operation, ElementwiseKind.MUL) and x in u.operation.operands),
             None,
         )
         if scale is None:
@@ -437,11 +439,11 @@ class FuseRmsNorm(FusionPattern):
         group += [eps, rstd, scale]
         tail = scale.results[0]
         cast_out = _single_user(tail)
-        if _kind(cast_out, "cast"):
+        if _kind(cast_out, ElementwiseKind.CAST):
             group.append(cast_out)
             tail = cast_out.results[0]
         weight = next(
-            (u.operation for u in tail.uses if _kind(u.operation, "mul")
+            (u.operation for u in tail.uses if _kind(u.operation, ElementwiseKind.MUL)
              and any(len(sim.shape_of(v)) == 1 for v in u.operation.operands)),
             None,
         )
@@ -455,10 +457,10 @@ class FuseRope(FusionPattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.ElementwiseOp, rewriter: PatternRewriter) -> None:
-        if op.kind.data != "add" or len(op.inputs) != 2:
+        if op.kind.data != sim.ElementwiseKind.ADD or len(op.inputs) != 2:
             return
         a, b = (_owner(v) for v in op.inputs)
-        if not (_kind(a, "mul") and _kind(b, "mul")):
+        if not (_kind(a, ElementwiseKind.MUL) and _kind(b, ElementwiseKind.MUL)):
             return
         for cos_mul, sin_mul in ((a, b), (b, a)):
             cat = next((_owner(v) for v in sin_mul.operands if isinstance(_owner(v), sim.GenericOp)
@@ -466,7 +468,7 @@ class FuseRope(FusionPattern):
             if cat is None or len(cat.operands) != 2:
                 continue
             neg = _owner(cat.operands[0])
-            if not _kind(neg, "neg"):
+            if not _kind(neg, ElementwiseKind.NEG):
                 continue
             group: list[Operation] = [cos_mul, sin_mul, cat, neg, op]
             for v in (neg.operands[0], cat.operands[1]):
@@ -484,7 +486,7 @@ class FuseNormBias(FusionPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.NormOp, rewriter: PatternRewriter) -> None:
         add = _single_user(op.result)
-        if not (_kind(add, "add") and any(len(sim.shape_of(v)) == 1 for v in add.operands)):
+        if not (_kind(add, ElementwiseKind.ADD) and any(len(sim.shape_of(v)) == 1 for v in add.operands)):
             return
         group: list[Operation] = [op, add]
         for use in op.input.uses:
@@ -505,7 +507,7 @@ def _is_bias(value: SSAValue, result: SSAValue) -> bool:
 
 
 def _is_bias_add(op: Operation | None) -> bool:
-    return _kind(op, "add") and len(op.operands) == 2 and any(  # pyright: ignore[reportOptionalMemberAccess]
+    return _kind(op, ElementwiseKind.ADD) and len(op.operands) == 2 and any(  # pyright: ignore[reportOptionalMemberAccess]
         _is_bias(v, op.results[0]) for v in op.operands  # pyright: ignore[reportOptionalMemberAccess]
     )
 
@@ -546,13 +548,13 @@ class FuseBiasActivation(FusionPattern):
             # a slice that feeds no pointwise op of the group is no part of it
             while group and _is_free_slice(group[-1]):
                 members.discard(group.pop())
-            if any(_kind(g, *ACTIVATIONS, "erf") for g in group):
+            if any(_kind(g, *ACTIVATIONS, ElementwiseKind.ERF) for g in group):
                 self.fuse(group, "fused.bias_act", rewriter)
             return
-        if op.kind.data == "mul" and len(op.inputs) == 2:
+        if op.kind.data == sim.ElementwiseKind.MUL and len(op.inputs) == 2:
             for v in op.inputs:
                 act = _owner(v)
-                if _kind(act, "silu", "gelu") and len(act.operands) == 1:
+                if _kind(act, ElementwiseKind.SILU, ElementwiseKind.GELU) and len(act.operands) == 1:
                     self.fuse([act, op], "fused.swiglu", rewriter)
                     return
 
@@ -578,7 +580,7 @@ class FuseCrossEntropy(FusionPattern):
             while isinstance(x, sim.ViewOp) and _single_user(x.results[0]) is not None:
                 group.insert(0, x)
                 x = _owner(x.operands[0])
-            if _kind(x, "cast") and _single_user(x.results[0]) is not None:  # pyright: ignore
+            if _kind(x, ElementwiseKind.CAST) and _single_user(x.results[0]) is not None:  # pyright: ignore
                 group.insert(0, x)  # pyright: ignore[reportArgumentType]
             nll = [u.operation for u in op.results[0].uses if _generic(u.operation, "aten.nll_loss_forward")]
             if len(group) > 1 and nll:
@@ -592,13 +594,13 @@ class FuseCrossEntropy(FusionPattern):
         group = [nll, op]  # pyright: ignore[reportAssignmentType]
         tail = op.results[0]
         while (user := _single_user(tail)) is not None and (
-            isinstance(user, sim.ViewOp) or _kind(user, "cast")
+            isinstance(user, sim.ViewOp) or _kind(user, ElementwiseKind.CAST)
         ):
             group.append(user)
             tail = user.results[0]
-            if _kind(user, "cast"):
+            if _kind(user, ElementwiseKind.CAST):
                 break
-        if _kind(group[-1], "cast"):
+        if _kind(group[-1], ElementwiseKind.CAST):
             self.fuse(group, "fused.cross_entropy_grad", rewriter)
 
 

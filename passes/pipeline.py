@@ -94,10 +94,6 @@ def _current(value: SSAValue) -> SSAValue:
     return value.block.args[value.index]
 
 
-def _phases(block: Block) -> dict[str, sim.PhaseOp]:
-    return {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
-
-
 def _repeats(phase: sim.PhaseOp, reverse: bool) -> list[sim.RepeatOp]:
     return [
         op
@@ -141,7 +137,7 @@ def _gradient_sum(op: Operation) -> tuple[SSAValue, list[Operation]] | None:
     embedding and head gradients): the parameter, and the ops that carry the sum
     to the backward phase's yield (the sums over context-parallel ranks that
     shard-context marks `coll.grad_sync`). None for any other op."""
-    if not (isinstance(op, sim.ElementwiseOp) and op.kind.data == "add" and len(op.inputs) == 2):
+    if not (isinstance(op, sim.ElementwiseOp) and op.kind.data == sim.ElementwiseKind.ADD and len(op.inputs) == 2):
         return None
     carriers: list[Operation] = []
     value = op.results[0]
@@ -153,7 +149,7 @@ def _gradient_sum(op: Operation) -> tuple[SSAValue, list[Operation]] | None:
     for use in value.uses:
         phase = use.operation.parent_op()
         if not (isinstance(use.operation, sim.YieldOp) and isinstance(phase, sim.PhaseOp)
-                and phase.kind.data == "backward"):
+                and phase.kind.data == sim.PhaseKind.BACKWARD):
             continue
         for grad_use in phase.results[use.index].uses:
             step = grad_use.operation
@@ -182,8 +178,8 @@ class _StageBuilder:
         """Parameters this stage shares with the other end of the pipeline."""
 
     def build(self) -> None:
-        phases = _phases(self.block)
-        fwd, bwd = phases.get("forward"), phases.get("backward")
+        phases = sim.phases_of(self.block)
+        fwd, bwd = phases.get(sim.PhaseKind.FORWARD), phases.get(sim.PhaseKind.BACKWARD)
         assert fwd is not None
         f_reps = _repeats(fwd, reverse=False)
         b_reps = list(reversed(_repeats(bwd, reverse=True))) if bwd else []
@@ -488,7 +484,7 @@ class PipelinePass(ModulePass):
         if OPTIMIZER_KERNELS_ATTR in op.attributes:
             raise CharonError("pipeline: run it before unfuse-optimizer, which prices the "
                               "optimizer's kernels on each stage's parameters")
-        fwd = _phases(op.body.block).get("forward")
+        fwd = sim.phases_of(op.body.block).get(sim.PhaseKind.FORWARD)
         if fwd is None:
             raise CharonError("pipeline: the module has no forward phase to split")
         reps = _repeats(fwd, reverse=False)

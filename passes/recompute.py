@@ -122,7 +122,7 @@ class RecomputeAttentionCore(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.AttentionGradOp, rewriter: PatternRewriter) -> None:
-        if op.flash or RECOMPUTE_ATTR in op.attributes or sim.phase_kind(op) != "backward":
+        if op.flash or RECOMPUTE_ATTR in op.attributes or sim.phase_kind(op) != sim.PhaseKind.BACKWARD:
             return
         forward = saved_source(op.out).owner
         if not isinstance(forward, sim.AttentionOp) or forward.flash:
@@ -152,7 +152,7 @@ class RecomputeAttentionCore(RewritePattern):
 # ---------------------------------------------------------------------------
 
 
-def _phase(block: Block, kind: str) -> sim.PhaseOp | None:
+def _phase(block: Block, kind: sim.PhaseKind) -> sim.PhaseOp | None:
     return next(
         (op for op in block.ops if isinstance(op, sim.PhaseOp) and op.kind.data == kind),
         None,
@@ -227,7 +227,7 @@ class LayerRecompute:
     def run(self) -> bool:
         """Recompute every layer repeat of the step; False when the step has a
         backward but no (forward repeat, reverse repeat) pair to work on."""
-        fwd, bwd = _phase(self.block, "forward"), _phase(self.block, "backward")
+        fwd, bwd = _phase(self.block, sim.PhaseKind.FORWARD), _phase(self.block, sim.PhaseKind.BACKWARD)
         if fwd is None or bwd is None:
             return True
         found = False
@@ -408,7 +408,7 @@ class SubBlockRecompute:
     modules: tuple[str, ...]
 
     def run(self) -> None:
-        fwd, bwd = _phase(self.block, "forward"), _phase(self.block, "backward")
+        fwd, bwd = _phase(self.block, sim.PhaseKind.FORWARD), _phase(self.block, sim.PhaseKind.BACKWARD)
         if fwd is None or bwd is None:
             return
         for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:

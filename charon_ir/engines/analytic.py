@@ -28,6 +28,7 @@ from charon_ir.dialects.sim import (
     AttentionOp,
     ComputeOp,
     CostAttr,
+    ElementwiseKind,
     ElementwiseOp,
     GenericOp,
     MatmulOp,
@@ -294,7 +295,7 @@ def _through_views(value) -> list:
     owner = value.owner
     if isinstance(owner, ViewOp):
         return _through_views(owner.input)
-    if isinstance(owner, ElementwiseOp) and owner.kind.data == "add":
+    if isinstance(owner, ElementwiseOp) and owner.kind.data == ElementwiseKind.ADD:
         return [o for v in owner.operands for o in _through_views(v)]
     return [owner]
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torch import fx
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Region, SSAValue
 
 from charon_ir.dialects import sim
@@ -302,7 +302,7 @@ class ModuleBuilder:
         conv, head_outs, yielded, record, values = self.forward_body(fwd_block, run_slices, keep_saved=True)
         loss = conv.materialize(head_outs[0])
         if record["mtp_loss"] is not None:
-            total = sim.ElementwiseOp("add", [loss, record["mtp_loss"]], loss.type)
+            total = sim.ElementwiseOp(sim.ElementwiseKind.ADD, [loss, record["mtp_loss"]], loss.type)
             fwd_block.add_op(total)
             loss = total.results[0]
         # values the layers read besides their weights (RoPE cos/sin) live inside
@@ -311,7 +311,7 @@ class ModuleBuilder:
         first_extra = len(yielded)
         yielded = [*yielded, *extras]
         fwd_block.add_op(sim.YieldOp(loss, *yielded))
-        fwd = sim.PhaseOp("forward", Region(fwd_block), [loss.type, *[v.type for v in yielded]])
+        fwd = sim.PhaseOp(sim.PhaseKind.FORWARD, Region(fwd_block), [loss.type, *[v.type for v in yielded]])
         self.top.add_op(fwd)
         saved_results = fwd.results[1:]
         values = dict(values)
@@ -343,7 +343,7 @@ class ModuleBuilder:
             for p in tm.mtp.primals:
                 if p.kind == "param":
                     add_grad(p.name, mtp_grads[p.name], bconv)
-            both = sim.ElementwiseOp("add", [dh, bconv.materialize(mtp_grads["hidden"])], dh.type)
+            both = sim.ElementwiseOp(sim.ElementwiseKind.ADD, [dh, bconv.materialize(mtp_grads["hidden"])], dh.type)
             bwd_block.add_op(both)
             dh = both.results[0]
 
@@ -412,12 +412,12 @@ class ModuleBuilder:
                 continue
             total = parts[0]
             for extra in parts[1:]:
-                add = sim.ElementwiseOp("add", [total, extra], total.type)
+                add = sim.ElementwiseOp(sim.ElementwiseKind.ADD, [total, extra], total.type)
                 bwd_block.add_op(add)
                 total = add.results[0]
             final.append((name, total))
         bwd_block.add_op(sim.YieldOp(*[g for _, g in final]))
-        bwd = sim.PhaseOp("backward", Region(bwd_block), [g.type for _, g in final])
+        bwd = sim.PhaseOp(sim.PhaseKind.BACKWARD, Region(bwd_block), [g.type for _, g in final])
         self.top.add_op(bwd)
 
         opt_block = Block()
@@ -427,7 +427,7 @@ class ModuleBuilder:
         opt_block.add_op(sim.OptimizerStepOp.build(
             operands=[[self.params[n] for n, _ in final], list(bwd.results)],
             result_types=[[]] * n_results,
-            properties={"kind": StringAttr("adamw")},
+            properties={"kind": sim.OptimizerKindAttr(sim.OptimizerKind.ADAMW)},
         ))
         opt_block.add_op(sim.YieldOp())
-        self.top.add_op(sim.PhaseOp("optimizer", Region(opt_block)))
+        self.top.add_op(sim.PhaseOp(sim.PhaseKind.OPTIMIZER, Region(opt_block)))

@@ -25,13 +25,11 @@ import torch
 from torch import fx
 from xdsl.dialects.builtin import (
     BFloat16Type,
-    DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
     IntegerAttr,
     IntegerType,
-    StringAttr,
     ComplexType,
     TensorType,
     UnitAttr,
@@ -81,7 +79,7 @@ VIEW_OPS = frozenset({
 })
 
 # aten op -> sim.elementwise kind
-ELEMENTWISE_KINDS: dict[str, str] = {
+ELEMENTWISE_KINDS: dict[str, sim.ElementwiseKind] = {aten: sim.ElementwiseKind(kind) for aten, kind in {
     "add": "add", "sub": "sub", "rsub": "sub", "mul": "mul", "div": "div", "neg": "neg",
     "exp": "exp", "rsqrt": "rsqrt", "pow": "pow", "relu": "relu", "silu": "silu",
     "gelu": "gelu", "tanh": "tanh", "sigmoid": "sigmoid", "where": "where",
@@ -95,9 +93,11 @@ ELEMENTWISE_KINDS: dict[str, str] = {
     "logical_and": "and", "logical_or": "or", "bitwise_not": "not", "bitwise_and": "and",
     "bitwise_or": "or", "sign": "sign", "erf": "erf", "sin": "sin", "cos": "cos",
     "native_dropout_backward": "mul", "fill": "fill", "sum_to_size": "add",
-}
+}.items()}
 
-REDUCE_KINDS: dict[str, str] = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min"}
+REDUCE_KINDS: dict[str, sim.ReduceKind] = {
+    "sum": sim.ReduceKind.SUM, "mean": sim.ReduceKind.MEAN, "amax": sim.ReduceKind.MAX, "amin": sim.ReduceKind.MIN,
+}
 
 # ops that create a tensor from nothing but shapes
 FACTORY_OPS = frozenset({
@@ -477,7 +477,7 @@ class GraphConverter:
         product = self._matmul(node, lhs, rhs)
         out_type = product.type
         bias_v = self.value(bias)
-        op = self.add(sim.ElementwiseOp("add", [product, bias_v], out_type))
+        op = self.add(sim.ElementwiseOp(sim.ElementwiseKind.ADD, [product, bias_v], out_type))
         entry = self.env[node]
         self.env[node] = Lazy(op.results[0], entry.shape, entry.kind)
 
@@ -502,10 +502,10 @@ class GraphConverter:
         if not isinstance(weight, fx.Node) or len(node.args[1]) != 1:
             return False
         out, mean, rstd = self.meta(node)
-        norm = self.add(sim.NormOp("layer", x, self.value(weight)))
+        norm = self.add(sim.NormOp(sim.NormKind.LAYER, x, self.value(weight)))
         result = norm.results[0]
         if isinstance(bias, fx.Node):
-            result = self.add(sim.ElementwiseOp("add", [result, self.value(bias)], x.type)).results[0]
+            result = self.add(sim.ElementwiseOp(sim.ElementwiseKind.ADD, [result, self.value(bias)], x.type)).results[0]
         # mean and 1/std are by-products of the norm kernel, kept for the backward:
         # they cost only their own (small) writes
         stats_types = [type_of(mean), type_of(rstd)]
@@ -526,7 +526,7 @@ class GraphConverter:
         self.env[node] = [Lazy(r, _shape(r)) for r in op.results]
         return True
 
-    def elementwise(self, node: fx.Node, kind: str) -> bool:
+    def elementwise(self, node: fx.Node, kind: sim.ElementwiseKind) -> bool:
         out = self.meta(node)
         if not isinstance(out, torch.Tensor):
             return False
@@ -545,7 +545,7 @@ class GraphConverter:
         self.bind(node, op.results[0])
         return True
 
-    def reduce(self, node: fx.Node, kind: str) -> bool:
+    def reduce(self, node: fx.Node, kind: sim.ReduceKind) -> bool:
         out = self.meta(node)
         x = self.value(node.args[0])
         rank = len(_shape(x))
@@ -557,10 +557,7 @@ class GraphConverter:
         dims = sorted({d % rank for d in dims}) if rank else []
         if not dims:
             return False
-        op = self.add(sim.ReduceOp.build(
-            operands=[x], result_types=[type_of(out)],
-            properties={"kind": StringAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)},
-        ))
+        op = self.add(sim.ReduceOp(kind, x, dims, type_of(out)))
         self.bind(node, op.results[0])
         return True
 

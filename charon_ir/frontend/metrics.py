@@ -42,7 +42,7 @@ def _weighted_ops(op: Operation, weight: int) -> Iterator[tuple[Operation, int]]
                 yield from _weighted_ops(inner, inner_weight)
 
 
-def compute_ops(module: ModuleOp, phase: str | None = None) -> Iterator[tuple[sim.ComputeOp, int]]:
+def compute_ops(module: ModuleOp, phase: sim.PhaseKind | None = None) -> Iterator[tuple[sim.ComputeOp, int]]:
     """(compute op, times it runs per step), optionally within one phase kind."""
     for op in module.body.block.ops:
         if isinstance(op, sim.PhaseOp) and (phase is None or op.kind.data == phase):
@@ -51,7 +51,7 @@ def compute_ops(module: ModuleOp, phase: str | None = None) -> Iterator[tuple[si
                     yield inner, weight
 
 
-def phase_flops(module: ModuleOp, phase: str, op_type: type[sim.ComputeOp] | None = None) -> float:
+def phase_flops(module: ModuleOp, phase: sim.PhaseKind, op_type: type[sim.ComputeOp] | None = None) -> float:
     """FLOPs of one phase, repeats unrolled; only ops of `op_type` if given."""
     return sum(
         op.flops() * weight
@@ -63,8 +63,8 @@ def phase_flops(module: ModuleOp, phase: str, op_type: type[sim.ComputeOp] | Non
 def forward_flops(module: ModuleOp) -> float:
     """FLOPs of the forward pass of the step: the "forward" phase of a training
     step, or the only phase of a serving step."""
-    kinds = [op.kind.data for op in module.body.block.ops if isinstance(op, sim.PhaseOp)]
-    for kind in ("forward", "prefill", "decode"):
+    kinds = sim.phases_of(module.body.block)
+    for kind in (sim.PhaseKind.FORWARD, sim.PhaseKind.PREFILL, sim.PhaseKind.DECODE):
         if kind in kinds:
             return phase_flops(module, kind)
     return 0.0

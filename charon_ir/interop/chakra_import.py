@@ -561,7 +561,7 @@ def import_execution_trace(path: str | Path) -> ModuleOp:
         inputs: list = []
         block = importer.fill(nodes, comms, axes_of, inputs, {},
                               {peer: i - position[r] for peer, i in position.items()})
-        ops.append(sim.StageOp([position[r]], Region(Block([*inputs, sim.PhaseOp("forward", Region(block))]))))
+        ops.append(sim.StageOp([position[r]], Region(Block([*inputs, sim.PhaseOp(sim.PhaseKind.FORWARD, Region(block))]))))
     module = ModuleOp(ops)
     module.attributes[PIPELINE_ATTR] = _one_run(len(stages))
     return module
@@ -995,4 +995,4 @@ def _phase(rank: _Rank, groups: dict[str, list[int]], axes_of: dict[str, list[st
         block.add_op(op)
         results[n.id] = op.results[0]
     block.add_op(sim.YieldOp())
-    return sim.PhaseOp("forward", Region(block))
+    return sim.PhaseOp(sim.PhaseKind.FORWARD, Region(block))

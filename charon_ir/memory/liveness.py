@@ -252,8 +252,8 @@ def fp8_saved_gemm_inputs(block: Block, roots: Roots) -> frozenset[Root]:
     `DotProductAttention` saves it) though the IR's backward takes only the
     row statistics. Keys are the forward layer body's roots, as
     `Roots.iteration_size` sees them."""
-    phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
-    fwd, bwd = phases.get("forward"), phases.get("backward")
+    phases = sim.phases_of(block)
+    fwd, bwd = phases.get(sim.PhaseKind.FORWARD), phases.get(sim.PhaseKind.BACKWARD)
     if fwd is None or bwd is None:
         return frozenset()
     f_term = fwd.body.block.last_op
@@ -332,9 +332,9 @@ def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bo
     body or a `sim.stage` body). No forward phase: nothing is saved. With
     `split_backward` (zb-h1), also what the weight-gradient half reads."""
     roots = roots or Roots()
-    phases = {op.kind.data: op for op in block.ops if isinstance(op, sim.PhaseOp)}
-    fwd = phases.get("forward") or phases.get("prefill") or phases.get("decode")
-    bwd = phases.get("backward")
+    phases = sim.phases_of(block)
+    fwd = phases.get(sim.PhaseKind.FORWARD) or phases.get(sim.PhaseKind.PREFILL) or phases.get(sim.PhaseKind.DECODE)
+    bwd = phases.get(sim.PhaseKind.BACKWARD)
     if fwd is None:
         return PhaseMemory(0, 0, 0)
     f_term = fwd.body.block.last_op

@@ -30,7 +30,9 @@ from charon_ir.parallel.experts import is_expert_weight
 from charon_ir.parallel.mesh import grid_axes
 
 GRAD_BYTES = 2
-OPTIMIZER_STATE_BYTES: dict[str, int] = {"adamw": 12, "adam": 12, "sgd": 8}
+OPTIMIZER_STATE_BYTES: dict[sim.OptimizerKind, int] = {
+    sim.OptimizerKind.ADAMW: 12, sim.OptimizerKind.ADAM: 12, sim.OptimizerKind.SGD: 8,
+}
 """Per trainable parameter: fp32 master + m + v for Adam; master + momentum for SGD."""
 
 
@@ -127,7 +129,7 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
         return nbytes
 
     params = sum(param_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
-    trainable: dict[SSAValue, str] = {}
+    trainable: dict[SSAValue, sim.OptimizerKind] = {}
     for op in block.walk():
         if isinstance(op, sim.OptimizerStepOp):
             for p in op.params:
@@ -135,6 +137,6 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
     elements = sum(sim.numel(p) for p in trainable)
     grads = sum(shard(sim.numel(p) * grad_bytes, p, 2) for p in trainable)
     optimizer = sum(
-        shard(sim.numel(p) * OPTIMIZER_STATE_BYTES.get(k, 12), p, 1) for p, k in trainable.items()
+        shard(sim.numel(p) * OPTIMIZER_STATE_BYTES[k], p, 1) for p, k in trainable.items()
     )
     return ModelStates(params, grads, optimizer, elements)

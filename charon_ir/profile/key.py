@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute
 
 from charon_ir.dialects.sim import ComputeOp, GenericOp
@@ -44,6 +45,8 @@ def _attr_text(attr: Attribute) -> str:
         return "[" + ",".join(map(str, int_list(attr))) + "]"
     if isinstance(attr, StringAttr):
         return attr.data
+    if isinstance(attr, EnumAttribute):  # an op kind: its value, as when it was a string
+        return attr.data.value
     if isinstance(attr, IntegerAttr):
         return str(attr.value.data)
     if isinstance(attr, FloatAttr):

@@ -31,12 +31,16 @@ from charon_ir.dialects.sim import (
     AttentionGradOp,
     AttentionOp,
     ComputeOp,
+    ElementwiseKind,
     ElementwiseOp,
     EmbeddingOp,
     GenericOp,
     MatmulOp,
+    NormKind,
     NormOp,
+    OptimizerKind,
     OptimizerStepOp,
+    ReduceKind,
     ReduceOp,
     SoftmaxOp,
     shape_of,
@@ -116,69 +120,69 @@ def tensor_for(value: SSAValue, device: torch.device, requires_grad: bool = Fals
     return t.requires_grad_(requires_grad)
 
 
-def _unary(kind: str) -> Callable[[torch.Tensor], torch.Tensor] | None:
+def _unary(kind: ElementwiseKind) -> Callable[[torch.Tensor], torch.Tensor] | None:
     return {
-        "neg": torch.neg,
-        "exp": torch.exp,
-        "log": torch.log,
-        "sqrt": torch.sqrt,
-        "rsqrt": torch.rsqrt,
-        "abs": torch.abs,
-        "sign": torch.sign,
-        "erf": torch.erf,
-        "sin": torch.sin,
-        "cos": torch.cos,
-        "relu": torch.relu,
-        "silu": F.silu,
-        "gelu": F.gelu,
-        "tanh": torch.tanh,
-        "sigmoid": torch.sigmoid,
-        "copy": torch.clone,
-        "clamp": lambda x: torch.clamp(x, 0.6, 1.4),
-        "not": torch.logical_not,
-        "dropout": lambda x: F.dropout(x, 0.1, training=True),
+        ElementwiseKind.NEG: torch.neg,
+        ElementwiseKind.EXP: torch.exp,
+        ElementwiseKind.LOG: torch.log,
+        ElementwiseKind.SQRT: torch.sqrt,
+        ElementwiseKind.RSQRT: torch.rsqrt,
+        ElementwiseKind.ABS: torch.abs,
+        ElementwiseKind.SIGN: torch.sign,
+        ElementwiseKind.ERF: torch.erf,
+        ElementwiseKind.SIN: torch.sin,
+        ElementwiseKind.COS: torch.cos,
+        ElementwiseKind.RELU: torch.relu,
+        ElementwiseKind.SILU: F.silu,
+        ElementwiseKind.GELU: F.gelu,
+        ElementwiseKind.TANH: torch.tanh,
+        ElementwiseKind.SIGMOID: torch.sigmoid,
+        ElementwiseKind.COPY: torch.clone,
+        ElementwiseKind.CLAMP: lambda x: torch.clamp(x, 0.6, 1.4),
+        ElementwiseKind.NOT: torch.logical_not,
+        ElementwiseKind.DROPOUT: lambda x: F.dropout(x, 0.1, training=True),
         # one input: the other operand was a scalar
-        "pow": lambda x: torch.pow(x, 2),
-        "div": torch.reciprocal,
-        "add": lambda x: torch.add(x, 1),
-        "sub": lambda x: torch.sub(x, 1),
-        "mul": lambda x: torch.mul(x, 2),
-        "max": lambda x: torch.clamp_min(x, 1),
-        "min": lambda x: torch.clamp_max(x, 1),
-        "compare": lambda x: torch.gt(x, 1),
+        ElementwiseKind.POW: lambda x: torch.pow(x, 2),
+        ElementwiseKind.DIV: torch.reciprocal,
+        ElementwiseKind.ADD: lambda x: torch.add(x, 1),
+        ElementwiseKind.SUB: lambda x: torch.sub(x, 1),
+        ElementwiseKind.MUL: lambda x: torch.mul(x, 2),
+        ElementwiseKind.MAX: lambda x: torch.clamp_min(x, 1),
+        ElementwiseKind.MIN: lambda x: torch.clamp_max(x, 1),
+        ElementwiseKind.COMPARE: lambda x: torch.gt(x, 1),
     }.get(kind)
 
 
-def _binary(kind: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None:
+def _binary(kind: ElementwiseKind) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None:
     return {
-        "add": torch.add,
-        "sub": torch.sub,
-        "mul": torch.mul,
-        "div": torch.div,
-        "pow": torch.pow,
-        "max": torch.maximum,
-        "min": torch.minimum,
-        "compare": torch.gt,
-        "and": torch.logical_and,
-        "or": torch.logical_or,
-        "where": lambda c, x: torch.where(c if c.dtype == torch.bool else c > 1, x, 0.0),
-        "silu_grad": torch.ops.aten.silu_backward,
-        "gelu_grad": lambda g, x: torch.ops.aten.gelu_backward(g, x),
-        "tanh_grad": torch.ops.aten.tanh_backward,
-        "sigmoid_grad": torch.ops.aten.sigmoid_backward,
+        ElementwiseKind.ADD: torch.add,
+        ElementwiseKind.SUB: torch.sub,
+        ElementwiseKind.MUL: torch.mul,
+        ElementwiseKind.DIV: torch.div,
+        ElementwiseKind.POW: torch.pow,
+        ElementwiseKind.MAX: torch.maximum,
+        ElementwiseKind.MIN: torch.minimum,
+        ElementwiseKind.COMPARE: torch.gt,
+        ElementwiseKind.AND: torch.logical_and,
+        ElementwiseKind.OR: torch.logical_or,
+        ElementwiseKind.WHERE: lambda c, x: torch.where(c if c.dtype == torch.bool else c > 1, x, 0.0),
+        ElementwiseKind.SILU_GRAD: torch.ops.aten.silu_backward,
+        ElementwiseKind.GELU_GRAD: lambda g, x: torch.ops.aten.gelu_backward(g, x),
+        ElementwiseKind.TANH_GRAD: torch.ops.aten.tanh_backward,
+        ElementwiseKind.SIGMOID_GRAD: torch.ops.aten.sigmoid_backward,
     }.get(kind)
 
 
 def _prepare_elementwise(op: ElementwiseOp, device: torch.device) -> Callable[[], object]:
     kind = op.kind.data
     out_dtype, out_shape = torch_dtype(op.result), shape_of(op.result)
-    if kind == "fill":
+    if kind == ElementwiseKind.FILL:
         return lambda: torch.full(out_shape, 1.0, dtype=out_dtype, device=device)
     xs = [tensor_for(v, device) for v in op.inputs]
-    if kind == "cast":
+    if kind == ElementwiseKind.CAST:
         x = xs[0]
         return lambda: x.to(out_dtype)
-    if kind == "where" and len(xs) == 3:
+    if kind == ElementwiseKind.WHERE and len(xs) == 3:
         cond = xs[0] if xs[0].dtype == torch.bool else xs[0] > 1
         return lambda: torch.where(cond, xs[1], xs[2])
     if len(xs) == 1 and (fn1 := _unary(kind)) is not None:
@@ -256,11 +260,11 @@ def _prepare_optimizer(op: OptimizerStepOp, device: torch.device) -> Callable[[]
     for m, g in zip(masters, op.grads):
         m.grad = tensor_for(g, device).float()
     fused = {"fused": True}
-    if kind == "adamw":
+    if kind == OptimizerKind.ADAMW:
         opt = torch.optim.AdamW(masters, lr=1e-4, weight_decay=0.1, **fused)
-    elif kind == "adam":
+    elif kind == OptimizerKind.ADAM:
         opt = torch.optim.Adam(masters, lr=1e-4, **fused)
-    elif kind == "sgd":
+    elif kind == OptimizerKind.SGD:
         opt = torch.optim.SGD(masters, lr=1e-4, **fused)
     else:
         raise NotRunnable(f"optimizer kind '{kind}' has no torch optimizer here")
@@ -347,7 +351,7 @@ def prepare(op: ComputeOp, device: torch.device) -> Callable[[], object]:
     if isinstance(op, NormOp):
         x, w = tensor_for(op.input, device), tensor_for(op.weight, device)
         shape = (shape_of(op.input)[-1],)
-        if op.kind.data == "rms":
+        if op.kind.data == NormKind.RMS:
             return _no_grad(lambda: F.rms_norm(x, shape, w, NORM_EPS))
         return _no_grad(lambda: F.layer_norm(x, shape, w, None, NORM_EPS))
     if isinstance(op, ElementwiseOp):
@@ -356,7 +360,8 @@ def prepare(op: ComputeOp, device: torch.device) -> Callable[[], object]:
         x = tensor_for(op.input, device)
         dims = int_list(op.dims)
         keep = len(shape_of(op.result)) == len(shape_of(op.input))
-        fn = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax, "min": torch.amin}[op.kind.data]
+        fn = {ReduceKind.SUM: torch.sum, ReduceKind.MEAN: torch.mean, ReduceKind.MAX: torch.amax,
+              ReduceKind.MIN: torch.amin}[op.kind.data]
         return _no_grad(lambda: fn(x, dim=dims, keepdim=keep))
     if isinstance(op, SoftmaxOp):
         x = tensor_for(op.input, device)

@@ -51,7 +51,7 @@ def run_module(
         raise CharonError(f"simulate: option 'tier' must be fast or fine, got '{tier}'")
     # the host runs ahead of the GPU across loop boundaries, which a folded loop
     # (simulated on its own, its lanes starting free) does not keep
-    launched = any(isinstance(op, event.StreamOp) and op.kind.data == "host" for p in programs for op in p.body.ops)
+    launched = any(isinstance(op, event.StreamOp) and op.kind.data == event.StreamKind.HOST for p in programs for op in p.body.ops)
     flat = flatten_all(programs, fold=tier == "fast" and not launched, overlap=overlap, loop_cache=loop_cache)
     return [run(flat, overlap)], target
 

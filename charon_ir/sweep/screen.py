@@ -265,8 +265,8 @@ def build_probe(evaluator, config) -> Probe | None:
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if len(stages) != 1:
         return None
-    phases = {op.kind.data: op for op in stages[0].body.block.ops if isinstance(op, sim.PhaseOp)}
-    fwd_repeats = [op for op in phases["forward"].body.block.ops if isinstance(op, sim.RepeatOp)]
+    phases = sim.phases_of(stages[0].body.block)
+    fwd_repeats = [op for op in phases[sim.PhaseKind.FORWARD].body.block.ops if isinstance(op, sim.RepeatOp)]
     if len(fwd_repeats) != 1:
         return None
     layers = fwd_repeats[0].trip_count
@@ -274,13 +274,13 @@ def build_probe(evaluator, config) -> Probe | None:
     activation_bytes = float(value_bytes(out))
 
     whole = _stage_classes(module, split, config)
-    params_layer, params_first, params_last = _param_split(phases["forward"], fwd_repeats[0])
+    params_layer, params_first, params_last = _param_split(phases[sim.PhaseKind.FORWARD], fwd_repeats[0])
     saved_layer = float(sum(n for _, n in layer_saved_values(fwd_repeats[0])))
     probe = Probe(
         layers=layers,
         forward=Phase(), backward=Phase(), weight=None,
         optimizer_s=0.0, flops_per_microbatch=0.0,
-        recomputed_per_microbatch=recomputed_flops(phases.get("backward")),
+        recomputed_per_microbatch=recomputed_flops(phases.get(sim.PhaseKind.BACKWARD)),
         tokens_per_microbatch=count_tokens(stages[0]),
         activation_bytes=activation_bytes,
         sizes={},
@@ -393,12 +393,12 @@ def _gradient_groups(evaluator, config, steps: list[tuple[str, dict[str, Any]]],
     grid = find_grid(synced)
     sizes = dict(grid.axis_sizes()) if grid is not None else {}
     stage = next(op for op in synced.body.block.ops if isinstance(op, sim.StageOp))
-    phases = {op.kind.data: op for op in stage.body.block.ops if isinstance(op, sim.PhaseOp)}
+    phases = sim.phases_of(stage.body.block)
     seen_repeat = False
     layer: list[GradientGroup] = []
     pre: list[GradientGroup] = []
     post: list[GradientGroup] = []
-    for op in phases["backward"].body.block.ops:
+    for op in phases[sim.PhaseKind.BACKWARD].body.block.ops:
         if isinstance(op, sim.RepeatOp):
             seen_repeat = True
             layer += [g for c in op.body.walk() if (g := _gradient_group(c, coll, sim)) is not None]

@@ -117,7 +117,7 @@ class ShardMatmul(ShardPattern):
         return None
 
 
-LINEAR_KINDS = frozenset({"add", "sub"})
+LINEAR_KINDS = frozenset({sim.ElementwiseKind.ADD, sim.ElementwiseKind.SUB})
 
 
 @dataclass
@@ -134,7 +134,7 @@ class ShardElementwise(ShardPattern):
         tensors = [i for i, v in enumerate(op.operands) if isinstance(v.type, TensorType)]
         shards = [st.shard(op.operands[i]) for i in tensors]
         if shards and all(s.partial and s.dim is None for s in shards) and (
-            op.kind.data in LINEAR_KINDS or len(tensors) == 1 and op.kind.data in ("neg", "copy")
+            op.kind.data in LINEAR_KINDS or len(tensors) == 1 and op.kind.data in (sim.ElementwiseKind.NEG, sim.ElementwiseKind.COPY)
         ):
             st.shards[op.result] = Shard(partial=True, tag=shards[0].tag)
             return
@@ -524,7 +524,7 @@ class ShardYield(ShardPattern):
             args = parent.body.block.args
             for i in range(n_iter):
                 st.use(op, i, st.shard(args[i]))
-        backward = sim.phase_kind(op) == "backward"
+        backward = sim.phase_kind(op) == sim.PhaseKind.BACKWARD
         for i in range(n_iter, len(op.values)):
             s = st.shard(op.values[i])
             if s.partial:

@@ -5,6 +5,8 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import TensorType, bf16
+from xdsl.ir import Block, Region
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
@@ -70,3 +72,64 @@ def test_data_parallel_settings_parse_back_to_themselves(dp, zero, bucket_mb, ov
     gather = gather and zero in (1, 2)
     settings = sim.DataParallelAttr(dp, zero, bucket_mb, overlap, gather)
     assert parse_attribute(str(settings)) == settings
+
+
+OP_KINDS = [
+    (sim.PhaseKindAttr, sim.PhaseKind),
+    (sim.NormKindAttr, sim.NormKind),
+    (sim.ReduceKindAttr, sim.ReduceKind),
+    (sim.ElementwiseKindAttr, sim.ElementwiseKind),
+    (sim.OptimizerKindAttr, sim.OptimizerKind),
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(OP_KINDS).flatmap(lambda pair: st.tuples(st.just(pair[0]), st.sampled_from(list(pair[1])))))
+def test_an_op_kind_parses_back_to_itself(attr_and_kind):
+    attr_type, kind = attr_and_kind
+    attr = attr_type(kind)
+    assert str(attr) == f'#sim<{attr_type.name.removeprefix("sim.")} "{kind.value}">'
+    assert parse_attribute(str(attr)) == attr
+    # a bare word, as MLIR prints an enum, names the same kind
+    assert parse_attribute(f"#sim<{attr_type.name.removeprefix('sim.')} {kind.value}>") == attr
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(list(sim.ElementwiseKind)), st.sampled_from(list(sim.ReduceKind)),
+       st.sampled_from(list(sim.NormKind)))
+def test_ops_print_their_kind_as_the_string_they_parse_from(elementwise, reduce, norm):
+    text = (
+        '%x = sim.input "x" : tensor<4x8xbf16>\n'
+        '%w = sim.param "w" : tensor<8xbf16>\n'
+        f'%e = sim.elementwise "{elementwise}" %x : tensor<4x8xbf16> -> tensor<4x8xbf16>\n'
+        f'%r = sim.reduce "{reduce}" %e [1] : tensor<4x8xbf16> -> tensor<4xbf16>\n'
+        f'%n = sim.norm "{norm}" %x, %w : tensor<4x8xbf16>, tensor<8xbf16>\n'
+    )
+    module = Parser(CONTEXT, text).parse_module()
+    module.verify()
+    kinds = [op.kind.data for op in module.ops if hasattr(op, "kind")]
+    assert kinds == [elementwise, reduce, norm]
+    assert all(type(k) in (sim.ElementwiseKind, sim.ReduceKind, sim.NormKind) for k in kinds)
+    printed = str(module)
+    for kind in (elementwise, reduce, norm):
+        assert f'"{kind.value}"' in printed
+    assert str(Parser(CONTEXT, printed).parse_module()) == printed
+
+
+def test_a_builder_refuses_an_unknown_kind_naming_the_kinds():
+    x = sim.InputOp("x", TensorType(bf16, [4, 8]))
+    w = sim.ParamOp("w", TensorType(bf16, [8]))
+    with pytest.raises(VerifyException, match=r"kind must be one of \['layer', 'rms'\], got 'batch'"):
+        sim.NormOp("batch", x.result, w.result)
+    with pytest.raises(VerifyException, match="kind must be one of .*got 'softplus'"):
+        sim.ElementwiseOp("softplus", [x.result], x.result.type)
+    with pytest.raises(VerifyException, match="kind must be one of .*got 'sideways'"):
+        sim.PhaseOp("sideways", Region(Block()))
+    with pytest.raises(VerifyException, match=r"kind must be one of \['max', 'mean', 'min', 'sum'\], got 'prod'"):
+        sim.ReduceOp("prod", x.result, [1], TensorType(bf16, [4]))
+
+
+def test_every_elementwise_kind_has_a_flop_count():
+    assert set(sim.ELEMENTWISE_FLOPS) == set(sim.ElementwiseKind)
+    assert set(sim.NormOp.KINDS) == set(sim.NormKind)
+    assert set(sim.OptimizerStepOp.KINDS) == set(sim.OptimizerKind)

@@ -127,6 +127,31 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   %ca = sim.input "ca" : tensor<4x8xbf16>
   %cb = sim.elementwise "add" %ca, %ca {sim.cost = #sim.cost<engine = "analytic", bytes = 192, flops = 32, time_s = 2.5e-06>} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
   // CHECK:      %[[CB:.*]] = sim.elementwise "add" %{{.*}}, %{{.*}} {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
-  // GENERIC:    "sim.elementwise"(%{{.*}}, %{{.*}}) <{kind = "add"}> {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">}
+  // GENERIC:    "sim.elementwise"(%{{.*}}, %{{.*}}) <{kind = #sim<elementwise_kind "add">}> {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">}
+  // Op kinds are enum attributes (#sim<phase_kind ...>, #sim<norm_kind ...>, ...),
+  // printed as the string literal they always were; a bare word parses too.
+  %kx = sim.input "kx" : tensor<4x8xbf16>
+  %kw = sim.param "kw" : tensor<8xbf16>
+  %kn = sim.norm layer %kx, %kw : tensor<4x8xbf16>, tensor<8xbf16>
+  %km = sim.reduce max %kn [1] : tensor<4x8xbf16> -> tensor<4xbf16>
+  %ke = sim.elementwise rms_norm_grad %kx, %kn, %kw : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
+  sim.phase decode {
+    sim.optimizer_step sgd (%kw : tensor<8xbf16>) grads (%kw : tensor<8xbf16>)
+    sim.yield
+  }
+  // CHECK:      %[[KX:.*]] = sim.input "kx" : tensor<4x8xbf16>
+  // CHECK-NEXT: %[[KW:.*]] = sim.param "kw" : tensor<8xbf16>
+  // CHECK-NEXT: %[[KN:.*]] = sim.norm "layer" %[[KX]], %[[KW]] : tensor<4x8xbf16>, tensor<8xbf16>
+  // CHECK-NEXT: %{{.*}} = sim.reduce "max" %[[KN]] [1] : tensor<4x8xbf16> -> tensor<4xbf16>
+  // CHECK-NEXT: %{{.*}} = sim.elementwise "rms_norm_grad" %[[KX]], %[[KN]], %[[KW]] : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
+  // CHECK-NEXT: sim.phase "decode" {
+  // CHECK-NEXT:   sim.optimizer_step "sgd"(%[[KW]] : tensor<8xbf16>) grads(%[[KW]] : tensor<8xbf16>)
+  // CHECK-NEXT:   sim.yield
+  // CHECK-NEXT: }
+  // GENERIC:      "sim.norm"(%{{.*}}, %{{.*}}) <{kind = #sim<norm_kind "layer">}>
+  // GENERIC-NEXT: "sim.reduce"(%{{.*}}) <{kind = #sim<reduce_kind "max">, dims = array<i64: 1>}>
+  // GENERIC-NEXT: "sim.elementwise"(%{{.*}}, %{{.*}}, %{{.*}}) <{kind = #sim<elementwise_kind "rms_norm_grad">}>
+  // GENERIC-NEXT: "sim.phase"() <{kind = #sim<phase_kind "decode">}> ({
+  // GENERIC-NEXT:   "sim.optimizer_step"(%{{.*}}, %{{.*}}) <{kind = #sim<optimizer_kind "sgd">, operandSegmentSizes = array<i32: 1, 1>}>
 }
 // GENERIC: }) {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>} : () -> ()

@@ -1,0 +1,43 @@
+// RUN: charon-opt %s --split-input-file --parsing-diagnostics | filecheck %s
+// An op kind outside its enum does not parse; the diagnostic lists the kinds
+// (their round trip: ops.mlir).
+
+sim.phase "sideways" {
+  sim.yield
+}
+// CHECK: kind_invalid.mlir:5:11
+// CHECK: Expected `forward`, `backward`, `optimizer`, `prefill`, or `decode`.
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%w = sim.param "w" : tensor<64xbf16>
+%n = sim.norm "batch" %x, %w : tensor<4x64xbf16>, tensor<64xbf16>
+// CHECK: Expected `rms`, or `layer`.
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%r = sim.reduce "prod" %x [1] : tensor<4x64xbf16> -> tensor<4xbf16>
+// CHECK: Expected `sum`, `mean`, `max`, or `min`.
+
+// -----
+
+%x = sim.input "x" : tensor<4x64xbf16>
+%y = sim.elementwise "softplus" %x : tensor<4x64xbf16> -> tensor<4x64xbf16>
+// CHECK: Expected `add`, `sub`, `mul`, {{.*}}, `rope`, or `rms_norm_grad`.
+
+// -----
+
+%w = sim.param "w" : tensor<64xbf16>
+%g = sim.input "g" : tensor<64xbf16>
+sim.optimizer_step "lion" (%w : tensor<64xbf16>) grads (%g : tensor<64xbf16>)
+// CHECK: Expected `adamw`, `adam`, or `sgd`.
+
+// -----
+
+// the generic form names the enum attribute
+"sim.phase"() <{kind = #sim<phase_kind "sideways">}> ({
+  "sim.yield"() : () -> ()
+}) : () -> ()
+// CHECK: Expected `forward`, `backward`, `optimizer`, `prefill`, or `decode`.
