@@ -58,6 +58,7 @@ from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import Roots
 from charon_ir.parallel.accounting import walk_with_multiplicity
+from charon_ir.parallel.rebuild import replace_keeping
 
 ACTIVATIONS = frozenset({
     ElementwiseKind.GELU, ElementwiseKind.SILU, ElementwiseKind.RELU, ElementwiseKind.TANH, ElementwiseKind.SIGMOID,
@@ -367,18 +368,13 @@ def recomputed_flops(module: ModuleOp) -> float:
 
 def _drop_outputs(fused: sim.GenericOp, dropped: list[int]) -> None:
     """`fused` without the outputs at `dropped` (now unread): it no longer writes them."""
-    kept = [r for i, r in enumerate(fused.results) if i not in dropped]
+    keep = [i for i in range(len(fused.results)) if i not in dropped]
     moved = fused.byte_count.value.data - sum(sim.tensor_bytes(fused.results[i]) for i in dropped)
-    new = sim.GenericOp(fused.callee.data, fused.inputs, [r.type for r in kept], fused.flop_count.value.data, moved)
-    new.attributes.update(fused.attributes)
-    block = fused.parent_block()
-    assert block is not None
-    block.insert_op_before(new, fused)
-    for old, result in zip(kept, new.results):
-        old.replace_all_uses_with(result)
-        result.name_hint = old.name_hint
-    fused.detach()
-    fused.erase()
+    new = sim.GenericOp(fused.callee.data, fused.inputs, [fused.results[i].type for i in keep],
+                        fused.flop_count.value.data, moved)
+    for i, result in zip(keep, new.results):
+        result.name_hint = fused.results[i].name_hint
+    replace_keeping(fused, new, keep)
 
 
 class FusionPattern(RewritePattern):

@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import sim
-from charon_ir.parallel.rebuild import keep_phase_outputs
+from charon_ir.parallel.rebuild import keep_phase_outputs, replace_keeping
 
 
 def _merge_views(block: Block) -> bool:
@@ -62,14 +62,7 @@ def _rebuild_repeat(rep: sim.RepeatOp, slices: list[SSAValue], keep_outputs: lis
         rep.trip_count, list(rep.iter_init), slices, region,
         [rep.outputs[i].type for i in keep_outputs], reverse=rep.reverse is not None,
     )
-    new.attributes.update(rep.attributes)
-    block = rep.parent_block()
-    assert block is not None
-    block.insert_op_before(new, rep)
-    for new_i, old_i in enumerate(keep_outputs):
-        rep.outputs[old_i].replace_all_uses_with(new.outputs[new_i])
-    rep.detach()
-    rep.erase(safe_erase=False)
+    replace_keeping(rep, new, keep_outputs)
     return new
 
 

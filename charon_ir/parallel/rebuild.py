@@ -1,12 +1,29 @@
 """Rebuild a structural `sim` op with fewer results (xDSL ops have a fixed result
-list): a phase that yields fewer values, an optimizer step over fewer pairs. The
-passes that move ops between stages or merge copies share these."""
+list): a phase that yields fewer values, an optimizer step over fewer pairs, a
+repeat or a fused kernel with fewer outputs. The passes that move ops between
+stages, merge copies or drop unread outputs share these."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.ir import Operation
+
 from charon_ir.dialects import sim
+
+
+def replace_keeping(old: Operation, new: Operation, keep: Sequence[int]) -> None:
+    """Put `new`, given `old`'s attributes, in `old`'s place: its results are
+    `old`'s results `keep`, in that order (their uses move over); `old`'s other
+    results must be unused. `old` is erased."""
+    new.attributes.update(old.attributes)
+    block = old.parent_block()
+    assert block is not None
+    block.insert_op_before(new, old)
+    for new_i, old_i in enumerate(keep):
+        old.results[old_i].replace_all_uses_with(new.results[new_i])
+    old.detach()
+    old.erase(safe_erase=False)
 
 
 def keep_phase_outputs(phase: sim.PhaseOp, keep: Sequence[int]) -> sim.PhaseOp:
@@ -19,14 +36,7 @@ def keep_phase_outputs(phase: sim.PhaseOp, keep: Sequence[int]) -> sim.PhaseOp:
     term.detach()
     term.erase()
     new = sim.PhaseOp(phase.kind.data, phase.detach_region(phase.body), [phase.outputs[i].type for i in keep])
-    new.attributes.update(phase.attributes)
-    block = phase.parent_block()
-    assert block is not None
-    block.insert_op_before(new, phase)
-    for new_i, old_i in enumerate(keep):
-        phase.outputs[old_i].replace_all_uses_with(new.outputs[new_i])
-    phase.detach()
-    phase.erase(safe_erase=False)
+    replace_keeping(phase, new, keep)
     return new
 
 
