@@ -32,6 +32,7 @@ from charon_ir.profile.device import gpu_table_name
 from charon_ir.report.summary import summarize
 from charon_ir.runtime.flatten import KIND_COMM, KIND_JOIN, flatten_all
 from charon_ir.runtime.interpreter import run
+from charon_ir.runtime.timeline import measure as length, subtract, union
 from charon_ir.target.target import Target
 
 __all__ = ["CLASSES", "HOST", "WORK_FLOPS", "calibrate_profile", "kernel_class", "measure", "validate_profile"]
@@ -78,34 +79,6 @@ def _events(data: dict, path: str) -> list[dict]:
             raise CharonError(f"{path}: traceEvents[{i}] ({e.get('name')!r}) has a negative duration")
         out.append(e)
     return out
-
-
-def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[list[float]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
-
-
-def _length(intervals: list[tuple[float, float]]) -> float:
-    return sum(b - a for a, b in intervals)
-
-
-def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    i = j = 0
-    total = 0.0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            total += hi - lo
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
 
 
 def measure(path: str | Path) -> Measured:
@@ -186,13 +159,13 @@ def measure(path: str | Path) -> Measured:
         # self time, and the Python between ops)
         classes.pop(HOST, None)
         host = (hi - lo) * 1e-6 - sum(v for k, v in classes.items() if k != "comm")
-    unions = {name: _union(iv) for name, iv in streams.items()}
+    unions = {name: union(iv) for name, iv in streams.items()}
     compute = unions.get("compute", [])
-    comm = _union([iv for name, ivs in streams.items() if name != "compute" for iv in ivs])
-    exposed = (_length(comm) - _overlap(comm, compute)) * 1e-6
+    comm = union([iv for name, ivs in streams.items() if name != "compute" for iv in ivs])
+    exposed = subtract(comm, compute) * 1e-6
     return Measured(
         step_s=(hi - lo) * 1e-6, classes=dict(classes),
-        streams={name: _length(iv) * 1e-6 for name, iv in unions.items()},
+        streams={name: length(iv) * 1e-6 for name, iv in unions.items()},
         kernels=dict(kernels), exposed_comm_s=exposed, device=device, host_s=max(host, 0.0),
         launches=launches if gpu_kernels else 0, host_window_s=host_window if gpu_kernels else 0.0,
     )

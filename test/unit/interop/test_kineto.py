@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from charon_ir.errors import CharonError
 from charon_ir.interop import calibration, kineto
@@ -177,16 +175,6 @@ def test_a_gpu_trace_streams_and_exposed_communication(tmp_path):
                                                                   {}, {}, 20e-6, 1))["step"]}
     assert rows["overlapped comm"].measured_s == pytest.approx(30e-6)
     assert rows["overlapped comm"].predicted_s == pytest.approx(60e-6)
-
-
-@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 10)), max_size=20),
-       st.lists(st.tuples(st.floats(0, 100), st.floats(0, 10)), max_size=20))
-def test_overlap_is_bounded_by_both_sides(a, b):
-    ua = kineto._union([(s, s + d) for s, d in a])
-    ub = kineto._union([(s, s + d) for s, d in b])
-    both = kineto._overlap(ua, ub)
-    assert -1e-9 <= both <= min(kineto._length(ua), kineto._length(ub)) + 1e-9
-    assert both == pytest.approx(kineto._overlap(ub, ua), abs=1e-9)
 
 
 def test_bad_traces_are_one_line(charon_fails, tmp_path):
