@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from charon_ir.errors import CharonError
@@ -517,15 +517,22 @@ class Replica:
         self.decoders -= 1
         self.context_base -= seq.c0 - seq.j0 * self.rate
 
-    def _grow_decode_blocks(self) -> float:
+    def _due(self, heap: list[tuple[int, int, int]]) -> Iterator[Sequence]:
+        """Pop `heap`'s entries due by this decode iteration (those the caller
+        pushes meanwhile included), yielding each sequence that still decodes as
+        it did when its entry was pushed: a sequence preempted, finished or
+        pushed again since leaves a stale entry behind."""
         j = self.decode_iteration
-        extra = 0.0
-        heap = self.block_heap
         while heap and heap[0][0] <= j:
             _, key, version = heapq.heappop(heap)
             seq = self.running.get(key)
-            if seq is None or seq.version != version or not seq.decoding:
-                continue
+            if seq is not None and seq.version == version and seq.decoding:
+                yield seq
+
+    def _grow_decode_blocks(self) -> float:
+        j = self.decode_iteration
+        extra = 0.0
+        for seq in self._due(self.block_heap):
             while not self._cover(seq, self._context_after(seq, j)):
                 victim = self.running[next(reversed(self.running))]
                 extra += self._preempt(victim)
@@ -576,13 +583,7 @@ class Replica:
             seq.prefix_hold, seq.shared = "", 0
 
     def _finish_decodes(self, end: float) -> None:
-        j = self.decode_iteration
-        heap = self.finish_heap
-        while heap and heap[0][0] <= j:
-            _, key, version = heapq.heappop(heap)
-            seq = self.running.get(key)
-            if seq is None or seq.version != version or not seq.decoding:
-                continue
+        for seq in self._due(self.finish_heap):
             self._stop_decode(seq)
             seq.generated = float(seq.output)
             self._finish(seq, end)
