@@ -83,9 +83,13 @@ def _gathered(value: SSAValue) -> coll.AllGatherOp | None:
     return None
 
 
-def _first_gathered(op: Operation) -> tuple[int, coll.AllGatherOp] | None:
-    """The first operand of `op` an SP all_gather produces: (index, the gather)."""
-    return next(((i, g) for i, v in enumerate(op.operands) if (g := _gathered(v)) is not None), None)
+def _first_gathered(op: Operation) -> tuple[int, int, tuple[int, ...]] | None:
+    """The first operand of `op` an SP all_gather produces: (its index, the dim
+    the gather joins, its whole shape)."""
+    for i, v in enumerate(op.operands):
+        if (g := _gathered(v)) is not None:
+            return i, g.axis.value.data, shape(v)
+    return None
 
 
 def _clone_on(op: Operation, operands: list[SSAValue], result_types: dict[int, TensorType] | None = None) -> Operation:
@@ -106,6 +110,12 @@ def _gather(value: SSAValue, dim: int, tp: int) -> coll.AllGatherOp:
     op = coll.AllGatherOp(value, MESH, ["tp"], with_shape(value.type, full), axis=IntegerAttr(dim, 64))
     op.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()
     return op
+
+
+def _sum_over_tokens(value: SSAValue) -> coll.AllReduceOp:
+    reduce = coll.AllReduceOp(value, MESH, ["tp"])
+    reduce.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()  # a sum over tokens: stays whole
+    return reduce
 
 
 def _split_type(value: SSAValue, dim: int, tp: int) -> TensorType:
@@ -221,9 +231,7 @@ class SinkGather(RewritePattern):
         lead = _first_gathered(op)
         if lead is None:
             return
-        i0, g0 = lead
-        gdim = g0.axis.value.data
-        full0 = shape(op.operands[i0])
+        i0, gdim, full0 = lead
         rd = _token_local_result_dim(op, op.operands[i0], gdim)
         if rd is None:
             return
@@ -248,8 +256,7 @@ class SinkGather(RewritePattern):
                 return
         if rd == -1:
             local = _clone_on(op, new_operands)
-            reduce = coll.AllReduceOp(local.results[0], MESH, ["tp"])
-            reduce.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()  # a sum over tokens: stays whole
+            reduce = _sum_over_tokens(local.results[0])
             rewriter.insert([*pre, local, reduce], InsertPoint.before(op))
             rewriter.replace(op, [], [reduce.result])
             return
@@ -269,9 +276,7 @@ class SinkGather(RewritePattern):
         lead = _first_gathered(op)
         if lead is None:
             return
-        i0, g0 = lead
-        gdim = g0.axis.value.data
-        full0 = shape(op.operands[i0])
+        _, gdim, full0 = lead
         n = full0[gdim]
 
         def token_shaped(v: SSAValue) -> bool:
@@ -312,8 +317,7 @@ class SinkGather(RewritePattern):
                 post.append(ag)
                 new_results.append(ag.result)
             else:
-                reduce = coll.AllReduceOp(lr, MESH, ["tp"])
-                reduce.attributes[SEQUENCE_PARALLEL_ATTR] = UnitAttr()  # a sum over tokens: stays whole
+                reduce = _sum_over_tokens(lr)
                 post.append(reduce)
                 new_results.append(reduce.result)
         rewriter.insert([*pre, local], InsertPoint.before(op))
