@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from functools import cache
@@ -647,30 +648,33 @@ class _Reader:
         except UnknownGpuError as e:
             raise self.fail(gpu_value.line, gpu_value.col, str(e)) from None
 
+    def each_labelled(self, top: _Block, kind: str, labels: tuple[str, ...],
+                      keys: tuple[str, ...]) -> Iterator[tuple[str, _Block]]:
+        """(label, block) of each `kind LABEL { ... }` block of `top`, in order:
+        its label one of `labels` and given once, its keys among `keys`."""
+        seen: set[str] = set()
+        for blk in (b for b in top.blocks if b.kind == kind):
+            label = self.labelled(blk, labels)
+            if label in seen:
+                raise self.fail(blk.line, blk.col, f"'{kind} {label}' appears twice")
+            seen.add(label)
+            self.check_keys(blk, keys)
+            yield label, blk
+
     def read_cpu_nodes(self, top: _Block) -> tuple[CpuNodes, ...]:
-        pools: list[CpuNodes] = []
-        for blk in (b for b in top.blocks if b.kind == "cpu_nodes"):
-            role = self.labelled(blk, CPU_NODE_ROLES)
-            if any(p.role == role for p in pools):
-                raise self.fail(blk.line, blk.col, f"'cpu_nodes {role}' appears twice")
-            self.check_keys(blk, ("nodes",))
-            pools.append(CpuNodes(role, self.integer(blk, "nodes")))
-        return tuple(pools)
+        return tuple(CpuNodes(role, self.integer(blk, "nodes"))
+                     for role, blk in self.each_labelled(top, "cpu_nodes", CPU_NODE_ROLES, ("nodes",)))
 
     def read_kv_tiers(self, top: _Block) -> tuple[KVTier, ...]:
-        tiers: list[KVTier] = []
-        for blk in (b for b in top.blocks if b.kind == "kv_tier"):
-            name = self.labelled(blk, KV_TIER_NAMES)
-            if any(t.name == name for t in tiers):
-                raise self.fail(blk.line, blk.col, f"'kv_tier {name}' appears twice")
-            self.check_keys(blk, ("capacity", "bandwidth", "latency"))
-            tiers.append(KVTier(
+        return tuple(
+            KVTier(
                 name,
                 self.quantity(blk, "capacity", _BYTE_UNITS, "size"),
                 self.quantity(blk, "bandwidth", _BANDWIDTH_UNITS, "bandwidth"),
                 self.quantity(blk, "latency", _TIME_UNITS, "time", default=0.0),
-            ))
-        return tuple(tiers)
+            )
+            for name, blk in self.each_labelled(top, "kv_tier", KV_TIER_NAMES, ("capacity", "bandwidth", "latency"))
+        )
 
     def read_scale_up(self, top: _Block, gpu: GpuSpec, per_node: int) -> ScaleUp:
         blk = self.single(top, "scale_up", required=False)
