@@ -4,7 +4,6 @@ ExecutionTraceObserver on a CPU (bench/record_kineto_trace.py --execution-trace)
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -76,16 +75,18 @@ def test_a_hand_written_trace(tmp_path):
     assert linear.byte_count.value.data == 4 * (8 * 16 + 32 * 16 + 8 * 32)
 
 
-def test_an_imported_trace_simulates(tmp_path, capsys, monkeypatch):
-    from charon_ir import cli
+def _imported_and_simulated(charon_cli, trace: Path, out: Path, gpus: int) -> dict:
+    """`charon import --execution-trace TRACE -o OUT`, then `charon simulate` of
+    OUT on `gpus` GPUs: the JSON report."""
+    imported = charon_cli("import", "--execution-trace", str(trace), "-o", str(out))
+    assert imported.returncode == 0, imported.stderr
+    simulated = charon_cli("simulate", "--model", str(out), "--gpus", str(gpus), "--json")
+    assert simulated.returncode == 0, simulated.stderr
+    return json.loads(simulated.stdout)
 
-    out = tmp_path / "step.mlir"
-    monkeypatch.setattr(sys, "argv", ["charon", "import", "--execution-trace", str(ET), "-o", str(out)])
-    cli.main()
-    monkeypatch.setattr(sys, "argv", ["charon", "simulate", "--model", str(out), "--gpus", "1", "--json"])
-    capsys.readouterr()
-    cli.main()
-    report = json.loads(capsys.readouterr().out)
+
+def test_an_imported_trace_simulates(tmp_path, charon_cli):
+    report = _imported_and_simulated(charon_cli, ET, tmp_path / "step.mlir", gpus=1)
     assert report["iteration_time_s"] > 0
     ops = sum(1 for _ in _generic(import_execution_trace(ET)))
     assert report["engines"] == {"analytic": ops}  # every imported op is priced
@@ -151,17 +152,9 @@ def test_a_recorded_two_rank_step_imports_with_its_collectives(rank):
     assert [op.flop_count.value.data for op in linear] == [2.0 * seq * hidden * 2 * hidden] * 2  # 4h/2 columns
 
 
-def test_a_recorded_two_rank_step_simulates(tmp_path, capsys, monkeypatch):
-    from charon_ir import cli
-
-    out = tmp_path / "step.mlir"
-    trace = DISTRIBUTED / "tp2-gloo.1.et.json.gz"
-    monkeypatch.setattr(sys, "argv", ["charon", "import", "--execution-trace", str(trace), "-o", str(out)])
-    cli.main()
-    monkeypatch.setattr(sys, "argv", ["charon", "simulate", "--model", str(out), "--gpus", "2", "--json"])
-    capsys.readouterr()
-    cli.main()
-    report = json.loads(capsys.readouterr().out)
+def test_a_recorded_two_rank_step_simulates(tmp_path, charon_cli):
+    report = _imported_and_simulated(charon_cli, DISTRIBUTED / "tp2-gloo.1.et.json.gz", tmp_path / "step.mlir",
+                                     gpus=2)
     assert report["iteration_time_s"] > report["breakdown"]["compute_s"] > 0
     assert set(report["breakdown"]["exposed_comm_s"]) == {"a0"}
 
@@ -252,17 +245,9 @@ def test_a_recorded_pipeline_imports_both_stages_with_paired_messages():
     assert p2p(stages[1]) == [("coll.recv", -1, activation)] * 2 + [("coll.send", -1, activation)] * 2
 
 
-def test_a_recorded_pipeline_simulates(tmp_path, capsys, monkeypatch):
-    from charon_ir import cli
-
-    out = tmp_path / "step.mlir"
-    monkeypatch.setattr(sys, "argv", ["charon", "import", "--execution-trace",
-                                      str(DISTRIBUTED / "pp2-gloo.0.et.json.gz"), "-o", str(out)])
-    cli.main()
-    monkeypatch.setattr(sys, "argv", ["charon", "simulate", "--model", str(out), "--gpus", "2", "--json"])
-    capsys.readouterr()
-    cli.main()
-    report = json.loads(capsys.readouterr().out)
+def test_a_recorded_pipeline_simulates(tmp_path, charon_cli):
+    report = _imported_and_simulated(charon_cli, DISTRIBUTED / "pp2-gloo.0.et.json.gz", tmp_path / "step.mlir",
+                                     gpus=2)
     assert report["iteration_time_s"] > report["breakdown"]["compute_s"] > 0
     first, second = report["stages"]
     assert first["bubble_s"] > 0 and second["bubble_s"] > 0  # each stage waits for the other's messages
