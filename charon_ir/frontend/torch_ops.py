@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -45,12 +46,25 @@ def serving(mode: str, context: int = 0) -> Iterator[None]:
         SERVING.mode, SERVING.context = old
 
 
+def _shape_only(name: str) -> Callable[[Callable[..., Any]], Any]:
+    """Define the custom op `name` whose implementation is also its fake: it only
+    makes outputs of the right shapes (the frontend runs it on fake tensors
+    alone), and tracing records it as one node."""
+
+    def define(fn: Callable[..., Any]) -> Any:
+        op = torch.library.custom_op(name, mutates_args=())(fn)
+        op.register_fake(fn)
+        return op
+
+    return define
+
+
 # ---------------------------------------------------------------------------
 # Attention: q [b, sq, hq, d], k/v [b, skv, hkv, d] (GQA kept, never repeated)
 # ---------------------------------------------------------------------------
 
 
-@torch.library.custom_op("charon::attention", mutates_args=())
+@_shape_only("charon::attention")
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window: int, chunk: int) -> Tensor:
     """`window` > 0: a query sees only the `window` latest keys (itself
     included; HF's `sliding_window`); `chunk` > 0: a query sees the keys of its
@@ -59,20 +73,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window: int, chunk:
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 
-@attention.register_fake
-def _(q, k, v, causal, window, chunk):
-    return q.new_empty((*q.shape[:-1], v.shape[-1]))
-
-
-@torch.library.custom_op("charon::attention_backward", mutates_args=())
+@_shape_only("charon::attention_backward")
 def attention_backward(
     q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor, causal: bool, window: int, chunk: int
 ) -> tuple[Tensor, Tensor, Tensor]:
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-
-
-@attention_backward.register_fake
-def _(q, k, v, out, grad_out, causal, window, chunk):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
@@ -101,14 +105,9 @@ attention.register_autograd(_attention_grad, setup_context=_attention_setup)
 # ---------------------------------------------------------------------------
 
 
-@torch.library.custom_op("charon::all_reduce", mutates_args=())
+@_shape_only("charon::all_reduce")
 def all_reduce(x: Tensor, axis: str) -> Tensor:
     """The sum (or max) of `x` over the group, on every rank."""
-    return torch.empty_like(x)
-
-
-@all_reduce.register_fake
-def _(x, axis):
     return torch.empty_like(x)
 
 
@@ -118,25 +117,15 @@ def _resized(x: Tensor, dim: int, times: int = 1, over: int = 1) -> list[int]:
     return out
 
 
-@torch.library.custom_op("charon::all_gather", mutates_args=())
+@_shape_only("charon::all_gather")
 def all_gather(x: Tensor, axis: str, dim: int, group_size: int) -> Tensor:
     """The ranks' `x` concatenated along `dim`."""
     return x.new_empty(_resized(x, dim, times=group_size))
 
 
-@all_gather.register_fake
-def _(x, axis, dim, group_size):
-    return x.new_empty(_resized(x, dim, times=group_size))
-
-
-@torch.library.custom_op("charon::reduce_scatter", mutates_args=())
+@_shape_only("charon::reduce_scatter")
 def reduce_scatter(x: Tensor, axis: str, dim: int, group_size: int) -> Tensor:
     """The sum of the ranks' `x`, each rank keeping its 1/group_size along `dim`."""
-    return x.new_empty(_resized(x, dim, over=group_size))
-
-
-@reduce_scatter.register_fake
-def _(x, axis, dim, group_size):
     return x.new_empty(_resized(x, dim, over=group_size))
 
 
@@ -161,17 +150,12 @@ reduce_scatter.register_autograd(_reduce_scatter_grad, setup_context=_collective
 # ---------------------------------------------------------------------------
 
 
-@torch.library.custom_op("charon::kv_cache_write", mutates_args=())
+@_shape_only("charon::kv_cache_write")
 def kv_cache_write(k: Tensor, v: Tensor) -> None:
     return None
 
 
-@kv_cache_write.register_fake
-def _(k, v):
-    return None
-
-
-@torch.library.custom_op("charon::kv_cache_read", mutates_args=())
+@_shape_only("charon::kv_cache_read")
 def kv_cache_read(k_new: Tensor, v_new: Tensor, context: int) -> tuple[Tensor, Tensor]:
     return _cache_shaped(k_new, context), _cache_shaped(v_new, context)
 
@@ -179,11 +163,6 @@ def kv_cache_read(k_new: Tensor, v_new: Tensor, context: int) -> tuple[Tensor, T
 def _cache_shaped(new: Tensor, context: int) -> Tensor:
     b, s, h, d = new.shape
     return new.new_empty((b, context, h, d))
-
-
-@kv_cache_read.register_fake
-def _(k_new, v_new, context):
-    return _cache_shaped(k_new, context), _cache_shaped(v_new, context)
 
 
 def attend(q: Tensor, k: Tensor, v: Tensor, causal: bool = True, window: int = 0, chunk: int = 0) -> Tensor:
@@ -250,45 +229,25 @@ def expert_capacity(tokens: int, top_k: int, experts: int) -> int:
     return max(1, math.ceil(tokens * top_k / experts))
 
 
-@torch.library.custom_op("charon::moe_dispatch", mutates_args=())
+@_shape_only("charon::moe_dispatch")
 def moe_dispatch(x: Tensor, indices: Tensor, experts: int) -> Tensor:
     return x.new_empty((experts, expert_capacity(x.shape[0], indices.shape[1], experts), x.shape[1]))
 
 
-@moe_dispatch.register_fake
-def _(x, indices, experts):
-    return x.new_empty((experts, expert_capacity(x.shape[0], indices.shape[1], experts), x.shape[1]))
-
-
-@torch.library.custom_op("charon::moe_dispatch_backward", mutates_args=())
+@_shape_only("charon::moe_dispatch_backward")
 def moe_dispatch_backward(grad: Tensor, indices: Tensor) -> Tensor:
     return grad.new_empty((indices.shape[0], grad.shape[2]))
 
 
-@moe_dispatch_backward.register_fake
-def _(grad, indices):
-    return grad.new_empty((indices.shape[0], grad.shape[2]))
-
-
-@torch.library.custom_op("charon::moe_combine", mutates_args=())
+@_shape_only("charon::moe_combine")
 def moe_combine(expert_out: Tensor, indices: Tensor, weights: Tensor) -> Tensor:
     return expert_out.new_empty((indices.shape[0], expert_out.shape[2]))
 
 
-@moe_combine.register_fake
-def _(expert_out, indices, weights):
-    return expert_out.new_empty((indices.shape[0], expert_out.shape[2]))
-
-
-@torch.library.custom_op("charon::moe_combine_backward", mutates_args=())
+@_shape_only("charon::moe_combine_backward")
 def moe_combine_backward(
     grad: Tensor, expert_out: Tensor, indices: Tensor, weights: Tensor
 ) -> tuple[Tensor, Tensor]:
-    return torch.empty_like(expert_out), torch.empty_like(weights)
-
-
-@moe_combine_backward.register_fake
-def _(grad, expert_out, indices, weights):
     return torch.empty_like(expert_out), torch.empty_like(weights)
 
 
