@@ -7,7 +7,6 @@ Megatron-Core issues."""
 from __future__ import annotations
 
 import functools
-import json
 import subprocess
 import sys
 
@@ -49,16 +48,10 @@ def test_the_decoder_layers_are_the_stack(megatron_ir):
     assert [op for op in stack.walk() if isinstance(op, sim.AttentionOp)]  # TE's fused kernel, once a layer
 
 
-def test_gemm_and_attention_flops_equal_the_hf_twins(megatron_ir, tmp_path):
+def test_gemm_and_attention_flops_equal_the_hf_twins(megatron_ir, gemms_equal_its_twin):
     """Megatron fuses QKV and the gated FC1; the FLOPs of the GEMMs and of
     attention are those of the Llama with the same shapes."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(HF_TWIN))
-    hf = import_model(str(path), seq_len=128, batch=2, use_cache=False)
-    assert param_count(megatron_ir) == param_count(hf)
-    for phase in ("forward", "backward"):
-        for kind in (sim.MatmulOp, sim.AttentionOp, sim.AttentionGradOp):
-            assert phase_flops(megatron_ir, phase, kind) == pytest.approx(phase_flops(hf, phase, kind), rel=1e-9)
+    gemms_equal_its_twin(megatron_ir, HF_TWIN)
 
 
 def test_it_simulates_under_pipeline_and_data_parallelism():
@@ -140,27 +133,19 @@ def test_a_tp_rank_round_trips_through_the_cache_text():
     assert str(again) == str(module)
 
 
-def test_it_simulates_under_tensor_parallelism_near_its_hf_twin(tmp_path):
+def test_it_simulates_under_tensor_parallelism_near_its_hf_twin(simulates_near_its_twin):
     """shard-tensor splits the Hugging Face twin; Megatron-Core splits itself:
     the FLOPs per GPU within 0.1 % (the GEMMs' are equal; the elementwise
     work differs), the step within 25 % (the tiny model's kernels
     sit at the launch floor, where Megatron-Core's local spec runs more of them:
     unfused rotary, norm casts; README gives the 8B comparison)."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(HF_TWIN))
-    options = dict(gpus=4, tp=2, pp=2, seq_len=256, global_batch=8)
-    megatron = charon_ir.simulate(TINY, **options)
-    hf = charon_ir.simulate(str(path), **options)
-    assert megatron["breakdown"]["exposed_comm_s"]["tp"] > 0
-    assert megatron["model_flops_per_gpu"] == pytest.approx(hf["model_flops_per_gpu"], rel=1e-3)
-    assert megatron["iteration_time_s"] == pytest.approx(hf["iteration_time_s"], rel=0.25)
+    simulates_near_its_twin(TINY, HF_TWIN, axis="tp", flops_rel=1e-3, step_rel=0.25,
+                            gpus=4, tp=2, pp=2, seq_len=256, global_batch=8)
 
 
-def test_only_a_megatron_model_is_imported_at_a_tp(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(HF_TWIN))
+def test_only_a_megatron_model_is_imported_at_a_tp(hf_twin):
     with pytest.raises(CharonError, match="only a megatron: model is imported at a tensor-parallel size") as err:
-        import_model(str(path), seq_len=64, tp=2, use_cache=False)
+        import_model(hf_twin(HF_TWIN), seq_len=64, tp=2, use_cache=False)
     assert "\n" not in str(err.value)
 
 

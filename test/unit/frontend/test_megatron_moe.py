@@ -6,7 +6,6 @@ size, the whole model's GEMMs those of its Hugging Face Mixtral twin."""
 from __future__ import annotations
 
 import functools
-import json
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +19,7 @@ import charon_ir  # noqa: E402
 from charon_ir.dialects import coll, sim  # noqa: E402
 from charon_ir.dialects.sim import ParamRole  # noqa: E402
 from charon_ir.errors import CharonError  # noqa: E402
-from charon_ir.frontend import import_model, param_count, phase_flops  # noqa: E402
+from charon_ir.frontend import import_model, phase_flops  # noqa: E402
 from charon_ir.frontend.metrics import compute_ops  # noqa: E402
 from charon_ir.parallel.examples import apply_pipeline  # noqa: E402
 
@@ -101,35 +100,23 @@ def test_experts_are_stacked_with_their_roles(moe_ir):
     assert len([op for op in moe_ir.walk() if isinstance(op, sim.MoeDispatchOp)]) == 2  # forward, backward
 
 
-def test_gemms_equal_the_hf_mixtral_twins(moe_ir, tmp_path):
+def test_gemms_equal_the_hf_mixtral_twins(moe_ir, gemms_equal_its_twin):
     """Same parameters, same GEMM FLOPs forward and backward as Mixtral of the
     same shapes imported from its Hugging Face config."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(HF_TWIN))
-    hf = import_model(str(path), seq_len=128, batch=2, use_cache=False)
-    assert param_count(moe_ir) == param_count(hf)
-    for phase in ("forward", "backward"):
-        for kind in (sim.MatmulOp, sim.AttentionOp, sim.AttentionGradOp):
-            assert phase_flops(moe_ir, phase, kind) == pytest.approx(phase_flops(hf, phase, kind), rel=1e-9)
+    hf = gemms_equal_its_twin(moe_ir, HF_TWIN)
     # expert parallelism moves the same buffers: every all_to_all of one the other's
     a2a = [[str(op.result.type) for op in apply_pipeline(m.clone(), "shard-expert{ep=2}").walk()
             if isinstance(op, coll.AllToAllOp)] for m in (moe_ir, hf)]
     assert a2a[0] == a2a[1] and len(a2a[0]) == 4
 
 
-def test_it_simulates_under_expert_parallelism_near_its_hf_twin(tmp_path):
+def test_it_simulates_under_expert_parallelism_near_its_hf_twin(simulates_near_its_twin):
     """--ep 2 on 2 GPUs: the FLOPs per GPU within 0.1 % of the Mixtral twin's
     (the GEMMs' are equal, the router's and the elementwise work differ; measured
     -0.005 %), the step within 5 % (measured +0.2 %: Megatron-Core's local spec
     runs a few more small kernels, unfused rotary and norm casts)."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(HF_TWIN))
-    options = dict(gpus=2, ep=2, seq_len=256, global_batch=8)
-    megatron = charon_ir.simulate(MOE, **options)
-    hf = charon_ir.simulate(str(path), **options)
-    assert megatron["breakdown"]["exposed_comm_s"]["ep"] > 0
-    assert megatron["model_flops_per_gpu"] == pytest.approx(hf["model_flops_per_gpu"], rel=1e-3)
-    assert megatron["iteration_time_s"] == pytest.approx(hf["iteration_time_s"], rel=0.05)
+    simulates_near_its_twin(MOE, HF_TWIN, axis="ep", flops_rel=1e-3, step_rel=0.05,
+                            gpus=2, ep=2, seq_len=256, global_batch=8)
 
 
 def test_shared_experts_are_dense_and_counted(tmp_path):
@@ -191,19 +178,13 @@ def test_under_tp_each_rank_runs_its_share_of_every_expert(moe_tp2):
     assert weights == {"gate_up_proj": (4, 8, 512, 256), "down_proj": (4, 8, 256, 256)}
 
 
-def test_under_tp_it_simulates_near_its_hf_twin(tmp_path):
+def test_under_tp_it_simulates_near_its_hf_twin(simulates_near_its_twin):
     """--tp 2 --sequence-parallel on 2 GPUs against the Mixtral twin split by
     shard-tensor (experts split over tp too): FLOPs per GPU within 1 %
     (measured -0.26 %), the step within 10 % (measured +3.3 %: Megatron-Core's
     local spec's extra small kernels; less tp communication exposed)."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(HF_TWIN))
-    options = dict(gpus=2, tp=2, sequence_parallel=True, seq_len=256, global_batch=8)
-    megatron = charon_ir.simulate(MOE, **options)
-    hf = charon_ir.simulate(str(path), **options)
-    assert megatron["breakdown"]["exposed_comm_s"]["tp"] > 0
-    assert megatron["model_flops_per_gpu"] == pytest.approx(hf["model_flops_per_gpu"], rel=1e-2)
-    assert megatron["iteration_time_s"] == pytest.approx(hf["iteration_time_s"], rel=0.1)
+    simulates_near_its_twin(MOE, HF_TWIN, axis="tp", flops_rel=1e-2, step_rel=0.1,
+                            gpus=2, tp=2, sequence_parallel=True, seq_len=256, global_batch=8)
 
 
 def test_ep_beside_tp_is_one_line():
