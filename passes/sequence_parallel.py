@@ -118,6 +118,19 @@ def _sum_over_tokens(value: SSAValue) -> coll.AllReduceOp:
     return reduce
 
 
+def _gather_for_readers(rewriter: PatternRewriter, value: SSAValue, share: TensorType, dim: int, tp: int,
+                        at: InsertPoint) -> SSAValue:
+    """`value` becomes its rank's `share`, and an all_gather of it on `dim`,
+    inserted `at`, feeds what read the whole value. Returns the retyped value."""
+    users = list(value.uses)
+    value = rewriter.replace_value_with_new_type(value, share)
+    ag = _gather(value, dim, tp)
+    Rewriter.insert_op(ag, at)
+    for u in users:
+        u.operation.operands[u.index] = ag.result
+    return value
+
+
 def _split_type(value: SSAValue, dim: int, tp: int) -> TensorType:
     local = list(shape(value))
     local[dim] //= tp
@@ -344,14 +357,8 @@ class KeepYieldedSplit(RewritePattern):
             shift = 1 if isinstance(parent, sim.RepeatOp) else 0
             tp = g.group_size()
             op.operands[i] = g.input
-            result = rewriter.replace_value_with_new_type(
-                result, with_shape(result.type, (*shape(result)[:shift], *shape(g.input)))
-            )
-            users = list(result.uses)
-            ag = _gather(result, d + shift, tp)
-            Rewriter.insert_op(ag, InsertPoint.after(parent))
-            for u in users:
-                u.operation.operands[u.index] = ag.result
+            _gather_for_readers(rewriter, result, with_shape(result.type, (*shape(result)[:shift], *shape(g.input))),
+                                d + shift, tp, InsertPoint.after(parent))
             rewriter.handle_operation_modification(op)
 
 
@@ -384,12 +391,7 @@ class SplitCarried(RewritePattern):
                 rewriter.insert(sl, InsertPoint.before(op))
                 op.operands[i] = sl.results[0]
             # body: the argument arrives split; gather it for the ops that read it
-            users = list(arg.uses)
-            arg = rewriter.replace_value_with_new_type(arg, _split_type(arg, d, tp))
-            ag = _gather(arg, d, tp)
-            Rewriter.insert_op(ag, InsertPoint.at_start(block))
-            for u in users:
-                u.operation.operands[u.index] = ag.result
+            arg = _gather_for_readers(rewriter, arg, _split_type(arg, d, tp), d, tp, InsertPoint.at_start(block))
             out = term.values[i]
             g_out = _gathered(out)
             if g_out is not None and g_out.axis.value.data == d:
@@ -398,13 +400,7 @@ class SplitCarried(RewritePattern):
                 sl = _local_slice(out, d, tp)
                 Rewriter.insert_op(sl, InsertPoint.before(term))
                 term.operands[i] = sl.results[0]
-            result = op.results[i]
-            users = list(result.uses)
-            result = rewriter.replace_value_with_new_type(result, arg.type)
-            ag_out = _gather(result, d, tp)
-            Rewriter.insert_op(ag_out, InsertPoint.after(op))
-            for u in users:
-                u.operation.operands[u.index] = ag_out.result
+            _gather_for_readers(rewriter, op.results[i], arg.type, d, tp, InsertPoint.after(op))
             rewriter.handle_operation_modification(op)
             return
 
@@ -422,13 +418,9 @@ class SplitSlices(RewritePattern):
             if g is None or g.axis.value.data == 0:
                 continue
             arg = block.args[n_iter + j]
-            users = list(arg.uses)
             op.operands[n_iter + j] = g.input
-            arg = rewriter.replace_value_with_new_type(arg, with_shape(arg.type, shape(g.input)[1:]))
-            ag = _gather(arg, g.axis.value.data - 1, g.group_size())
-            Rewriter.insert_op(ag, InsertPoint.at_start(block))
-            for u in users:
-                u.operation.operands[u.index] = ag.result
+            _gather_for_readers(rewriter, arg, with_shape(arg.type, shape(g.input)[1:]), g.axis.value.data - 1,
+                                g.group_size(), InsertPoint.at_start(block))
             rewriter.handle_operation_modification(op)
             return
 
