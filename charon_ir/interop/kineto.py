@@ -37,15 +37,25 @@ from charon_ir.target.target import Target
 
 __all__ = ["CLASSES", "HOST", "WORK_FLOPS", "calibrate_profile", "kernel_class", "measure", "validate_profile"]
 
+
 @dataclass
-class Measured:
+class StepBreakdown:
+    """One training step broken down as `compare` sets the trace beside its
+    simulation."""
+
     step_s: float
     classes: dict[str, float]
-    """Seconds of kernel time per class."""
+    """Seconds of kernel time per class (simulated: `comm:AXIS` per axis)."""
     streams: dict[str, float]
     """Busy seconds per stream (CPU: `compute` for the step's threads)."""
     kernels: dict[str, int]
+    """Kernels (simulated: events) per class."""
     exposed_comm_s: float
+    """Communication time no computation overlaps."""
+
+
+@dataclass
+class Measured(StepBreakdown):
     device: str
     """`cpu`, or the GPU's name from the trace's deviceProperties."""
     host_s: float = 0.0
@@ -193,12 +203,7 @@ def _step_kernels(events: list[dict], lo: float, hi: float) -> list[dict]:
 
 
 @dataclass
-class Predicted:
-    step_s: float
-    classes: dict[str, float]
-    streams: dict[str, float]
-    kernels: dict[str, int]
-    exposed_comm_s: float
+class Predicted(StepBreakdown):
     compute_ops: int
     report: dict = field(default_factory=dict)
 
