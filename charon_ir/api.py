@@ -175,6 +175,11 @@ class TrainingConfig:
     every (token, expert) copy; `flex`, DeepEP / HybridEP, a token once per
     destination node over the network and once per destination rank over NVLink,
     within the model's group-limited routing (DeepSeek-V3's n_group / topk_group)."""
+    moe_routing: str = "balanced"
+    """How tokens spread over the experts (`shard-expert{routing}`): `balanced`,
+    every rank the mean load; `random`, Megatron-Core's
+    `moe_router_force_load_balancing` (random router logits, as the Megatron-Bridge
+    MoE benchmarks run dropless), the slowest rank's expected load."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check_counts(self) -> None:
@@ -317,6 +322,7 @@ def _check_schedule_flags(config: TrainingConfig, schedule: str, dp: int, microb
 
 
 MOE_DISPATCHERS = ("alltoall", "flex")
+MOE_ROUTINGS = ("balanced", "random")
 
 
 def _routing_groups(model: str) -> dict[str, int]:
@@ -374,9 +380,14 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         if config.moe_dispatcher not in MOE_DISPATCHERS:
             raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "
                               f"got '{config.moe_dispatcher}'")
+        if config.moe_routing not in MOE_ROUTINGS:
+            raise CharonError(f"moe_routing must be {', '.join(MOE_ROUTINGS)}, got '{config.moe_routing}'")
         expert: dict[str, Any] = {"ep": config.ep, **({"etp": 1} if fold > 1 else {})}
         if config.moe_dispatcher != "alltoall":
             expert["dispatcher"] = config.moe_dispatcher
+        if config.moe_routing != "balanced":
+            expert["routing"] = config.moe_routing
+        if config.moe_dispatcher != "alltoall" or config.moe_routing != "balanced":
             expert.update(_routing_groups(config.model))
         plan.append(("shard-expert", expert))
     if config.fuse:

@@ -21,8 +21,19 @@ Options:
   HybridEP: a token goes once to each destination node over the network and once
   to each destination rank over NVLink; the a2a ops get `top_k`).
 - groups, groups-per-token: group-limited routing (DeepSeek-V3's `n_group` 8,
-  `topk_group` 4: a token's experts within 4 of 8 groups); 0: none. Only `flex`
-  gains from it (fewer destination nodes).
+  `topk_group` 4: a token's experts within 4 of 8 groups); 0: none. `flex`
+  gains from it (fewer destination nodes); `routing=random` reads it (the load's
+  spread).
+- routing: `balanced` (default) gives every rank the mean load, tokens * top_k /
+  ep rows; `random` is Megatron-Core's `moe_router_force_load_balancing` (the
+  router's logits replaced by normal random draws, `RandomSTE` in
+  megatron/core/transformer/moe/moe_utils.py), which the Megatron-Bridge MoE
+  benchmarks run dropless: each token's top_k experts are a uniform draw, so the
+  ranks' loads scatter about the mean, and the slowest rank, which every combine
+  waits for, sets the pace. Its expected load (`expected_max_rank_load`, a closed
+  form of the draw's statistics) sizes the simulated rank's expert buffers; the
+  rows above the mean are reported as replicated work. Ignored with a
+  capacity-factor (the buffers are padded to it).
 
 The ep ranks are data-parallel ranks for everything but the routed experts: each
 brings its own tokens. After `sim.moe_dispatch` fills the per-expert buffers
@@ -40,7 +51,7 @@ work, as without expert parallelism.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from math import ceil, erf, exp, pi, sqrt
 from typing import Literal
 
 from xdsl.context import Context
@@ -180,6 +191,61 @@ class CombineFromExperts(ShardPattern):
                 st.use(op, i, REPLICATED)
 
 
+def expected_max_standard_normal(n: int, steps: int = 4000) -> float:
+    """E[max of n independent standard normal draws]: the integral of
+    x n phi(x) Phi(x)^(n-1) over x (trapezoid rule on [-12, 12]); 0 for n = 1."""
+    if n < 2:
+        return 0.0
+    lo, hi = -12.0, 12.0
+    width = (hi - lo) / steps
+    total = 0.0
+    for i in range(steps + 1):
+        x = lo + i * width
+        density = n * exp(-x * x / 2) / sqrt(2 * pi) * (0.5 * (1 + erf(x / sqrt(2)))) ** (n - 1)
+        total += x * density * (0.5 if i in (0, steps) else 1.0)
+    return total * width
+
+
+def expected_max_rank_load(tokens: int, top_k: int, experts: int, ep: int,
+                           groups: int = 0, groups_per_token: int = 0) -> float:
+    """E[the most loaded rank's (token, expert) pairs] / the mean, when each of the
+    ep group's `tokens` picks its top_k of `experts` uniformly at random (Megatron's
+    forced load balancing: normal random logits), experts / ep on each rank.
+
+    A rank's load is the sum over tokens of Y, the number of a token's experts on
+    that rank: hypergeometric (top_k draws from `experts`, experts / ep of them the
+    rank's), mean top_k / ep, variance top_k (m/E)(1 - m/E)(E - k)/(E - 1). With
+    group-limited routing (the token's top_k within groups_per_token of `groups`
+    groups, picked uniformly as iid logits do) and a rank inside one group, Y is
+    0 unless the rank's group is picked, then hypergeometric over the picked
+    groups' experts. Over many tokens the loads are normal (central limit), and
+    the ep loads sum to tokens * top_k: exchangeable normals with that constraint
+    are iid normals of variance var * ep / (ep - 1) less their mean, so the
+    expected maximum is the mean + that deviation x E[max of ep standard normals].
+    1.0 for ep = 1."""
+    if ep < 2 or tokens < 1:
+        return 1.0
+    m = experts / ep
+    mean_y = top_k * m / experts
+
+    def hypergeometric_moments(population: float) -> tuple[float, float]:
+        p = m / population
+        mean = top_k * p
+        var = top_k * p * (1 - p) * (population - top_k) / (population - 1) if population > 1 else 0.0
+        return mean, var
+
+    group_size = experts // groups if groups else 0
+    if groups and group_size % m == 0 and groups_per_token < groups:
+        picked = groups_per_token / groups
+        mean_in, var_in = hypergeometric_moments(groups_per_token * group_size)
+        var_y = picked * (var_in + mean_in ** 2) - mean_y ** 2
+    else:
+        var_y = hypergeometric_moments(experts)[1]
+    mean_load = tokens * mean_y
+    spread = sqrt(tokens * var_y * ep / (ep - 1))
+    return 1.0 + spread * expected_max_standard_normal(ep) / mean_load
+
+
 def _carries_capacity(value: SSAValue, experts: int, capacity: int) -> bool:
     """Whether `value` has an [.., experts, capacity, ..] pair of dims."""
     dims = shape(value)
@@ -275,6 +341,7 @@ class ShardExpertPass(ModulePass):
     dispatcher: Literal["alltoall", "flex"] = "alltoall"
     groups: int = 0
     groups_per_token: int = 0
+    routing: Literal["balanced", "random"] = "balanced"
 
     def _route(self, op: ModuleOp, experts: int, top_k: int, folded: int = 1) -> dict[str, Attribute]:
         """The routing attributes of the a2a ops (see the module docstring)."""
@@ -339,16 +406,22 @@ class ShardExpertPass(ModulePass):
         before = _token_flops(op)
         region_flops = optimizer_flops = 0.0
         if self.ep > 1:
+            route = self._route(op, experts, top_k, folded)
             new_capacity = capacity
             if self.capacity_factor > 0:
                 new_capacity = max(1, ceil(self.capacity_factor * tokens * top_k / experts))
+            elif self.routing == "random":
+                # the slowest rank's rows: each rank dispatches its 1/folded of the tokens
+                load = expected_max_rank_load(self.ep * tokens // folded, top_k, experts, self.ep,
+                                              self.groups, self.groups_per_token)
+                # rows are whole per source rank: the nearest count, never under the mean
+                new_capacity = max(capacity, round(capacity * load / folded) * folded)
             if new_capacity % folded or self.ep % folded:
                 raise CharonError(
                     f"shard-expert: etp 1 folds the {folded} tp ranks into the expert group: they must "
                     f"divide option 'ep' ({self.ep}) and the rows per expert ({new_capacity})"
                 )
             ensure_axis(op, "ep", self.ep // folded, self.name)
-            route = self._route(op, experts, top_k, folded)
             region = _expert_region(dispatches, experts, capacity)
             optimizer_flops = _expert_optimizer_flops(op, [p for p, _ in weights])
             region_flops = _expert_flops(region) + optimizer_flops

@@ -193,16 +193,16 @@ def _stated_settings(strategy: dict[str, Any], tp: int) -> dict[str, Any]:
 MBRIDGE_PERF_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
     ("deepseek-v3", "H100"): {"moe_dispatcher": "flex", "recompute": "selective",
                               "recompute_modules": ("mla_up_proj", "mlp"),
-                              "pp_layout": (1, *[2] * 30, 0)},
+                              "pp_layout": (1, *[2] * 30, 0), "moe_routing": "random"},
     ("deepseek-v3", "B200"): {"moe_dispatcher": "flex", "recompute": "selective",
                               "recompute_modules": ("mla_up_proj",),
-                              "pp_layout": (4, *[4] * 14, 1)},
+                              "pp_layout": (4, *[4] * 14, 1), "moe_routing": "random"},
     ("deepseek-v3", "GB200"): {"moe_dispatcher": "flex", "recompute": "selective",
                                "recompute_modules": ("mla_up_proj",),
-                               "pp_layout": (4, *[4] * 14, 1)},
-    ("qwen3-30b-a3b", "H100"): {"moe_dispatcher": "flex"},
+                               "pp_layout": (4, *[4] * 14, 1), "moe_routing": "random"},
+    ("qwen3-30b-a3b", "H100"): {"moe_dispatcher": "flex", "moe_routing": "random"},
     ("gpt-oss-120b", "H100"): {"recompute": "selective", "recompute_modules": ("layernorm", "moe_act"),
-                               "micro_batch": 1},
+                               "micro_batch": 1, "moe_routing": "random"},
 }
 """What the Megatron-Bridge performance configs behind its performance-summary
 tables set beyond the layout a row states, by (model, GPU): DeepSeek-V3 on
@@ -213,7 +213,10 @@ qwen/qwen3_workload_base_configs.py); GPT-OSS-120B's set none (NCCL all-to-all).
 Their `recompute_modules` (selective recompute of named sub-blocks): DeepSeek-V3
 H100 ["mla_up_proj", "mlp"], B200 and GB200 BF16 ["mla_up_proj"]; GPT-OSS-120B
 H100 ["layernorm", "moe_act"] (gpt_oss/gpt_oss_workload_base_configs.py);
-Qwen3-30B-A3B H100 none. GPT-OSS-120B H100's micro-batch is 1: its config
+Qwen3-30B-A3B H100 none. Every MoE row runs dropless with
+`moe_router_force_load_balancing=True` (the table's footnote: "force-balance tokens
+across experts"; `set_qwen3_common_configs` in qwen/qwen3_llm_pretrain.py: "required
+for token dropless"): random router logits, `moe_routing="random"`. GPT-OSS-120B H100's micro-batch is 1: its config
 `GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1` sets none and inherits
 `micro_batch_size=1` from `BASE_GPT_OSS_120B_CONFIG` (GBS 512, EP 8; 07eea52),
 where the record's micro-batch 4 x grad-accum 2 x dp 16 is 128, not its global

@@ -1,6 +1,8 @@
 // RUN: charon-opt %s -p 'shard-expert{ep=4}' | filecheck %s
 // RUN: charon-opt %s -p 'shard-expert{ep=2 etp=2}' | filecheck %s --check-prefix=ETP
 // RUN: charon-opt %s -p 'shard-expert{ep=4 capacity-factor=1.5}' | filecheck %s --check-prefix=CAP
+// RUN: charon-opt %s -p 'shard-expert{ep=4 routing=random}' | filecheck %s --check-prefix=RANDOM
+// RUN: not charon-opt %s -p 'shard-expert{ep=4 routing=skewed}' 2>&1 | filecheck %s --check-prefix=ROUTING
 // RUN: not charon-opt %s -p 'shard-expert{ep=3}' 2>&1 | filecheck %s --check-prefix=ERR
 // RUN: not charon-opt %s -p 'shard-expert{ep=2},shard-expert{ep=2}' 2>&1 | filecheck %s --check-prefix=TWICE
 
@@ -40,6 +42,13 @@
 // CAP:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = {"shard-expert" = {{[0-9]}}
 // CAP:       sim.moe_dispatch %x, %i : (tensor<32x64xbf16>, tensor<32x2xi64>) -> tensor<8x12x64xbf16>
 // CAP-NEXT:  coll.all_to_all {{.*}} : tensor<8x12x64xbf16> -> tensor<2x48x64xbf16>
+
+// routing=random (forced load balancing): the slowest of 4 ranks gets the 128 tokens'
+// top-2 picks' expected maximum, 1.119 x the mean: round(8 x 1.119) = 9 rows per expert
+// RANDOM:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = {"shard-expert" = {{[0-9]}}
+// RANDOM:       %[[XD:.*]] = sim.moe_dispatch %x, %i : (tensor<32x64xbf16>, tensor<32x2xi64>) -> tensor<8x9x64xbf16>
+// RANDOM-NEXT:  coll.all_to_all %[[XD]] on @mesh ["ep"] split 0 concat 1 : tensor<8x9x64xbf16> -> tensor<2x36x64xbf16>
+// ROUTING: charon-opt: error: invalid pass pipeline 'shard-expert{ep=4 routing=skewed}': Incompatible types: given ('skewed',), expected typing.Literal['balanced', 'random']
 
 // ERR: charon-opt: error: shard-expert: option 'ep' (3) does not divide the experts (8)
 // TWICE: charon-opt: error: shard-expert: the module is already sharded along grid axis 'ep'

@@ -8,6 +8,7 @@ updates each expert once (on its owner); the reported replicated work is the
 capacity padding alone.
 """
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import collective_calls, replicated_flops, total_flops
 from charon_ir.parallel.examples import apply_pipeline, moe_layer, parse
+from charon_ir.passes.shard_expert import expected_max_rank_load, expected_max_standard_normal
 
 
 ADAMW_FLOPS_PER_ELEMENT = sim.OptimizerStepOp.KINDS["adamw"]
@@ -182,3 +184,80 @@ def test_etp_1_fold_needs_tp_dividing_ep():
     with pytest.raises(CharonError, match=r"^shard-expert: etp 1 folds the 4 tp ranks into the expert group: "
                                           r"they must divide option 'ep' \(2\)"):
         apply_pipeline(parse(text), "shard-tensor{tp=4 experts=false},shard-expert{ep=2 etp=1}")
+
+
+def megatron_random_routing_max_load(rng, tokens, top_k, experts, ep, groups, groups_per_token, steps):
+    """Mean over `steps` draws of the most loaded rank's (token, expert) pairs, routed
+    as Megatron-Core's forced load balancing does: normal random logits
+    (`RandomSTE`), group-limited top-k when `groups` (a group's score the sum of its
+    top_k / groups_per_token best logits, as DeepSeek-V3's router), then the top_k."""
+    maxima = []
+    for _ in range(steps):
+        logits = rng.standard_normal((tokens, experts))
+        if groups:
+            grouped = logits.reshape(tokens, groups, experts // groups)
+            per_group = top_k // groups_per_token
+            scores = np.sort(grouped, axis=-1)[..., -per_group:].sum(-1)
+            keep = np.argsort(scores, axis=-1)[:, -groups_per_token:]
+            mask = np.zeros((tokens, groups), dtype=bool)
+            np.put_along_axis(mask, keep, True, axis=-1)
+            logits = np.where(np.repeat(mask, experts // groups, axis=-1), logits, -np.inf)
+        chosen = np.argpartition(logits, -top_k, axis=-1)[:, -top_k:]
+        loads = np.bincount(chosen.ravel() // (experts // ep), minlength=ep)
+        maxima.append(loads.max())
+    return float(np.mean(maxima))
+
+
+@pytest.mark.parametrize("tokens,top_k,experts,ep,groups,groups_per_token", [
+    (4096, 8, 128, 8, 0, 0),     # Qwen3-30B-A3B's routing, fewer tokens
+    (4096, 4, 128, 8, 0, 0),     # GPT-OSS-120B's
+    (4096, 8, 256, 64, 8, 4),    # DeepSeek-V3's, group-limited, ranks inside groups
+    (2048, 2, 8, 4, 0, 0),
+])
+def test_expected_max_rank_load_matches_megatron_random_routing(tokens, top_k, experts, ep, groups,
+                                                                groups_per_token):
+    rng = np.random.default_rng(7)
+    simulated = megatron_random_routing_max_load(rng, tokens, top_k, experts, ep, groups, groups_per_token, 60)
+    mean = tokens * top_k / ep
+    predicted = expected_max_rank_load(tokens, top_k, experts, ep, groups, groups_per_token)
+    # the excess over the mean, within a tenth of it (60 draws: ~4 % sampling error)
+    assert (predicted - 1) == pytest.approx(simulated / mean - 1, rel=0.12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ep=st.sampled_from([1, 2, 4, 8, 16, 64]),
+    experts_per_rank=st.integers(1, 32),
+    top_k=st.integers(1, 8),
+    tokens=st.integers(1, 10**6),
+)
+def test_expected_max_rank_load_is_above_the_mean_and_shrinks_with_tokens(ep, experts_per_rank, top_k, tokens):
+    experts = ep * experts_per_rank
+    top_k = min(top_k, experts)
+    load = expected_max_rank_load(tokens, top_k, experts, ep)
+    if ep == 1 or experts == top_k:
+        assert load == pytest.approx(1.0)  # one rank, or every rank gets every token
+    else:
+        assert load > 1.0
+        assert expected_max_rank_load(4 * tokens, top_k, experts, ep) - 1 == pytest.approx((load - 1) / 2)
+
+
+def test_expected_max_standard_normal():
+    # order statistics of the normal (Harter 1961): 0.5642 (n=2), 1.4236 (n=8), 2.2491 (n=50)
+    assert expected_max_standard_normal(1) == 0.0
+    assert expected_max_standard_normal(2) == pytest.approx(1 / np.sqrt(np.pi), rel=1e-6)
+    assert expected_max_standard_normal(8) == pytest.approx(1.4236, abs=1e-4)
+    assert expected_max_standard_normal(50) == pytest.approx(2.2491, abs=1e-4)
+
+
+def test_random_routing_sizes_the_slowest_rank():
+    text = moe_layer(4096, 32, 8, 2, 48)
+    balanced = apply_pipeline(parse(text), "shard-expert{ep=4}")
+    random = apply_pipeline(parse(text), "shard-expert{ep=4 routing=random}")
+    rows = lambda m: sim.shape_of(next(op for op in m.walk() if isinstance(op, sim.MoeDispatchOp)).result)[1]
+    load = expected_max_rank_load(4 * 4096, 2, 8, 4)
+    assert rows(balanced) == 1024
+    assert rows(random) == round(1024 * load)
+    assert replicated_flops(random)["shard-expert"] > replicated_flops(balanced)["shard-expert"]
+    padded = apply_pipeline(parse(text), "shard-expert{ep=4 routing=random capacity-factor=1.5}")
+    assert rows(padded) == 1536  # a capacity pads every expert: the draw's spread does not matter
