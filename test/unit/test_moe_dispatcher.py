@@ -1,4 +1,4 @@
-"""`moe_dispatcher`: which shard-expert options a training run's pass plan gets."""
+"""`moe_dispatcher`, `moe_routing`: which shard-expert options a training run's pass plan gets."""
 
 import pytest
 
@@ -26,3 +26,16 @@ def test_alltoall_is_the_default_and_leaves_the_pass_as_it_was():
 def test_an_unknown_dispatcher_is_one_line():
     with pytest.raises(CharonError, match="--moe-dispatcher must be alltoall, flex, got 'deepep'"):
         expert_options(model="deepseek-v3", moe_dispatcher="deepep")
+
+
+def test_random_routing_takes_the_group_limited_routing_with_either_dispatcher():
+    # forced load balancing draws within DeepSeek-V3's groups: the load's spread reads them
+    assert expert_options(model="deepseek-v3", moe_routing="random") == {
+        "ep": 8, "routing": "random", "groups": 8, "groups_per_token": 4}
+    assert expert_options(model="qwen3-30b-a3b", moe_dispatcher="flex", moe_routing="random") == {
+        "ep": 8, "dispatcher": "flex", "routing": "random"}
+
+
+def test_an_unknown_routing_is_one_line():
+    with pytest.raises(CharonError, match="moe_routing must be balanced, random, got 'skewed'"):
+        expert_options(model="deepseek-v3", moe_routing="skewed")
