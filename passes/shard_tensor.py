@@ -48,10 +48,10 @@ from charon_ir.parallel.accounting import record_replicated_flops
 from charon_ir.parallel.experts import is_stacked
 from charon_ir.parallel.mesh import ensure_axis, find_grid
 from charon_ir.passes.shard_expert import expert_weight_dims
+from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import Shard, retype, shape, split, weight_layouts, with_shape
 from charon_ir.parallel.sharding.propagation import propagate
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
-from charon_ir.parallel.sharding.state import ShardingState
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ class ShardTensorPass(ModulePass):
                 )
             kv_factor = kv_heads  # each kv head lives on tp / kv_heads ranks
         ensure_axis(op, "tp", tp, self.name)
-        st = ShardingState("tp", tp, self.name)
+        st = ShardingAnalysis("tp", tp, self.name)
         st.snapshot(op)
         layouts = weight_layouts(op)
         vocab = next(
@@ -212,7 +212,7 @@ class ShardTensorPass(ModulePass):
         if vocab_split:
             # the embedding's weight gradient: each rank scatters into its rows (not
             # the position embedding's: that table stays whole)
-            tables = {shape(p.result)[0] * s.factor for p, s in seeds if s.tag == "vocab"}
+            tables = {shape(p.result)[0] for p, s in seeds if s.tag == "vocab"}
             split_results["aten.embedding_dense_backward"] = (
                 lambda g: split(0, tp, "vocab") if shape(g.results[0])[0] in tables else None
             )

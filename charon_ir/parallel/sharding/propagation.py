@@ -1,8 +1,10 @@
 """The sharding propagation: the rules walk the module once, in program order
-(an op's operands are laid out before the op is), each recording the layout of
-its results and converting operands that do not fit; then the replicated work
-(the group's FLOPs beyond the unsharded FLOPs) is tallied, op by op.
-CHARON_DEBUG_SHARDING=1 prints the fallbacks and the replicated work per op."""
+(an op's operands are laid out before the op is), each deciding the layout of
+its results and of the operands that do not fit. With a `ShardingAnalysis` the
+walk only records (a `ShardingPlan`) and the materialising patterns make it IR
+afterwards; with a `ShardingState` each decision is IR at once. Then the
+replicated work (the group's FLOPs beyond the unsharded FLOPs) is tallied, op
+by op. CHARON_DEBUG_SHARDING=1 prints the fallbacks and the replicated work per op."""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
+from charon_ir.parallel.sharding.analysis import ShardingAnalysis
+from charon_ir.parallel.sharding.materialise import materialise
 from charon_ir.parallel.sharding.rules import ShardPattern, default_rules
-from charon_ir.parallel.sharding.state import ShardingState
+from charon_ir.parallel.sharding.state import Sharding
 
 
 @dataclass
@@ -26,7 +30,7 @@ class ApplyRules(RewritePattern):
     """Hands each op to the rules for its kind, in order (a pass's own first),
     until one takes it; which rules those are is found once per op class."""
 
-    state: ShardingState
+    state: Sharding
     rules: Sequence[ShardPattern]
     by_class: dict[type[Operation], list[ShardPattern]] = field(default_factory=dict)
 
@@ -40,9 +44,8 @@ class ApplyRules(RewritePattern):
             rule.match_and_rewrite(op, rewriter)
 
 
-def propagate(st: ShardingState, root: Operation, rules: Sequence[ShardPattern]) -> None:
-    """Propagate over `root` with the pass's own `rules` (tried first) and the
-    default ones, and add the replicated work to `st.replicated_flops`."""
+def analyse(st: Sharding, root: Operation, rules: Sequence[ShardPattern]) -> None:
+    """Walk `root` with the pass's own `rules` (tried first) and the default ones."""
     try:
         PatternRewriteWalker(
             ApplyRules(st, [*rules, *default_rules(st)]), apply_recursively=False
@@ -50,6 +53,20 @@ def propagate(st: ShardingState, root: Operation, rules: Sequence[ShardPattern])
     except CharonError as e:
         # the walker attaches the whole module to the error as notes: one line only
         raise CharonError(str(e)) from None
+
+
+def propagate(st: Sharding, root: Operation, rules: Sequence[ShardPattern]) -> None:
+    """Propagate over `root` (`analyse`; a `ShardingAnalysis`'s plan then
+    materialised), and add the replicated work to `st.replicated_flops`."""
+    analyse(st, root, rules)
+    if isinstance(st, ShardingAnalysis):
+        materialise(st.plan, root)
+    tally_replicated(st, root)
+
+
+def tally_replicated(st: Sharding, root: Operation) -> None:
+    """Add the work each compute op of `root` does beyond its 1/size share to
+    `st.replicated_flops`."""
     # the work each compute op does beyond its 1/size share (whole where no rule splits it)
     extras = [
         (op, (st.size * op.flops() - st.flops_before.get(op, 0.0)) * mult)

@@ -1,22 +1,23 @@
 """One sharding rule per op family: given the layout of its operands, the layout
-of an op's results, the per-rank types they get, and the conversion of operands
-that do not fit (`Conversions.use`). A rule is a `ShardPattern`: a pass puts its
-own first (shard-context's attention, shard-expert's dispatch and combine)."""
+of an op's results and the layout its operands must have (`Sharding.assign`,
+`Sharding.use`). A rule reads the module as it was (unsharded shapes,
+`Sharding.full_shape`) and what it asks for is the state's business: recorded
+(`ShardingAnalysis`) or made at once (`ShardingState`). A rule is a
+`ShardPattern`: a pass puts its own first (shard-context's attention,
+shard-expert's dispatch and combine)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from xdsl.dialects.builtin import FloatAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from charon_ir.dialects import coll, sim
-from charon_ir.dialects.coll import GRAD_SYNC
-from charon_ir.parallel.sharding.conversions import row_stats
-from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split, with_shape
-from charon_ir.parallel.sharding.state import ShardingState
+from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split
+from charon_ir.parallel.sharding.state import Sharding
 
 
 @dataclass
@@ -24,7 +25,7 @@ class ShardPattern(RewritePattern):
     """The rule for the ops of `op_types`: applied once per op (`state.done`), when
     the walk reaches it, its operands laid out already."""
 
-    state: ShardingState
+    state: Sharding
 
     op_types: tuple[type[Operation], ...] = ()
 
@@ -59,7 +60,7 @@ class ShardMatmul(ShardPattern):
         st.resolve_partials(op)
         for _ in range(3):
             lhs_roles, rhs_roles = self.roles(op)
-            sl, sr = st.shard(op.lhs), st.shard(op.rhs)
+            sl, sr = st.shard(st.operand(op, 0)), st.shard(st.operand(op, 1))
             rl = lhs_roles[sl.dim] if sl.dim is not None else None
             rr = rhs_roles[sr.dim] if sr.dim is not None else None
             out = self.result(op, sl, sr, rl, rr)
@@ -74,13 +75,10 @@ class ShardMatmul(ShardPattern):
                 st.use(op, 0, REPLICATED)
         else:  # pragma: no cover
             raise AssertionError("matmul sharding did not settle")
-        _, m, n, _ = op.dims()
-        res_shape = (*shape(op.lhs)[:-2], m, n)
-        st.retype(op.result, with_shape(op.result.type, res_shape))
-        if out.replicated:
-            st.shards.pop(op.result, None)
-        else:
-            st.shards[op.result] = out
+        lhs, rhs = st.rank_shape(st.operand(op, 0)), st.rank_shape(st.operand(op, 1))
+        m = lhs[-1] if op.transpose_lhs else lhs[-2]
+        n = rhs[-2] if op.transpose_rhs else rhs[-1]
+        st.assign(op.result, out, (*lhs[:-2], m, n))
 
     def result(self, op: sim.MatmulOp, sl: Shard, sr: Shard, rl: str | None, rr: str | None) -> Shard | None:
         st = self.state
@@ -132,15 +130,15 @@ class ShardElementwise(ShardPattern):
         out_full = list(shape(op.result))
         rank = len(out_full)
         tensors = [i for i, v in enumerate(op.operands) if isinstance(v.type, TensorType)]
-        shards = [st.shard(op.operands[i]) for i in tensors]
+        shards = [st.shard(st.operand(op, i)) for i in tensors]
         if shards and all(s.partial and s.dim is None for s in shards) and (
             op.kind.data in LINEAR_KINDS or len(tensors) == 1 and op.kind.data in (sim.ElementwiseKind.NEG, sim.ElementwiseKind.COPY)
         ):
-            st.shards[op.result] = Shard(partial=True, tag=shards[0].tag)
+            st.assign(op.result, Shard(partial=True, tag=shards[0].tag))
             return
         target: Shard | None = None
         for i in tensors:
-            s = st.shard(op.operands[i])
+            s = st.shard(st.operand(op, i))
             if s.dim is not None:
                 v_rank = len(shape(op.operands[i]))
                 rd = s.dim + rank - v_rank
@@ -155,8 +153,8 @@ class ShardElementwise(ShardPattern):
             v = op.operands[i]
             v_rank = len(shape(v))
             od = target.dim - (rank - v_rank)
-            s = st.shard(v)
-            if od < 0 or st.full_shape(v)[od] == 1:
+            s = st.shard(st.operand(op, i))
+            if od < 0 or st.full_shape(st.operand(op, i))[od] == 1:
                 # broadcast along the split dim: the operand must be whole there
                 if not s.replicated:
                     st.use(op, i, REPLICATED)
@@ -173,12 +171,12 @@ class ShardView(ShardPattern):
 
     def shard_op(self, op: sim.ViewOp, rewriter: PatternRewriter) -> None:
         st = self.state
-        s = st.shard(op.input)
+        s = st.shard(st.operand(op, 0))
         if s.dim is None:
             if s.partial:
-                st.shards[op.result] = s
+                st.assign(op.result, s)
             return
-        src = st.full_shape(op.input)
+        src = st.full_shape(st.operand(op, 0))
         dst = list(shape(op.result))
         sources = op.dim_sources()
         d = st.map_dim(src, dst, s) if sources is None else st.map_dim_through(dst, sources, s)
@@ -197,14 +195,12 @@ class ShardNorm(ShardPattern):
     def shard_op(self, op: sim.NormOp, rewriter: PatternRewriter) -> None:
         st = self.state
         st.resolve_partials(op)
-        s = st.shard(op.input)
+        s = st.shard(st.operand(op, 0))
         if s.dim is not None and s.dim == len(shape(op.input)) - 1:
             st.use(op, 0, REPLICATED)
             s = REPLICATED
         st.use(op, 1, REPLICATED)
-        st.retype(op.result, op.input.type)
-        if s.dim is not None:
-            st.shards[op.result] = s
+        st.assign(op.result, s if s.dim is not None else REPLICATED, st.rank_shape(st.operand(op, 0)))
 
 
 @dataclass
@@ -216,14 +212,14 @@ class ShardReduce(ShardPattern):
     def shard_op(self, op: sim.ReduceOp, rewriter: PatternRewriter) -> None:
         st = self.state
         st.resolve_partials(op)
-        s = st.shard(op.input)
+        s = st.shard(st.operand(op, 0))
         if s.dim is None:
             return
         dims = [int(d) for d in op.dims.get_values()]
         out_full = list(shape(op.result))
         keeps = len(out_full) == len(shape(op.input))
         if s.dim in dims:
-            st.shards[op.result] = Shard(partial=True, tag=s.tag)
+            st.assign(op.result, Shard(partial=True, tag=s.tag))
             return
         d = s.dim if keeps else s.dim - sum(1 for x in dims if x < s.dim)
         st.assign(op.result, Shard(d, s.factor, False, s.tag))
@@ -239,13 +235,12 @@ class ShardSoftmax(ShardPattern):
     def shard_op(self, op: sim.SoftmaxOp, rewriter: PatternRewriter) -> None:
         st = self.state
         st.resolve_partials(op)
-        s = st.shard(op.input)
-        st.retype(op.result, op.input.type)
+        s = st.shard(st.operand(op, 0))
         if s.dim is None:
             return
-        st.shards[op.result] = s
+        st.assign(op.result, s, st.rank_shape(st.operand(op, 0)))
         if s.dim == op.dim.value.data:
-            row_stats(st, op, op.input, s.dim, 2)
+            st.row_stats(op, 0, s.dim, 2)
 
 
 @dataclass
@@ -257,11 +252,11 @@ class ShardEmbedding(ShardPattern):
 
     def shard_op(self, op: sim.EmbeddingOp, rewriter: PatternRewriter) -> None:
         st = self.state
-        t, ids = st.shard(op.table), st.shard(op.ids)
+        t, ids = st.layout_of(op, op.table), st.layout_of(op, op.ids)
         if ids.dim is not None and t.dim is None:
             st.assign(op.result, ids)
         elif t.dim == 0 and ids.dim is None:
-            st.shards[op.result] = Shard(partial=True, tag=t.tag)
+            st.assign(op.result, Shard(partial=True, tag=t.tag))
         elif t.dim == 1 and ids.dim is None:
             st.assign(op.result, split(len(shape(op.result)) - 1, t.factor, t.tag))
         elif not (t.replicated and ids.replicated):
@@ -282,8 +277,8 @@ class ShardAttention(ShardPattern):
         st.resolve_partials(op)
         if self.handler is not None and self.handler(op, rewriter):
             return
-        qs, ks = st.shard(op.q), st.shard(op.k)
-        vs = st.shard(op.v)
+        qs, ks = st.layout_of(op, op.q), st.layout_of(op, op.k)
+        vs = st.layout_of(op, op.v)
         if qs.dim is None and ks.dim is None and vs.dim is None:
             if isinstance(op, sim.AttentionGradOp):
                 st.use_value(op, op.out, REPLICATED)
@@ -302,22 +297,19 @@ class ShardAttention(ShardPattern):
         else:
             st.gather_all(op, "attention operands split on different dims")
             return
-        qs = st.shard(op.q)
+        qs = st.layout_of(op, op.q)
+        q, k, v = (st.rank_shape(st.operand_of(op, x)) for x in (op.q, op.k, op.v))
         if isinstance(op, sim.AttentionOp):
-            st.retype(op.result, with_shape(op.result.type, (*shape(op.q)[:3], shape(op.v)[3])))
-            st.shards[op.result] = qs
+            st.assign(op.result, qs, (*q[:3], v[3]))
             return
         st.use_value(op, op.out, qs)
         st.use_value(op, op.grad_out, qs)
-        st.retype(op.grad_q, op.q.type)
-        st.retype(op.grad_k, op.k.type)
-        st.retype(op.grad_v, op.v.type)
-        st.shards[op.grad_q] = qs
-        ks = st.shard(op.k)
+        st.assign(op.grad_q, qs, q)
+        ks = st.layout_of(op, op.k)
         # a kv head shared by several ranks gets a gradient from each of them
         shared = (ks.dim == 2 and ks.factor < qs.factor) or (ks.replicated and qs.dim == 2)
-        for g, s in ((op.grad_k, ks), (op.grad_v, st.shard(op.v))):
-            st.shards[g] = replace(s, partial=shared) if not s.replicated else s
+        for g, s, local in ((op.grad_k, ks, k), (op.grad_v, st.layout_of(op, op.v), v)):
+            st.assign(g, replace(s, partial=shared) if not s.replicated else s, local)
 
 
 @dataclass
@@ -342,18 +334,21 @@ class ShardGeneric(ShardPattern):
         st = self.state
         callee = op.callee.data if isinstance(op, sim.GenericOp) else op.name
         st.resolve_partials(op)
-        split_ops = [(i, v) for i, v in enumerate(op.operands) if isinstance(v.type, TensorType) and st.shard(v).dim is not None]
+        split_ops = [
+            (i, st.operand(op, i)) for i, v in enumerate(op.operands)
+            if isinstance(v.type, TensorType) and st.shard(st.operand(op, i)).dim is not None
+        ]
         known = self.split_results.get(callee)
         if known is not None:
             s = known(op)
             if s is not None:
-                self._retype(op, [s] + [REPLICATED] * (len(op.results) - 1))
+                st.assign_results(op, [s] + [REPLICATED] * (len(op.results) - 1), scale_cost=True)
                 return
         if not split_ops or not any(isinstance(r.type, TensorType) for r in op.results):
             return  # nothing split, or nothing to lay out (a KV-cache write of local heads)
         # lead with an operand shaped like the results (the gradient next to ids)
         ranks = {len(shape(r)) for r in op.results if isinstance(r.type, TensorType)}
-        i0, v0 = next(((i, v) for i, v in split_ops if len(shape(v)) in ranks), split_ops[0])
+        i0, v0 = next(((i, v) for i, v in split_ops if len(shape(op.operands[i])) in ranks), split_ops[0])
         s0 = st.shard(v0)
         src_full = st.full_shape(v0)
         result_shards: list[Shard] = []
@@ -390,8 +385,8 @@ class ShardGeneric(ShardPattern):
         for i, v in enumerate(op.operands):
             if i == i0 or not isinstance(v.type, TensorType):
                 continue
-            s = st.shard(v)
-            full = st.full_shape(v)
+            s = st.shard(st.operand(op, i))
+            full = st.full_shape(st.operand(op, i))
             if s.dim is not None and s.tag == s0.tag and s.factor == s0.factor:
                 continue  # split the same way (token ids next to token activations)
             if len(full) == len(src_full) and full[s0.dim] == src_full[s0.dim] and full[s0.dim] > 1:
@@ -399,30 +394,11 @@ class ShardGeneric(ShardPattern):
             elif not s.replicated:
                 st.use(op, i, REPLICATED)
         if callee in self.SOFTMAX_LIKE and s0.dim == len(src_full) - 1:
-            row_stats(st, op, op.operands[i0], s0.dim, 2)
+            st.row_stats(op, i0, s0.dim, 2)
         if callee in self.LOSS_LIKE and s0.dim == len(src_full) - 1 and s0.tag != "seq":
-            row_stats(st, op, op.operands[i0], s0.dim, 1)
+            st.row_stats(op, i0, s0.dim, 1)
             result_shards = [REPLICATED] * len(result_shards)
-        self._retype(op, result_shards)
-
-    def _retype(self, op: Operation, result_shards: Sequence[Shard]) -> None:
-        st = self.state
-        old = [sim.tensor_bytes(r) for r in op.results if isinstance(r.type, TensorType)]
-        old_n = sum(sim.numel(r) for r in op.results if isinstance(r.type, TensorType))
-        for r, s in zip(op.results, result_shards):
-            if isinstance(r.type, TensorType):
-                if s.dim is not None:
-                    st.assign(r, s)
-                elif s.partial:
-                    st.shards[r] = s
-        if isinstance(op, sim.GenericOp) and old_n:
-            new_n = sum(sim.numel(r) for r in op.results if isinstance(r.type, TensorType))
-            ratio = new_n / old_n
-            in_ratio = 1.0
-            if sum(old):
-                in_ratio = sum(sim.tensor_bytes(r) for r in op.results if isinstance(r.type, TensorType)) / sum(old)
-            op.properties["flop_count"] = FloatAttr(op.flop_count.value.data * ratio, 64)
-            op.properties["byte_count"] = FloatAttr(op.byte_count.value.data * in_ratio, 64)
+        st.assign_results(op, result_shards, scale_cost=True)
 
 
 @dataclass
@@ -438,14 +414,14 @@ class ShardMoe(ShardPattern):
         st = self.state
         st.resolve_partials(op)
         if isinstance(op, sim.MoeDispatchOp):
-            s = st.shard(op.input)
+            s = st.layout_of(op, op.input)
             if s.dim == 0 and s.tag == "seq":
                 st.use(op, 1, s)
                 st.assign(op.result, Shard(1, s.factor, False, "capacity"))
                 return
         else:
-            s = st.shard(op.indices)
-            if s.dim == 0 and s.tag == "seq" and st.shard(op.input).dim == 1:
+            s = st.layout_of(op, op.indices)
+            if s.dim == 0 and s.tag == "seq" and st.layout_of(op, op.input).dim == 1:
                 if op.weights is not None:
                     st.use_value(op, op.weights, s)
                 st.assign(op.result, s)
@@ -464,7 +440,7 @@ class ShardOptimizer(ShardPattern):
         st = self.state
         n = len(op.params)
         for i in range(n):
-            st.use(op, n + i, replace(st.shard(op.params[i]), partial=False))
+            st.use(op, n + i, replace(st.shard(st.operand(op, i)), partial=False))
 
 
 @dataclass
@@ -480,39 +456,36 @@ class ShardRepeat(ShardPattern):
         block = op.body.block
         n_iter = len(op.iter_init)
         for i in range(n_iter):
-            s = st.shard(op.iter_init[i])
+            s = st.shard(st.operand(op, i))
             if s.partial:
                 st.use(op, i, replace(s, partial=False))
-                s = st.shard(op.iter_init[i])
+                s = st.shard(st.operand(op, i))
             if st.carried is not None:
                 want = st.carried(op.iter_init[i], s)
                 if want != s:
                     st.use(op, i, want)
                     s = want
-            arg = st.retype(block.args[i], op.iter_init[i].type)
-            if not s.replicated:
-                st.shards[arg] = s
-        for j, v in enumerate(op.slices):
-            s = st.shard(v)
+            st.assign(block.args[i], s, st.rank_shape(st.operand(op, i)))
+        for j in range(len(op.slices)):
+            k = n_iter + j
+            s = st.shard(st.operand(op, k))
             if s.partial:
-                st.use(op, n_iter + j, replace(s, partial=False))
-                v = op.slices[j]
-                s = st.shard(v)
+                st.use(op, k, replace(s, partial=False))
+                s = st.shard(st.operand(op, k))
             if s.dim == 0:
-                st.use(op, n_iter + j, REPLICATED)
-                v = op.slices[j]
+                st.use(op, k, REPLICATED)
                 s = REPLICATED
-            arg = block.args[n_iter + j]
-            arg = st.retype(arg, with_shape(arg.type, shape(v)[1:]))
-            if s.dim is not None:
-                st.shards[arg] = Shard(s.dim - 1, s.factor, False, s.tag)
+            st.assign(
+                block.args[k], Shard(s.dim - 1, s.factor, False, s.tag) if s.dim is not None else REPLICATED,
+                st.rank_shape(st.operand(op, k))[1:],
+            )
 
 
 @dataclass
 class ShardYield(ShardPattern):
     """The end of a repeat or phase body: carried values go back in the layout they
     came in, partial sums are summed, and the parent's results take the yielded
-    types."""
+    layouts."""
 
     op_types: tuple[type[Operation], ...] = (sim.YieldOp,)
 
@@ -526,26 +499,23 @@ class ShardYield(ShardPattern):
                 st.use(op, i, st.shard(args[i]))
         backward = sim.phase_kind(op) == sim.PhaseKind.BACKWARD
         for i in range(n_iter, len(op.values)):
-            s = st.shard(op.values[i])
+            s = st.shard(st.operand(op, i))
             if s.partial:
                 st.use(op, i, replace(s, partial=False))
-                reduced = op.values[i].owner
-                if backward and isinstance(reduced, coll.AllReduceOp):
+                if backward:
                     # a gradient summed over the group: a data-parallel pass may
                     # fold this into its own gradient reduction
-                    reduced.attributes[GRAD_SYNC] = UnitAttr()
+                    st.mark_grad_sync(st.operand(op, i))
         if not isinstance(parent, (sim.RepeatOp, sim.PhaseOp)):
             return
-        for i, (v, r) in enumerate(zip(op.values, parent.results)):
-            s = st.shard(v)
+        for i in range(min(len(op.values), len(parent.results))):
+            s = st.shard(st.operand(op, i))
+            local = st.rank_shape(st.operand(op, i))
             if isinstance(parent, sim.RepeatOp) and i >= n_iter:
-                r = st.retype(r, with_shape(v.type, (parent.trip_count, *shape(v))))
-                if s.dim is not None:
-                    st.shards[r] = Shard(s.dim + 1, s.factor, False, s.tag)
-            else:
-                r = st.retype(r, v.type)
-                if not s.replicated:
-                    st.shards[r] = s
+                # stacked over the layers: one dim further
+                s = Shard(s.dim + 1, s.factor, False, s.tag) if s.dim is not None else REPLICATED
+                local = [parent.trip_count, *local]
+            st.assign(parent.results[i], s, local)
 
 
 @dataclass
@@ -561,8 +531,8 @@ class ShardCollective(ShardPattern):
         if st.axis in op.axis_names():
             return
         st.resolve_partials(op)
-        s = st.shard(op.input)
-        local = list(shape(op.input))
+        s = st.shard(st.operand(op, 0))
+        local = st.rank_shape(st.operand(op, 0))
         n = op.group_size()
         # per-rank shapes follow from the local input alone: a gather or an
         # all_to_all along our split dim concatenates (or cuts) local pieces
@@ -573,12 +543,10 @@ class ShardCollective(ShardPattern):
         elif isinstance(op, coll.AllToAllOp):
             local[op.split_axis.value.data] //= n
             local[op.concat_axis.value.data] *= n
-        st.retype(op.result, with_shape(op.result.type, local))
-        if not s.replicated:
-            st.shards[op.result] = s
+        st.assign(op.result, s, local)
 
 
-def default_rules(st: ShardingState) -> list[ShardPattern]:
+def default_rules(st: Sharding) -> list[ShardPattern]:
     """The rules every propagation has, after the pass's own."""
     return [
         ShardMatmul(st), ShardElementwise(st), ShardView(st), ShardNorm(st),

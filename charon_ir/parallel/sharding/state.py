@@ -1,27 +1,56 @@
-"""What one sharding propagation knows: the layout of each value (`Conversions`),
-what guides the rules (hints for views, the operand to gather first, the layout
-a repeat carries), the ops handled, and the FLOPs before the pass, against which
-the replicated work is tallied."""
+"""What a sharding propagation knows, and the two ways its decisions reach the IR.
+
+`Sharding` is what the rules see: the layout of each value, the hints that guide
+views, and the requests a rule makes (lay an operand out so, give a result this
+layout, all-reduce row statistics). It leaves open what a request does:
+- `ShardingAnalysis` (analysis.py) only records them; patterns materialise the
+  record afterwards (materialise.py). shard-tensor works so.
+- `ShardingState` (here) makes each request's IR at once, as the walk reaches the
+  op: for passes whose own rules build ops as they go (shard-context's ring and
+  Ulysses attention, shard-expert's dispatch and combine)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, TensorType, UnitAttr
+from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
-from charon_ir.dialects import sim
+from charon_ir.dialects import coll, sim
+from charon_ir.dialects.coll import GRAD_SYNC
+from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.sharding.conversions import Conversions
-from charon_ir.parallel.sharding.layout import Shard, reshape_groups, retype, shape, with_shape
+from charon_ir.parallel.sharding.conversions import (
+    build_conversion,
+    conversion_steps,
+    row_stats_ops,
+    stats_shape,
+)
+from charon_ir.parallel.sharding.layout import REPLICATED, Shard, reshape_groups, retype, shape, with_shape
+
+Value = Hashable
+"""An SSA value, or a planned conversion of one (`ShardingAnalysis`)."""
 
 
 @dataclass
-class ShardingState(Conversions):
-    """What one propagation knows: the shard of each value, the conversions already
-    made, and the replicated work so far."""
+class Sharding:
+    """The layout of each value over one grid axis, and what guides the rules."""
 
+    axis: str
+    size: int
+    pass_name: str
+    group_axes: tuple[str, ...] = ()
+    """The grid axes whose ranks form the group of `size` (default: `axis` alone;
+    shard-expert's experts folded over tensor parallelism: ("ep", "tp"))."""
+    shards: dict[Value, Shard] = field(default_factory=dict)
+    """The layout of each value not whole on every rank."""
+    converted: dict[tuple[Value, Shard], Value] = field(default_factory=dict)
+    """(value, layout without its tag) -> the value converted to it."""
+    fallbacks: list[str] = field(default_factory=list)
+    """Ops whose operands were gathered whole because no rule fits (CHARON_DEBUG_SHARDING)."""
     hints: dict[str, set[int]] = field(default_factory=dict)
     """tag -> sizes (unsharded) a dim of that kind can have; guides views."""
     gather_first: frozenset[str] = frozenset({"seq"})
@@ -33,25 +62,36 @@ class ShardingState(Conversions):
     replicated_flops: float = 0.0
     flops_before: dict[Operation, float] = field(default_factory=dict)
 
-    # -- types ---------------------------------------------------------------
+    # -- layouts and shapes ------------------------------------------------------
 
-    def retype(self, value: SSAValue, t: Attribute) -> SSAValue:
-        """`value` with type `t` (`retype`), keeping the shard recorded for it."""
-        new = retype(value, t)
-        if new is not value and value in self.shards:
-            self.shards[new] = self.shards.pop(value)
-        return new
+    def shard(self, value: Value) -> Shard:
+        return self.shards.get(value, REPLICATED)
 
-    def assign(self, value: SSAValue, s: Shard, full: Sequence[int] | None = None) -> SSAValue:
-        """Give `value` shard `s` and its per-rank type; `full` is its unsharded
-        shape (default: its type now). Returns the retyped value."""
-        full = list(full if full is not None else shape(value))
-        value = self.retype(value, with_shape(value.type, self.local_shape(full, s, self._describe(value))))
-        if s.replicated:
-            self.shards.pop(value, None)
-        else:
-            self.shards[value] = s
-        return value
+    @property
+    def axes(self) -> list[str]:
+        return list(self.group_axes or (self.axis,))
+
+    def local_shape(self, full: Sequence[int], s: Shard, what: str = "") -> list[int]:
+        out = list(full)
+        if s.dim is not None and s.tag == "capacity":
+            # per-expert buffers of the local tokens: ceil(tokens * k / experts)
+            out[s.dim] = -(-out[s.dim] // s.factor)
+        elif s.dim is not None:
+            if out[s.dim] % s.factor:
+                raise CharonError(
+                    f"{self.pass_name}: option '{self.axis}' ({s.factor}) does not divide "
+                    f"dim {s.dim} ({out[s.dim]}) of {what or 'a tensor'}"
+                )
+            out[s.dim] //= s.factor
+        return out
+
+    def full_shape(self, value: Value) -> list[int]:  # pragma: no cover
+        """The unsharded shape of `value`."""
+        raise NotImplementedError
+
+    def rank_shape(self, value: Value) -> list[int]:  # pragma: no cover
+        """The per-rank shape of `value`."""
+        raise NotImplementedError
 
     @staticmethod
     def _describe(value: SSAValue) -> str:
@@ -67,6 +107,71 @@ class ShardingState(Conversions):
         self.flops_before = {
             op: op.flops() for op, _ in walk_with_multiplicity(root) if isinstance(op, sim.ComputeOp)
         }
+
+    # -- requests (what each does: the subclass) --------------------------------
+
+    def operand(self, op: Operation, index: int) -> Value:  # pragma: no cover
+        """What operand `index` of `op` reads now (after the conversions asked for)."""
+        raise NotImplementedError
+
+    def operand_of(self, op: Operation, value: SSAValue) -> Value:
+        """`operand` of the first use of `value` by `op`."""
+        return self.operand(op, next(i for i, v in enumerate(op.operands) if v is value))
+
+    def layout_of(self, op: Operation, value: SSAValue) -> Shard:
+        """The layout in which `op` reads its operand `value` now."""
+        return self.shard(self.operand_of(op, value))
+
+    def convert(self, value: Value, want: Shard) -> Value:  # pragma: no cover
+        """`value` laid out as `want` (the collective or slice that does it comes
+        right after the value's definition, once per (value, layout))."""
+        raise NotImplementedError
+
+    def use(self, op: Operation, index: int, want: Shard) -> None:  # pragma: no cover
+        """Make operand `index` of `op` have layout `want`."""
+        raise NotImplementedError
+
+    def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:  # pragma: no cover
+        """Make every use of `value` by `op` have layout `want` (operands by name:
+        IRDL orders a subclass's operands before its base class's)."""
+        raise NotImplementedError
+
+    def assign(self, value: SSAValue, s: Shard, local: Sequence[int] | None = None) -> None:  # pragma: no cover
+        """Give `value` (a result or block argument not laid out yet) layout `s`
+        and its per-rank shape: `local` where the rule derives it from its
+        operands' per-rank shapes (`rank_shape`), else its unsharded shape split
+        by `s`."""
+        raise NotImplementedError
+
+    def assign_results(self, op: Operation, result_shards: Sequence[Shard], scale_cost: bool) -> None:
+        """`assign` each tensor result of `op`; `scale_cost`: a generic's FLOPs and
+        bytes shrink with its results."""
+        for r, s in zip(op.results, result_shards):
+            if isinstance(r.type, TensorType):
+                self.assign(r, s)
+
+    def row_stats(self, op: Operation, index: int, dim: int, count: int) -> None:  # pragma: no cover
+        """`count` fp32 statistics per row of operand `index` of `op` (split on
+        `dim`), all-reduced over the group before `op`."""
+        raise NotImplementedError
+
+    def mark_grad_sync(self, value: Value) -> None:  # pragma: no cover
+        """`value` is a gradient all-reduced over the group: a data-parallel pass
+        may fold that all_reduce into its own gradient reduction."""
+        raise NotImplementedError
+
+    def resolve_partials(self, op: Operation) -> None:
+        for i, v in enumerate(op.operands):
+            s = self.shard(self.operand(op, i))
+            if isinstance(v.type, TensorType) and s.partial:
+                self.use(op, i, replace(s, partial=False))
+
+    def gather_all(self, op: Operation, reason: str) -> None:
+        """Fallback: make every operand whole (correct, but moves data)."""
+        for i, v in enumerate(op.operands):
+            if isinstance(v.type, TensorType) and not self.shard(self.operand(op, i)).replicated:
+                self.use(op, i, REPLICATED)
+                self.fallbacks.append(f"{op.name}: {reason}")
 
     # -- reshape mapping -----------------------------------------------------
 
@@ -129,3 +234,108 @@ class ShardingState(Conversions):
             return s.dim
         same = [k for k, n in enumerate(dst_full) if n == src_full[s.dim]]
         return same[0] if len(same) == 1 else None
+
+
+@dataclass
+class ShardingState(Sharding):
+    """A propagation that changes the IR as it walks: each value's type is its
+    per-rank type as soon as its layout is known, and each conversion is inserted
+    when asked for. For passes whose own rules build ops mid-walk."""
+
+    # -- types ---------------------------------------------------------------
+
+    def full_shape(self, value: SSAValue) -> list[int]:
+        s = self.shard(value)
+        out = list(shape(value))
+        if s.dim is not None:
+            out[s.dim] *= s.factor
+        return out
+
+    def rank_shape(self, value: SSAValue) -> list[int]:
+        return list(shape(value))
+
+    def retype(self, value: SSAValue, t: Attribute) -> SSAValue:
+        """`value` with type `t` (`retype`), keeping the shard recorded for it."""
+        new = retype(value, t)
+        if new is not value and value in self.shards:
+            self.shards[new] = self.shards.pop(value)
+        return new
+
+    def assign(self, value: SSAValue, s: Shard, local: Sequence[int] | None = None) -> SSAValue:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """`Sharding.assign`, at once. Returns the retyped value."""
+        if local is None:
+            local = self.local_shape(shape(value), s, self._describe(value))
+        value = self.retype(value, with_shape(value.type, local))
+        if s.replicated:
+            self.shards.pop(value, None)
+        else:
+            self.shards[value] = s
+        return value
+
+    def assign_results(self, op: Operation, result_shards: Sequence[Shard], scale_cost: bool) -> None:
+        old = sum(sim.tensor_bytes(r) for r in op.results if isinstance(r.type, TensorType))
+        old_n = sum(sim.numel(r) for r in op.results if isinstance(r.type, TensorType))
+        super().assign_results(op, result_shards, scale_cost)
+        if scale_cost and isinstance(op, sim.GenericOp) and old_n:
+            scale_generic_cost(op, old, old_n)
+
+    # -- conversions ---------------------------------------------------------
+
+    def operand(self, op: Operation, index: int) -> SSAValue:
+        return op.operands[index]
+
+    def _insert_point(self, value: SSAValue) -> InsertPoint:
+        if isinstance(value, BlockArgument):
+            return InsertPoint.at_start(value.block)
+        assert isinstance(value, OpResult)
+        return InsertPoint.after(value.op)
+
+    def convert(self, value: SSAValue, want: Shard) -> SSAValue:
+        have = self.shard(value)
+        if (have.dim, have.factor, have.partial) == (want.dim, want.factor, want.partial):
+            return value
+        key = (value, replace(want, tag=""))
+        if key in self.converted:
+            return self.converted[key]  # pyright: ignore[reportReturnType]
+        steps, final = conversion_steps(shape(value), have, want, self.size, self.local_shape, self.pass_name)
+        ops = build_conversion(value, steps, self.axes)
+        if ops:
+            Rewriter.insert_op(ops, self._insert_point(value))
+        cur = ops[-1].results[0] if ops else value
+        if cur is not value and not final.replicated:
+            self.shards[cur] = final
+        self.converted[key] = cur
+        return cur
+
+    def use(self, op: Operation, index: int, want: Shard) -> None:
+        value = op.operands[index]
+        new = self.convert(value, want)
+        if new is not value:
+            op.operands[index] = new
+
+    def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:
+        new = self.convert(value, want)
+        if new is not value:
+            for i, v in enumerate(op.operands):
+                if v is value:
+                    op.operands[i] = new
+
+    def row_stats(self, op: Operation, index: int, dim: int, count: int) -> None:
+        value = op.operands[index]
+        Rewriter.insert_op(
+            row_stats_ops(value, stats_shape(shape(value), dim), count, self.axis), InsertPoint.before(op)
+        )
+
+    def mark_grad_sync(self, value: SSAValue) -> None:
+        if isinstance(value.owner, coll.AllReduceOp):
+            value.owner.attributes[GRAD_SYNC] = UnitAttr()
+
+
+def scale_generic_cost(op: sim.GenericOp, old_bytes: float, old_numel: float) -> None:
+    """A generic whose results were split does its work on the local part: its
+    FLOPs shrink with its results' elements, its bytes with their bytes."""
+    tensors = [r for r in op.results if isinstance(r.type, TensorType)]
+    ratio = sum(sim.numel(r) for r in tensors) / old_numel
+    in_ratio = sum(sim.tensor_bytes(r) for r in tensors) / old_bytes if old_bytes else 1.0
+    op.properties["flop_count"] = FloatAttr(op.flop_count.value.data * ratio, 64)
+    op.properties["byte_count"] = FloatAttr(op.byte_count.value.data * in_ratio, 64)

@@ -1,0 +1,155 @@
+"""Materialising a sharding plan: side-effect-free rewrite patterns that make
+what `ShardingAnalysis` recorded into IR, through the rewriter's API.
+
+- `RetypeValues`: each value the plan splits takes its per-rank type
+  (`replace_value_with_new_type`), results and block arguments alike; a generic's
+  FLOPs and bytes shrink with its results.
+- `InsertConversions`: the conversions of the values an op (or a block it holds)
+  defines, each right after what it converts, in the order the propagation asked
+  for them, and the operands that read them (`replace_uses_with_if`).
+- `InsertRowStats`: the all-reduced row statistics before a vocab-parallel
+  softmax or cross-entropy, once the operand they read is in place.
+
+Each pattern reads only the plan and the op it matches, and does nothing on an op
+it has done: the result does not depend on the order the ops are visited in
+(`materialise(..., reverse=True)` gives the same module, byte for byte)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType, UnitAttr
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from charon_ir.dialects import coll, sim
+from charon_ir.dialects.coll import GRAD_SYNC
+from charon_ir.parallel.sharding.analysis import Conversion, ShardingPlan, place_of, value_at
+from charon_ir.parallel.sharding.conversions import build_conversion, is_row_stats_of, row_stats_ops
+from charon_ir.parallel.sharding.layout import shape, with_shape
+from charon_ir.parallel.sharding.state import scale_generic_cost
+
+Readers = dict[Conversion, list[tuple[Operation, int]]]
+
+
+def _blocks(op: Operation) -> list[Block]:
+    return [block for region in op.regions for block in region.blocks]
+
+
+@dataclass(frozen=True)
+class RetypeValues(RewritePattern):
+    """The values `op` defines (its results, its blocks' arguments) take the
+    per-rank types the plan gives them."""
+
+    plan: ShardingPlan
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        shapes = self.plan.shapes
+        changed = [
+            (r.index, local) for r in op.results
+            if (local := shapes.get((op, r.index))) is not None and shape(r) != local
+        ]
+        if changed:
+            tensors = [r for r in op.results if isinstance(r.type, TensorType)]
+            old_bytes = sum(sim.tensor_bytes(r) for r in tensors)
+            old_numel = sum(sim.numel(r) for r in tensors)
+            for index, local in changed:
+                r = op.results[index]
+                rewriter.replace_value_with_new_type(r, with_shape(r.type, local))
+            if op in self.plan.scale_cost:
+                assert isinstance(op, sim.GenericOp)
+                scale_generic_cost(op, old_bytes, old_numel)
+                rewriter.notify_op_modified(op)
+        for block in _blocks(op):
+            for index in range(len(block.args)):
+                arg = block.args[index]
+                local = shapes.get((block, index))
+                if local is not None and shape(arg) != local:
+                    rewriter.replace_value_with_new_type(arg, with_shape(arg.type, local))
+
+
+def _after(value: SSAValue) -> InsertPoint:
+    if isinstance(value, BlockArgument):
+        return InsertPoint.at_start(value.block)
+    assert isinstance(value, OpResult)
+    return InsertPoint.after(value.op)
+
+
+@dataclass(frozen=True)
+class InsertConversions(RewritePattern):
+    """The conversions of the values `op` defines: each right after what it
+    converts, a later one before an earlier one (where a walk converting as it goes
+    puts them), and the operands that read them."""
+
+    plan: ShardingPlan
+    readers: Readers
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        self._at(op, rewriter)
+        for block in _blocks(op):
+            self._at(block, rewriter)
+
+    def _done(self, planned: list[Conversion]) -> bool:
+        """Whether the conversions are in the IR: an operand that reads one no
+        longer reads the value it converts."""
+        for c in planned:
+            for user, index in self.readers.get(c, ()):
+                return place_of(user.operands[index]) != c.root
+        return True
+
+    def _at(self, owner: Operation | Block, rewriter: PatternRewriter) -> None:
+        planned = self.plan.at.get(owner)
+        if not planned or self._done(planned):
+            return
+        made: dict[Conversion, SSAValue] = {}
+        for c in planned:
+            source = made[c.source] if isinstance(c.source, Conversion) else value_at(c.source)
+            ops = build_conversion(source, c.steps, self.plan.axes)
+            if c.grad_sync and isinstance(ops[-1], coll.AllReduceOp):
+                ops[-1].attributes[GRAD_SYNC] = UnitAttr()
+            rewriter.insert(ops, _after(source))
+            made[c] = ops[-1].results[0]
+        for c in planned:
+            for user, index in self.readers.get(c, ()):
+                rewriter.replace_uses_with_if(
+                    user.operands[index], made[c],
+                    lambda use, user=user, index=index: use.operation is user and use.index == index,
+                )
+
+
+@dataclass(frozen=True)
+class InsertRowStats(RewritePattern):
+    """Before `op`: the all-reduced row statistics of the operand the plan names,
+    once that operand reads what the plan says (its conversion, if any)."""
+
+    plan: ShardingPlan
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        stats = self.plan.row_stats.get(op)
+        if stats is None:
+            return
+        value = op.operands[stats.index]
+        planned = self.plan.operands.get((op, stats.index))
+        if planned is not None and place_of(value) == planned.root:
+            return  # its conversion is not in place yet
+        if is_row_stats_of(op.prev_op, value):
+            return
+        rewriter.insert(row_stats_ops(value, stats.shape, stats.count, self.plan.axis), InsertPoint.before(op))
+
+
+def materialisation_patterns(plan: ShardingPlan) -> list[RewritePattern]:
+    return [RetypeValues(plan), InsertConversions(plan, plan.readers()), InsertRowStats(plan)]
+
+
+def materialise(plan: ShardingPlan, root: Operation, reverse: bool = False) -> None:
+    """Make `plan` IR in `root` (the ops visited last to first with `reverse`)."""
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(materialisation_patterns(plan), dce_enabled=False),
+        walk_reverse=reverse,
+    ).rewrite_region(root.regions[0])
