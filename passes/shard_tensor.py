@@ -19,7 +19,10 @@ the split propagates (`charon_ir.parallel.sharding`): activations between a
 column- and a row-parallel matmul are split on heads or the ffn dim, attention
 runs on the local heads, and a row-parallel matmul leaves a partial sum that is
 all-reduced where something other than a sum reads it; in the backward the input
-gradients of the column-parallel matmuls are all-reduced the same way.
+gradients of the column-parallel matmuls are all-reduced the same way. The
+propagation only records these layouts (`ShardingAnalysis.plan`, no IR change);
+rewrite patterns then give each value its per-rank type and insert the
+collectives (`charon_ir.parallel.sharding.materialise`).
 
 GQA: with tp larger than the kv heads, each rank keeps one kv head (shared by
 tp / kv_heads ranks; the duplicated k/v work is reported as replicated, and the
@@ -50,7 +53,8 @@ from charon_ir.parallel.mesh import ensure_axis, find_grid
 from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import Shard, retype, shape, split, weight_layouts, with_shape
-from charon_ir.parallel.sharding.propagation import propagate
+from charon_ir.parallel.sharding.materialise import materialise
+from charon_ir.parallel.sharding.propagation import analyse, tally_replicated
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
 
 
@@ -136,6 +140,15 @@ class ShardTensorPass(ModulePass):
             raise CharonError(f"shard-tensor: option 'tp' must be >= 1, got {self.tp}")
         if self.tp == 1:
             return
+        st = self.analyse(op)
+        materialise(st.plan, op)
+        tally_replicated(st, op)
+        record_replicated_flops(op, self.name, st.replicated_flops)
+        op.attributes[TENSOR_PARALLEL_ATTR] = IntegerAttr(self.tp, 64)
+
+    def analyse(self, op: ModuleOp) -> ShardingAnalysis:
+        """The tp grid axis, the padded vocabulary and the weights' splits, then
+        the propagation's record of every value's layout (no other IR change)."""
         tp = self.tp
         _refuse_a_second_run(op)
         dims = model_dims(op)
@@ -216,6 +229,5 @@ class ShardTensorPass(ModulePass):
             split_results["aten.embedding_dense_backward"] = (
                 lambda g: split(0, tp, "vocab") if shape(g.results[0])[0] in tables else None
             )
-        propagate(st, op, [ShardAttention(st), ShardGeneric(st, split_results=split_results)])
-        record_replicated_flops(op, self.name, st.replicated_flops)
-        op.attributes[TENSOR_PARALLEL_ATTR] = IntegerAttr(tp, 64)
+        analyse(st, op, [ShardAttention(st), ShardGeneric(st, split_results=split_results)])
+        return st

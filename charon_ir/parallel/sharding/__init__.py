@@ -2,12 +2,20 @@
 
 A pass seeds some values with a `Shard` (a weight split on a dim, the token ids
 split on the sequence) and propagates them over the module, walking it once in
-program order. Each op's rule reads its operands' shards, picks the shards of its
-results (a matmul of a replicated input by a column-split weight is split on its
-last dim; by a row-split weight, it is a partial sum), gives the results their
-per-rank types, and converts an operand whose shard does not fit with the
-collective that fits (all_reduce, reduce_scatter, all_gather, all_to_all, or a
-free local slice).
+program order. Each op's rule reads its operands' layouts and decides the layouts
+of its results (a matmul of a replicated input by a column-split weight is split
+on its last dim; by a row-split weight, it is a partial sum) and the layout an
+operand that does not fit must be converted to, by the collective that fits
+(all_reduce, reduce_scatter, all_gather, all_to_all, or a free local slice).
+
+As MLIR's shard dialect separates sharding propagation from partitioning, the
+propagation can only record (`ShardingAnalysis`: a `ShardingPlan`, by place, with
+the module unchanged), and rewrite patterns then materialise the plan through the
+rewriter (per-rank types by `replace_value_with_new_type`, conversions and row
+statistics inserted), in whatever order the ops are visited. shard-tensor works
+so. A pass whose own rules build ops as they walk (shard-context's ring and
+Ulysses attention, shard-expert's dispatch and combine) uses `ShardingState`,
+which makes each decision IR at once; the rules are the same.
 
 Every value keeps its one definition: the module stays one rank's program, never
 a copy per GPU. Work that stays whole on every rank of the group (a norm on the
@@ -23,8 +31,11 @@ operands are gathered whole (correct, but it moves data).
 
 The modules, each importing only those before it:
 - layout.py       `Shard`, per-rank shapes, retyping a value through the rewriter
-- conversions.py  the layout of each value, and the collective a change of layout needs
-- state.py        `ShardingState`: what one propagation knows (hints, ops done, FLOPs before)
+- conversions.py  the steps a change of layout needs (planned from shapes), and their ops
+- state.py        `Sharding`: what the rules see and ask; `ShardingState` does it at once
 - rules.py        one rule per op family (`ShardPattern`s) and the default set
-- propagation.py  `propagate`: the walk, then the tally of the replicated work
+- analysis.py     `ShardingAnalysis`: the rules' requests recorded in a `ShardingPlan`
+- materialise.py  the patterns that make a plan IR
+- propagation.py  `analyse` (the walk), `propagate` (walk, materialise), the tally
+  of the replicated work
 """

@@ -6,7 +6,7 @@ what `ShardingAnalysis` recorded into IR, through the rewriter's API.
   FLOPs and bytes shrink with its results.
 - `InsertConversions`: the conversions of the values an op (or a block it holds)
   defines, each right after what it converts, in the order the propagation asked
-  for them, and the operands that read them (`replace_uses_with_if`).
+  for them, and the operands that read them (changed in place, `notify_op_modified`).
 - `InsertRowStats`: the all-reduced row statistics before a vocab-parallel
   softmax or cross-entropy, once the operand they read is in place.
 
@@ -117,10 +117,10 @@ class InsertConversions(RewritePattern):
             made[c] = ops[-1].results[0]
         for c in planned:
             for user, index in self.readers.get(c, ()):
-                rewriter.replace_uses_with_if(
-                    user.operands[index], made[c],
-                    lambda use, user=user, index=index: use.operation is user and use.index == index,
-                )
+                # an in-place change the rewriter is told of (MLIR's modifyOpInPlace);
+                # replace_uses_with_if would also rename the new value after the old
+                user.operands[index] = made[c]
+                rewriter.notify_op_modified(user)
 
 
 @dataclass(frozen=True)

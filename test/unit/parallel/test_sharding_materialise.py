@@ -1,0 +1,170 @@
+"""parallel/sharding/{analysis,materialise}.py: the propagation only records (the
+module is unchanged after it), and the materialising patterns give the same
+module, byte for byte, whatever order the ops are visited in: program order,
+reverse order, or any permutation."""
+
+import random
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from charon_ir.dialects import coll
+from charon_ir.parallel.examples import apply_pipeline, llama_layer, moe_layer, parse
+from charon_ir.parallel.mesh import ensure_axis
+from charon_ir.parallel.sharding.analysis import ShardingAnalysis
+from charon_ir.parallel.sharding.layout import REPLICATED, Shard, split
+from charon_ir.parallel.sharding.materialise import materialisation_patterns, materialise
+from charon_ir.parallel.sharding.state import ShardingState
+from charon_ir.passes.shard_tensor import ShardTensorPass
+
+LLAMA = llama_layer(32, 64, 4, 2, 16, 128)
+MOE = moe_layer(32, 64, 4, 2, 64)
+MODELS = Path(__file__).parents[2] / "lit/passes/Inputs/models"
+TINY_LLAMA = (MODELS / "tiny-llama.mlir").read_text()
+"""Two layers in a sim.repeat, vocab-parallel embedding and cross-entropy (row statistics)."""
+TINY_GPT_OSS = (MODELS / "tiny-gpt-oss.mlir").read_text()
+
+
+def analysed(text: str, tp: int):
+    module = parse(text)
+    return module, ShardTensorPass(tp=tp).analyse(module)
+
+
+def in_order(module, plan, ops) -> None:
+    """Apply the patterns to `ops` in the order given, again until nothing changes."""
+    patterns = materialisation_patterns(plan)
+    changed = True
+    while changed:
+        changed = False
+        for op in ops:
+            for pattern in patterns:
+                rewriter = PatternRewriter(op)
+                pattern.match_and_rewrite(op, rewriter)
+                changed |= rewriter.has_done_action
+
+
+def reference(text: str, tp: int) -> str:
+    module, st_ = analysed(text, tp)
+    materialise(st_.plan, module)
+    return str(module)
+
+
+def test_the_analysis_changes_no_value_nor_op():
+    def ops(module):
+        return [(op.name, [str(r.type) for r in op.results], [str(v.type) for v in op.operands])
+                for op in module.walk() if not isinstance(op, coll.GridOp)]
+
+    module = parse(LLAMA)
+    ShardTensorPass(tp=2).analyse(module)
+    assert ops(module) == ops(parse(LLAMA))
+
+
+def test_the_plan_splits_and_converts():
+    module, st_ = analysed(TINY_LLAMA, 2)
+    plan = st_.plan
+    assert plan.shapes and plan.conversions and plan.operands and plan.row_stats and plan.scale_cost
+    # block arguments of the layers' repeat are split too
+    assert any(not isinstance(owner, Operation) for owner, _ in plan.shapes)
+    # nothing the plan names is in the IR yet: no collective
+    assert not [op for op in module.walk() if isinstance(op, coll.CollectiveOp)]
+
+
+def test_reverse_order_gives_the_same_module():
+    for text, tp in CASES.values():
+        module, st_ = analysed(text, tp)
+        materialise(st_.plan, module, reverse=True)
+        assert str(module) == reference(text, tp)
+
+
+def test_the_pass_is_the_analysis_then_the_patterns():
+    pass_output = apply_pipeline(parse(LLAMA), "shard-tensor{tp=2}")
+    module, st_ = analysed(LLAMA, 2)
+    materialise(st_.plan, module)
+    # the pass adds its module attributes after
+    for name in ("sim.replicated_flops", "sim.tensor_parallel"):
+        pass_output.attributes.pop(name, None)
+    assert str(pass_output) == str(module)
+
+
+CASES = {
+    "llama tp2": (LLAMA, 2), "llama tp4": (LLAMA, 4), "moe tp2": (MOE, 2),
+    "tiny-llama tp2": (TINY_LLAMA, 2), "tiny-gpt-oss tp2": (TINY_GPT_OSS, 2),
+}
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), case=st.sampled_from(sorted(CASES)))
+def test_any_order_gives_the_same_module(seed, case):
+    text, tp = CASES[case]
+    module, st_ = analysed(text, tp)
+    ops = list(module.body.walk())
+    random.Random(seed).shuffle(ops)
+    in_order(module, st_.plan, ops)
+    expected = reference(text, tp)
+    assert str(module) == expected
+    # and materialising again changes nothing
+    in_order(module, st_.plan, list(module.body.walk()))
+    assert str(module) == expected
+
+
+REQUESTS = """builtin.module {
+  %x = sim.input "x" : tensor<8x16xbf16>
+  %y = sim.input "y" : tensor<8x16xbf16>
+  %a = sim.elementwise "neg" %x : tensor<8x16xbf16> -> tensor<8x16xbf16>
+  %b = sim.elementwise "exp" %x : tensor<8x16xbf16> -> tensor<8x16xbf16>
+  %c = sim.elementwise "add" %a, %y : tensor<8x16xbf16>, tensor<8x16xbf16> -> tensor<8x16xbf16>
+  %d = sim.elementwise "mul" %b, %c : tensor<8x16xbf16>, tensor<8x16xbf16> -> tensor<8x16xbf16>
+}"""
+
+
+def requests(st_) -> None:
+    """Two conversions of one value (placed in the reverse of the order asked for),
+    a conversion of a conversion, row statistics of a converted operand, and a
+    result split by its layout."""
+    module = st_.module
+    a, b, c, d = [op for op in module.body.block.ops if op.name == "sim.elementwise"]
+    x = next(op for op in module.body.block.ops if op.name == "sim.input").results[0]
+    st_.assign(x, Shard(partial=True))
+    st_.use(a, 0, REPLICATED)                  # all_reduce
+    st_.use(b, 0, split(1, 2))                 # reduce_scatter, before the all_reduce
+    st_.use(a, 0, split(0, 2))                 # a slice of the all_reduce
+    st_.row_stats(b, 0, 1, 2)                  # of the reduce_scatter
+    st_.assign(a.results[0], split(0, 2))
+    st_.use(c, 1, split(0, 2))                 # a slice of %y
+    st_.assign(c.results[0], split(0, 2))
+    st_.use(d, 1, split(1, 2))                 # all_to_all of %c
+    st_.mark_grad_sync(st_.operand(a, 0))
+
+
+def requested(state_cls):
+    module = parse(REQUESTS)
+    ensure_axis(module, "tp", 2, "test")
+    st_ = state_cls("tp", 2, "test")
+    st_.module = module
+    requests(st_)
+    return module, st_
+
+
+def test_the_plan_materialised_is_what_converting_at_once_makes():
+    at_once, _ = requested(ShardingState)
+    module, st_ = requested(ShardingAnalysis)
+    assert str(module) == str(requested(ShardingAnalysis)[0])  # recording changed nothing
+    materialise(st_.plan, module)
+    assert str(module) == str(at_once)
+    names = [op.name for op in module.walk()]
+    for name in ("coll.all_reduce", "coll.reduce_scatter", "coll.all_to_all", "sim.generic"):
+        assert name in names
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_requests_materialise_alike_in_any_order(seed):
+    at_once, _ = requested(ShardingState)
+    module, st_ = requested(ShardingAnalysis)
+    ops = list(module.body.walk())
+    random.Random(seed).shuffle(ops)
+    in_order(module, st_.plan, ops)
+    assert str(module) == str(at_once)
