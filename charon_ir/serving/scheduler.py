@@ -218,8 +218,11 @@ class Replica:
         self.context_base = 0.0
         """Sum over decoders of (c0 - j0 x rate): their context at decode
         iteration j sums to context_base + decoders x j x rate."""
-        self.finish_heap: list[tuple[int, int, int]] = []
-        self.block_heap: list[tuple[int, int, int]] = []
+        # (decode iteration, request id, id(seq), version): entries due at the same
+        # iteration in request order (by id() alone their order was the
+        # sequences' memory addresses, and a run could differ from the next)
+        self.finish_heap: list[tuple[int, int, int, int]] = []
+        self.block_heap: list[tuple[int, int, int, int]] = []
         self.decode_iteration = 0
         self.decode_end_s: list[float] = []
         self.finished: list[Sequence] = []
@@ -494,13 +497,13 @@ class Replica:
         self.decoders += 1
         self.context_base += context - j * self.rate
         iterations = max(1, math.ceil((seq.output - generated) / self.rate - 1e-9))
-        heapq.heappush(self.finish_heap, (j + iterations - 1, id(seq), seq.version))
+        heapq.heappush(self.finish_heap, (j + iterations - 1, seq.request.id, id(seq), seq.version))
         self._push_block_need(seq)
 
     def _push_block_need(self, seq: Sequence) -> None:
         covered = (seq.held + seq.shared) * self.kv.block_size
         j_need = seq.j0 + math.floor((covered - seq.c0) / self.rate + 1e-9)
-        heapq.heappush(self.block_heap, (max(j_need, self.decode_iteration), id(seq), seq.version))
+        heapq.heappush(self.block_heap, (max(j_need, self.decode_iteration), seq.request.id, id(seq), seq.version))
 
     def _context_after(self, seq: Sequence, j: int) -> float:
         return seq.c0 + (j - seq.j0 + 1) * self.rate
@@ -517,14 +520,14 @@ class Replica:
         self.decoders -= 1
         self.context_base -= seq.c0 - seq.j0 * self.rate
 
-    def _due(self, heap: list[tuple[int, int, int]]) -> Iterator[Sequence]:
+    def _due(self, heap: list[tuple[int, int, int, int]]) -> Iterator[Sequence]:
         """Pop `heap`'s entries due by this decode iteration (those the caller
         pushes meanwhile included), yielding each sequence that still decodes as
         it did when its entry was pushed: a sequence preempted, finished or
         pushed again since leaves a stale entry behind."""
         j = self.decode_iteration
         while heap and heap[0][0] <= j:
-            _, key, version = heapq.heappop(heap)
+            _, _, key, version = heapq.heappop(heap)
             seq = self.running.get(key)
             if seq is not None and seq.version == version and seq.decoding:
                 yield seq

@@ -7,11 +7,14 @@
 
 from __future__ import annotations
 
+import builtins
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from charon_ir.serving import scheduler
 from charon_ir.serving.cluster import Deployment, run
 from charon_ir.serving.requests import Request, Stage
 from charon_ir.serving.scheduler import SchedulerConfig
@@ -112,6 +115,23 @@ def test_deterministic():
     a = run(requests, MODEL, SchedulerConfig(), Deployment(replicas=2, router="least-loaded"), 2000)
     b = run(requests, MODEL, SchedulerConfig(), Deployment(replicas=2, router="least-loaded"), 2000)
     assert [s.finish_s for s in a.sequences] == [s.finish_s for s in b.sequences]
+
+
+@pytest.mark.parametrize("mode", ["recompute", "swap"])
+def test_where_sequences_live_in_memory_changes_nothing(monkeypatch, mode):
+    """The decode heaps ordered the sequences due at one iteration by id(), their
+    memory addresses: under swap preemption one `charon serve` could differ from
+    the next. With id() reversed every request is served as before."""
+    requests = [Request(i, 0.0, 500, 300) for i in range(12)]  # simultaneous: their decodes tie
+    config = SchedulerConfig(block_size=16, preemption=mode)
+
+    def served() -> list[tuple[int, float, int]]:
+        result = run(requests, MODEL, config, Deployment(), kv_blocks=120)
+        return sorted((s.request.id, s.finish_s, s.preemptions) for s in result.sequences)
+
+    plain = served()
+    monkeypatch.setattr(scheduler, "id", lambda obj: -builtins.id(obj), raising=False)
+    assert served() == plain
 
 
 def test_a_preempted_sequence_does_not_take_its_blocks_straight_back():
