@@ -68,42 +68,78 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
 Token = base(TokenType)
 
 
-PROGRAM_HARDWARE_ATTR = "hardware"
-"""On an `event.program` of a module targeted at a cluster of several node kinds:
-the GPU (its ref) the stage runs on."""
-
-RECOMPUTE_FLOPS = "recompute_flops"
-"""An event.program's attribute: the FLOPs per rank its step spends re-running the
-forward (recompute), which model FLOPs (MFU) leave out and hardware FLOPs count."""
-
-
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
-    """The events of one rank class; `ranks` GPUs run it."""
+    """The events of one rank class; `ranks` GPUs run it. A pipeline stage's
+    program names its `stage`; the program that feeds the step's tokens in
+    states how many (`tokens`, for throughput); `recompute_flops` are the FLOPs
+    per rank its step spends re-running the forward (recompute), which model
+    FLOPs (MFU) leave out and hardware FLOPs count; on a cluster of several
+    node kinds, `hardware` is the GPU (its ref) the stage runs on."""
 
     name = "event.program"
 
     sym_name = prop_def(SymbolNameConstraint())
     ranks = prop_def(IntegerAttr[I64])
+    stage = opt_prop_def(IntegerAttr[I64])
+    tokens = opt_prop_def(IntegerAttr[I64])
+    recompute_flops = opt_prop_def(FloatAttr[Float64Type])
+    hardware = opt_prop_def(StringAttr)
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), NoTerminator(), SymbolTable())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name `ranks` $ranks attr-dict-with-keyword $body"
 
-    def __init__(self, sym_name: str, ranks: int, body, **attrs):
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(sym_name),
-                "ranks": IntegerAttr(ranks, 64),
-            },
-            regions=[body],
-            attributes=attrs,
-        )
+    def __init__(
+        self,
+        sym_name: str,
+        ranks: int,
+        body,
+        stage: int | None = None,
+        tokens: int | None = None,
+        recompute_flops: float | None = None,
+        hardware: str | None = None,
+    ):
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(sym_name), "ranks": IntegerAttr(ranks, 64)}
+        if stage is not None:
+            properties["stage"] = IntegerAttr(stage, 64)
+        if tokens is not None:
+            properties["tokens"] = IntegerAttr(tokens, 64)
+        if recompute_flops is not None:
+            properties["recompute_flops"] = FloatAttr(float(recompute_flops), Float64Type())
+        if hardware is not None:
+            properties["hardware"] = StringAttr(hardware)
+        super().__init__(properties=properties, regions=[body])
+
+    def stage_index(self) -> int:
+        """The pipeline stage the program runs (0 when it names none)."""
+        return self.stage.value.data if self.stage is not None else 0
+
+    def token_count(self) -> int:
+        """Tokens the step feeds in through this program (0 when it states none)."""
+        return self.tokens.value.data if self.tokens is not None else 0
+
+    def recomputed_flops(self) -> float:
+        return self.recompute_flops.value.data if self.recompute_flops is not None else 0.0
+
+    def hardware_ref(self) -> str:
+        """The GPU the program's ranks are, where not the target's ("" otherwise)."""
+        return self.hardware.data if self.hardware is not None else ""
 
     def verify_(self) -> None:
         if self.ranks.value.data < 1:
             raise VerifyException(f"ranks must be >= 1, got {self.ranks.value.data}")
+        for name in ("stage", "tokens"):
+            count = self.properties.get(name)
+            if isinstance(count, IntegerAttr) and count.value.data < 0:
+                raise VerifyException(f"{name} must be >= 0, got {count.value.data}")
+        if self.recompute_flops is not None and not 0 <= self.recompute_flops.value.data < math.inf:
+            raise VerifyException(
+                f"recompute_flops must be finite and >= 0, got {self.recompute_flops.value.data}"
+            )
+        if self.hardware is not None and not self.hardware.data:
+            raise VerifyException("hardware must name a GPU")
 
 
 class StreamKind(StrEnum):
@@ -330,19 +366,45 @@ class LaunchOp(EventOpBase):
     STREAM_KIND: ClassVar[str] = "host"
 
 
+class ScheduleItem(StrEnum):
+    """A pipeline schedule's unit of work on one micro-batch (parallel/schedules)."""
+
+    F = "F"
+    """A forward."""
+    B = "B"
+    """A backward (all of it, or its input gradients when the weights' are split off)."""
+    W = "W"
+    """The weight gradients of a split backward (zero-bubble schedules)."""
+
+
+@irdl_attr_definition
+class ScheduleItemAttr(EnumAttribute[ScheduleItem], SpacedOpaqueSyntaxAttribute):
+    """`#event<item F>`: which schedule item an `event.wait` marks the end of."""
+
+    name = "event.item"
+
+
 @irdl_op_definition
 class WaitOp(IRDLOperation):
-    """Join: completes when all `deps` have completed; takes no time."""
+    """Join: completes when all `deps` have completed; takes no time. With `item`
+    it marks where a schedule item (a micro-batch's forward, backward or weight
+    gradients) ends on its stage: memory over time counts the items done."""
 
     name = "event.wait"
 
     deps = var_operand_def(Token)
+    item = opt_prop_def(ScheduleItemAttr)
     token = result_def(TokenType)
 
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $deps `)` attr-dict"
 
-    def __init__(self, deps):
-        super().__init__(operands=[list(deps)], result_types=[TokenType()])
+    def __init__(self, deps, item: ScheduleItem | None = None):
+        super().__init__(
+            operands=[list(deps)],
+            result_types=[TokenType()],
+            properties={"item": ScheduleItemAttr(item)} if item is not None else {},
+        )
 
 
 @irdl_op_definition
@@ -362,14 +424,23 @@ class BarrierOp(IRDLOperation):
         super().__init__(result_types=[TokenType()])
 
 
+LAYER_REPEAT = "repeat"
+"""The `label` of the loop a `sim.repeat` (a model's identical layers) lowers to."""
+
+
 @irdl_op_definition
 class LoopOp(IRDLOperation):
     """Run the body `count` times; the body's token argument is the previous
-    iteration's yield (`init` first); the result is the last iteration's yield."""
+    iteration's yield (`init` first); the result is the last iteration's yield.
+    `label` names what repeats: LAYER_REPEAT for a model's layers, the schedule
+    items of one run of a pipeline schedule (`F0,B1`: a forward of chunk 0 then a
+    backward of chunk 1). A labelled loop's iterations are alike, which lets the
+    interpreter fold them."""
 
     name = "event.loop"
 
     count = prop_def(IntegerAttr[I64])
+    label = opt_prop_def(StringAttr)
     init = operand_def(Token)
     token = result_def(TokenType)
     body = region_def("single_block")
@@ -377,18 +448,25 @@ class LoopOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$count `iter` `(` $init `)` attr-dict-with-keyword $body"
 
-    def __init__(self, count: int, init, body, **attrs):
+    def __init__(self, count: int, init, body, label: str | None = None):
+        properties: dict[str, Attribute] = {"count": IntegerAttr(count, 64)}
+        if label is not None:
+            properties["label"] = StringAttr(label)
         super().__init__(
             operands=[init],
             result_types=[TokenType()],
-            properties={"count": IntegerAttr(count, 64)},
+            properties=properties,
             regions=[body],
-            attributes=attrs,
         )
+
+    def is_layer_repeat(self) -> bool:
+        return self.label is not None and self.label.data == LAYER_REPEAT
 
     def verify_(self) -> None:
         if self.count.value.data < 1:
             raise VerifyException(f"count must be >= 1, got {self.count.value.data}")
+        if self.label is not None and not self.label.data:
+            raise VerifyException("label must not be empty")
         args = self.body.block.args
         if len(args) != 1 or not isinstance(args[0].type, TokenType):
             raise VerifyException("body takes exactly one !event.token argument")
@@ -419,5 +497,5 @@ is an error, not an attribute nobody reads."""
 Event = Dialect(
     "event",
     [ProgramOp, StreamOp, ComputeOp, CommOp, LaunchOp, WaitOp, BarrierOp, LoopOp, YieldOp],
-    [StreamKindAttr, TokenType],
+    [ScheduleItemAttr, StreamKindAttr, TokenType],
 )

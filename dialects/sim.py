@@ -184,8 +184,6 @@ DROPOUT_ATTR = "dropout"
 """A unit attribute on `sim.attention`: the softmax is followed by dropout, whose
 mask (1 byte per score) and output are saved as well (Megatron's attention
 dropout, Korthikanti et al. 2022, eq. 2)."""
-ATTENTION_KERNEL_ATTR = "kernel"
-"""Which flash-attention kernel runs an attention op (`fuse`; the cost engine reads it)."""
 FIRST_FORWARD_ATTR = "sim.first_forward"
 """On the ops of a parameter gather (packing, all_gathers, unpacking) that run only
 in a chunk's first forward of the step (data-parallel's ZeRO-3)."""
@@ -609,6 +607,25 @@ class OptimizerKind(StrEnum):
     SGD = "sgd"
 
 
+class AttentionKernel(StrEnum):
+    """The flash-attention kernel that runs a flash `sim.attention` (`fuse`'s
+    `attention-kernel`); the cost engine prices each."""
+
+    FLASH2 = "flash2"
+    """FlashAttention-2."""
+    FLASH3 = "flash3"
+    """FlashAttention-3 (Hopper)."""
+    TRITON = "triton"
+    """The Triton FlashAttention of 2022-23."""
+
+
+@irdl_attr_definition
+class AttentionKernelAttr(_QuotedKind, EnumAttribute[AttentionKernel], SpacedOpaqueSyntaxAttribute):
+    """A flash attention's kernel (`AttentionKernel`)."""
+
+    name = "sim.attention_kernel"
+
+
 @irdl_attr_definition
 class OptimizerKindAttr(_QuotedKind, EnumAttribute[OptimizerKind], SpacedOpaqueSyntaxAttribute):
     """A `sim.optimizer_step`'s kind (`OptimizerKind`)."""
@@ -789,7 +806,9 @@ class _AttentionBase(ComputeOp, abc.ABC):
     `chunk` (causal only, not with a window): the sequence is cut into chunks
     of `chunk` tokens and a query at position p sees the keys of its own chunk,
     floor(p / chunk) * chunk .. p (Llama 4's chunked attention,
-    `attention_chunk_size`)."""
+    `attention_chunk_size`).
+    `kernel` (flash only): the flash kernel that runs it; absent: the cost
+    engine's default."""
 
     q = operand_def(AnyTensor)
     k = operand_def(AnyTensor)
@@ -798,6 +817,7 @@ class _AttentionBase(ComputeOp, abc.ABC):
     flash = opt_prop_def(UnitAttr)
     window = opt_prop_def(IntegerAttr[I64])
     chunk = opt_prop_def(IntegerAttr[I64])
+    kernel = opt_prop_def(AttentionKernelAttr)
 
     def window_size(self) -> int:
         """Keys a query may see at most; 0: no window."""
@@ -844,6 +864,8 @@ class _AttentionBase(ComputeOp, abc.ABC):
             raise VerifyException(
                 "a chunk and a window exclude each other: a query sees its chunk or its window"
             )
+        if self.kernel is not None and self.flash is None:
+            raise VerifyException(f"a kernel ({self.kernel.data}) runs a flash attention only")
 
     def score_pairs(self) -> float:
         """(query, key) pairs computed per batch row and head; a causal mask keeps
@@ -1859,6 +1881,7 @@ Sim = Dialect(
         OptimizerKindAttr,
         ParamRoleAttr,
         PhaseKindAttr,
+        AttentionKernelAttr,
         PipelineAttr,
         ReduceKindAttr,
         TokenType,

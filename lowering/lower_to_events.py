@@ -34,7 +34,6 @@ import math
 from math import prod
 
 from xdsl.dialects.builtin import (
-    FloatAttr,
     IntegerType,
     TensorType,
     IntegerAttr,
@@ -45,7 +44,6 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import event
-from charon_ir.dialects.event import PROGRAM_HARDWARE_ATTR
 from charon_ir.dialects.coll import (
     AllReduceOp,
     CollectiveOp,
@@ -326,7 +324,7 @@ class _Emitter:
         done = inner.join(term.values) if inner.deps_of(term.values) else prev
         body_block.add_op(event.YieldOp(done))
         loop = event.LoopOp(
-            op.trip_count, init, Region(body_block), label=StringAttr("repeat")
+            op.trip_count, init, Region(body_block), label=event.LAYER_REPEAT
         )
         token = self.emit(loop)
         self.last_compute = token
@@ -401,14 +399,14 @@ def _stream_ops(streams: dict[str, list[str] | None]) -> list[event.StreamOp]:
     ]
 
 
-def _program(name: str, ranks: int, body: Block, streams, **attrs) -> event.ProgramOp:
+def _program(name: str, ranks: int, body: Block, streams, **fields) -> event.ProgramOp:
     first = body.first_op
     for s in _stream_ops(streams):
         if first is None:
             body.add_op(s)
         else:
             body.insert_op_before(s, first)
-    return event.ProgramOp(name, ranks, Region(body), **attrs)
+    return event.ProgramOp(name, ranks, Region(body), **fields)
 
 
 def recomputed_flops(phase: Operation | None) -> float:
@@ -506,13 +504,12 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
                 # a marker at the item's end: memory over time counts forwards
                 # done and backwards done per stage
                 if last_compute is not None:
-                    marker = event.WaitOp([last_compute])
-                    marker.attributes["item"] = StringAttr(kind[0])
+                    marker = event.WaitOp([last_compute], event.ScheduleItem(kind[0]))
                     loop_body.add_op(marker)
             done = loop_body.last_op.results[0] if loop_body.last_op else loop_body.args[0]
             loop_body.add_op(event.YieldOp(done))
             label = ",".join(f"{k}{c}" for k, c in pattern)
-            loop = event.LoopOp(count, prev, Region(loop_body), label=StringAttr(label))
+            loop = event.LoopOp(count, prev, Region(loop_body), label=label)
             body.add_op(loop)
             prev = loop.token
         for chunk in range(vpp):
@@ -521,17 +518,16 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
                 emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target,
                                    groups=groups, blocking=blocking, host_launch=host_launch)
                 emitter.lower_op(opt)
-        attrs = {"stage": IntegerAttr(s, 64)}
-        if s == 0 and tokens:
-            attrs["tokens"] = IntegerAttr(tokens, 64)
         recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], PhaseKind.BACKWARD)) for c in range(vpp))
-        if recomputed:
-            attrs[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed, 64)
         kind = by_virtual[s].attributes.get(NODE_KIND_ATTR)
+        hardware = None
         if target.heterogeneous and isinstance(kind, StringAttr) and target.cluster is not None:
             # a stage on a cluster of several node kinds names its GPU for the report
-            attrs[PROGRAM_HARDWARE_ATTR] = StringAttr(target.cluster.kind(kind.data).gpu.ref)
-        programs.append(_program(f"stage{s}", target.gpus // pp, body, streams, **attrs))
+            hardware = target.cluster.kind(kind.data).gpu.ref
+        programs.append(_program(
+            f"stage{s}", target.gpus // pp, body, streams, stage=s,
+            tokens=tokens if s == 0 and tokens else None, recompute_flops=recomputed or None, hardware=hardware,
+        ))
     return programs
 
 
@@ -591,8 +587,6 @@ class LowerToEventsPass(ModulePass):
         for top in reversed(to_erase):
             top.detach()
             top.erase(safe_erase=False)
-        attrs: dict = {"tokens": IntegerAttr(tokens, 64)} if tokens else {}
-        if recomputed:
-            attrs[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed, 64)
-        op.body.block.add_op(_program("main", target.gpus, body, streams, **attrs))
+        op.body.block.add_op(_program("main", target.gpus, body, streams,
+                                      tokens=tokens or None, recompute_flops=recomputed or None))
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -53,7 +53,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import sim
-from charon_ir.dialects.sim import ATTENTION_KERNEL_ATTR, ElementwiseKind
+from charon_ir.dialects.sim import ElementwiseKind
 from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import Roots
@@ -393,14 +393,14 @@ class FlashAttention(RewritePattern):
     """Mark attention flash: scores stay in on-chip memory; with a `kernel`, name
     the flash kernel that runs it."""
 
-    def __init__(self, kernel: str = ""):
+    def __init__(self, kernel: sim.AttentionKernel | None = None):
         self.kernel = kernel
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)) and op.flash is None:
             op.properties["flash"] = UnitAttr()
-            if self.kernel:
-                op.attributes[ATTENTION_KERNEL_ATTR] = StringAttr(self.kernel)
+            if self.kernel is not None:
+                op.properties["kernel"] = sim.AttentionKernelAttr(self.kernel)
             rewriter.handle_operation_modification(op)
 
 
@@ -639,7 +639,7 @@ class FusePass(ModulePass):
         saved: list[SavedInternals] = []
         patterns: list[RewritePattern] = []
         if self.attention:
-            patterns.append(FlashAttention(self.attention_kernel))
+            patterns.append(FlashAttention(sim.AttentionKernel(self.attention_kernel) if self.attention_kernel else None))
         if self.norm:
             patterns += [FuseRmsNorm(saved), FuseNormBias(saved)]
         if self.rope:

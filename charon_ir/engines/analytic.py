@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from charon_ir.dialects.coll import AllToAllOp, CollectiveOp, RecvOp, SendOp
@@ -171,8 +171,8 @@ def unfused_attention_time_s(
 def attention_kernel_of(op: Operation) -> str:
     """The flash kernel `fuse{attention-kernel=...}` named on the op, else the
     engine's default."""
-    attr = op.attributes.get("kernel")
-    return attr.data if isinstance(attr, StringAttr) else DEFAULT_ATTENTION_KERNEL
+    kernel = op.kernel if isinstance(op, (AttentionOp, AttentionGradOp)) else None
+    return kernel.data.value if kernel is not None else DEFAULT_ATTENTION_KERNEL
 
 
 def vector_time_s(gpu: GpuSpec, flops: float, nbytes: float) -> float:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from charon_ir.dialects.sim import AttentionKernel
 from charon_ir.errors import CharonError
 from charon_ir.target.hardware import GpuSpec
 
@@ -132,8 +133,8 @@ ATTENTION_ALIASES = {
 """GPU types that run the same attention kernels on the same SM design."""
 ATTENTION_DEFAULT = AttentionConstants(0.45, 0.81, 0.39, 1.88, 18.77)
 """GPU types without records: about H100 FlashAttention-2 as a share of peak."""
-DEFAULT_ATTENTION_KERNEL = "flash2"
-ATTENTION_KERNELS = ("flash2", "flash3", "triton")
+DEFAULT_ATTENTION_KERNEL = AttentionKernel.FLASH2.value
+ATTENTION_KERNELS = tuple(kernel.value for kernel in AttentionKernel)
 """The flash kernels priced here (`fuse{attention-kernel}`, `--attention-kernel`)."""
 
 

@@ -33,7 +33,7 @@ from itertools import product
 from math import prod
 from pathlib import Path
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 
 from charon_ir.dialects import event
 from charon_ir.dialects.coll import GridOp
@@ -77,18 +77,13 @@ class RankClass:
         return len(self.kind)
 
 
-def _int(attr) -> int:
-    return int(attr.value.data) if isinstance(attr, IntegerAttr) else 0
-
-
 class _Unroller:
     """Unrolls one event program. A token's value is its frontier: per stream,
     the last event it waits for (a later event of a stream implies the earlier
     ones, so a join of joins never grows past one event per stream)."""
 
     def __init__(self, program: event.ProgramOp) -> None:
-        stage = program.attributes.get("stage")
-        self.rc = RankClass(program.sym_name.data, _int(stage), program.ranks.value.data)
+        self.rc = RankClass(program.sym_name.data, program.stage_index(), program.ranks.value.data)
         self.stream_index: dict[str, int] = {}
         self.stream_axes: dict[int, tuple[str, ...]] = {}
         self.last: dict[int, int] = {}

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from charon_ir.dialects.event import RECOMPUTE_FLOPS
 from charon_ir.report.energy import add_training_energy
 from charon_ir.runtime.program import KIND_COMPUTE
 from charon_ir.runtime.timeline import ANY_AXIS, Timeline, exposed_by_axis, measure
@@ -56,7 +55,7 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
     job_flops = float((program.flops * ranks).sum()) if program.num_events else 0.0
     flops_per_gpu = job_flops / target.gpus
     # recompute re-runs forward work: hardware FLOPs count it, model FLOPs do not
-    recomputed = sum(p.attributes.get(RECOMPUTE_FLOPS, 0.0) * p.ranks for p in program.programs)
+    recomputed = sum(p.recompute_flops * p.ranks for p in program.programs)
     model_flops_per_gpu = (job_flops - recomputed) / target.gpus
     tflops = flops_per_gpu / makespan / 1e12 if makespan > 0 else 0.0
     # a pipeline over several kinds of GPU: each stage on its own, MFU and HFU
@@ -68,7 +67,7 @@ def summarize(timeline: Timeline, target: Target) -> dict[str, Any]:
     if mixed:
         for stage, gpu in zip(stages, stage_gpus):
             stage["hardware"] = gpu.name
-    tokens = sum(p.attributes.get("tokens", 0) for p in program.programs)
+    tokens = sum(p.tokens for p in program.programs)
     streams = {
         name: {"busy_s": busy, "utilization": busy / makespan if makespan else 0.0}
         for name, busy in timeline.stream_busy().items()

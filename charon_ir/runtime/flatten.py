@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import Block, SSAValue
 
 from charon_ir.dialects import event
-from charon_ir.dialects.event import PROGRAM_HARDWARE_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.runtime.fold import LoopFolding, LoopSummary, is_foldable
 from charon_ir.runtime.program import (
@@ -122,8 +120,7 @@ class _Builder(LoopFolding):
                     slot(op.token),
                 ))
             elif isinstance(op, event.WaitOp):
-                item = op.attributes.get("item")
-                label = f"end {item.data}" if isinstance(item, StringAttr) else "wait"
+                label = f"end {op.item.data}" if op.item is not None else "wait"
                 code.append(JoinIns(tuple(slot(d) for d in op.deps), label, slot(op.token)))
             elif isinstance(op, event.BarrierOp):
                 code.append(BarrierIns(slot(op.token)))
@@ -132,8 +129,7 @@ class _Builder(LoopFolding):
                 assert isinstance(term, event.YieldOp)
                 arg = slot(op.body.block.args[0])
                 body = self.compile_block(op.body.block, slots)
-                label = op.attributes.get("label")
-                foldable = isinstance(label, StringAttr) and is_foldable(body)
+                foldable = op.label is not None and is_foldable(body)
                 code.append(LoopIns(op.count.value.data, slot(op.init), arg, body, slot(term.token),
                                     slot(op.token), foldable, len(slots), op.body.block))
             else:
@@ -203,7 +199,6 @@ class _Builder(LoopFolding):
             labels=self.labels,
             deps=self.deps,
             engines=engines or {},
-            attributes=first.attributes,
             programs=infos,
             stream_program=list(stream_program),
             event_program=np.asarray(self.program, dtype=np.int64),
@@ -228,17 +223,6 @@ class _Builder(LoopFolding):
                 )
             for s, r in zip(sends, recvs):
                 self.deps[r].append(s)
-
-
-def _program_hardware(program: event.ProgramOp) -> str:
-    hardware = program.attributes.get(PROGRAM_HARDWARE_ATTR)
-    return hardware.data if isinstance(hardware, StringAttr) else ""
-
-
-def _program_attributes(program: event.ProgramOp) -> dict[str, float]:
-    return {
-        k: v.value.data for k, v in program.attributes.items() if isinstance(v, (IntegerAttr, FloatAttr))
-    }
 
 
 def folds_microbatches(programs: list[event.ProgramOp]) -> bool:
@@ -283,8 +267,8 @@ def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=Non
                 stream_program.append(index)
         builder.run_block(program.body.block)
         infos.append(
-            ProgramInfo(program.sym_name.data, program.ranks.value.data, _program_attributes(program),
-                        _program_hardware(program))
+            ProgramInfo(program.sym_name.data, program.ranks.value.data, program.token_count(),
+                        program.recomputed_flops(), program.hardware_ref())
         )
         for op in program.walk():
             if isinstance(op, event.EventOpBase) and op.engine is not None:

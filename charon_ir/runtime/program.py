@@ -30,9 +30,14 @@ before it fills the memory or runs for hours."""
 
 @dataclass
 class ProgramInfo:
+    """What an `event.program` states of its ranks (its declared properties)."""
+
     name: str
     ranks: int
-    attributes: dict[str, float] = field(default_factory=dict)
+    tokens: int = 0
+    """Tokens the step feeds in through the program (for throughput)."""
+    recompute_flops: float = 0.0
+    """FLOPs per rank the step spends re-running the forward."""
     hardware: str = ""
     """The GPU (a ref) the program's ranks are, where it is not the target's (a
     pipeline over a cluster of several node kinds)."""
@@ -55,7 +60,6 @@ class FlatProgram:
     deps: list[list[int]]
     engines: dict[str, int] = field(default_factory=dict)
     """Event ops in the IR priced by each engine (IR ops, not loop iterations)."""
-    attributes: dict[str, float] = field(default_factory=dict)
     programs: list[ProgramInfo] = field(default_factory=list)
     stream_program: list[int] = field(default_factory=list)
     event_program: np.ndarray | None = None
@@ -69,7 +73,7 @@ class FlatProgram:
 
     def __post_init__(self) -> None:
         if not self.programs:
-            self.programs = [ProgramInfo(self.name, self.ranks, self.attributes)]
+            self.programs = [ProgramInfo(self.name, self.ranks)]
         if not self.stream_program:
             self.stream_program = [0] * len(self.streams)
         if self.event_program is None:

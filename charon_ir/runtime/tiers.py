@@ -78,12 +78,10 @@ def recount_schedule(lowered, schedule: str, pp: int, vpp: int, m_a: int, m_b: i
     for program, loops, runs in plan:
         for loop, (_, count) in zip(loops, runs):
             loop.count = IntegerAttr(count, 64)
-        tokens = program.attributes.get("tokens")
-        if isinstance(tokens, IntegerAttr):
-            program.attributes["tokens"] = IntegerAttr(tokens.value.data * m_b // m_a, 64)
-        recomputed = program.attributes.get(event.RECOMPUTE_FLOPS)
-        if isinstance(recomputed, FloatAttr):
-            program.attributes[event.RECOMPUTE_FLOPS] = FloatAttr(recomputed.value.data * m_b / m_a, 64)
+        if program.tokens is not None:
+            program.tokens = IntegerAttr(program.token_count() * m_b // m_a, 64)
+        if program.recompute_flops is not None:
+            program.recompute_flops = FloatAttr(program.recomputed_flops() * m_b / m_a, 64)
     attr = lowered.attributes[PIPELINE_ATTR]
     assert isinstance(attr, PipelineAttr)
     lowered.attributes[PIPELINE_ATTR] = attr.with_microbatches(m_b)

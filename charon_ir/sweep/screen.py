@@ -474,7 +474,7 @@ def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
     (pre, layers, post, exposed tp) seconds, the optimizer's and the FLOPs."""
     module = lowered  # only loop counts change, and each run sets them
     for op in module.walk():
-        if isinstance(op, event.LoopOp) and getattr(op.attributes.get("label"), "data", "") == "repeat":
+        if isinstance(op, event.LoopOp) and op.is_layer_repeat():
             if op.count.value.data > 0:
                 op.count = IntegerAttr(layers, 64)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]

@@ -56,8 +56,8 @@
 // ZBH1:       event.loop 3 iter({{.*}}) attributes {label = "F0"}
 // ZBH1:       event.loop 5 iter({{.*}}) attributes {label = "F0,B0,W0"}
 // ZBH1:       event.comm "recv" on @comm_pp_recv {{.*}} channel = "grad"
-// ZBH1:       event.wait({{.*}}) {item = "B"}
-// ZBH1:       event.wait({{.*}}) {item = "W"}
+// ZBH1:       event.wait({{.*}}) {item = #event<item B>}
+// ZBH1:       event.wait({{.*}}) {item = #event<item W>}
 // ZBH1:       event.loop 3 iter({{.*}}) attributes {label = "B0,W0"}
 // ZBH1:       event.compute "optimizer_step"
 // ZBH1-LABEL: event.program @stage1

@@ -80,6 +80,7 @@ OP_KINDS = [
     (sim.ReduceKindAttr, sim.ReduceKind),
     (sim.ElementwiseKindAttr, sim.ElementwiseKind),
     (sim.OptimizerKindAttr, sim.OptimizerKind),
+    (sim.AttentionKernelAttr, sim.AttentionKernel),
 ]
 
 

@@ -118,3 +118,49 @@ event.program @p ranks 1 {
   %a = event.compute "mm" on @compute duration 1.0 {bytes = 8 : i64}
 }
 // CHECK: error: 'event.compute' op 'event.compute' declares no bytes (its fields: engine, flops)
+
+// -----
+
+event.program @p ranks 1 attributes {stage = -1 : i64} {
+  event.stream @compute compute
+}
+// CHECK: error: 'event.program' op stage must be >= 0, got -1
+
+// -----
+
+event.program @p ranks 1 attributes {tokens = -8 : i64} {
+  event.stream @compute compute
+}
+// CHECK: error: 'event.program' op tokens must be >= 0, got -8
+
+// -----
+
+event.program @p ranks 1 attributes {recompute_flops = -1.0 : f64} {
+  event.stream @compute compute
+}
+// CHECK: error: 'event.program' op recompute_flops must be finite and >= 0, got -1.0
+
+// -----
+
+event.program @p ranks 1 attributes {hardware = ""} {
+  event.stream @compute compute
+}
+// CHECK: error: 'event.program' op hardware must name a GPU
+
+// -----
+
+event.program @p ranks 1 attributes {stage = "0"} {
+  event.stream @compute compute
+}
+// CHECK: error: 'event.program' op "0" should be of base attribute integer
+
+// -----
+
+event.program @p ranks 1 {
+  %s = event.wait()
+  %l = event.loop 2 iter(%s) attributes {label = ""} {
+  ^bb0(%t: !event.token):
+    event.yield %t
+  }
+}
+// CHECK: error: 'event.loop' op label must not be empty

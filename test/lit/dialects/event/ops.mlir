@@ -40,3 +40,27 @@ builtin.module {
 // CHECK-NEXT:   }
 // CHECK-NEXT:   event.wait(%[[L]], %[[MM]])
 // CHECK-NEXT: }
+
+// What a program states of its ranks (stage, tokens, recompute_flops, hardware),
+// a loop's label and the schedule item a wait ends are declared properties,
+// printed in the attribute dictionary.
+builtin.module {
+  event.program @stage1 ranks 4 attributes {stage = 1 : i64, tokens = 8192 : i64, recompute_flops = 2.5e+12 : f64, hardware = "H200-SXM-141GB"} {
+    event.stream @compute compute
+    %s = event.wait()
+    %l = event.loop 2 iter(%s) attributes {label = "F0,B0"} {
+    ^bb0(%t: !event.token):
+      %f = event.compute "matmul" on @compute duration 1.0e-03 after(%t)
+      %e = event.wait(%f) {item = #event<item F>}
+      event.yield %e
+    }
+  }
+}
+// CHECK:      event.program @stage1 ranks 4 attributes {stage = 1 : i64, tokens = 8192 : i64, recompute_flops = 2.500000e+12 : f64, hardware = "H200-SXM-141GB"} {
+// CHECK:        %{{.*}} = event.loop 2 iter(%{{.*}}) attributes {label = "F0,B0"} {
+// CHECK:          %[[F:.*]] = event.compute "matmul"
+// CHECK-NEXT:     %[[E:.*]] = event.wait(%[[F]]) {item = #event<item F>}
+// CHECK-NEXT:     event.yield %[[E]]
+// GENERIC:    "event.program"() <{sym_name = "stage1", ranks = 4 : i64, stage = 1 : i64, tokens = 8192 : i64, recompute_flops = 2.500000e+12 : f64, hardware = "H200-SXM-141GB"}>
+// GENERIC:    "event.loop"(%{{.*}}) <{count = 2 : i64, label = "F0,B0"}>
+// GENERIC:    "event.wait"(%{{.*}}) <{item = #event<item F>}>

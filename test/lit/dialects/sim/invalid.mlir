@@ -210,3 +210,10 @@ sim.phase "forward" {
 
 %p = sim.param "p" {split = "row"} : tensor<4x4xbf16>
 // CHECK: error: 'sim.param' op "row" should be of base attribute sim.split
+
+// -----
+
+%q = sim.input "q" : tensor<1x16x8x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k {causal, kernel = #sim<attention_kernel "flash3">} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
+// CHECK: error: 'sim.attention' op a kernel (flash3) runs a flash attention only

@@ -41,3 +41,10 @@ sim.optimizer_step "lion" (%w : tensor<64xbf16>) grads (%g : tensor<64xbf16>)
   "sim.yield"() : () -> ()
 }) : () -> ()
 // CHECK: Expected `forward`, `backward`, `optimizer`, `prefill`, or `decode`.
+
+// -----
+
+%q = sim.input "q" : tensor<1x16x8x64xbf16>
+%k = sim.input "k" : tensor<1x16x4x64xbf16>
+%o = sim.attention %q, %k, %k {causal, flash, kernel = #sim<attention_kernel "flash9">} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
+// CHECK: Expected `flash2`, `flash3`, or `triton`.

@@ -128,6 +128,12 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   %cb = sim.elementwise "add" %ca, %ca {sim.cost = #sim.cost<engine = "analytic", bytes = 192, flops = 32, time_s = 2.5e-06>} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
   // CHECK:      %[[CB:.*]] = sim.elementwise "add" %{{.*}}, %{{.*}} {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
   // GENERIC:    "sim.elementwise"(%{{.*}}, %{{.*}}) <{kind = #sim<elementwise_kind "add">}> {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">}
+  // A flash attention may name the kernel that runs it (`#sim<attention_kernel ...>`).
+  %aq = sim.input "aq" : tensor<1x16x8x64xbf16>
+  %ak = sim.input "ak" : tensor<1x16x4x64xbf16>
+  %ao = sim.attention %aq, %ak, %ak {causal, flash, kernel = #sim<attention_kernel "flash3">} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
+  // CHECK:      sim.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, flash, kernel = #sim<attention_kernel "flash3">} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
+  // GENERIC:    "sim.attention"(%{{.*}}, %{{.*}}, %{{.*}}) <{causal, flash, kernel = #sim<attention_kernel "flash3">}>
   // Op kinds are enum attributes (#sim<phase_kind ...>, #sim<norm_kind ...>, ...),
   // printed as the string literal they always were; a bare word parses too.
   %kx = sim.input "kx" : tensor<4x8xbf16>
