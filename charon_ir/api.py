@@ -139,6 +139,13 @@ class TrainingConfig:
     """With fp8: the layers' GEMM weights are kept in fp8 (memory-analysis'
     `fp8-params`: NeMo's `fp8_params`, Megatron's `--fp8-param-gather`). Their
     ZeRO gathers are still priced at the IR's 16 bits."""
+    fp8_weight_cache: bool = False
+    """With fp8 and 16-bit weights: the framework passes Transformer Engine
+    `is_first_microbatch`, so each weight is cast (with its transpose) on a chunk's
+    first micro-batch of a step and read from TE's cache after (Megatron-Core:
+    `set_is_first_microbatch`, pipeline_parallel/schedules.py); False: cast on every
+    forward (`cost-annotate{fp8-weight-casts}`). Weights kept in fp8 (`fp8_params`)
+    are not cast per GEMM at all."""
     zero3_live_params: int = 0
     """Under ZeRO-3 / FSDP: the most parameter elements gathered at once
     (memory-analysis' `zero3-live-params`: DeepSpeed's `stage3_max_live_parameters`
@@ -450,6 +457,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     cost: dict[str, Any] = {"engines": config.engines, "fp8_gemms": fp8, "fp8_casts": fp8}
     if fp8:
         cost["fp8_recipe"] = config.fp8_recipe
+        if config.fp8_params or config.fp8_weight_cache:
+            cost["fp8_weight_casts"] = "none" if config.fp8_params else "first-microbatch"
     plan.append(("cost-annotate", cost))
     return plan
 

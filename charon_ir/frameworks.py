@@ -83,7 +83,16 @@ def _is_blackwell(resolved: Resolved) -> bool:
     return str(resolved.get("hardware", "")).upper().startswith(("B200", "GB200", "B300", "GB300"))
 
 
+def _is_fp8(resolved: Resolved) -> bool:
+    return resolved.get("precision") == "fp8"
+
+
 _MEGATRON_CORE: tuple[Rule, ...] = (
+    Rule("fp8_weight_cache", lambda r: True,
+         "TE modules called with is_first_microbatch, set on each chunk's first micro-batch of a step "
+         "(set_is_first_microbatch, megatron/core/pipeline_parallel/schedules.py; extensions/"
+         "transformer_engine.py): fp8 weights cast once per step, cached for the later micro-batches",
+         applies=_is_fp8),
     Rule("sequence_parallel", lambda r: r.get("tp", 1) > 1,
          "--sequence-parallel with tp > 1 (Megatron-Core example scripts, NeMo/Megatron-Bridge recipes)"),
     Rule("zero", lambda r: 0 if r.get("fsdp") else 1,
@@ -107,10 +116,6 @@ _FP32_MAIN_GRADS = Rule(
     "grad_bytes", lambda r: 4,
     "fp32 main gradients: --bf16 sets accumulate_allreduce_grads_in_fp32 unless --grad-reduce-in-bf16 "
     "(megatron/training/arguments.py validate_args)")
-
-
-def _is_fp8(resolved: Resolved) -> bool:
-    return resolved.get("precision") == "fp8"
 
 
 def _fp8_recipe(default_hopper: str, why: str) -> Rule:

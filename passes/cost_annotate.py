@@ -20,6 +20,15 @@ Options:
   history: one pass), `current` (the tensor's own amax first: one more read),
   `mxfp8` or `blockwise` (block scales written beside the data); bytes per
   operand element in `analytic.FP8_CAST_BYTES_PER_OPERAND_ELEMENT` (default delayed).
+- fp8-weight-casts: with fp8-casts, how often a GEMM's weight operand (a
+  `sim.param`, or ZeRO's gathered `param_unpack`) is cast: `every` run (default;
+  TE with `is_first_microbatch=None`, as llm-foundry calls it), `first-microbatch`
+  (Megatron-Core's TE wrappers pass `is_first_microbatch`, set on each chunk's
+  first micro-batch of a step by `set_is_first_microbatch`, and TE keeps the fp8
+  weight and its transpose for the later ones: 1 / microbatches of the cast per
+  run, microbatches from the module's `#sim.pipeline`), or `none` (fp8 parameters,
+  `--fp8-param-gather`: the weights are stored in fp8, cast by the optimizer step,
+  and TE reads them as they are).
 
 Ops inside a `sim.repeat` are priced once: the cost is per iteration. On a
 cluster of several node kinds each `sim.stage` is priced on the GPU and links of
@@ -30,10 +39,11 @@ are priced before collectives: a collective overlapped with GEMMs
 """
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Operation, Region
+from xdsl.ir import BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -45,10 +55,14 @@ from xdsl.pattern_rewriter import (
 from charon_ir.dialects.coll import CollectiveOp
 from charon_ir.dialects.sim import (
     COST_ATTR,
+    NODE_KIND_ATTR,
+    PIPELINE_ATTR,
     ComputeOp,
     CostAttr,
+    GenericOp,
     MatmulOp,
-    NODE_KIND_ATTR,
+    ParamOp,
+    PipelineAttr,
     RepeatOp,
     StageOp,
 )
@@ -96,6 +110,8 @@ class PriceFp8Gemm(RewritePattern):
     target: Target
     casts: bool = False
     recipe: str = "delayed"
+    weight_share: float = 1.0
+    """The part of a weight operand's cast paid per run (`fp8-weight-casts`)."""
     engine: AnalyticEngine = field(default_factory=AnalyticEngine)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
@@ -106,10 +122,24 @@ class PriceFp8Gemm(RewritePattern):
         cost = self.engine.price_compute(op, self.fp8_target)
         time_s, nbytes = cost.time_s, cost.bytes
         if self.casts:
-            cast_s, cast_bytes = fp8_cast_time_s(op, self.target.gpu, self.recipe)
+            shares = (self.weight_share if _is_weight(op.lhs) else 1.0,
+                      self.weight_share if _is_weight(op.rhs) else 1.0)
+            cast_s, cast_bytes = fp8_cast_time_s(op, self.target.gpu, self.recipe, shares)
             time_s, nbytes = time_s + cast_s, nbytes + cast_bytes
         op.attributes[COST_ATTR] = CostAttr(time_s, cost.flops, nbytes, cost.engine)
         rewriter.handle_operation_modification(op)
+
+
+def _is_weight(value: SSAValue) -> bool:
+    """Whether a GEMM operand is a model weight: a `sim.param`, a layer's slice of
+    one (a `sim.repeat` block argument), or ZeRO's gathered copy (`param_unpack`)."""
+    while isinstance(value, BlockArgument):
+        owner = value.block.parent_op()
+        if not isinstance(owner, RepeatOp):
+            return False
+        value = owner.operands[value.index]
+    op = value.owner
+    return isinstance(op, ParamOp) or (isinstance(op, GenericOp) and op.callee.data == "param_unpack")
 
 
 def _in_layers(op: Operation) -> bool:
@@ -129,6 +159,7 @@ class CostAnnotatePass(ModulePass):
     fp8_gemms: bool = False
     fp8_casts: bool = False
     fp8_recipe: str = "delayed"
+    fp8_weight_casts: Literal["every", "first-microbatch", "none"] = "every"
 
     def engine_chain(self) -> tuple[CostEngine, ...]:
         names = (self.engines,) if isinstance(self.engines, str) else self.engines
@@ -168,6 +199,18 @@ class CostAnnotatePass(ModulePass):
             self.price(stage.body, chain, own, target.across(kinds, own.gpu))
         self.price(op.body, chain, target)  # anything outside the stages
 
+    def weight_share(self, region: Region) -> float:
+        """The part of a weight's fp8 cast paid per GEMM run (`fp8-weight-casts`)."""
+        if self.fp8_weight_casts == "none":
+            return 0.0
+        module = region.parent_op()
+        while module is not None and not isinstance(module, ModuleOp):
+            module = module.parent_op()
+        pipeline = module.attributes.get(PIPELINE_ATTR) if module is not None else None
+        if self.fp8_weight_casts == "first-microbatch" and isinstance(pipeline, PipelineAttr):
+            return 1 / pipeline.microbatches.data
+        return 1.0
+
     def price(self, region: Region, chain: tuple[CostEngine, ...], target: Target,
               across_stages: Target | None = None) -> None:
         # compute first: a collective overlapped with GEMMs (--tp-comm-overlap)
@@ -175,7 +218,8 @@ class CostAnnotatePass(ModulePass):
         compute: list[RewritePattern] = [PriceOp(chain, target, (ComputeOp,))]
         if self.fp8_gemms:
             fp8_target = fp8_gemm_target(target, "cost-annotate: option 'fp8-gemms'")
-            compute.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts, self.fp8_recipe))
+            compute.insert(0, PriceFp8Gemm(fp8_target, target, self.fp8_casts, self.fp8_recipe,
+                                           self.weight_share(region)))
         for patterns in (compute, [PriceOp(chain, target, across_stages=across_stages)]):
             PatternRewriteWalker(
                 GreedyRewritePatternApplier(patterns, dce_enabled=False),

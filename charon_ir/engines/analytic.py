@@ -214,12 +214,15 @@ elements for each of the two orientations."""
 FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_OPERAND_ELEMENT)
 
 
-def fp8_cast_time_s(op: MatmulOp, gpu: GpuSpec, recipe: str = "delayed") -> tuple[float, float]:
+def fp8_cast_time_s(op: MatmulOp, gpu: GpuSpec, recipe: str = "delayed",
+                    shares: tuple[float, float] = (1.0, 1.0)) -> tuple[float, float]:
     """(seconds, bytes) of Transformer Engine's cast and transpose kernels that
     one fp8 GEMM of a training step carries (FP8_CAST_BYTES_PER_OPERAND_ELEMENT
-    of `recipe` per element of each operand), as memory-bound kernels at the
-    GPU's 16-bit HBM bandwidth."""
-    nbytes = FP8_CAST_BYTES_PER_OPERAND_ELEMENT[recipe] * (numel(op.lhs) + numel(op.rhs))
+    of `recipe` per element of each operand, times the operand's share: the part
+    of its cast paid per run of the GEMM, below 1 for a weight cast once per step),
+    as memory-bound kernels at the GPU's 16-bit HBM bandwidth."""
+    lhs, rhs = shares
+    nbytes = FP8_CAST_BYTES_PER_OPERAND_ELEMENT[recipe] * (lhs * numel(op.lhs) + rhs * numel(op.rhs))
     return roofline_time_s(0.0, memory_time_s(gpu, nbytes)), nbytes
 
 

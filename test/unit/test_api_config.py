@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from charon_ir.api import TrainingConfig, overlap_model, pass_plan
+from charon_ir.api import TrainingConfig, configure, overlap_model, pass_plan
 from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
 from charon_ir.errors import CharonError
 from charon_ir.runtime.interpreter import OverlapModel
@@ -33,6 +33,21 @@ def test_fp8_training_prices_transformer_engines_casts():
     assert options(plan, "cost-annotate")["fp8_gemms"] and options(plan, "cost-annotate")["fp8_casts"]
     plan = pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=8))
     assert not options(plan, "cost-annotate")["fp8_casts"]
+
+
+def test_fp8_weight_casts_follow_the_framework():
+    """Megatron-Core's TE modules cast their weights on a chunk's first
+    micro-batch only; weights kept in fp8 are not cast per GEMM; llm-foundry
+    (is_first_microbatch None) casts them every forward."""
+    def weight_casts(framework, **settings):
+        config, _ = configure("llama-3.1-8b", framework, gpus=8, precision="fp8", **settings)
+        return options(pass_plan(config), "cost-annotate").get("fp8_weight_casts", "every")
+    assert weight_casts("megatron-core") == "first-microbatch"
+    assert weight_casts("megatron-core", fp8_params=True) == "none"
+    assert weight_casts("megatron-bridge") == "none"  # its fp8_param_gather for FP8-CS
+    assert weight_casts("llm-foundry") == "every"
+    assert "fp8_weight_casts" not in options(pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=8)),
+                                             "cost-annotate")
 
 
 def test_overlap_param_gather_is_a_data_parallel_option():

@@ -9,6 +9,9 @@
 // RUN: charon-opt %S/Inputs/fp8_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-recipe=current}' | filecheck %s --check-prefix=CURRENT
 // RUN: charon-opt %S/Inputs/fp8_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-recipe=mxfp8}' | filecheck %s --check-prefix=MXFP8
 // RUN: not charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-recipe=nvfp4}' 2>&1 | filecheck %s --check-prefix=RECIPE-ERR
+// RUN: charon-opt %S/Inputs/fp8_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-weight-casts=none}' | filecheck %s --check-prefix=FP8-PARAMS
+// RUN: charon-opt %S/Inputs/fp8_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-weight-casts=first-microbatch}' | filecheck %s --check-prefix=CASTS
+// RUN: not charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate{fp8-gemms=true fp8-casts=true fp8-weight-casts=never}' 2>&1 | filecheck %s --check-prefix=WEIGHT-ERR
 
 // An 8192^3 bf16 GEMM on H100 (989.4 TFLOP/s dense, 3.35 TB/s) is compute bound:
 // 2 * 8192^3 = 1.0995e12 FLOPs, at least 1.111e-3 s (the exact bound is a pytest).
@@ -43,6 +46,13 @@
 // MXFP8: sim.repeat
 // MXFP8: sim.matmul {{.*}} bytes = 6.752829e+08, engine = "analytic">, transpose_rhs}
 // RECIPE-ERR: charon-opt: error: cost-annotate: option 'fp8-recipe' must be one of delayed, current, mxfp8, blockwise, got 'nvfp4'
+// Weights kept in fp8 (fp8-weight-casts=none) are not cast per GEMM: only the
+// activation's 2 * 8192^2 = 1.342177e+08 bytes (5.368709e+08 in all). Cast on the
+// first micro-batch only, a module without #sim.pipeline has one: as CASTS.
+// FP8-PARAMS: sim.repeat
+// FP8-PARAMS: sim.matmul {{.*}} bytes = 5.368709e+08, engine = "analytic">, transpose_rhs}
+// FP8-PARAMS: sim.matmul {{.*}} bytes = 4.026532e+08, engine = "analytic">, transpose_rhs}
+// WEIGHT-ERR: charon-opt: error: invalid pass pipeline {{.*}}fp8-weight-casts=never{{.*}}: Incompatible types: given ('never',), expected typing.Literal['every', 'first-microbatch', 'none']
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
   %a = sim.input "a" : tensor<8192x8192xbf16>

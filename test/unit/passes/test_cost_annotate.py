@@ -128,3 +128,44 @@ def test_overlapped_collectives_are_timed_against_the_gemms_as_priced():
         checked += 1
         differs += overlapped_comm_time_s(comm, bf16, 8) != overlapped_comm_time_s(comm, priced, 8)
     assert checked and differs
+
+
+def layer_gemm_bytes(m: int, n: int, k: int, weight_casts: str, microbatches: int = 0) -> float:
+    """The priced bytes of one layer GEMM under fp8 training (casts included),
+    in a module whose `#sim.pipeline` runs `microbatches` (0: none)."""
+    ctx = make_context()
+    a, w, y = f"tensor<{m}x{k}xbf16>", f"tensor<{n}x{k}xbf16>", f"tensor<{m}x{n}xbf16>"
+    module = parse_module(
+        f"""
+        %a = sim.input "a" : {a}
+        %ws = sim.param "w" : tensor<1x{n}x{k}xbf16>
+        %r:2 = sim.repeat 1 iter(%a : {a}) slices(%ws : tensor<1x{n}x{k}xbf16>) -> ({a}, tensor<1x{m}x{n}xbf16>) {{
+        ^bb0(%x: {a}, %w: {w}):
+          %y = sim.matmul %x, %w {{transpose_rhs}} : ({a}, {w}) -> {y}
+          sim.yield %x, %y : {a}, {y}
+        }}
+        """,
+        ctx,
+    )
+    if microbatches:
+        module.attributes[sim.PIPELINE_ATTR] = sim.PipelineAttr(1, 1, "1f1b", microbatches, [1])
+    SetTargetPass(hardware="H100-SXM5-80GB").apply(ctx, module)
+    CostAnnotatePass(fp8_gemms=True, fp8_casts=True, fp8_weight_casts=weight_casts).apply(ctx, module)
+    matmul = next(op for op in module.walk() if isinstance(op, sim.MatmulOp))
+    return matmul.attributes[COST_ATTR].bytes.data
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 8192), st.integers(1, 8192), st.integers(1, 8192), st.integers(1, 64))
+def test_a_weight_cast_is_paid_per_run_once_per_step_or_never(m, n, k, microbatches):
+    """The weight operand's 2 bytes per element: every run (TE without
+    is_first_microbatch), 1 / microbatches of it (Megatron-Core: cast on a chunk's
+    first micro-batch, cached after), none (weights kept in fp8); the activation's
+    cast is paid every run either way."""
+    every = layer_gemm_bytes(m, n, k, "every", microbatches)
+    none = layer_gemm_bytes(m, n, k, "none", microbatches)
+    first = layer_gemm_bytes(m, n, k, "first-microbatch", microbatches)
+    assert every - none == pytest.approx(2.0 * n * k, rel=1e-9)
+    assert first - none == pytest.approx(2.0 * n * k / microbatches, rel=1e-9)
+    # no #sim.pipeline: one micro-batch
+    assert layer_gemm_bytes(m, n, k, "first-microbatch") == pytest.approx(every, rel=1e-12)
