@@ -141,6 +141,17 @@ def _local_slice(value: SSAValue, dim: int, tp: int) -> sim.GenericOp:
     return sim.GenericOp("shard.slice", [value], [_split_type(value, dim, tp)], 0.0, 0.0)
 
 
+def _share(value: SSAValue, dim: int, tp: int) -> tuple[SSAValue, Operation | None]:
+    """The rank's share of `value` split on `dim`: what the SP all_gather on
+    `dim` that made it gathered, else a local slice of it (returned too, for the
+    caller to insert before the reader)."""
+    g = _gathered(value)
+    if g is not None and g.axis.value.data == dim:
+        return g.input, None
+    sl = _local_slice(value, dim, tp)
+    return sl.results[0], sl
+
+
 @dataclass
 class SplitAllReduce(RewritePattern):
     """all_reduce(x) -> all_gather(reduce_scatter(x)) on the token dim."""
@@ -304,16 +315,14 @@ class SinkGather(RewritePattern):
         pre: list[Operation] = []
         fixed = 0  # bytes of the tensors the split leaves whole (weights, their gradients)
         for v in op.operands:
-            g = _gathered(v)
             if not isinstance(v.type, TensorType) or not token_shaped(v):
                 new_operands.append(v)  # a weight, a bias: read whole by every rank
                 fixed += sim.tensor_bytes(v.type) if isinstance(v.type, TensorType) else 0
-            elif g is not None and g.axis.value.data == gdim:
-                new_operands.append(g.input)
-            else:
-                sl = _local_slice(v, gdim, tp)
+                continue
+            share, sl = _share(v, gdim, tp)
+            if sl is not None:
                 pre.append(sl)
-                new_operands.append(sl.results[0])
+            new_operands.append(share)
         fixed += sum(sim.tensor_bytes(r.type) for r in op.results if not token_shaped(r))
         local = _clone_on(op, new_operands, {
             k: _split_type(r, gdim, tp) for k, r in enumerate(op.results) if token_shaped(r)
@@ -384,22 +393,16 @@ class SplitCarried(RewritePattern):
             if shape(arg)[d] % tp:
                 continue
             # init: the split value itself, or a local slice of the whole one
-            if g_in is not None and g_in.axis.value.data == d:
-                op.operands[i] = g_in.input
-            else:
-                sl = _local_slice(init, d, tp)
+            share, sl = _share(init, d, tp)
+            if sl is not None:
                 rewriter.insert(sl, InsertPoint.before(op))
-                op.operands[i] = sl.results[0]
+            op.operands[i] = share
             # body: the argument arrives split; gather it for the ops that read it
             arg = _gather_for_readers(rewriter, arg, _split_type(arg, d, tp), d, tp, InsertPoint.at_start(block))
-            out = term.values[i]
-            g_out = _gathered(out)
-            if g_out is not None and g_out.axis.value.data == d:
-                term.operands[i] = g_out.input
-            else:
-                sl = _local_slice(out, d, tp)
+            share, sl = _share(term.values[i], d, tp)
+            if sl is not None:
                 Rewriter.insert_op(sl, InsertPoint.before(term))
-                term.operands[i] = sl.results[0]
+            term.operands[i] = share
             _gather_for_readers(rewriter, op.results[i], arg.type, d, tp, InsertPoint.after(op))
             rewriter.handle_operation_modification(op)
             return
