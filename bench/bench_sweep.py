@@ -3,8 +3,9 @@
 an empty results file, in-process unless --jobs says otherwise.
 
     .venv/bin/python bench/bench_sweep.py [--space FILE] [--jobs N] [--limit N | --sample N]
-        [--tier screen|fast] [--db FILE] [--json]
+        [--tier screen|fast] [--db FILE] [--json] [--records FILE] [--expect FILE]
     .venv/bin/python bench/bench_sweep.py --compare FAST.sqlite   # FAST: a --tier fast --db run
+    .venv/bin/python bench/bench_sweep.py --jobs 2 --expect bench/expected/training-sweep.json
 
 Targets on a 2-core machine: 1,000 configurations in <= 60 s in-process (issue
 9); 10,000 legal configurations a minute (issue 29: 918 legal points in 5.5 s).
@@ -16,11 +17,20 @@ peak memory, fit decisions and ranking. The report splits the time by what happe
 by rule, pruned by the memory model, timed, failed), because a timed point costs
 orders of magnitude more than a pruned one, and gives CPU seconds beside wall
 seconds: on a shared machine the wall clock also counts the neighbours.
+
+`--expect FILE` checks that the sweep's output is the one a reference version
+gave, record by record: every point's status, error and metrics (everything a
+record holds but the seconds it cost), as a digest per point (`--records FILE`
+writes them). bench/expected/training-sweep.json is the full run's and
+training-sweep-screened.json the `--retime -1` run's (every point screened,
+nothing re-timed), both of the simulator at 8a6bb3b: a speed-up must leave both
+byte-identical.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -47,7 +57,12 @@ def main() -> None:
     parser.add_argument("--compare", default="",
                         help="a results file of the same space run with --tier fast: screen every point "
                              "(nothing re-timed) and print the screening tier's error against it")
+    parser.add_argument("--retime", type=int, default=0,
+                        help="screened points re-timed by the fast tier (0: the sweep's default; -1: none)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--records", default="", help="write each point's output digest to FILE (JSON)")
+    parser.add_argument("--expect", default="",
+                        help="a --records FILE of a reference run: exit 1 unless every point's output is the same")
     args = parser.parse_args()
 
     from charon_ir.sweep import summarise
@@ -58,8 +73,13 @@ def main() -> None:
     start, cpu_start = time.perf_counter(), _cpu_seconds()
     result = run_sweep(args.space, db=db, jobs=args.jobs, limit=args.limit, sample=args.sample,
                        seed=args.seed, progress=sys.stderr.isatty(),
-                       tier="screen" if args.compare else args.tier, retime=-1 if args.compare else 0)
+                       tier="screen" if args.compare else args.tier, retime=-1 if args.compare else args.retime)
     wall, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
+    digests = {r["key"]: _digest(r) for r in result.records}
+    if args.records:
+        Path(args.records).write_text(json.dumps(digests, indent=0, sort_keys=True) + "\n")
+    if args.expect:
+        _expect(digests, args.expect)
     legal = sum(r["status"] != "illegal" for r in result.records)
     rates = (f"{legal} legal configurations: {legal / wall * 60:,.0f} per minute of wall time, "
              f"{legal / cpu * 60:,.0f} per CPU minute ({wall:.2f} s wall, {cpu:.2f} s CPU, "
@@ -138,6 +158,26 @@ def _compare(screened: list[dict], fast_db: str) -> None:
     by_screen = sorted(times, key=lambda t: (t[1], t[2]))
     print(f"the fast tier's best is the screen's #{by_screen.index(by_fast[0]) + 1}; "
           f"its top 10 within the screen's top 10: {len({t[2] for t in by_fast[:10]} & {t[2] for t in by_screen[:10]})}")
+
+
+def _digest(record: dict) -> str:
+    """A record's output (not the seconds it cost) as a short hash: floats as
+    JSON writes them (their repr: every digit)."""
+    output = {k: record[k] for k in ("status", "error", "metrics")}
+    return hashlib.sha256(json.dumps(output, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _expect(digests: dict[str, str], path: str) -> None:
+    """Exit 1 (naming the first points that differ) unless `digests` are those of `path`."""
+    try:
+        expected = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        sys.exit(f"--expect {path}: cannot read it as a --records file ({e})")
+    differ = sorted(k for k in expected.keys() | digests.keys() if expected.get(k) != digests.get(k))
+    if differ:
+        sys.exit(f"--expect {path}: {len(differ)} of {len(expected)} points differ "
+                 f"(first: {', '.join(differ[:3])})")
+    print(f"--expect {path}: all {len(expected)} points' outputs identical")
 
 
 def _cpu_seconds() -> float:
