@@ -71,6 +71,9 @@ IMPORT_CACHE_SIZE = 4
 micro-batch); a 70B training import is a few MB of IR."""
 FAILED_CACHE_SIZE = 256
 """Pass prefixes known to fail, kept per evaluator (LRU)."""
+OUTCOMES_KEPT = 64
+"""Fast-tier outcomes kept per evaluator (LRU), for points whose module is
+another's (a recompute policy that rewrites nothing)."""
 
 
 def _step(name: str, **options: Any) -> Step:
@@ -233,6 +236,9 @@ class TrainingEvaluator:
         self._path: tuple[Step, ...] = ()
         self._failed: OrderedDict[tuple[Step, ...], str] = OrderedDict()
         self._shapes: dict[str, ModelShape | None] = {}
+        self._outcomes: OrderedDict[str, tuple[str, str, dict | None]] = OrderedDict()
+        """Fast-tier outcomes by configuration (repr), of the last OUTCOMES_KEPT points."""
+        self._same_as: str | None = None
 
     def _states_overflow(self, point: Point, config) -> str:
         """The memory model's closed-form bound: a point whose model states alone
@@ -312,10 +318,14 @@ class TrainingEvaluator:
         api.make_pass(name, **dict(options)).apply(self.ctx, module)
         return module
 
-    def _build(self, steps: tuple[Step, ...], keep: int):
+    def _build(self, steps: tuple[Step, ...], keep: int, same: str | None = None):
         """The module after `steps` (this point's own: nothing else refers to it),
         from the deepest snapshot on its path; keeps a copy after the first `keep`
-        steps for the next point."""
+        steps for the next point. `same`: the key of the point without
+        recomputation, whose outcome this one has when its recompute pass
+        rewrites nothing (raises _SameAs when that outcome is known; else
+        `_same_as` is set to it)."""
+        self._same_as = None
         if not self.cache:
             keep = 0
             self._snapshots.clear()
@@ -346,6 +356,10 @@ class TrainingEvaluator:
                     while len(self._failed) > FAILED_CACHE_SIZE:
                         self._failed.popitem(last=False)
                 raise
+            if same is not None and steps[j][0] == "recompute" and screen.recompute_rewrote_nothing(module):
+                if same in self._outcomes:
+                    raise _SameAs(same)
+                self._same_as = same
             done = j + 1
             if done == keep and (not self._snapshots or self._snapshots[-1][0] < done):
                 self._snapshots.append((done, module.clone()))
@@ -432,8 +446,8 @@ class TrainingEvaluator:
                 return None
             target = screen.point_target(config)
             capacity = config.memory_limit_gb * 2**30 if config.memory_limit_gb else target.gpu.hbm_bytes
-            step = screen.compose(probe, config, target.topology, capacity,
-                                  overlap_model(config, target.gpu))
+            step = screen.compose_shared(probe, config, target.topology, capacity,
+                                         overlap_model(config, target.gpu))
         except Exception:  # noqa: BLE001 - a point the screen cannot compose goes to the fast tier
             return None
         finally:
@@ -455,17 +469,43 @@ class TrainingEvaluator:
 
     def _run(self, steps: tuple[Step, ...], keep: int, config) -> tuple[str, str, dict | None]:
         """Build and time one point: (status, error, metrics). Nothing it built
-        outlives the call but the snapshots kept for the next point."""
+        outlives the call but the snapshots kept for the next point.
+
+        A point whose recompute pass rewrites nothing (`screen.recompute_rewrote_nothing`)
+        builds the module of the same point without recomputation: it has that
+        point's outcome, kept (`OUTCOMES_KEPT`) so that one of the two is timed."""
+        key = repr(config)
+        if key in self._outcomes:
+            self._outcomes.move_to_end(key)
+            return self._outcomes[key]
+        same = screen.without_recompute(config) if self.cache else None
         try:
-            module = self._build(steps, keep)
+            module = self._build(steps, keep, repr(same) if same is not None else None)
             report = self._time(module, config)
+            outcome: tuple[str, str, dict | None] = (STATUS_OK, "", summarise_training(report, config.gpus))
+        except _SameAs as known:
+            return self._outcomes[known.key]
         except CharonError as e:
             status = STATUS_OOM if str(e).startswith("memory-analysis:") else STATUS_ERROR
-            return status, str(e), None
+            outcome = (status, str(e), None)
         except Exception as e:  # noqa: BLE001 - a simulator bug must not stop a sweep
             where = traceback.extract_tb(e.__traceback__)[-1]
-            return STATUS_ERROR, f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})", None
-        return STATUS_OK, "", summarise_training(report, config.gpus)
+            outcome = (STATUS_ERROR, f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})", None)
+        if self.cache:
+            for k in (key, self._same_as):
+                if k is not None:
+                    self._outcomes[k] = outcome
+            while len(self._outcomes) > OUTCOMES_KEPT:
+                self._outcomes.popitem(last=False)
+        return outcome
+
+
+class _SameAs(Exception):  # noqa: N818 - a signal, not an error
+    """A point's module is another's, whose outcome is known (`key`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,7 @@ class Probe:
         return found
 
     _sync: dict[int, tuple] = field(default_factory=dict, repr=False)
+    _composed: OrderedDict[str, Composed] = field(default_factory=OrderedDict, repr=False)
 
 
 def class_key(config: dict[str, Any]) -> tuple:
@@ -240,14 +241,46 @@ def screenable(config) -> bool:
 # -- probes ---------------------------------------------------------------------
 
 
+def recompute_rewrote_nothing(module) -> bool:
+    """Whether the recompute pass just applied to `module` left every op as it
+    was: each of its rewrites marks what it made or re-ran (`sim.recompute`),
+    so no mark means the module is the one without the pass but for the policy
+    it records (`sim.recompute_policy`, which nothing reads). Selective
+    recomputation of a flash attention's core is such a pass: flash already
+    re-runs it in its backward."""
+    return not any(sim.RECOMPUTE_ATTR in op.attributes for op in module.walk())
+
+
+def without_recompute(config):
+    """`config` with no recomputation, when the only pass it lacks is that one
+    (its plan is the same otherwise); None when that is not so."""
+    if config.recompute == "none" or config.recompute_modules:
+        return None
+    same = replace(config, recompute="none")
+    return same if [s for s in pass_plan(config) if s[0] != "recompute"] == pass_plan(same) else None
+
+
 def build_probe(evaluator, config) -> Probe | None:
     """The probe of `config`'s layer class, built with the evaluator's shared
-    imports; None when the model is not one repeat of identical layers."""
+    imports; None when the model is not one repeat of identical layers.
+
+    A probe is a function of its one-rank `base` configuration: kept by it, and
+    a recompute policy that rewrites nothing (`recompute_rewrote_nothing`)
+    gives the probe of no recomputation, built once for both."""
     split = (config.schedule or "") in SPLIT_BACKWARD
     # one rank reduces nothing: its bucket size is any, one for every probe
     base = replace(config, pp=1, vpp=1, dp=1, zero=0, dp_overlap_param_gather=False, gpus=config.tp,
                    global_batch=config.micro_batch, schedule="zb-h1" if split else "1f1b",
                    memory_limit_gb=1e6, dp_bucket_mb=PROBE_BUCKET_MB)
+    built = evaluator.__dict__.setdefault("_probes_by_base", {})
+    if repr(base) in built:
+        return built[repr(base)]
+    probe = _build_probe(evaluator, config, base, split, built)
+    built[repr(base)] = probe
+    return probe
+
+
+def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | None:
     ctx = evaluator.ctx
     plan = pass_plan(base)
     # the passes up to data-parallel (tp, sequence parallelism, fusion, the
@@ -262,6 +295,13 @@ def build_probe(evaluator, config) -> Probe | None:
         if name == "memory-analysis":
             continue  # the probe's memory is read off its stage classes below
         make_pass(name, **options).apply(ctx, module)
+        if name == "recompute" and recompute_rewrote_nothing(module):
+            same = without_recompute(base)
+            if same is not None:
+                if repr(same) not in built:
+                    built[repr(same)] = _build_probe(evaluator, replace(config, recompute="none"), same,
+                                                     split, built)
+                return built[repr(same)]
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if len(stages) != 1:
         return None
@@ -565,6 +605,26 @@ def _sync_time(collectives: list[Collective], sizes: dict[str, int], cluster, ze
 
     return [cached_plan(kind(c), c.payload_bytes, group_ranks(sizes, c.axes), cluster).time_s
             for c in collectives]
+
+
+COMPOSED_KEPT = 256
+"""Composed steps kept per probe (LRU): a probe several recompute policies
+share (`build_probe`) composes each of their points once."""
+
+
+def compose_shared(probe: Probe, config, cluster, capacity: float, overlap=None) -> Composed:
+    """`compose`, once per point of the probe: the configurations that share a
+    probe differ only in their recompute policy, which composing never reads
+    (the cluster, capacity and overlap are the configuration's)."""
+    key = repr(replace(config, recompute="none"))
+    found = probe._composed.get(key)
+    if found is None:
+        found = probe._composed[key] = compose(probe, config, cluster, capacity, overlap)
+        while len(probe._composed) > COMPOSED_KEPT:
+            probe._composed.popitem(last=False)
+    else:
+        probe._composed.move_to_end(key)
+    return found
 
 
 def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Composed:

@@ -199,3 +199,31 @@ def test_parse_models_parses_each_import_of_the_points_once(tiny_space):
     parsed = dict(evaluator._imports)
     list(evaluator.evaluate(sharing_order(points[:3])))
     assert all(evaluator._imports[k] is parsed[k] for k in parsed if k in evaluator._imports)
+
+
+@pytest.mark.parametrize("flash", [True, False])
+def test_a_recompute_that_rewrites_nothing_is_timed_once(tiny_space, unflashed_step, flash, monkeypatch):
+    """Selective recomputation of a flash attention rewrites nothing (flash
+    re-runs its core already): such a point's module is the one without
+    recomputation, and one of the two is timed. Where selective rewrites (an
+    attention left unfused), each is timed. Either way the records are those of
+    an evaluation that keeps nothing."""
+    model = tiny_space["model"] if flash else unflashed_step
+    space = load_space({**tiny_space, "model": model, "tp": [1, 2], "recompute": ["none", "selective"],
+                       "fuse_attention": flash})
+    points = sharing_order([p for p in space.points() if not p.pruned])
+    evaluator = TrainingEvaluator()
+    timed = []
+    original = evaluator._time
+    monkeypatch.setattr(evaluator, "_time", lambda module, config: timed.append(1) or original(module, config))
+    cached = list(evaluator.evaluate(points))
+    assert {r["status"] for r in cached} == {"ok"}
+    assert len(timed) == (len(points) // 2 if flash else len(points))
+    assert _answers(cached) == _answers(TrainingEvaluator(cache=False).evaluate(points))
+    def setting(r):
+        return repr(sorted((k, v) for k, v in r["config"].items() if k != "recompute"))
+
+    none = {setting(r): r["metrics"] for r in cached if r["config"]["recompute"] == "none"}
+    twins = [none[setting(r)] == r["metrics"] for r in cached if r["config"]["recompute"] == "selective"]
+    assert len(twins) == len(points) // 2
+    assert all(twins) if flash else not any(twins)

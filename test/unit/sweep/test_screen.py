@@ -325,3 +325,31 @@ def test_batches_keep_a_layer_group_in_one_batch():
     # the batch size would be 2 points: each batch is a whole group instead
     assert [[p.config["tp"] for p in b] for b in batches] == [[tp] * 7 for tp in (1, 2, 4)]
     assert len(_batches(points, workers=2)) == 11  # ungrouped: cut every 2 points
+
+
+@pytest.mark.parametrize("flash", [True, False])
+def test_a_recompute_that_rewrites_nothing_shares_the_probe(tiny_space, unflashed_step, flash):
+    """Selective recomputation of a flash attention rewrites nothing: its points
+    are composed from the probe without recomputation (one probe, one
+    composition each), and screen exactly as those points do; where it rewrites
+    (an attention left unfused), it has its own probe."""
+    from charon_ir.sweep.evaluate import TrainingEvaluator, sharing_order, training_config
+    from charon_ir.sweep.screen import build_probe
+    from charon_ir.sweep.space import load_space
+
+    model = tiny_space["model"] if flash else unflashed_step
+    space = {**tiny_space, "model": model, "tp": [1, 2], "recompute": ["none", "selective"],
+                       "fuse_attention": flash}
+    records = run_sweep(space, tier="screen", retime=-1).records
+
+    def setting(r):
+        return repr(sorted((k, v) for k, v in r["config"].items() if k != "recompute"))
+
+    none = {setting(r): r["metrics"] for r in records if r["config"]["recompute"] == "none"}
+    twins = [none[setting(r)] == r["metrics"] for r in records if r["config"]["recompute"] == "selective"]
+    assert len(twins) == 8 and all(r["metrics"]["tier"] == "screen" for r in records)
+    assert all(twins) if flash else not any(twins)
+    evaluator = TrainingEvaluator(tier="screen")
+    points = sharing_order([p for p in load_space(space).points() if not p.pruned])
+    probes = {p.config["recompute"]: build_probe(evaluator, training_config(p.config)) for p in points[:2]}
+    assert (probes["none"] is probes["selective"]) == flash
