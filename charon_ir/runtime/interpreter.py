@@ -48,7 +48,8 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
     overlapping."""
     n = program.num_events
     # plain lists while running (a numpy element costs several times a list's
-    # to set), arrays in the timeline
+    # to set), arrays in the timeline; functions and tables bound to locals
+    # (the loop runs once per event: a sweep runs millions)
     start = [np.nan] * n
     end = [np.nan] * n
     duration = program.duration.tolist()
@@ -68,19 +69,22 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
             queues[stream_of[i]].append(i)
     busy = [False] * len(queues)
     # the host's launches run beside the GPU's work at full rate: what contends
-    # is compute with communication on the same GPU
-    slow = {KIND_COMPUTE: 1.0 / (1.0 + overlap.compute_slowdown),
-            KIND_COMM: 1.0 / (1.0 + overlap.comm_slowdown), KIND_HOST: 1.0}
-    other = {KIND_COMPUTE: KIND_COMM, KIND_COMM: KIND_COMPUTE, KIND_HOST: KIND_HOST}
+    # is compute with communication on the same GPU (tables indexed by kind)
+    slow = [1.0] * (max(KIND_COMPUTE, KIND_COMM, KIND_HOST) + 1)
+    slow[KIND_COMPUTE] = 1.0 / (1.0 + overlap.compute_slowdown)
+    slow[KIND_COMM] = 1.0 / (1.0 + overlap.comm_slowdown)
+    other = list(range(len(slow)))
+    other[KIND_COMPUTE], other[KIND_COMM] = KIND_COMM, KIND_COMPUTE
+    contends = bool(overlap.compute_slowdown or overlap.comm_slowdown)
     n_programs = len(program.programs)
-    # running events per (program, kind), and each one's progress bookkeeping
-    running: list[dict[int, set[int]]] = [{KIND_COMPUTE: set(), KIND_COMM: set(), KIND_HOST: set()}
-                                          for _ in range(n_programs)]
+    # running events per program and kind, and each one's progress bookkeeping
+    running: list[list[set[int]]] = [[set() for _ in slow] for _ in range(n_programs)]
     left = [0.0] * n
     since = [0.0] * n
     rate = [1.0] * n
     version = [0] * n
     heap: list[tuple[float, int, int]] = []
+    heappush, heappop = heapq.heappush, heapq.heappop
     t = 0.0
     done = 0
     check: deque[int] = deque(range(len(queues)))
@@ -100,9 +104,10 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
     def rate_of(i: int) -> float:
         k = kind_of[i]
         r = slow[k] if running[program_of[i]][other[k]] else 1.0
-        link = link_of.get(i)
-        if link:
-            r /= 1.0 + sum(weight(j) for j in on_link.get((program_of[i], link), ()) if j != i)
+        if link_of:
+            link = link_of.get(i)
+            if link:
+                r /= 1.0 + sum(weight(j) for j in on_link.get((program_of[i], link), ()) if j != i)
         return r
 
     def link_changed(i: int) -> None:
@@ -115,11 +120,7 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
         since[i] = t
         rate[i] = rate_of(i)
         version[i] += 1
-        heapq.heappush(heap, (t + max(left[i], 0.0) / rate[i], version[i], i))
-
-    def activity_changed(p: int, k: int) -> None:
-        for j in running[p][other[k]]:
-            reschedule(j)
+        heappush(heap, (t + max(left[i], 0.0) / rate[i], version[i], i))
 
     def finish(i: int) -> None:
         nonlocal done
@@ -144,7 +145,7 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
                 start[j] = t
                 if duration[j] > 0.0:
                     # a delay (a folded loop's lane starting late): a timer
-                    heapq.heappush(heap, (t + duration[j], version[j], j))
+                    heappush(heap, (t + duration[j], version[j], j))
                     continue
                 finish(j)
             while check:
@@ -154,7 +155,8 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
                     continue
                 i = q.popleft()
                 start[i] = t
-                if duration[i] <= 0.0:
+                d = duration[i]
+                if d <= 0.0:
                     finish(i)
                     continue
                 busy[s] = True
@@ -162,47 +164,66 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
                 if folded[i]:
                     # a folded loop's span already includes its own contention;
                     # it still takes its share of a link from others
-                    left[i], since[i], rate[i] = duration[i], t, 1.0
-                    heapq.heappush(heap, (t + duration[i], version[i], i))
+                    left[i], since[i], rate[i] = d, t, 1.0
+                    heappush(heap, (t + d, version[i], i))
                     if i in link_of:
                         on_link.setdefault((p, link_of[i]), set()).add(i)
                         link_changed(i)
                     continue
-                was_idle = not running[p][k]
-                running[p][k].add(i)
+                kinds = running[p]
+                was_idle = not kinds[k]
+                kinds[k].add(i)
                 if i in link_of:
                     on_link.setdefault((p, link_of[i]), set()).add(i)
                     link_changed(i)
-                left[i], since[i], rate[i] = duration[i], t, rate_of(i)
-                heapq.heappush(heap, (t + duration[i] / rate[i], version[i], i))
-                if was_idle and k != KIND_HOST and (overlap.compute_slowdown or overlap.comm_slowdown):
-                    activity_changed(p, k)
+                r = rate_of(i) if link_of else (slow[k] if kinds[other[k]] else 1.0)
+                left[i], since[i], rate[i] = d, t, r
+                heappush(heap, (t + d / r, version[i], i))
+                if was_idle and contends and k != KIND_HOST:
+                    for j in kinds[other[k]]:
+                        reschedule(j)
         if done >= n:
             break
         while heap and heap[0][1] != version[heap[0][2]]:
-            heapq.heappop(heap)
+            heappop(heap)
         if not heap:
             stuck = [program.labels[q[0]] for q in queues if q][:3]
             raise CharonError(
                 f"interpreter: deadlock at t={t:.6g}s in program '{program.name}' "
                 f"(waiting: {', '.join(stuck) or 'joins'})"
             )
-        t_fin, _, i = heapq.heappop(heap)
-        t = max(t, t_fin)
-        p, k = program_of[i], kind_of[i]
+        t_fin, _, i = heappop(heap)
+        if t_fin > t:
+            t = t_fin
         version[i] += 1
-        finish(i)
-        if stream_of[i] < 0:
+        # finish(i), inline: most events end here
+        end[i] = t
+        done += 1
+        s = stream_of[i]
+        if s >= 0:
+            busy[s] = False
+            check.append(s)
+        for j in dependents[i]:
+            pending[j] -= 1
+            if pending[j] == 0:
+                if stream_of[j] < 0:
+                    instant.append(j)
+                else:
+                    check.append(stream_of[j])
+        if s < 0:
             continue
         if folded[i]:
             if i in link_of:
-                on_link[(p, link_of[i])].discard(i)
+                on_link[(program_of[i], link_of[i])].discard(i)
                 link_changed(i)
             continue
-        running[p][k].discard(i)
+        kinds = running[program_of[i]]
+        k = kind_of[i]
+        kinds[k].discard(i)
         if i in link_of:
-            on_link[(p, link_of[i])].discard(i)
+            on_link[(program_of[i], link_of[i])].discard(i)
             link_changed(i)
-        if not running[p][k] and k != KIND_HOST and (overlap.compute_slowdown or overlap.comm_slowdown):
-            activity_changed(p, k)
+        if contends and not kinds[k] and k != KIND_HOST:
+            for j in kinds[other[k]]:
+                reschedule(j)
     return Timeline(program, np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))

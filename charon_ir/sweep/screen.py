@@ -455,11 +455,20 @@ def _memory_split(evaluator, base, layers: int, split: bool) -> dict[str, Any]:
     plan = [(name, {**options, "layers": counts} if name == "pipeline" else options)
             for name, options in pass_plan(config)]
     at = next(i for i, (name, _) in enumerate(plan) if name == "data-parallel")
-    module = _after(evaluator, config, plan[: at + 1]).clone()
+    rest = []
     for name, options in plan[at + 1 :]:
         if name in ("memory-analysis", "cost-annotate"):
             break
-        make_pass(name, **options).apply(evaluator.ctx, module)
+        # set-target only names the target on the module (stages on node kinds
+        # are not screened), which the stage classes do not read
+        if name != "set-target":
+            rest.append((name, options))
+    module = _after(evaluator, config, plan[: at + 1])
+    if rest:
+        # the shared module is only read, unless a pass changes it
+        module = module.clone()
+        for name, options in rest:
+            make_pass(name, **options).apply(evaluator.ctx, module)
     classes = _stage_classes(module, split, base)
     return {"first": classes[0], "middle": (classes[1], classes[2]), "last": classes[3]}
 
