@@ -370,9 +370,10 @@ def _profile_db(points: list[Point]) -> Path | None:
 def _input_files(points: list[Point]) -> set[Path]:
     """The files the points read (a model or cluster given by path): a stored
     time is stale once one of them changes, though the point's key is the same."""
-    # a GPU variant of a file (`my.toml:hbm_bw=...`) reads the file
-    return {Path(split_variant(v)[0]) for p in points for v in p.config.values()
-            if isinstance(v, str) and v and Path(split_variant(v)[0]).is_file()}
+    # a GPU variant of a file (`my.toml:hbm_bw=...`) reads the file; each
+    # distinct value is looked up once (points repeat most of theirs)
+    values = {v for p in points for v in p.config.values() if isinstance(v, str) and v}
+    return {Path(split_variant(v)[0]) for v in values if Path(split_variant(v)[0]).is_file()}
 
 
 def _split(points: list[Point], parts: int) -> list[list[Point]]:

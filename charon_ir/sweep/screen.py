@@ -52,7 +52,8 @@ and run the rest beside it.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import Any, NamedTuple
@@ -204,6 +205,24 @@ class Probe:
 
     _sync: dict[int, tuple] = field(default_factory=dict, repr=False)
     _composed: OrderedDict[str, Composed] = field(default_factory=OrderedDict, repr=False)
+    _timing: Callable[[], None] | None = field(default=None, repr=False)
+    """What fills in the timing fields (forward, backward, weight, optimizer_s,
+    flops and recomputed FLOPs per micro-batch) on first use (`timed`)."""
+
+    def timed(self) -> Probe:
+        """The probe with its timing filled in: a layer class whose points all
+        overflow memory never prices, lowers or runs its probe."""
+        timing = self._timing
+        if timing is not None:
+            # a timing that fails fails every later point of the class too
+            self._timing = _timing_failed
+            timing()
+            self._timing = None
+        return self
+
+
+def _timing_failed() -> None:
+    raise RuntimeError("the probe's timing failed")
 
 
 def class_key(config: dict[str, Any]) -> tuple:
@@ -291,7 +310,9 @@ def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | N
     at = next(i for i, (name, _) in enumerate(plan) if name == "data-parallel")
     groups = _gradient_groups(evaluator, config, plan[:at], plan[at][1])
     module = _after(evaluator, config, plan[: at + 1]).clone()
-    for name, options in plan[at + 1 :]:
+    # pricing and what follows it time the probe: done once a point needs it
+    priced = next(i for i, (name, _) in enumerate(plan) if name == "cost-annotate")
+    for name, options in plan[at + 1 : priced]:
         if name == "memory-analysis":
             continue  # the probe's memory is read off its stage classes below
         make_pass(name, **options).apply(ctx, module)
@@ -320,7 +341,7 @@ def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | N
         layers=layers,
         forward=Phase(), backward=Phase(), weight=None,
         optimizer_s=0.0, flops_per_microbatch=0.0,
-        recomputed_per_microbatch=recomputed_flops(phases.get(sim.PhaseKind.BACKWARD)),
+        recomputed_per_microbatch=0.0,
         tokens_per_microbatch=count_tokens(stages[0]),
         activation_bytes=activation_bytes,
         sizes={},
@@ -334,6 +355,32 @@ def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | N
     probe.stage_memory = {"whole": whole[0]}
     if layers >= 5:
         probe.stage_memory.update(_memory_split(evaluator, base, layers, split))
+    probe.sizes, probe.layer_grads, probe.pre_grads, probe.post_grads = groups
+    probe._timing = lambda: _time_probe(probe, ctx, module, config, plan[priced:])
+    # the modules of probes not timed yet are kept: the oldest is timed (and
+    # its module freed) once more than UNTIMED_PROBES wait
+    untimed = evaluator.__dict__.setdefault("_untimed_probes", deque())
+    untimed.append(probe)
+    while len(untimed) > UNTIMED_PROBES:
+        untimed.popleft().timed()
+    return probe
+
+
+UNTIMED_PROBES = 32
+"""Probes whose timing waits for a point that needs it, kept per evaluator with
+their module (the rest are timed at once): a layer class whose points all
+overflow the GPU's memory is never timed."""
+
+
+def _time_probe(probe: Probe, ctx, module, config, steps: list[tuple[str, dict[str, Any]]]) -> None:
+    """Fill in the probe's timing: its module priced (`steps`: cost-annotate),
+    lowered and run at two layer counts."""
+    for name, options in steps:
+        if name != "memory-analysis":
+            make_pass(name, **options).apply(ctx, module)
+    stage = next(op for op in module.body.block.ops if isinstance(op, sim.StageOp))
+    probe.recomputed_per_microbatch = recomputed_flops(sim.phases_of(stage.body.block).get(sim.PhaseKind.BACKWARD))
+    layers = probe.layers
 
     # timing: the lowered probe at two layer counts
     make_pass("lower-to-events").apply(ctx, module)
@@ -358,9 +405,6 @@ def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | N
     probe.weight = phase("W")
     probe.optimizer_s = a["optimizer"]
     probe.flops_per_microbatch = a["flops"] + (layers - n0) * (b["flops"] - a["flops"]) / k
-
-    probe.sizes, probe.layer_grads, probe.pre_grads, probe.post_grads = groups
-    return probe
 
 
 MEMORY_SPLIT = (1, 1, 2)
@@ -653,6 +697,7 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     band = MEMORY_BAND if "middle" in probe.stage_memory or pp * vpp == 1 else ROUGH_MEMORY_BAND
     if max(peaks) > band[1] * capacity:
         return Composed(0.0, 0, 0.0, {}, 0.0, peaks, 0.0, 0.0, 0, band, timed=False)
+    probe = probe.timed()
     sizes = {k: (dp if k == "dp" else pp if k == "pp" else v) for k, v in probe.sizes.items()}
     if "pp" not in sizes:
         sizes = {"dp": sizes.pop("dp", dp), "pp": pp, **sizes}
