@@ -47,10 +47,12 @@ from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
 from charon_ir.parallel.mesh import MESH, ensure_axis, refuse_after_data_parallel, refuse_axis_twice
+from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split, with_shape
-from charon_ir.parallel.sharding.propagation import propagate
+from charon_ir.parallel.sharding.materialise import materialise
+from charon_ir.parallel.sharding.propagation import analyse, tally_replicated
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
-from charon_ir.parallel.sharding.state import ShardingState
+from charon_ir.parallel.sharding.state import Sharding, ShardingState
 
 
 def attention_dims(module: ModuleOp) -> tuple[int, int, int]:
@@ -89,14 +91,16 @@ def _merge(name: str, parts: list[SSAValue], result_type) -> sim.GenericOp:
 @dataclass
 class ContextAttention:
     """Takes attention over from the default propagation when q, k, v are split on
-    the sequence."""
+    the sequence. Ulysses is layouts and conversions only (recorded by a
+    `ShardingAnalysis`); the ring builds its send/recv steps as the walk goes
+    (a `ShardingState`)."""
 
-    state: ShardingState
+    state: Sharding
     mode: str
 
     def __call__(self, op: Operation, rewriter: PatternRewriter) -> bool:
         st = self.state
-        if all(st.shard(v).replicated for v in op.operands):
+        if all(st.shard(st.operand(op, i)).replicated for i in range(len(op.operands))):
             return False
         if self.mode == "ulysses":
             self.ulysses(op, rewriter)
@@ -117,20 +121,19 @@ class ContextAttention:
     def _to_heads(self, op: Operation, value: SSAValue) -> None:
         st = self.state
         want = self._heads(value)
-        have = st.shard(value)
+        have = st.layout_of(op, value)
         if have.dim == 2:
             return
         # fewer kv heads than ranks: the conversion gathers the sequence and keeps
         # the kv head the local query heads need
         st.use_value(op, value, want)
-        new = st.convert(value, want)
         parent_yield = self._saving_yield(op)
         if parent_yield is not None:
             # save what attention read (split on heads), as Ulysses' autograd does:
             # the backward then needs no all_to_all for it
             for i, v in enumerate(parent_yield.operands):
                 if v is value:
-                    parent_yield.operands[i] = new
+                    st.use(parent_yield, i, want)
 
     @staticmethod
     def _saving_yield(op: Operation) -> sim.YieldOp | None:
@@ -138,37 +141,38 @@ class ContextAttention:
         last = block.last_op if block else None
         return last if isinstance(last, sim.YieldOp) else None
 
-    def _back_to_seq(self, result: SSAValue, keep_saved: bool) -> None:
+    def _back_to_seq(self, op: Operation, result: SSAValue, keep_saved: bool) -> None:
+        """Every reader of `result` but the yield that saves it reads it split on
+        the sequence again."""
         st = self.state
-        saving = self._saving_yield(result.owner) if keep_saved else None
-        users = [u for u in result.uses if u.operation is not saving]
-        back = st.convert(result, split(1, st.size, "seq"))
-        for use in users:
-            use.operation.operands[use.index] = back
+        saving = self._saving_yield(op) if keep_saved else None
+        for use in list(result.uses):
+            if use.operation is not saving:
+                st.use(use.operation, use.index, split(1, st.size, "seq"))
 
     def ulysses(self, op: Operation, rewriter: PatternRewriter) -> None:
         st = self.state
         for value in (op.q, op.k, op.v):
             self._to_heads(op, value)
+        qs = st.layout_of(op, op.q)
+        q, v = st.rank_shape(st.operand_of(op, op.q)), st.rank_shape(st.operand_of(op, op.v))
         if isinstance(op, sim.AttentionOp):
-            st.retype(op.result, with_shape(op.result.type, (*shape(op.q)[:3], shape(op.v)[3])))
-            st.shards[op.result] = st.shard(op.q)
-            self._back_to_seq(op.result, keep_saved=True)
+            st.assign(op.result, qs, (*q[:3], v[3]))
+            self._back_to_seq(op, op.result, keep_saved=True)
             return
         self._to_heads(op, op.out)
         self._to_heads(op, op.grad_out)
-        qs = st.shard(op.q)
-        for r, src in ((op.grad_q, op.q), (op.grad_k, op.k), (op.grad_v, op.v)):
-            r = st.retype(r, src.type)
-            s = st.shard(src)
+        for k, src in enumerate((op.q, op.k, op.v)):
+            s = st.layout_of(op, src)
             # a kv head used by several ranks' queries gets a gradient from each
             shared = (s.dim == 2 and s.factor < qs.factor) or (s.replicated and qs.dim is not None)
-            st.shards[r] = Shard(s.dim, s.factor, shared, s.tag)
-            self._back_to_seq(r, keep_saved=False)
+            st.assign(op.results[k], Shard(s.dim, s.factor, shared, s.tag), st.rank_shape(st.operand_of(op, src)))
+            self._back_to_seq(op, op.results[k], keep_saved=False)
 
     # -- ring -----------------------------------------------------------------
 
     def ring(self, op: Operation, rewriter: PatternRewriter) -> None:
+        assert isinstance(self.state, ShardingState), "the ring builds ops as it walks"
         if op.window is not None:
             # which kv blocks a window reaches depends on the chunk layout; the
             # remote blocks are priced whole below, which a window would undo
@@ -278,6 +282,15 @@ class ShardContextPass(ModulePass):
             raise CharonError(f"shard-context: option 'cp' must be >= 1, got {self.cp}")
         if self.cp == 1:
             return
+        st = self.analyse(op)
+        if isinstance(st, ShardingAnalysis):
+            materialise(st.plan, op)
+        tally_replicated(st, op)
+        record_replicated_flops(op, self.name, st.replicated_flops)
+
+    def analyse(self, op: ModuleOp) -> Sharding:
+        """The cp grid axis, the split step inputs, then the propagation: recorded
+        for Ulysses (no other IR change), made as it walks for the ring."""
         cp = self.cp
         refuse_axis_twice(op, "cp", self.name)
         refuse_after_data_parallel(op, self.name)
@@ -301,7 +314,9 @@ class ShardContextPass(ModulePass):
                 f"({kv_heads}) (mode=ulysses)"
             )
         ensure_axis(op, "cp", cp, self.name)
-        st = ShardingState("cp", cp, self.name, hints={"seq": {seq}, "heads": {heads, kv_heads}})
+        # Ulysses only lays values out: recorded, then materialised
+        state = ShardingAnalysis if self.mode == "ulysses" else ShardingState
+        st = state("cp", cp, self.name, hints={"seq": {seq}, "heads": {heads, kv_heads}})
         st.snapshot(op)
         seeded = 0
         for inp in op.body.block.ops:
@@ -318,5 +333,5 @@ class ShardContextPass(ModulePass):
         if not seeded:
             raise CharonError("shard-context: no step input has a sequence dim to split")
         handler = ContextAttention(st, self.mode)
-        propagate(st, op, [ShardAttention(st, handler=handler), ShardGeneric(st)])
-        record_replicated_flops(op, self.name, st.replicated_flops)
+        analyse(st, op, [ShardAttention(st, handler=handler), ShardGeneric(st)])
+        return st

@@ -6,7 +6,7 @@ reverse order, or any permutation."""
 import random
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
@@ -18,6 +18,7 @@ from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import REPLICATED, Shard, split
 from charon_ir.parallel.sharding.materialise import materialisation_patterns, materialise
 from charon_ir.parallel.sharding.state import ShardingState
+from charon_ir.passes.shard_context import ShardContextPass
 from charon_ir.passes.shard_tensor import ShardTensorPass
 
 LLAMA = llama_layer(32, 64, 4, 2, 16, 128)
@@ -28,9 +29,15 @@ TINY_LLAMA = (MODELS / "tiny-llama.mlir").read_text()
 TINY_GPT_OSS = (MODELS / "tiny-gpt-oss.mlir").read_text()
 
 
-def analysed(text: str, tp: int):
+def analysed(text: str, tp: int, ulysses: int = 0):
+    """shard-tensor{tp} analysed; with `ulysses`, shard-tensor applied, then
+    shard-context{cp=ulysses mode=ulysses} analysed."""
     module = parse(text)
-    return module, ShardTensorPass(tp=tp).analyse(module)
+    if not ulysses:
+        return module, ShardTensorPass(tp=tp).analyse(module)
+    if tp > 1:
+        ShardTensorPass(tp=tp).apply(None, module)  # pyright: ignore[reportArgumentType]
+    return module, ShardContextPass(cp=ulysses, mode="ulysses").analyse(module)
 
 
 def in_order(module, plan, ops) -> None:
@@ -46,8 +53,8 @@ def in_order(module, plan, ops) -> None:
                 changed |= rewriter.has_done_action
 
 
-def reference(text: str, tp: int) -> str:
-    module, st_ = analysed(text, tp)
+def reference(text: str, tp: int, ulysses: int = 0) -> str:
+    module, st_ = analysed(text, tp, ulysses)
     materialise(st_.plan, module)
     return str(module)
 
@@ -73,10 +80,10 @@ def test_the_plan_splits_and_converts():
 
 
 def test_reverse_order_gives_the_same_module():
-    for text, tp in CASES.values():
-        module, st_ = analysed(text, tp)
+    for case in CASES.values():
+        module, st_ = analysed(*case)
         materialise(st_.plan, module, reverse=True)
-        assert str(module) == reference(text, tp)
+        assert str(module) == reference(*case)
 
 
 def test_the_pass_is_the_analysis_then_the_patterns():
@@ -90,20 +97,21 @@ def test_the_pass_is_the_analysis_then_the_patterns():
 
 
 CASES = {
-    "llama tp2": (LLAMA, 2), "llama tp4": (LLAMA, 4), "moe tp2": (MOE, 2),
-    "tiny-llama tp2": (TINY_LLAMA, 2), "tiny-gpt-oss tp2": (TINY_GPT_OSS, 2),
+    "llama tp2": (LLAMA, 2, 0), "llama tp4": (LLAMA, 4, 0), "moe tp2": (MOE, 2, 0),
+    "tiny-llama tp2": (TINY_LLAMA, 2, 0), "tiny-gpt-oss tp2": (TINY_GPT_OSS, 2, 0),
+    "tiny-llama ulysses 2": (TINY_LLAMA, 1, 2), "tiny-llama tp2 ulysses 2": (TINY_LLAMA, 2, 2),
 }
 
 
-@settings(max_examples=15, deadline=None)
+# a seed shrinks to nothing simpler: report the one that failed
+@settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(seed=st.integers(0, 2**32 - 1), case=st.sampled_from(sorted(CASES)))
 def test_any_order_gives_the_same_module(seed, case):
-    text, tp = CASES[case]
-    module, st_ = analysed(text, tp)
+    module, st_ = analysed(*CASES[case])
     ops = list(module.body.walk())
     random.Random(seed).shuffle(ops)
     in_order(module, st_.plan, ops)
-    expected = reference(text, tp)
+    expected = reference(*CASES[case])
     assert str(module) == expected
     # and materialising again changes nothing
     in_order(module, st_.plan, list(module.body.walk()))
@@ -120,11 +128,10 @@ REQUESTS = """builtin.module {
 }"""
 
 
-def requests(st_) -> None:
+def requests(st_, module) -> None:
     """Two conversions of one value (placed in the reverse of the order asked for),
     a conversion of a conversion, row statistics of a converted operand, and a
     result split by its layout."""
-    module = st_.module
     a, b, c, d = [op for op in module.body.block.ops if op.name == "sim.elementwise"]
     x = next(op for op in module.body.block.ops if op.name == "sim.input").results[0]
     st_.assign(x, Shard(partial=True))
@@ -143,8 +150,7 @@ def requested(state_cls):
     module = parse(REQUESTS)
     ensure_axis(module, "tp", 2, "test")
     st_ = state_cls("tp", 2, "test")
-    st_.module = module
-    requests(st_)
+    requests(st_, module)
     return module, st_
 
 
@@ -159,7 +165,7 @@ def test_the_plan_materialised_is_what_converting_at_once_makes():
         assert name in names
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_the_requests_materialise_alike_in_any_order(seed):
     at_once, _ = requested(ShardingState)
