@@ -72,6 +72,7 @@ from charon_ir.parallel.accounting import (
 )
 from charon_ir.parallel.experts import expert_weight_dims
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes, refuse_after_data_parallel, refuse_axis_twice
+from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import REPLICATED, retype, shape, split, weight_layouts, with_shape
 from charon_ir.parallel.sharding.propagation import propagate
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric, ShardPattern
@@ -454,7 +455,9 @@ class ShardExpertPass(ModulePass):
                     )
             else:
                 ensure_axis(op, "tp", self.etp, self.name)
-                tp = ShardingState("tp", self.etp, self.name, hints={"ffn": set()})
+                # the experts' own tensor parallelism only lays values out: recorded,
+                # then materialised (the ep split above builds its all_to_alls as it walks)
+                tp = ShardingAnalysis("tp", self.etp, self.name, hints={"ffn": set()})
                 tp.snapshot(op)
                 for p, (_, fdim) in weights:
                     if fdim is None:
