@@ -16,7 +16,6 @@ calibration adds it (`calibration`).
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from charon_ir.engines.calibrated import probing
 from charon_ir.errors import CharonError, read_json_file
 from charon_ir.interop import calibration as user
 from charon_ir.interop.kernel_classes import CLASSES, HOST, WORK_FLOPS, kernel_class
-from charon_ir.profile.device import gpu_table_name
+from charon_ir.profile.device import gpu_table_name, pricing_device
 from charon_ir.report.summary import summarize
 from charon_ir.runtime.flatten import KIND_COMM, KIND_JOIN, flatten_all
 from charon_ir.runtime.interpreter import run
@@ -235,17 +234,10 @@ def simulate_for_profile(model: str, device: str, **options) -> Predicted:
     """Simulate the step a trace measured (fine tier: every kernel an event),
     pricing with the calibration stored for `device` when the engine chain has
     `calibrated`."""
-    previous = os.environ.get("CHARON_PROFILE_DEVICE")
-    os.environ["CHARON_PROFILE_DEVICE"] = device
-    try:
+    with pricing_device(device):
         config, _ = api.configure(model, **options)
         ctx, module, _ = api.build_training_module(config)
         api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm), host_launch=config.host_launch_s).apply(ctx, module)
-    finally:
-        if previous is None:
-            os.environ.pop("CHARON_PROFILE_DEVICE", None)
-        else:
-            os.environ["CHARON_PROFILE_DEVICE"] = previous
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     overlap = api.overlap_model(config, Target.from_module(module).gpu)
     timeline = run(flatten_all(programs), overlap)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 
 from charon_ir.target.hardware import gpu_names
@@ -23,6 +25,21 @@ DEVICE_ENV = "CHARON_PROFILE_DEVICE"
 
 def lookup_device(target: Target) -> str:
     return os.environ.get(DEVICE_ENV) or target.gpu.name
+
+
+@contextmanager
+def pricing_device(device: str) -> Iterator[None]:
+    """Price with `device`'s measurements inside the block (`DEVICE_ENV` set, then
+    put back as it was, unset included)."""
+    previous = os.environ.get(DEVICE_ENV)
+    os.environ[DEVICE_ENV] = device
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DEVICE_ENV, None)
+        else:
+            os.environ[DEVICE_ENV] = previous
 
 
 def installed_torch_version() -> str | None:

@@ -30,6 +30,7 @@ from typing import Any
 from charon_ir.api import simulate
 from charon_ir.frontend import import_model
 from charon_ir.profile.collect import OpSet, parse_module_file
+from charon_ir.profile.device import pricing_device
 from charon_ir.profile.session import plan, profile_ops, torch_device
 from charon_ir.profile.store import ProfileStore
 from charon_ir.validation.runner import cache_directory
@@ -174,20 +175,13 @@ def profile_step(mlir: Path, device: str, repeats: int, warmup: int = 2) -> tupl
 
 
 def simulate_step(mlir: Path, profiled_device: str) -> dict[str, Any]:
-    previous = os.environ.get("CHARON_PROFILE_DEVICE")
-    os.environ["CHARON_PROFILE_DEVICE"] = profiled_device
-    try:
+    with pricing_device(profiled_device):
         # One device, no collectives: the GPU named here prices nothing the db
         # knows; ops it lacks fall back to predict (fitted on this device) then
         # analytic, and the report's `engines` says how many did. No `fuse`: the
         # measured step is eager PyTorch, one kernel per traced op, as profiled.
         return simulate(str(mlir), hardware="H100-SXM5-80GB", gpus=1, fuse=False,
                         engines=("db", "predict", "analytic"))
-    finally:
-        if previous is None:
-            os.environ.pop("CHARON_PROFILE_DEVICE", None)
-        else:
-            os.environ["CHARON_PROFILE_DEVICE"] = previous
 
 
 def run_live(device: str | None = None, setup: LiveSetup | None = None) -> LiveResult:
