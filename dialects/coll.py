@@ -47,10 +47,11 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.traits import SymbolOpInterface, SymbolTable
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.traits import HasCanonicalizationPatternsTrait, MemoryWriteEffect, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from charon_ir.dialects.sim import shape_of, tensor_bytes
+from charon_ir.dialects.sim import OffStageOperand, shape_of, tensor_bytes
 
 AnyTensor = base(TensorType)
 
@@ -59,6 +60,14 @@ GRAD_SYNC = "coll.grad_sync"
 """On a sharding pass's all-reduce of a weight gradient's partial sums: the
 data-parallel reduction folds it into its own, and an accumulating micro-batch
 skips it (lower-to-events)."""
+
+
+class CommunicationOffStage(HasCanonicalizationPatternsTrait):
+    """A collective of an off-stage value is off-stage (`OffStageOperand`)."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (OffStageOperand(communication=True),)
 
 
 @irdl_op_definition
@@ -116,13 +125,24 @@ class GridOp(IRDLOperation):
 
 class CollectiveOp(IRDLOperation, abc.ABC):
     """A collective over `grid_axes` of `grid`. Subclasses state their shape rule
-    and their ring traffic per rank."""
+    and their ring traffic per rank.
+
+    A collective is communication the other ranks of its group observe, not a
+    value computation: it stays when nothing in the IR reads its result
+    (`MemoryWriteEffect`, so dead-code elimination keeps it). The passes insert
+    collectives for traffic whose reader a one-step IR does not spell: the row
+    statistics of a vocabulary-parallel cross-entropy, data parallelism's gradient
+    reduce-scatter, ZeRO's all-gather of updated params that the next step reads;
+    a send's and a recv's partners run in another stage's program. One that reads
+    a value this pipeline stage does not hold (`sim.off_stage`) is not run here:
+    its results are off-stage too (canonicalization, `OffStageOperand`)."""
 
     grid = prop_def(SymbolRefAttr)
     grid_axes = prop_def(ArrayAttr[StringAttr])
     subgroup = opt_prop_def(DenseArrayBase[I64])
     """Positions along the (single) axis the group keeps; absent: all of them."""
 
+    traits = traits_def(MemoryWriteEffect(), CommunicationOffStage())
     irdl_options = (ParsePropInAttrDict(),)
 
     def lookup_grid(self) -> GridOp:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import math
+from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 from functools import cache
 from math import prod
@@ -75,7 +76,17 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.traits import (
+    HasCanonicalizationPatternsTrait,
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    MemoryWriteEffect,
+    NoTerminator,
+    Pure,
+)
+from xdsl.transforms.dead_code_elimination import result_only_effects
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -646,7 +657,11 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
 
 
 class ComputeOp(IRDLOperation, abc.ABC):
-    """An op that runs on a GPU's compute units and can be priced from its shapes."""
+    """An op that runs on a GPU's compute units and can be priced from its shapes.
+    One that only computes its results (`Pure`) and reads an off-stage value is
+    off-stage itself (`OffStageOperand`)."""
+
+    traits = lazy_traits_def(lambda: (OffStageSpreads(),))
 
     @abc.abstractmethod
     def flops(self) -> float:
@@ -1283,6 +1298,7 @@ class OptimizerStepOp(ComputeOp):
     kind = prop_def(OptimizerKindAttr)
     updated = var_result_def(AnyTensor)
 
+    traits = lazy_traits_def(lambda: (MemoryWriteEffect(), OptimizerStepCanonicalization()))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$kind `(` $params `:` type($params) `)` `grads` `(` $grads `:` type($grads) `)` attr-dict"
@@ -1405,7 +1421,7 @@ class ViewOp(IRDLOperation):
     result = result_def(AnyTensor)
     dims = opt_prop_def(DimSources)
 
-    traits = traits_def(Pure())
+    traits = lazy_traits_def(lambda: (Pure(), OffStageSpreads()))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -1493,13 +1509,19 @@ class YieldOp(IRDLOperation):
 @irdl_op_definition
 class PhaseOp(IRDLOperation):
     """One phase of a step. Its results are what it yields: the values later phases
-    read (saved activations, gradients)."""
+    read (saved activations, gradients) and what the step returns (the loss), so a
+    result nobody reads stays. Canonical form: a result whose yielded value another
+    pipeline stage holds is off-stage outside the phase (`OffStagePhaseResults`),
+    and a phase with no results and nothing but its yield is erased
+    (`EraseEmptyPhase`)."""
 
     name = "sim.phase"
 
     kind = prop_def(PhaseKindAttr)
     outputs = var_result_def()
     body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (PhaseCanonicalization(),))
 
     assembly_format = "$kind attr-dict-with-keyword (`->` type($outputs)^)? $body"
 
@@ -1798,6 +1820,8 @@ class KVCacheWriteOp(ComputeOp):
     k = operand_def(AnyTensor)
     v = operand_def(AnyTensor)
 
+    traits = traits_def(MemoryWriteEffect())
+
     assembly_format = "$k `,` $v attr-dict `:` type($k) `,` type($v)"
 
     def verify_(self) -> None:
@@ -1847,6 +1871,146 @@ class KVCacheReadOp(ComputeOp):
         return 0.0
 
 
+# ---------------------------------------------------------------------------
+# Values another pipeline stage holds, and the canonical forms they give
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class OffStageOp(IRDLOperation):
+    """A value this pipeline stage does not hold: another stage computes it (the
+    pipeline pass puts one in place of each op it moves off a stage). Everything
+    computed from it is off-stage too, as poison spreads in MLIR: an op that only
+    computes values gives off-stage results (`OffStageOperand`), a phase stops
+    yielding it, an optimizer step stops updating the pair. Nothing reads one once
+    canonicalization is done, and dead-code elimination takes it away (`Pure`)."""
+
+    name = "sim.off_stage"
+
+    result = result_def()
+
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: Attribute):
+        super().__init__(result_types=[result_type])
+
+
+def is_off_stage(value: SSAValue) -> bool:
+    return isinstance(value.owner, OffStageOp)
+
+
+def _off_stage_values(rewriter: PatternRewriter, values: Sequence[SSAValue]) -> list[SSAValue | None]:
+    """An off-stage value for each of `values` something reads (None for the
+    unread), inserted at the rewriter's insertion point."""
+    new: list[SSAValue | None] = []
+    for v in values:
+        if not v.uses:
+            new.append(None)
+            continue
+        new.append(rewriter.insert(OffStageOp(v.type)).result)
+    return new
+
+
+@dataclass(frozen=True)
+class OffStageOperand(RewritePattern):
+    """An op that reads an off-stage value is off-stage: its results are replaced
+    by off-stage values and it goes. It applies to ops with no effect beyond their
+    results, and to communication when `communication` is set (a collective of a
+    value this stage does not hold is not run here)."""
+
+    communication: bool = False
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if op.regions or not any(is_off_stage(v) for v in op.operands):
+            return
+        if not (self.communication or result_only_effects(op)):
+            return
+        rewriter.replace(op, [], _off_stage_values(rewriter, op.results))
+
+
+class OffStageSpreads(HasCanonicalizationPatternsTrait):
+    """What an op computes from an off-stage value is off-stage (`OffStageOperand`)."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (OffStageOperand(),)
+
+
+class OffStagePhaseResults(RewritePattern):
+    """A phase result whose yielded value is off-stage is off-stage outside the
+    phase too: the phase no longer yields it, its readers read an off-stage value."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PhaseOp, rewriter: PatternRewriter, /) -> None:
+        term = op.body.block.last_op
+        if not isinstance(term, YieldOp) or not any(is_off_stage(v) for v in term.values):
+            return
+        keep = [i for i, v in enumerate(term.values) if not is_off_stage(v)]
+        rewriter.replace(term, YieldOp(*[term.values[i] for i in keep]))
+        new = PhaseOp(op.kind.data, rewriter.move_region_contents_to_new_regions(op.body),
+                      [op.outputs[i].type for i in keep])
+        new.attributes.update(op.attributes)
+        results = _off_stage_values(rewriter, op.outputs)
+        for new_i, old_i in enumerate(keep):
+            results[old_i] = new.outputs[new_i]
+        rewriter.replace(op, new, results)
+
+
+class EraseEmptyPhase(RewritePattern):
+    """A phase that computes nothing and returns nothing has no effect."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PhaseOp, rewriter: PatternRewriter, /) -> None:
+        if not op.outputs and isinstance(op.body.block.first_op, YieldOp):
+            rewriter.erase(op)
+
+
+class PhaseCanonicalization(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (OffStagePhaseResults(), EraseEmptyPhase())
+
+
+class DropOffStagePairs(RewritePattern):
+    """A (param, grad) pair another stage holds (either off-stage) is updated there,
+    not here: the step goes over the other pairs; an updated param of a dropped pair
+    is off-stage."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: OptimizerStepOp, rewriter: PatternRewriter, /) -> None:
+        keep = [i for i, (p, g) in enumerate(zip(op.params, op.grads))
+                if not (is_off_stage(p) or is_off_stage(g))]
+        if len(keep) == len(op.params):
+            return
+        new = OptimizerStepOp.build(
+            operands=[[op.params[i] for i in keep], [op.grads[i] for i in keep]],
+            result_types=[[op.updated[i].type for i in keep] if op.updated else []],
+            properties={"kind": op.kind},
+            attributes=dict(op.attributes),
+        )
+        results = _off_stage_values(rewriter, op.updated)
+        if op.updated:
+            for new_i, old_i in enumerate(keep):
+                results[old_i] = new.updated[new_i]
+        rewriter.replace(op, new, results)
+
+
+class EraseEmptyStep(RewritePattern):
+    """A step over no (param, grad) pairs updates nothing."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: OptimizerStepOp, rewriter: PatternRewriter, /) -> None:
+        if not op.params:
+            rewriter.erase(op)
+
+
+class OptimizerStepCanonicalization(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (DropOffStagePairs(), EraseEmptyStep())
+
+
 Sim = Dialect(
     "sim",
     [
@@ -1872,6 +2036,7 @@ Sim = Dialect(
         MoeCombineOp,
         KVCacheWriteOp,
         KVCacheReadOp,
+        OffStageOp,
     ],
     [
         CostAttr,

@@ -54,14 +54,22 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
+from xdsl.transforms.dead_code_elimination import region_dce
 
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.dialects.sim import OPTIMIZER_KERNELS_ATTR, PIPELINE_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
-from charon_ir.parallel.rebuild import keep_phase_outputs, optimizer_step_over
 from charon_ir.parallel.schedules import check_schedule
 from charon_ir.passes.sequence_parallel import step_tokens
 
@@ -132,11 +140,12 @@ def _flat(t: TensorType, parts: int) -> TensorType:
     return TensorType(t.element_type, [prod(t.get_shape()) // parts])
 
 
-def _gradient_sum(op: Operation) -> tuple[SSAValue, list[Operation]] | None:
+def _gradient_sum(op: Operation) -> tuple[sim.OptimizerStepOp, int, list[Operation]] | None:
     """When `op` adds two partials of a parameter's gradient (a tied weight's
-    embedding and head gradients): the parameter, and the ops that carry the sum
-    to the backward phase's yield (the sums over context-parallel ranks that
-    shard-context marks `coll.grad_sync`). None for any other op."""
+    embedding and head gradients): the optimizer step and the index of the pair
+    that updates the parameter, and the ops that carry the sum to the backward
+    phase's yield (the sums over context-parallel ranks that shard-context marks
+    `coll.grad_sync`). None for any other op."""
     if not (isinstance(op, sim.ElementwiseOp) and op.kind.data == sim.ElementwiseKind.ADD and len(op.inputs) == 2):
         return None
     carriers: list[Operation] = []
@@ -154,28 +163,49 @@ def _gradient_sum(op: Operation) -> tuple[SSAValue, list[Operation]] | None:
         for grad_use in phase.results[use.index].uses:
             step = grad_use.operation
             if isinstance(step, sim.OptimizerStepOp) and grad_use.index >= len(step.params):
-                return step.params[grad_use.index - len(step.params)], carriers
+                return step, grad_use.index - len(step.params), carriers
     return None
 
 
-class _StageBuilder:
-    """Specialises a clone of the module's step to one stage shape."""
+def _computed_only_for(value: SSAValue) -> set[Operation]:
+    """The op of `value`, which nothing on this stage reads any more, and the ops of
+    its block that only it needs, transitively: what the previous stage computes
+    to send `value` to this one. (Dead-code elimination cannot take them: the
+    vocabulary-parallel embedding's collective is communication, never dead.)"""
+    owner = value.owner
+    if not isinstance(owner, Operation):
+        return set()
+    block = owner.parent_block()
+    taken: set[Operation] = set()
+    work = [owner]
+    while work:
+        op = work.pop()
+        if op in taken or op.parent_block() is not block:
+            continue
+        if any(use.operation not in taken for r in op.results for use in r.uses):
+            continue
+        taken.add(op)
+        work += [v.owner for v in op.operands if isinstance(v.owner, Operation)]
+    return taken
 
-    def __init__(self, block: Block, shape: StageShape, pp: int, scatter: int = 1,
-                 full_elements: int = 0):
+
+class _StageBuilder:
+    """Specialises a clone of the module's step to one stage shape: resizes the
+    layer repeats, cuts the phases at the stage's boundaries (sends and receives
+    where values cross) and puts an off-stage value (`sim.off_stage`) in place of
+    each op another stage runs. What follows from that (what reads them, phase
+    results, optimizer pairs, params left unread) is canonicalization's and
+    dead-code elimination's (`PipelinePass.clean_up`)."""
+
+    def __init__(self, block: Block, shape: StageShape, scatter: int = 1, full_elements: int = 0):
         self.block = block
         self.shape = shape
-        self.pp = pp
         self.scatter = scatter
         """tp size when activations replicated over tp cross stages as 1/tp slices."""
         self.full_elements = full_elements
         """Elements of a whole (not sequence-split) activation: tokens x hidden."""
-        self.removed: set[Operation] = set()
-        self.optional: list[Operation] = []
-        """Ops before the layers on a later stage: removed unless something this
-        stage keeps reads them (rotary tables every layer uses, say)."""
-        self.tied: list[SSAValue] = []
-        """Parameters this stage shares with the other end of the pipeline."""
+        self.cut: set[Operation] = set()
+        """The ops another stage runs."""
 
     def build(self) -> None:
         phases = sim.phases_of(self.block)
@@ -189,8 +219,7 @@ class _StageBuilder:
         self.cut_forward(fwd, f_reps)
         if bwd is not None and b_reps:
             self.cut_backward(bwd, list(reversed(b_reps)))
-        self.erase_removed()
-        self.sum_tied_gradients()
+        self.take_off_stage()
 
     # -- stacked values -------------------------------------------------------
 
@@ -287,137 +316,63 @@ class _StageBuilder:
 
     def cut_forward(self, fwd: sim.PhaseOp, reps: list[sim.RepeatOp]) -> None:
         body = list(fwd.body.block.ops)
-        first, last = body.index(reps[0]), body.index(reps[-1])
+        last = body.index(reps[-1])
         if not self.shape.first:
+            entering = reps[0].iter_init[0]
             self._receive(reps[0], -1)
-            self.optional = [op for op in body[:first] if not isinstance(op, sim.YieldOp)]
+            self.cut |= _computed_only_for(entering)
         if not self.shape.last:
             self._send(reps[-1], 1)
-            self.removed.update(op for op in body[last + 1 :] if not isinstance(op, sim.YieldOp))
+            self.cut.update(body[last + 1:])
 
     def cut_backward(self, bwd: sim.PhaseOp, reps: list[sim.RepeatOp]) -> None:
         body = list(bwd.body.block.ops)
         first, last = body.index(reps[0]), body.index(reps[-1])
         if not self.shape.last:
             self._receive(reps[0], 1)
-            self.removed.update(op for op in body[:first] if not isinstance(op, sim.YieldOp))
+            self.cut.update(body[:first])
         if not self.shape.first:
             self._send(reps[-1], -1)
-            self.removed.update(op for op in body[last + 1 :] if not isinstance(op, sim.YieldOp))
+            self.cut.update(body[last + 1:])
 
-    # -- removal of what another stage owns -----------------------------------
-
-    def erase_removed(self) -> None:
-        """Erase the removed ops, everything computed from them, phase outputs and
-        optimizer pairs that carried them, and params and inputs left unused. A
-        sum of two gradient partials of a parameter (`_gradient_sum`) goes only
-        when both partials go; when one stays, it becomes this stage's gradient
-        of the parameter, which is then tied (`sum_tied_gradients`)."""
-        dropped_outputs: dict[sim.PhaseOp, set[int]] = {}
-        dropped_pairs: dict[sim.OptimizerStepOp, set[int]] = {}
-        # each sum of gradient partials not decided yet, with what carries it
-        sums: dict[Operation, list[Operation]] = {}
-        for op in list(self.removed):
+    def take_off_stage(self) -> None:
+        """Put an off-stage value in place of each result of a cut op that a kept
+        op reads, and erase the cut ops. A sum of two gradient partials of a
+        parameter (`_gradient_sum`) and what carries it stay: canonicalization
+        decides it once it knows which partials this stage holds (`SumTiedGradient`)."""
+        for op in list(self.cut):
             if (found := _gradient_sum(op)) is not None:
-                sums[op] = found[1]
-                self.removed.difference_update([op, *found[1]])
-        work = list(self.removed)
+                self.cut.difference_update([op, *found[2]])
+        for op in sorted(self.cut, key=_program_position, reverse=True):
+            if isinstance(op, sim.YieldOp):
+                continue
+            offs = [sim.OffStageOp(r.type) for r in op.results if r.uses]
+            it = iter(offs)
+            Rewriter.replace_op(op, offs, [next(it).result if r.uses else None for r in op.results])
 
-        def gone(value: SSAValue) -> bool:
-            return isinstance(value.owner, Operation) and value.owner in self.removed
 
-        def drop_uses_of(value: SSAValue) -> None:
-            for use in list(value.uses):
-                user = use.operation
-                phase = user.parent_op()
-                if isinstance(user, sim.YieldOp) and isinstance(phase, sim.PhaseOp):
-                    dropped = dropped_outputs.setdefault(phase, set())
-                    if use.index not in dropped:
-                        dropped.add(use.index)
-                        drop_uses_of(phase.results[use.index])
-                elif isinstance(user, sim.OptimizerStepOp):
-                    dropped_pairs.setdefault(user, set()).add(use.index % len(user.params))
-                elif user in sums:
-                    continue
-                elif user not in self.removed and (found := _gradient_sum(user)) is not None:
-                    sums[user] = found[1]
-                elif user not in self.removed:
-                    self.removed.add(user)
-                    work.append(user)
+@dataclass(frozen=True)
+class SumTiedGradient(RewritePattern):
+    """A sum of two partials of a parameter's gradient (a tied weight's embedding
+    and head gradients) of which this stage holds one: the stage keeps its own
+    partial, and before the optimizer step updates its copy of the weight, the
+    partials of the first and the last stage are summed by an all-reduce over the
+    embedding group (positions 0 and pp-1 of the `pp` axis), as Megatron-LM's
+    `_allreduce_embedding_grads`."""
 
-        def cascade() -> None:
-            while work:
-                while work:
-                    for r in work.pop().results:
-                        drop_uses_of(r)
-                for op in [s for s in sums if all(gone(v) for v in s.operands)]:
-                    del sums[op]
-                    self.removed.add(op)
-                    work.append(op)
+    pp: int
 
-        def dead(value: SSAValue) -> bool:
-            """Only removed ops, or outputs of a phase nobody kept, read `value`."""
-            for use in value.uses:
-                user = use.operation
-                phase = user.parent_op()
-                if user in self.removed:
-                    continue
-                if isinstance(user, sim.YieldOp) and isinstance(phase, sim.PhaseOp):
-                    if use.index in dropped_outputs.get(phase, ()) or dead(phase.results[use.index]):
-                        continue
-                return False
-            return True
-
-        cascade()
-        for op in reversed(self.optional):
-            if all(dead(r) for r in op.results):
-                self.removed.add(op)
-                work.append(op)
-                cascade()
-        for op in sums:
-            if any(gone(v) for v in op.operands):
-                found = _gradient_sum(op)
-                assert found is not None
-                self.tied.append(found[0])
-                (partial,) = [v for v in op.operands if not gone(v)]
-                op.results[0].replace_all_uses_with(partial)
-                self.removed.add(op)
-        for phase, idx in dropped_outputs.items():
-            keep_phase_outputs(phase, [i for i in range(len(phase.outputs)) if i not in idx])
-        for step, idx in dropped_pairs.items():
-            optimizer_step_over(step, [i for i in range(len(step.params)) if i not in idx])
-            step.detach()
-            step.erase()
-        for op in sorted(self.removed, key=_program_position, reverse=True):
-            for r in op.results:
-                if r.uses:
-                    raise CharonError(
-                        f"pipeline: cannot move '{op.name}' off this stage: "
-                        f"{next(iter(r.uses)).operation.name} still reads it"
-                    )
-            op.detach()
-            op.erase()
-        for op in list(self.block.ops):
-            if isinstance(op, (sim.ParamOp, sim.InputOp)) and not op.result.uses:
-                op.detach()
-                op.erase()
-
-    def sum_tied_gradients(self) -> None:
-        """Before the optimizer step that updates a tied parameter, all-reduce this
-        stage's partial gradient over the embedding group (the first and last
-        stage): the step updates this stage's copy with the whole gradient."""
-        if not self.tied:
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.ElementwiseOp, rewriter: PatternRewriter, /) -> None:
+        held = [v for v in op.inputs if not sim.is_off_stage(v)]
+        if len(held) != 1 or (found := _gradient_sum(op)) is None:
             return
+        step, index, _ = found
+        grad = step.grads[index]
         subgroup = DenseArrayBase.from_list(i64, [0, self.pp - 1])
-        for step in [op for op in self.block.walk() if isinstance(op, sim.OptimizerStepOp)]:
-            block = step.parent_block()
-            assert block is not None
-            for param, grad in zip(step.params, step.grads):
-                if param not in self.tied:
-                    continue
-                total = coll.AllReduceOp(grad, MESH, ["pp"], subgroup=subgroup)
-                block.insert_op_before(total, step)
-                grad.replace_uses_with_if(total.result, lambda use: use.operation is not total)
+        total = rewriter.insert(coll.AllReduceOp(grad, MESH, ["pp"], subgroup=subgroup), InsertPoint.before(step))
+        rewriter.replace_uses_with_if(grad, total.result, lambda use: use.operation is not total)
+        rewriter.replace(op, [], held)
 
 
 def _program_position(op: Operation) -> tuple[int, ...]:
@@ -469,6 +424,23 @@ class PipelinePass(ModulePass):
             )
         return split
 
+    def clean_up(self, stage: sim.StageOp) -> None:
+        """What follows from the ops a stage does not run: the canonical forms of
+        `sim.off_stage` (what reads one is off-stage; a phase stops yielding it, an
+        optimizer step stops updating its pair), a tied weight's gradient summed
+        across the end stages (`SumTiedGradient`, tried first), then xDSL's region
+        dead-code elimination for what nothing reads any more (the embedding of a
+        later stage, params and inputs of another stage's layers)."""
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([SumTiedGradient(self.pp), CanonicalizationRewritePattern()],
+                                        dce_enabled=False),
+            post_walk_func=region_dce,
+        ).rewrite_region(stage.body)
+        for off in (o for o in stage.walk() if isinstance(o, sim.OffStageOp)):
+            reader = next(iter(off.result.uses)).operation
+            raise CharonError(f"pipeline: cannot move work off this stage: '{reader.name}' still reads "
+                              "a value another stage computes")
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.pp < 1 or self.vpp < 1:
             raise CharonError(f"pipeline: options 'pp' ({self.pp}) and 'vpp' ({self.vpp}) must be >= 1")
@@ -511,8 +483,10 @@ class PipelinePass(ModulePass):
             mapper: dict[SSAValue, SSAValue] = {}
             for o in step_ops:
                 block.add_op(o.clone(mapper))
-            _StageBuilder(block, shape, self.pp, tp if full else 1, full).build()
-            op.body.block.add_op(sim.StageOp(virtual_stages, Region(block)))
+            _StageBuilder(block, shape, tp if full else 1, full).build()
+            stage = sim.StageOp(virtual_stages, Region(block))
+            op.body.block.add_op(stage)
+            self.clean_up(stage)
         for o in reversed(step_ops):
             o.detach()
             o.erase(safe_erase=False)

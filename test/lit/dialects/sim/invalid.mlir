@@ -217,3 +217,9 @@ sim.phase "forward" {
 %k = sim.input "k" : tensor<1x16x4x64xbf16>
 %o = sim.attention %q, %k, %k {causal, kernel = #sim<attention_kernel "flash3">} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
 // CHECK: error: 'sim.attention' op a kernel (flash3) runs a flash attention only
+
+// -----
+
+%a = sim.input "a" : tensor<4xbf16>
+%b = "sim.off_stage"(%a) : (tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK: error: 'sim.off_stage' op Expected 0 operands, but got 1

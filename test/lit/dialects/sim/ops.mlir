@@ -159,5 +159,9 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   // GENERIC-NEXT: "sim.elementwise"(%{{.*}}, %{{.*}}, %{{.*}}) <{kind = #sim<elementwise_kind "rms_norm_grad">}>
   // GENERIC-NEXT: "sim.phase"() <{kind = #sim<phase_kind "decode">}> ({
   // GENERIC-NEXT:   "sim.optimizer_step"(%{{.*}}, %{{.*}}) <{kind = #sim<optimizer_kind "sgd">, operandSegmentSizes = array<i32: 1, 1>}>
+  // A value another pipeline stage holds (the pipeline pass's, gone once it is done).
+  %away = sim.off_stage : tensor<4x8xbf16>
+  // CHECK:      sim.off_stage : tensor<4x8xbf16>
+  // GENERIC:    "sim.off_stage"() : () -> tensor<4x8xbf16>
 }
 // GENERIC: }) {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>} : () -> ()
