@@ -188,3 +188,86 @@ def test_a_stage_of_no_layers_holds_only_what_follows_them():
     busy = [sum(e - s for s, e in timeline.intervals(KIND_COMPUTE, program=i)) for i in range(len(programs))]
     # 8 layers x 3 matmuls (forward, dX, dW) x 2 micro-batches on the first stage
     assert busy == [pytest.approx(48.0), 0.0]
+
+
+def embedded_model(extra_backward: str = "", slices: str = "%f#1, %ws") -> str:
+    """Four layers after a vocabulary-parallel embedding (its tp all-reduce) and a
+    rotary-like table every layer reads; `extra_backward` goes before the backward
+    layers."""
+    t = "tensor<1x16x32xbf16>"
+    return f"""
+    coll.grid @mesh(axes = ["tp"], shape = 2)
+    %ids = sim.input "tokens" : tensor<1x16xi64>
+    %pos = sim.input "positions" : {t}
+    %table = sim.param "embed" : tensor<500x32xbf16>
+    %ws = sim.param "w" : tensor<4x32x32xbf16>
+    %f:2 = sim.phase "forward" -> {t}, tensor<4x1x16x32xbf16> {{
+      %e = sim.embedding %table, %ids : (tensor<500x32xbf16>, tensor<1x16xi64>) -> {t}
+      %x = coll.all_reduce %e on @mesh ["tp"] : {t}
+      %rot = sim.elementwise "cos" %pos : {t} -> {t}
+      %r:2 = sim.repeat 4 iter(%x : {t}) slices(%ws : tensor<4x32x32xbf16>) -> ({t}, tensor<4x1x16x32xbf16>) {{
+      ^bb0(%a: {t}, %w: tensor<32x32xbf16>):
+        %y = sim.matmul %a, %w : ({t}, tensor<32x32xbf16>) -> {t}
+        %z = sim.elementwise "mul" %y, %rot : {t}, {t} -> {t}
+        sim.yield %z, %a : {t}, {t}
+      }}
+      sim.yield %r#0, %r#1 : {t}, tensor<4x1x16x32xbf16>
+    }}
+    %b = sim.phase "backward" -> tensor<4x32x32xbf16> {{
+      %g = sim.elementwise "fill" %f#0 : {t} -> {t}
+      {extra_backward}
+      %rb:2 = sim.repeat 4 iter(%g : {t}) slices({slices} : tensor<4x1x16x32xbf16>, tensor<4x32x32xbf16>) {{reverse}} -> ({t}, tensor<4x32x32xbf16>) {{
+      ^bb0(%d: {t}, %a: {t}, %w: tensor<32x32xbf16>):
+        %dx = sim.matmul %d, %w {{transpose_rhs}} : ({t}, tensor<32x32xbf16>) -> {t}
+        %dw = sim.matmul %a, %d {{transpose_lhs}} : ({t}, {t}) -> tensor<1x32x32xbf16>
+        %dwv = sim.view %dw : tensor<1x32x32xbf16> -> tensor<32x32xbf16>
+        sim.yield %dx, %dwv : {t}, tensor<32x32xbf16>
+      }}
+      sim.yield %rb#1 : tensor<4x32x32xbf16>
+    }}
+    sim.phase "optimizer" {{
+      sim.optimizer_step "adamw"(%ws : tensor<4x32x32xbf16>) grads(%b : tensor<4x32x32xbf16>)
+      sim.yield
+    }}
+    """
+
+
+def stages_of(text: str, **pipeline) -> list[sim.StageOp]:
+    ctx = make_context()
+    module = parse_module(text, ctx)
+    PipelinePass(**pipeline).apply(ctx, module)
+    module.verify()
+    return [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
+
+
+def names_in(stage: sim.StageOp) -> list[str]:
+    return [op.name for op in stage.walk()]
+
+
+def test_a_later_stage_runs_neither_the_embedding_nor_its_collective():
+    """The layers' input arrives by coll.recv on stage 1: the embedding and its tp
+    all-reduce (communication, which dead-code elimination keeps) are stage 0's
+    alone; the table every layer reads is computed on both; no off-stage value is
+    left."""
+    first, second = stages_of(embedded_model(), pp=2)
+    assert names_in(first).count("sim.embedding") == 1 and names_in(first).count("coll.all_reduce") == 1
+    assert "sim.embedding" not in names_in(second) and "coll.all_reduce" not in names_in(second)
+    assert "coll.recv" in names_in(second)
+    for stage in (first, second):
+        assert [o.sym_name.data for o in stage.walk() if isinstance(o, sim.ParamOp)] == (
+            ["embed", "w"] if stage is first else ["w"])
+        assert names_in(stage).count("sim.elementwise") >= 2  # the table (cos), the layer's mul
+        assert "sim.off_stage" not in names_in(stage)
+
+
+def test_work_another_stage_runs_that_a_kept_op_still_reads_is_one_line():
+    """The backward layers slice a copy of their weights made before them (the last
+    stage's part of the backward): stage 0 cannot hand it off to stage 1."""
+    text = embedded_model(
+        extra_backward='%wc = sim.elementwise "copy" %ws : tensor<4x32x32xbf16> -> tensor<4x32x32xbf16>',
+        slices="%f#1, %wc",
+    )
+    with pytest.raises(CharonError) as e:
+        stages_of(text, pp=2)
+    assert str(e.value) == ("pipeline: cannot move work off this stage: 'sim.repeat' still reads "
+                            "a value another stage computes")
