@@ -21,7 +21,11 @@ cut at stage boundaries: each virtual stage keeps its share of every repeat (a
 count of 0 where it holds none of those layers), the first stage keeps what comes
 before the layers (embedding), the last keeps what comes after (head, loss) and
 their gradients. Activations cross stages with `coll.send`/`coll.recv` on the `pp`
-axis in forward, gradients in backward. Stages with identical contents share one
+axis in forward, gradients in backward. An op another stage runs leaves a
+`sim.off_stage` value in its place; the canonicalization patterns of the ops spread
+it to what depends on it (phase results, optimizer pairs), and xDSL's region
+dead-code elimination takes what nothing reads any more (params and inputs of
+other stages' layers). Stages with identical contents share one
 `sim.stage`; the schedule is recorded as the module's `sim.pipeline` attribute, for
 `lower-to-events` to emit each stage's exact order of micro-batches.
 
@@ -189,6 +193,10 @@ def _computed_only_for(value: SSAValue) -> set[Operation]:
     return taken
 
 
+def _all_but_yield(ops: list[Operation]) -> list[Operation]:
+    return [op for op in ops if not isinstance(op, sim.YieldOp)]
+
+
 class _StageBuilder:
     """Specialises a clone of the module's step to one stage shape: resizes the
     layer repeats, cuts the phases at the stage's boundaries (sends and receives
@@ -323,17 +331,17 @@ class _StageBuilder:
             self.cut |= _computed_only_for(entering)
         if not self.shape.last:
             self._send(reps[-1], 1)
-            self.cut.update(body[last + 1:])
+            self.cut.update(_all_but_yield(body[last + 1:]))
 
     def cut_backward(self, bwd: sim.PhaseOp, reps: list[sim.RepeatOp]) -> None:
         body = list(bwd.body.block.ops)
         first, last = body.index(reps[0]), body.index(reps[-1])
         if not self.shape.last:
             self._receive(reps[0], 1)
-            self.cut.update(body[:first])
+            self.cut.update(_all_but_yield(body[:first]))
         if not self.shape.first:
             self._send(reps[-1], -1)
-            self.cut.update(body[last + 1:])
+            self.cut.update(_all_but_yield(body[last + 1:]))
 
     def take_off_stage(self) -> None:
         """Put an off-stage value in place of each result of a cut op that a kept
@@ -344,8 +352,6 @@ class _StageBuilder:
             if (found := _gradient_sum(op)) is not None:
                 self.cut.difference_update([op, *found[2]])
         for op in sorted(self.cut, key=_program_position, reverse=True):
-            if isinstance(op, sim.YieldOp):
-                continue
             offs = [sim.OffStageOp(r.type) for r in op.results if r.uses]
             it = iter(offs)
             Rewriter.replace_op(op, offs, [next(it).result if r.uses else None for r in op.results])
