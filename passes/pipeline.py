@@ -351,7 +351,8 @@ class _StageBuilder:
         for op in list(self.cut):
             if (found := _gradient_sum(op)) is not None:
                 self.cut.difference_update([op, *found[2]])
-        for op in sorted(self.cut, key=_program_position, reverse=True):
+        order = {op: i for i, op in enumerate(self.block.walk())}
+        for op in sorted(self.cut, key=order.__getitem__, reverse=True):
             offs = [sim.OffStageOp(r.type) for r in op.results if r.uses]
             it = iter(offs)
             Rewriter.replace_op(op, offs, [next(it).result if r.uses else None for r in op.results])
@@ -379,19 +380,6 @@ class SumTiedGradient(RewritePattern):
         total = rewriter.insert(coll.AllReduceOp(grad, MESH, ["pp"], subgroup=subgroup), InsertPoint.before(step))
         rewriter.replace_uses_with_if(grad, total.result, lambda use: use.operation is not total)
         rewriter.replace(op, [], held)
-
-
-def _program_position(op: Operation) -> tuple[int, ...]:
-    path = []
-    cur: Operation | None = op
-    while cur is not None and cur.parent_block() is not None:
-        block = cur.parent_block()
-        assert block is not None
-        path.append(block.get_operation_index(cur))
-        cur = cur.parent_op()
-        if isinstance(cur, sim.StageOp):
-            break
-    return tuple(reversed(path))
 
 
 def _p2p_props(shift: int) -> dict:
@@ -437,11 +425,14 @@ class PipelinePass(ModulePass):
         across the end stages (`SumTiedGradient`, tried first), then xDSL's region
         dead-code elimination for what nothing reads any more (the embedding of a
         later stage, params and inputs of another stage's layers)."""
+        if not any(isinstance(o, sim.OffStageOp) for o in stage.walk()):
+            region_dce(stage.body)  # one stage holds everything (pp = 1): nothing to spread
+            return
         PatternRewriteWalker(
             GreedyRewritePatternApplier([SumTiedGradient(self.pp), CanonicalizationRewritePattern()],
                                         dce_enabled=False),
-            post_walk_func=region_dce,
         ).rewrite_region(stage.body)
+        region_dce(stage.body)
         for off in (o for o in stage.walk() if isinstance(o, sim.OffStageOp)):
             reader = next(iter(off.result.uses)).operation
             raise CharonError(f"pipeline: cannot move work off this stage: '{reader.name}' still reads "
