@@ -14,6 +14,7 @@ WITHOUT_A_RULE = {
     "coll.grid": "a declaration: no value",
     "coll.send": "made by the pipeline pass, after the sharding passes",
     "coll.recv": "made by the pipeline pass, after the sharding passes",
+    "sim.off_stage": "made and canonicalized away inside the pipeline pass, after the sharding passes",
 }
 
 
