@@ -377,9 +377,21 @@ def _input_files(points: list[Point]) -> set[Path]:
 
 
 def _split(points: list[Point], parts: int) -> list[list[Point]]:
-    """`points` in up to `parts` contiguous batches (of their sharing order)."""
+    """`points` in up to `parts` contiguous batches (of their sharing order),
+    never between two points that differ only in their recompute policy (where
+    it rewrites nothing they are one build: `TrainingEvaluator._run`)."""
     size = math.ceil(len(points) / parts)
-    return [points[i : i + size] for i in range(0, len(points), size)]
+    batches: list[list[Point]] = [[]]
+    for point in points:
+        last = batches[-1]
+        if len(last) >= size and _but_recompute(point) != _but_recompute(last[-1]):
+            batches.append(last := [])
+        last.append(point)
+    return [b for b in batches if b]
+
+
+def _but_recompute(point: Point) -> dict:
+    return {k: v for k, v in point.config.items() if k != "recompute"}
 
 
 def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int,

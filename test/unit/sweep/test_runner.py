@@ -9,6 +9,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from charon_ir.sweep import run_sweep, sweep
 from charon_ir.sweep import evaluate as evaluate_module
@@ -229,3 +231,20 @@ def test_bad_options_fail_before_the_results_file_is_made(tiny_space, tmp_path, 
     with pytest.raises(CharonError, match=error):
         sweep(tiny_space, db=db, **options)
     assert not db.exists()
+
+
+@given(recomputes=st.lists(st.sampled_from(["none", "selective", "full"]), min_size=1, max_size=30),
+       pps=st.lists(st.sampled_from([1, 2]), min_size=30, max_size=30), parts=st.integers(1, 4))
+@settings(max_examples=60, deadline=None)
+def test_retime_batches_keep_recompute_twins_together(recomputes, pps, parts):
+    """The re-timing's batches: the points in order, at most `parts` batches,
+    never cut between points that differ only in their recompute policy (one
+    build where the policy rewrites nothing)."""
+    from charon_ir.sweep.space import Point
+
+    points = [Point({"pp": pp, "recompute": r}, f"k{i}") for i, (r, pp) in enumerate(zip(recomputes, pps))]
+    batches = runner_module._split(points, parts)
+    assert [p for b in batches for p in b] == points
+    assert all(batches) and len(batches) <= parts
+    for before, after in zip(batches, batches[1:]):
+        assert before[-1].config["pp"] != after[0].config["pp"]
