@@ -46,6 +46,7 @@ from charon_ir.engines.compute_efficiency import (
     VECTOR_MAX,
     attention_efficiency,
     gemm_efficiency,
+    gemm_max_fp8,
     memory_efficiency,
 )
 from charon_ir.profile.key import is_free_view
@@ -189,7 +190,8 @@ def fp8_gemm_target(target: Target, flag: str) -> Target:
     check_fp8(gpu, flag)
     f8 = gpu.peak_flops["f8"]
     return replace(target, gpu=replace(gpu, peak_flops={**gpu.peak_flops, "bf16": f8, "f16": f8},
-                                       hbm_bandwidth=2.0 * gpu.hbm_bandwidth))
+                                       hbm_bandwidth=2.0 * gpu.hbm_bandwidth,
+                                       efficiency=replace(gpu.efficiency, gemm_max=gemm_max_fp8(gpu))))
 
 
 FP8_CAST_BYTES_PER_OPERAND_ELEMENT: dict[str, float] = {

@@ -65,6 +65,16 @@ record's fraction of peak divided by the best shape factor the sweep holds,
 K/(K + GEMM_K_OVERHEAD) at GEMM_SWEEP_K_MAX (the highest record of a GPU type
 where it has two). Before, the ceiling was fitted to the best shape itself, which
 let large-K training GEMMs run 3-5 % above the best matmul ever measured."""
+GEMM_MAX_FP8: dict[str, float] = {
+    "H100-SXM5-80GB": 1402.6 / 1978.9 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + 64)),
+    "B200-SXM-180GB": 3432.5 / 4500.0 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + 64)),
+    "GB200-per-GPU": 3615.6 / 5000.0 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + 64)),
+}
+"""The ceiling of an fp8 GEMM on the fp8 tensor cores, by the rule of GEMM_MAX: the
+best fp8 matmul of stas00/ml-engineering's MAMF table (H100 SXM 1402.6 TFLOP/s, B200
+3432.5 @ 15360x4096x3072, GB200 3615.6 @ 19456x5120x1536) over the fp8 peak and the
+sweep's best shape factor (docs/calibration.md, "FP8 GEMMs"). GPU types without an
+fp8 row keep their bf16 ceiling on the fp8 rate."""
 GEMM_MAX_DEFAULT = 0.833
 """GPU types without a record: the mean of the A100, H100 and H200 values (the
 Blackwell ones, added later, are left out: docs/calibration.md, "Blackwell")."""
@@ -89,6 +99,15 @@ def gemm_efficiency(gpu: GpuSpec, batch: int, m: int, n: int, k: int) -> float:
         best = max(best, rel * wave_eff * fill)
     k_eff = k / (k + GEMM_K_OVERHEAD)
     return gemm_max(gpu) * best * k_eff
+
+
+def gemm_max_fp8(gpu: GpuSpec) -> float:
+    """The ceiling of an fp8 GEMM: the GPU file's `gemm_max` if it states one, else
+    GEMM_MAX_FP8 of its calibration, else its bf16 ceiling."""
+    if gpu.efficiency.gemm_max is not None:
+        return gpu.efficiency.gemm_max
+    name = SAME_SILICON.get(gpu.calibration, gpu.calibration)
+    return GEMM_MAX_FP8.get(name, gemm_max(gpu))
 
 
 def gemm_max(gpu: GpuSpec) -> float:

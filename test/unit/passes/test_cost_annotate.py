@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from charon_ir.api import TrainingConfig, build_training_module
 from charon_ir.dialects import sim
 from charon_ir.dialects.sim import COST_ATTR
-from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S, memory_efficiency
+from charon_ir.engines.compute_efficiency import KERNEL_FLOOR_S, gemm_max, gemm_max_fp8, memory_efficiency
 from charon_ir.passes.cost_annotate import CostAnnotatePass
 from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.target.hardware import load_gpu
@@ -42,10 +42,12 @@ def gemm_time(m: int, n: int, k: int, fp8: bool, casts: bool = False) -> float:
 @given(st.integers(1, 16384), st.integers(1, 16384), st.integers(1, 16384))
 def test_an_fp8_gemm_takes_half_the_bf16_time_down_to_the_kernel_floor(m, n, k):
     """The rate (H100: 1978.9 against 989.4 TFLOP/s) and, for one-byte operands,
-    the bandwidth double: the compute bound scales by the rates' ratio, the memory
+    the bandwidth double: the compute bound scales by the rates' ratio and the
+    ceilings' (fp8's best matmul reaches 71 % of its peak, bf16's 80 %), the memory
     bound by exactly 1/2, neither below the kernel floor."""
     gpu = load_gpu("H100-SXM5-80GB")
-    ratio = gpu.peak_flops["bf16"] / gpu.peak_flops["f8"]
+    ratio = gpu.peak_flops["bf16"] / gpu.peak_flops["f8"] * gemm_max(gpu) / gemm_max_fp8(gpu)
+    assert 1.12 < gemm_max(gpu) / gemm_max_fp8(gpu) < 1.14
     bf16, fp8 = gemm_time(m, n, k, False), gemm_time(m, n, k, True)
     bounds = sorted(max(bf16 * r, KERNEL_FLOOR_S) for r in (ratio, 0.5))
     assert bounds[0] * (1 - 1e-9) <= fp8 <= bounds[1] * (1 + 1e-9)
