@@ -34,7 +34,8 @@ def test_fp8_prices_the_gemms_on_the_fp8_tensor_cores():
     bf16 = simulate_file(LAYER, hardware="H100-SXM5-80GB", gpus=8)
     fp8 = simulate_file(LAYER, hardware="H100-SXM5-80GB", gpus=8, precision="fp8")
     assert fp8["streams"]["compute"]["busy_s"] < bf16["streams"]["compute"]["busy_s"]
-    assert fp8["streams"]["comm_tp"]["busy_s"] == bf16["streams"]["comm_tp"]["busy_s"]
+    # the same collectives (summed in another order where the GEMMs' times differ)
+    assert fp8["streams"]["comm_tp"]["busy_s"] == pytest.approx(bf16["streams"]["comm_tp"]["busy_s"], rel=1e-12)
 
 
 def test_a_flag_that_needs_the_passes_is_not_dropped(charon_fails):
