@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
@@ -52,7 +52,7 @@ from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split, 
 from charon_ir.parallel.sharding.materialise import materialise
 from charon_ir.parallel.sharding.propagation import analyse, tally_replicated
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
-from charon_ir.parallel.sharding.state import Sharding, ShardingState
+from charon_ir.parallel.sharding.state import Partition, Sharding, insert, redirect
 
 
 def attention_dims(module: ModuleOp) -> tuple[int, int, int]:
@@ -91,9 +91,8 @@ def _merge(name: str, parts: list[SSAValue], result_type) -> sim.GenericOp:
 @dataclass
 class ContextAttention:
     """Takes attention over from the default propagation when q, k, v are split on
-    the sequence. Ulysses is layouts and conversions only (recorded by a
-    `ShardingAnalysis`); the ring builds its send/recv steps as the walk goes
-    (a `ShardingState`)."""
+    the sequence: Ulysses by layouts and conversions alone, the ring by its steps
+    as well (`RingSteps`)."""
 
     state: Sharding
     mode: str
@@ -172,7 +171,6 @@ class ContextAttention:
     # -- ring -----------------------------------------------------------------
 
     def ring(self, op: Operation, rewriter: PatternRewriter) -> None:
-        assert isinstance(self.state, ShardingState), "the ring builds ops as it walks"
         if op.window is not None:
             # which kv blocks a window reaches depends on the chunk layout; the
             # remote blocks are priced whole below, which a window would undo
@@ -184,32 +182,59 @@ class ContextAttention:
             raise CharonError(f"shard-context: chunked attention (chunk {op.chunk_size()}) is not "
                               "modelled on the ring; use the all-to-all (Ulysses) variant")
         st = self.state
-        cp = st.size
-        seq = split(1, cp, "seq")
+        seq = split(1, st.size, "seq")
         for value in (op.q, op.k, op.v):
             st.use_value(op, value, seq)
         if isinstance(op, sim.AttentionGradOp):
             st.use_value(op, op.out, seq)
             st.use_value(op, op.grad_out, seq)
+        q, v = st.rank_shape(st.operand_of(op, op.q)), st.rank_shape(st.operand_of(op, op.v))
+        if isinstance(op, sim.AttentionOp):
+            st.assign(op.result, seq, (*q[:3], v[3]))
+        else:
+            for k, src in enumerate((op.q, op.k, op.v)):
+                st.assign(op.results[k], seq, st.rank_shape(st.operand_of(op, src)))
+        st.partition(op, RingSteps(st.axis, st.size))
+
+
+@dataclass(frozen=True)
+class RingSteps(Partition):
+    """Ring attention on one rank, its q, k, v split on the sequence: the kv blocks
+    travel around the ring by send/recv, one attention step per block, the steps'
+    partial results joined by a merge that the op's readers read instead."""
+
+    axis: str
+    cp: int
+
+    MERGE = "ring_attention.merge"
+
+    def _merge_name(self, op: Operation, index: int) -> str:
+        return self.MERGE if isinstance(op, sim.AttentionOp) else f"{self.MERGE}_{('dq', 'dk', 'dv')[index]}"
+
+    def stand_in(self, op: Operation, index: int) -> SSAValue | None:
+        name = self._merge_name(op, index)
+        for use in op.results[index].uses:
+            user = use.operation
+            if isinstance(user, sim.GenericOp) and user.callee.data == name:
+                return user.results[0]
+        return None
+
+    def rewrite(self, op: Operation, rewriter: PatternRewriter | None) -> None:
         causal = op.causal is not None
-        local = shape(op.q)[1]
-        half = local // 2
-        point = InsertPoint.before(op)
+        half = shape(op.q)[1] // 2
         k, v = op.k, op.v
         blocks: list[tuple[SSAValue, SSAValue]] = [(k, v)]
         new_ops: list[Operation] = []
         # kv blocks around the ring: at step i a rank holds the block of rank r - i
-        for _ in range(1, cp):
+        for _ in range(1, self.cp):
             pk, pv = blocks[-1]
-            new_ops += [_p2p(coll.SendOp, st.axis, 1, [pk]), _p2p(coll.SendOp, st.axis, 1, [pv])]
-            rk = _p2p(coll.RecvOp, st.axis, -1, result_types=[pk.type])
-            rv = _p2p(coll.RecvOp, st.axis, -1, result_types=[pv.type])
+            new_ops += [_p2p(coll.SendOp, self.axis, 1, [pk]), _p2p(coll.SendOp, self.axis, 1, [pv])]
+            rk = _p2p(coll.RecvOp, self.axis, -1, result_types=[pk.type])
+            rv = _p2p(coll.RecvOp, self.axis, -1, result_types=[pv.type])
             new_ops += [rk, rv]
             blocks.append((rk.results[0], rv.results[0]))
-        Rewriter.insert_op(new_ops, point)
-        out_type = (*shape(op.q)[:3], shape(op.v)[3])
+        insert(rewriter, new_ops, InsertPoint.before(op))
         if isinstance(op, sim.AttentionOp):
-            st.retype(op.result, with_shape(op.result.type, out_type))
             parts = [op.result]
             for bk, bv in blocks[1:]:
                 q = op.q
@@ -219,17 +244,13 @@ class ContextAttention:
                     pre.append(sl)
                     q = sl.results[0]
                 att = sim.AttentionOp(q, bk, bv, with_shape(op.result.type, (*shape(q)[:3], shape(bv)[3])), causal=False, flash=op.flash is not None)
-                Rewriter.insert_op([*pre, att], InsertPoint.after(parts[-1].owner))
+                insert(rewriter, [*pre, att], InsertPoint.after(parts[-1].owner))  # pyright: ignore[reportArgumentType]
                 parts.append(att.result)
-            merge = _merge("ring_attention.merge", parts, op.result.type)
-            Rewriter.insert_op(merge, InsertPoint.after(parts[-1].owner))
-            self._replace_uses(op.result, merge.results[0], skip={merge})
-            st.shards[op.result] = seq
-            st.shards[merge.results[0]] = seq
+            merge = _merge(self.MERGE, parts, op.result.type)
+            insert(rewriter, merge, InsertPoint.after(parts[-1].owner))  # pyright: ignore[reportArgumentType]
+            redirect(rewriter, op.result, merge.results[0], skip={merge})
             return
         # backward: each step's partial gradients; dk, dv go back to their owners
-        for r, src in ((op.grad_q, op.q), (op.grad_k, op.k), (op.grad_v, op.v)):
-            st.retype(r, src.type)
         grads_q, grads_k, grads_v = [op.grad_q], [op.grad_k], [op.grad_v]
         after: Operation = op
         for bk, bv in blocks[1:]:
@@ -244,30 +265,22 @@ class ContextAttention:
                 result_types=[q.type, bk.type, bv.type],
                 properties={"flash": op.flash} if op.flash is not None else {},
             )
-            send_k = _p2p(coll.SendOp, st.axis, -1, [g.results[1]])
-            send_v = _p2p(coll.SendOp, st.axis, -1, [g.results[2]])
-            recv_k = _p2p(coll.RecvOp, st.axis, 1, result_types=[bk.type])
-            recv_v = _p2p(coll.RecvOp, st.axis, 1, result_types=[bv.type])
-            Rewriter.insert_op([*pre, g, send_k, send_v, recv_k, recv_v], InsertPoint.after(after))
+            send_k = _p2p(coll.SendOp, self.axis, -1, [g.results[1]])
+            send_v = _p2p(coll.SendOp, self.axis, -1, [g.results[2]])
+            recv_k = _p2p(coll.RecvOp, self.axis, 1, result_types=[bk.type])
+            recv_v = _p2p(coll.RecvOp, self.axis, 1, result_types=[bv.type])
+            insert(rewriter, [*pre, g, send_k, send_v, recv_k, recv_v], InsertPoint.after(after))
             after = recv_v
             grads_q.append(g.results[0])
             grads_k.append(recv_k.results[0])
             grads_v.append(recv_v.results[0])
-        merges = []
-        for name, parts, r in (("dq", grads_q, op.grad_q), ("dk", grads_k, op.grad_k), ("dv", grads_v, op.grad_v)):
-            m = _merge(f"ring_attention.merge_{name}", parts, r.type)
-            merges.append((r, m))
-        Rewriter.insert_op([m for _, m in merges], InsertPoint.after(after))
+        merges = [
+            (r, _merge(self._merge_name(op, i), parts, r.type))
+            for i, (parts, r) in enumerate(((grads_q, op.grad_q), (grads_k, op.grad_k), (grads_v, op.grad_v)))
+        ]
+        insert(rewriter, [m for _, m in merges], InsertPoint.after(after))
         for r, m in merges:
-            self._replace_uses(r, m.results[0], skip={m})
-            st.shards[r] = seq
-            st.shards[m.results[0]] = seq
-
-    @staticmethod
-    def _replace_uses(old: SSAValue, new: SSAValue, skip: set[Operation]) -> None:
-        for use in list(old.uses):
-            if use.operation not in skip:
-                use.operation.operands[use.index] = new
+            redirect(rewriter, r, m.results[0], skip={m})
 
 
 @dataclass(frozen=True)
@@ -283,14 +296,13 @@ class ShardContextPass(ModulePass):
         if self.cp == 1:
             return
         st = self.analyse(op)
-        if isinstance(st, ShardingAnalysis):
-            materialise(st.plan, op)
+        materialise(st.plan, op)
         tally_replicated(st, op)
         record_replicated_flops(op, self.name, st.replicated_flops)
 
-    def analyse(self, op: ModuleOp) -> Sharding:
-        """The cp grid axis, the split step inputs, then the propagation: recorded
-        for Ulysses (no other IR change), made as it walks for the ring."""
+    def analyse(self, op: ModuleOp) -> ShardingAnalysis:
+        """The cp grid axis, the split step inputs, then the propagation's record
+        of every value's layout and of the ring's steps (no other IR change)."""
         cp = self.cp
         refuse_axis_twice(op, "cp", self.name)
         refuse_after_data_parallel(op, self.name)
@@ -314,9 +326,7 @@ class ShardContextPass(ModulePass):
                 f"({kv_heads}) (mode=ulysses)"
             )
         ensure_axis(op, "cp", cp, self.name)
-        # Ulysses only lays values out: recorded, then materialised
-        state = ShardingAnalysis if self.mode == "ulysses" else ShardingState
-        st = state("cp", cp, self.name, hints={"seq": {seq}, "heads": {heads, kv_heads}})
+        st = ShardingAnalysis("cp", cp, self.name, hints={"seq": {seq}, "heads": {heads, kv_heads}})
         st.snapshot(op)
         seeded = 0
         for inp in op.body.block.ops:

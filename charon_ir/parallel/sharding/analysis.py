@@ -22,7 +22,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from charon_ir.dialects import sim
 from charon_ir.parallel.sharding.conversions import Step, conversion_steps, stats_shape
 from charon_ir.parallel.sharding.layout import Shard, shape
-from charon_ir.parallel.sharding.state import Sharding
+from charon_ir.parallel.sharding.state import Partition, Sharding
 
 Place = tuple[Operation | Block, int]
 """Where a value is defined: (op, result index) or (block, argument index)."""
@@ -85,10 +85,32 @@ class ShardingPlan:
     row_stats: dict[Operation, RowStats] = field(default_factory=dict)
     scale_cost: set[Operation] = field(default_factory=set)
     """Generics whose FLOPs and bytes shrink with their results."""
+    partitions: dict[Operation, Partition] = field(default_factory=dict)
+    """Ops that run as a `Partition` builds them."""
 
     def add(self, conversion: Conversion) -> None:
         self.conversions.append(conversion)
         self.at.setdefault(conversion.root[0], []).append(conversion)
+
+    def current(self, place: Place) -> SSAValue | None:
+        """The value the readers of `place` read now: the value there, or what
+        stands in for it once its op's partition has run (None before)."""
+        owner, index = place
+        how = self.partitions.get(owner) if isinstance(owner, Operation) else None
+        return value_at(place) if how is None else how.stand_in(owner, index)  # pyright: ignore[reportArgumentType]
+
+    def in_place(self, op: Operation) -> bool:
+        """Whether `op` reads its operands as planned, each with its per-rank
+        type, and its results have theirs."""
+        for index, value in enumerate(op.operands):
+            c = self.operands.get((op, index))
+            if c is not None:
+                source = self.current(c.root)
+                if source is None or value is source:
+                    return False
+            elif isinstance(value.type, TensorType) and shape(value) != self.shapes.get(place_of(value), shape(value)):
+                return False
+        return all(shape(r) == self.shapes.get((op, r.index), shape(r)) for r in op.results)
 
     def readers(self) -> dict[Conversion, list[tuple[Operation, int]]]:
         """The operands that read each conversion."""
@@ -187,3 +209,6 @@ class ShardingAnalysis(Sharding):
     def mark_grad_sync(self, value: SSAValue | Conversion) -> None:
         if isinstance(value, Conversion):
             value.grad_sync = True
+
+    def partition(self, op: Operation, how: Partition) -> None:
+        self.plan.partitions[op] = how

@@ -9,6 +9,9 @@ what `ShardingAnalysis` recorded into IR, through the rewriter's API.
   for them, and the operands that read them (changed in place, `notify_op_modified`).
 - `InsertRowStats`: the all-reduced row statistics before a vocab-parallel
   softmax or cross-entropy, once the operand they read is in place.
+- `ApplyPartition`: an op that runs as ops of its own (ring attention's steps),
+  once its operands and results are laid out; the conversions of its results
+  then start from what stands in for them (the merge of the steps).
 
 Each pattern reads only the plan and the op it matches, and does nothing on an op
 it has done: the result does not depend on the order the ops are visited in
@@ -30,7 +33,7 @@ from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.coll import GRAD_SYNC
-from charon_ir.parallel.sharding.analysis import Conversion, ShardingPlan, place_of, value_at
+from charon_ir.parallel.sharding.analysis import Conversion, ShardingPlan
 from charon_ir.parallel.sharding.conversions import build_conversion, is_row_stats_of, row_stats_ops
 from charon_ir.parallel.sharding.layout import shape, with_shape
 from charon_ir.parallel.sharding.state import scale_generic_cost
@@ -97,19 +100,20 @@ class InsertConversions(RewritePattern):
 
     def _done(self, planned: list[Conversion]) -> bool:
         """Whether the conversions are in the IR: an operand that reads one no
-        longer reads the value it converts."""
+        longer reads the value it converts. (One nothing reads is not made.)"""
         for c in planned:
             for user, index in self.readers.get(c, ()):
-                return place_of(user.operands[index]) != c.root
+                return user.operands[index] is not self.plan.current(c.root)
         return True
 
     def _at(self, owner: Operation | Block, rewriter: PatternRewriter) -> None:
         planned = self.plan.at.get(owner)
-        if not planned or self._done(planned):
-            return
+        if not planned or any(self.plan.current(c.root) is None for c in planned) or self._done(planned):
+            return  # nothing to do, or the op's partition has not run yet, or done
         made: dict[Conversion, SSAValue] = {}
         for c in planned:
-            source = made[c.source] if isinstance(c.source, Conversion) else value_at(c.source)
+            source = made[c.source] if isinstance(c.source, Conversion) else self.plan.current(c.root)
+            assert source is not None
             ops = build_conversion(source, c.steps, self.plan.axes)
             if c.grad_sync and isinstance(ops[-1], coll.AllReduceOp):
                 ops[-1].attributes[GRAD_SYNC] = UnitAttr()
@@ -136,15 +140,33 @@ class InsertRowStats(RewritePattern):
             return
         value = op.operands[stats.index]
         planned = self.plan.operands.get((op, stats.index))
-        if planned is not None and place_of(value) == planned.root:
-            return  # its conversion is not in place yet
+        if planned is not None:
+            source = self.plan.current(planned.root)
+            if source is None or value is source:
+                return  # its conversion is not in place yet
         if is_row_stats_of(op.prev_op, value):
             return
         rewriter.insert(row_stats_ops(value, stats.shape, stats.count, self.plan.axis), InsertPoint.before(op))
 
 
+@dataclass(frozen=True)
+class ApplyPartition(RewritePattern):
+    """An op the plan gives a `Partition`: rewritten by it, once its operands and
+    results are laid out as planned."""
+
+    plan: ShardingPlan
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        how = self.plan.partitions.get(op)
+        if how is None or how.stand_in(op, 0) is not None or not self.plan.in_place(op):
+            return
+        how.rewrite(op, rewriter)
+
+
 def materialisation_patterns(plan: ShardingPlan) -> list[RewritePattern]:
-    return [RetypeValues(plan), InsertConversions(plan, plan.readers()), InsertRowStats(plan)]
+    return [
+        RetypeValues(plan), InsertConversions(plan, plan.readers()), InsertRowStats(plan), ApplyPartition(plan),
+    ]
 
 
 def materialise(plan: ShardingPlan, root: Operation, reverse: bool = False) -> None:

@@ -11,12 +11,14 @@ layout, all-reduce row statistics). It leaves open what a request does:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
 from xdsl.dialects.builtin import FloatAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import coll, sim
@@ -33,6 +35,37 @@ from charon_ir.parallel.sharding.layout import REPLICATED, Shard, reshape_groups
 
 Value = Hashable
 """An SSA value, or a planned conversion of one (`ShardingAnalysis`)."""
+
+
+class Partition(ABC):
+    """How an op runs on one rank where that takes ops of its own, beyond laying
+    its operands and results out (ring attention's steps around the ring). It is
+    applied once the op reads its operands as laid out and its results have their
+    per-rank types; its ops are made through `rewriter` when one is given."""
+
+    @abstractmethod
+    def rewrite(self, op: Operation, rewriter: PatternRewriter | None) -> None: ...
+
+    @abstractmethod
+    def stand_in(self, op: Operation, index: int) -> SSAValue | None:
+        """What the op's readers read for result `index` once rewritten (the
+        merge of the ring's steps); None before."""
+
+
+def insert(rewriter: PatternRewriter | None, ops: Operation | Sequence[Operation], point: InsertPoint) -> None:
+    if rewriter is not None:
+        rewriter.insert(ops, point)
+    else:
+        Rewriter.insert_op(ops, point)
+
+
+def redirect(rewriter: PatternRewriter | None, old: SSAValue, new: SSAValue, skip: set[Operation]) -> None:
+    """Every reader of `old` but those of `skip` reads `new` (changed in place)."""
+    for use in list(old.uses):
+        if use.operation not in skip:
+            use.operation.operands[use.index] = new
+            if rewriter is not None:
+                rewriter.notify_op_modified(use.operation)
 
 
 @dataclass
@@ -158,6 +191,11 @@ class Sharding:
     def mark_grad_sync(self, value: Value) -> None:  # pragma: no cover
         """`value` is a gradient all-reduced over the group: a data-parallel pass
         may fold that all_reduce into its own gradient reduction."""
+        raise NotImplementedError
+
+    def partition(self, op: Operation, how: Partition) -> None:  # pragma: no cover
+        """`op` runs as `how` builds it, after its operands and results are laid
+        out as asked."""
         raise NotImplementedError
 
     def resolve_partials(self, op: Operation) -> None:
@@ -329,6 +367,13 @@ class ShardingState(Sharding):
     def mark_grad_sync(self, value: SSAValue) -> None:
         if isinstance(value.owner, coll.AllReduceOp):
             value.owner.attributes[GRAD_SYNC] = UnitAttr()
+
+    def partition(self, op: Operation, how: Partition) -> None:
+        how.rewrite(op, None)
+        for index, r in enumerate(op.results):
+            stand_in = how.stand_in(op, index)
+            if stand_in is not None and r in self.shards:
+                self.shards[stand_in] = self.shards[r]
 
 
 def scale_generic_cost(op: sim.GenericOp, old_bytes: float, old_numel: float) -> None:

@@ -29,15 +29,15 @@ TINY_LLAMA = (MODELS / "tiny-llama.mlir").read_text()
 TINY_GPT_OSS = (MODELS / "tiny-gpt-oss.mlir").read_text()
 
 
-def analysed(text: str, tp: int, ulysses: int = 0):
-    """shard-tensor{tp} analysed; with `ulysses`, shard-tensor applied, then
-    shard-context{cp=ulysses mode=ulysses} analysed."""
+def analysed(text: str, tp: int, cp: int = 0, mode: str = "ring"):
+    """shard-tensor{tp} analysed; with `cp`, shard-tensor applied, then
+    shard-context{cp mode} analysed."""
     module = parse(text)
-    if not ulysses:
+    if not cp:
         return module, ShardTensorPass(tp=tp).analyse(module)
     if tp > 1:
         ShardTensorPass(tp=tp).apply(None, module)  # pyright: ignore[reportArgumentType]
-    return module, ShardContextPass(cp=ulysses, mode="ulysses").analyse(module)
+    return module, ShardContextPass(cp=cp, mode=mode).analyse(module)  # pyright: ignore[reportArgumentType]
 
 
 def in_order(module, plan, ops) -> None:
@@ -53,8 +53,8 @@ def in_order(module, plan, ops) -> None:
                 changed |= rewriter.has_done_action
 
 
-def reference(text: str, tp: int, ulysses: int = 0) -> str:
-    module, st_ = analysed(text, tp, ulysses)
+def reference(*case) -> str:
+    module, st_ = analysed(*case)
     materialise(st_.plan, module)
     return str(module)
 
@@ -99,7 +99,8 @@ def test_the_pass_is_the_analysis_then_the_patterns():
 CASES = {
     "llama tp2": (LLAMA, 2, 0), "llama tp4": (LLAMA, 4, 0), "moe tp2": (MOE, 2, 0),
     "tiny-llama tp2": (TINY_LLAMA, 2, 0), "tiny-gpt-oss tp2": (TINY_GPT_OSS, 2, 0),
-    "tiny-llama ulysses 2": (TINY_LLAMA, 1, 2), "tiny-llama tp2 ulysses 2": (TINY_LLAMA, 2, 2),
+    "tiny-llama ulysses 2": (TINY_LLAMA, 1, 2, "ulysses"), "tiny-llama tp2 ulysses 2": (TINY_LLAMA, 2, 2, "ulysses"),
+    "tiny-llama ring 4": (TINY_LLAMA, 1, 4, "ring"), "tiny-llama tp2 ring 2": (TINY_LLAMA, 2, 2, "ring"),
 }
 
 
