@@ -12,10 +12,13 @@ As MLIR's shard dialect separates sharding propagation from partitioning, the
 propagation can only record (`ShardingAnalysis`: a `ShardingPlan`, by place, with
 the module unchanged), and rewrite patterns then materialise the plan through the
 rewriter (per-rank types by `replace_value_with_new_type`, conversions and row
-statistics inserted), in whatever order the ops are visited. shard-tensor works
-so. A pass whose own rules build ops as they walk (shard-context's ring and
-Ulysses attention, shard-expert's dispatch and combine) uses `ShardingState`,
-which makes each decision IR at once; the rules are the same.
+statistics inserted), in whatever order the ops are visited. An op that runs as
+ops of its own (ring attention's steps) gets a `Partition`, applied by a pattern
+once its operands and results are laid out. shard-tensor, shard-context and
+shard-expert's expert tensor parallelism work so. shard-expert's expert
+parallelism (its all_to_alls after the dispatch and before the combine, built by
+its own rules as they walk) uses `ShardingState`, which makes each decision IR
+at once; the rules are the same.
 
 Every value keeps its one definition: the module stays one rank's program, never
 a copy per GPU. Work that stays whole on every rank of the group (a norm on the
@@ -35,7 +38,7 @@ The modules, each importing only those before it:
 - state.py        `Sharding`: what the rules see and ask; `ShardingState` does it at once
 - rules.py        one rule per op family (`ShardPattern`s) and the default set
 - analysis.py     `ShardingAnalysis`: the rules' requests recorded in a `ShardingPlan`
-- materialise.py  the patterns that make a plan IR
+- materialise.py  the patterns that make a plan IR (and apply partitions)
 - propagation.py  `analyse` (the walk), `propagate` (walk, materialise), the tally
   of the replicated work
 """

@@ -4,10 +4,11 @@
 views, and the requests a rule makes (lay an operand out so, give a result this
 layout, all-reduce row statistics). It leaves open what a request does:
 - `ShardingAnalysis` (analysis.py) only records them; patterns materialise the
-  record afterwards (materialise.py). shard-tensor works so.
+  record afterwards (materialise.py). shard-tensor, shard-context and
+  shard-expert's etp work so.
 - `ShardingState` (here) makes each request's IR at once, as the walk reaches the
-  op: for passes whose own rules build ops as they go (shard-context's ring and
-  Ulysses attention, shard-expert's dispatch and combine)."""
+  op: for rules that build ops as they go (shard-expert's all_to_alls after the
+  dispatch and before the combine)."""
 
 from __future__ import annotations
 
