@@ -161,7 +161,7 @@ microbatches, schedule), read by memory analysis, the lowering and the tiers."""
 DATA_PARALLEL_ATTR = "sim.data_parallel"
 """Set by data-parallel: its dp, ZeRO stage and groups (memory-analysis reads them)."""
 MEMORY_ATTR = "sim.memory"
-"""Set by memory-analysis: each stage's peak bytes."""
+"""Set by memory-analysis: a list of `#sim.memory`, each physical stage's bytes at its peak."""
 RECOMPUTE_POLICY_ATTR = "sim.recompute_policy"
 """The policy `recompute` compiled the step with, for reports."""
 OPTIMIZER_KERNELS_ATTR = "sim.optimizer_kernels"
@@ -402,6 +402,56 @@ class DataParallelAttr(_KeywordAttr):
             f"overlap = {str(bool(self.overlap.value.data)).lower()}, "
             f"overlap_param_gather = {str(bool(self.overlap_param_gather.value.data)).lower()}>"
         )
+
+
+@irdl_attr_definition
+class StageMemoryAttr(_KeywordAttr):
+    """`#sim.memory<stage = 0, params = B, grads = B, optimizer = B, activations = B,
+    saved_per_microbatch = B, in_flight = N, comm_buffers = B, weight_grad_residual = B>`:
+    what one GPU of physical pipeline stage `stage` holds at its peak, in bytes
+    (`in_flight`: the forwards whose backward has not run yet). `memory-analysis`
+    leaves a list of them under MEMORY_ATTR, one per physical stage a `sim.stage`
+    (or the module) runs."""
+
+    name = "sim.memory"
+
+    stage: IntAttr = param_def()
+    params: IntAttr = param_def()
+    grads: IntAttr = param_def()
+    optimizer: IntAttr = param_def()
+    activations: IntAttr = param_def()
+    saved_per_microbatch: IntAttr = param_def()
+    in_flight: IntAttr = param_def()
+    comm_buffers: IntAttr = param_def()
+    weight_grad_residual: IntAttr = param_def()
+
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "stage", "params", "grads", "optimizer", "activations", "saved_per_microbatch",
+        "in_flight", "comm_buffers", "weight_grad_residual",
+    )
+    HELD: ClassVar[tuple[str, ...]] = ("params", "grads", "optimizer", "activations", "comm_buffers")
+    """The fields held at the peak together (the others say where activations come from)."""
+
+    def __init__(self, **fields: int):
+        super().__init__(*(IntAttr(int(fields[f])) for f in self.FIELDS))
+
+    def field(self, name: str) -> int:
+        return getattr(self, name).data
+
+    def peak(self) -> int:
+        return sum(self.field(f) for f in self.HELD)
+
+    def verify(self) -> None:
+        for name in self.FIELDS:
+            if self.field(name) < 0:
+                raise VerifyException(f"#sim.memory: {name} must be >= 0, got {self.field(name)}")
+
+    @classmethod
+    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
+        return IntAttr(parser.parse_integer())
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + ", ".join(f"{f} = {self.field(f)}" for f in self.FIELDS) + ">")
 
 
 class ParamRole(StrEnum):
@@ -2049,6 +2099,7 @@ Sim = Dialect(
         AttentionKernelAttr,
         PipelineAttr,
         ReduceKindAttr,
+        StageMemoryAttr,
         TokenType,
         WeightSplitAttr,
     ],

@@ -29,13 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
-    IntegerAttr,
-    ModuleOp,
-    StringAttr,
-)
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Block
 
 from charon_ir.dialects import coll, sim
@@ -94,23 +88,12 @@ class StageMemory:
     def top(self, n: int = 3) -> list[tuple[str, int]]:
         return self.consumers()[:n]
 
-    def to_attr(self) -> DictionaryAttr:
-        def i(v: int) -> IntegerAttr:
-            return IntegerAttr(int(v), 64)
-
-        return DictionaryAttr(
-            {
-                "stage": i(self.stage),
-                "params": i(self.params),
-                "grads": i(self.grads),
-                "optimizer": i(self.optimizer),
-                "activations": i(self.activations),
-                "saved_per_microbatch": i(self.saved_per_microbatch),
-                "in_flight": i(self.in_flight),
-                "comm_buffers": i(self.comm_buffers),
-                "peak": i(self.peak),
-                "top": ArrayAttr([StringAttr(label) for label, _ in self.top()]),
-            }
+    def to_attr(self) -> sim.StageMemoryAttr:
+        return sim.StageMemoryAttr(
+            stage=self.stage, params=self.params, grads=self.grads, optimizer=self.optimizer,
+            activations=self.activations, saved_per_microbatch=self.saved_per_microbatch,
+            in_flight=self.in_flight, comm_buffers=self.comm_buffers,
+            weight_grad_residual=self.weight_grad_residual_per_microbatch,
         )
 
     def oom_message(self, limit_bytes: float) -> str:
@@ -251,8 +234,7 @@ def peak_bytes_per_stage(module: ModuleOp) -> list[int]:
         if not isinstance(report, ArrayAttr):
             return [r.peak for r in analyze_memory(module)]
         for entry in report.data:
-            assert isinstance(entry, DictionaryAttr)
-            stage, peak = entry.data["stage"], entry.data["peak"]
-            assert isinstance(stage, IntegerAttr) and isinstance(peak, IntegerAttr)
-            peaks[stage.value.data] = peak.value.data
+            if not isinstance(entry, sim.StageMemoryAttr):
+                raise CharonError(f"'{MEMORY_ATTR}' must list #sim.memory attributes, got {entry}")
+            peaks[entry.field("stage")] = entry.peak()
     return [peaks[k] for k in sorted(peaks)]

@@ -23,24 +23,24 @@
 // 4 x (12h^2 + 2h) = 805339136, bf16; gradients bf16 (or fp32 with
 // grad-bytes=4); Adam: 12 B per parameter.
 
-// CHECK: builtin.module attributes {sim.target = {{.*}}, sim.memory = [{stage = 0 : i64, params = 1610678272 : i64, grads = 1610678272 : i64, optimizer = 9664069632 : i64, activations = {{[0-9]+}} : i64, saved_per_microbatch = 3841982464 : i64, in_flight = 1 : i64, comm_buffers = 0 : i64, peak = {{[0-9]+}} : i64, top = ["optimizer states", "activations", "parameters"]}]}
+// CHECK: builtin.module attributes {sim.target = {{.*}}, sim.memory = [#sim.memory<stage = 0, params = 1610678272, grads = 1610678272, optimizer = 9664069632, activations = {{[0-9]+}}, saved_per_microbatch = 3841982464, in_flight = 1, comm_buffers = 0, weight_grad_residual = 0>]}
 
 // Under fp8 (Transformer Engine) the values only GEMMs read back are saved as
 // their fp8 cast: the two LayerNorm outputs (QKV and fc1 inputs, 2 sbh each) and
 // the GeLU output (fc2 input, 8 sbh) halve, 6 sbh a layer: 3841982464 - 4 x 6 sbh.
 // The attention output stays 16-bit (flash attention's backward reads it).
-// FP8: saved_per_microbatch = 3640655872 : i64
+// FP8: saved_per_microbatch = 3640655872
 // With fp8-params the layers' GEMM weights (4 x 12h^2) take one byte an element,
 // the norms' weights (4 x 2h) two: 805306368 + 65536; gradients and Adam unchanged.
-// FP8-PARAMS: sim.memory = [{stage = 0 : i64, params = 805371904 : i64, grads = 1610678272 : i64, optimizer = 9664069632 : i64
+// FP8-PARAMS: sim.memory = [#sim.memory<stage = 0, params = 805371904, grads = 1610678272, optimizer = 9664069632
 
-// SEL: sim.memory = [{stage = 0 : i64, {{.*}} saved_per_microbatch = 1157627904 : i64, in_flight = 1 : i64
+// SEL: sim.memory = [#sim.memory<stage = 0, {{.*}} saved_per_microbatch = 1157627904, in_flight = 1
 
-// FULL: sim.memory = [{stage = 0 : i64, params = 1610678272 : i64, grads = 3221356544 : i64, {{.*}} saved_per_microbatch = 83886080 : i64, in_flight = 1 : i64
+// FULL: sim.memory = [#sim.memory<stage = 0, params = 1610678272, grads = 3221356544, {{.*}} saved_per_microbatch = 83886080, in_flight = 1
 
 // 1F1B over two stages: the first holds two micro-batches in flight, the last one.
-// PP:      sim.stage [0] attributes {sim.memory = [{stage = 0 : i64, params = 805339136 : i64, {{.*}} saved_per_microbatch = 1929379840 : i64, in_flight = 2 : i64
-// PP:      sim.stage [1] attributes {sim.memory = [{stage = 1 : i64, params = 805339136 : i64, {{.*}} saved_per_microbatch = 1929379840 : i64, in_flight = 1 : i64
+// PP:      sim.stage [0] attributes {sim.memory = [#sim.memory<stage = 0, params = 805339136, {{.*}} saved_per_microbatch = 1929379840, in_flight = 2
+// PP:      sim.stage [1] attributes {sim.memory = [#sim.memory<stage = 1, params = 805339136, {{.*}} saved_per_microbatch = 1929379840, in_flight = 1
 
 // OOM: charon-opt: error: memory-analysis: stage 0 needs 16.1 GiB of 12.0 GiB: optimizer states 9.0 GiB, activations 4.1 GiB, parameters 1.5 GiB
 // OOM-PP: charon-opt: error: memory-analysis: stage 0 needs 10.2 GiB of 10.0 GiB: optimizer states 4.5 GiB, activations 4.2 GiB, parameters 0.8 GiB
@@ -51,8 +51,8 @@
 // parameters twice (2 x 402653184 + 2 x 16384 of norms) under FSDP's block-by-block
 // gathers; with zero3-live-params (DeepSpeed's stage3_max_live_parameters) at most
 // that many elements, but never less than the largest weight (4096 x 16384, 134217728).
-// ZERO3:       comm_buffers = 831553536 : i64
-// ZERO3-LIVE:  comm_buffers = 160432128 : i64
+// ZERO3:       comm_buffers = 831553536,
+// ZERO3-LIVE:  comm_buffers = 160432128,
 // BAD-LIVE:    charon-opt: error: memory-analysis: option 'zero3-live-params' must be >= 0, got -1
 
 builtin.module {

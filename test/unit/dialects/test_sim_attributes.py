@@ -134,3 +134,21 @@ def test_every_elementwise_kind_has_a_flop_count():
     assert set(sim.ELEMENTWISE_FLOPS) == set(sim.ElementwiseKind)
     assert set(sim.NormOp.KINDS) == set(sim.NormKind)
     assert set(sim.OptimizerStepOp.KINDS) == set(sim.OptimizerKind)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**45), min_size=len(sim.StageMemoryAttr.FIELDS),
+                max_size=len(sim.StageMemoryAttr.FIELDS)))
+def test_a_stage_memory_report_parses_back_to_itself(values):
+    fields = dict(zip(sim.StageMemoryAttr.FIELDS, values))
+    memory = sim.StageMemoryAttr(**fields)
+    again = parse_attribute(str(memory))
+    assert again == memory
+    assert isinstance(again, sim.StageMemoryAttr)
+    assert again.peak() == sum(fields[f] for f in ("params", "grads", "optimizer", "activations", "comm_buffers"))
+
+
+def test_a_stage_memory_report_is_never_negative():
+    fields = dict.fromkeys(sim.StageMemoryAttr.FIELDS, 0) | {"activations": -1}
+    with pytest.raises(VerifyException, match="activations must be >= 0"):
+        sim.StageMemoryAttr(**fields)

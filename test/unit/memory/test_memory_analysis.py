@@ -7,7 +7,7 @@ import re
 
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+from xdsl.dialects.builtin import ArrayAttr
 
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
@@ -123,9 +123,9 @@ def test_pass_attaches_one_report_per_physical_stage():
         report = stage.attributes["sim.memory"]
         assert isinstance(report, ArrayAttr)
         for entry in report.data:
-            assert isinstance(entry, DictionaryAttr)
-            seen.append(entry.data["stage"].value.data)  # pyright: ignore
-            assert entry.data["peak"].value.data > 0  # pyright: ignore
+            assert isinstance(entry, sim.StageMemoryAttr)
+            seen.append(entry.field("stage"))
+            assert entry.peak() > 0
     assert sorted(seen) == [0, 1, 2, 3]
 
 
