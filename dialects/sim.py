@@ -154,7 +154,7 @@ def _check_static(op_name: str, *values: SSAValue) -> None:
 
 # On the module:
 TARGET_ATTR = "sim.target"
-"""The hardware or cluster the module is priced for (`set-target`)."""
+"""A `#sim.target`: the hardware or cluster the module is priced for (`set-target`)."""
 PIPELINE_ATTR = "sim.pipeline"
 """The module attribute the `pipeline` pass records its schedule in (pp, vpp,
 microbatches, schedule), read by memory analysis, the lowering and the tiers."""
@@ -178,7 +178,7 @@ TP_COMM_OVERLAP_ATTR = "sim.tp_comm_overlap"
 reduce_scatters run pipelined with the GEMMs next to them (the analytic engine
 prices them so)."""
 REPLICATED_ATTR = "sim.replicated_flops"
-"""Set by the parallel accounting: FLOPs every rank repeats (not split)."""
+"""A `#sim.replicated_flops`, set by the parallelising passes: FLOPs every rank repeats (not split)."""
 
 # On ops:
 COST_ATTR = "sim.cost"
@@ -209,6 +209,8 @@ class _KeywordAttr(ParametrizedAttribute):
     given once, in any order; `parse_field` reads one field's value."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ()
+    OPTIONAL: ClassVar[dict[str, Attribute]] = {}
+    """Fields that may be left out, and the value they then take."""
 
     @classmethod
     def parse_field(cls, parser: AttrParser, field: str) -> Attribute:  # pragma: no cover
@@ -228,10 +230,55 @@ class _KeywordAttr(ParametrizedAttribute):
                 values[key] = cls.parse_field(parser, key)
                 if parser.parse_optional_punctuation(",") is None:
                     break
-        missing = [k for k in cls.FIELDS if k not in values]
+        missing = [k for k in cls.FIELDS if k not in values and k not in cls.OPTIONAL]
         if missing:
             parser.raise_error(f"#{cls.name} is missing the field {missing[0]}")
-        return [values[k] for k in cls.FIELDS]
+        return [values[k] if k in values else cls.OPTIONAL[k] for k in cls.FIELDS]
+
+
+@irdl_attr_definition
+class TargetAttr(_KeywordAttr):
+    """`#sim.target<hardware = "H100-SXM5-80GB", gpus = 64, gpus_per_node = 8>`, with
+    `cluster = "..."` (the cluster file's text) when one is attached: the hardware
+    `set-target` priced the module for, under TARGET_ATTR (`Target.to_attr`; the
+    passes read it back with `Target.from_module`)."""
+
+    name = "sim.target"
+
+    hardware: StringAttr = param_def()
+    gpus: IntAttr = param_def()
+    gpus_per_node: IntAttr = param_def()
+    cluster: StringAttr = param_def()
+    """The cluster's text; empty: none (the GPU table's implicit cluster)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("hardware", "gpus", "gpus_per_node", "cluster")
+    OPTIONAL: ClassVar[dict[str, Attribute]] = {"cluster": StringAttr("")}
+
+    def __init__(self, hardware: str, gpus: int, gpus_per_node: int, cluster: str = ""):
+        super().__init__(StringAttr(hardware), IntAttr(gpus), IntAttr(gpus_per_node), StringAttr(cluster))
+
+    def verify(self) -> None:
+        if not self.hardware.data:
+            raise VerifyException("#sim.target: hardware must name a GPU")
+        for field in ("gpus", "gpus_per_node"):
+            value = getattr(self, field).data
+            if value < 1:
+                raise VerifyException(f"#sim.target: {field} must be >= 1, got {value}")
+
+    @classmethod
+    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
+        if field in ("hardware", "cluster"):
+            return StringAttr(parser.parse_str_literal())
+        return IntAttr(parser.parse_integer())
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<hardware = ")
+        printer.print_string_literal(self.hardware.data)
+        printer.print_string(f", gpus = {self.gpus.data}, gpus_per_node = {self.gpus_per_node.data}")
+        if self.cluster.data:
+            printer.print_string(", cluster = ")
+            printer.print_string_literal(self.cluster.data)
+        printer.print_string(">")
 
 
 @irdl_attr_definition
@@ -452,6 +499,63 @@ class StageMemoryAttr(_KeywordAttr):
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<" + ", ".join(f"{f} = {self.field(f)}" for f in self.FIELDS) + ">")
+
+
+def _exact_float(value: float) -> str:
+    """`value` as a float literal that parses back to the same double (repr's digits,
+    with the point a float literal needs: 1e+20 prints 1.0e+20)."""
+    text = repr(float(value))
+    if "." not in text and "e" in text:
+        text = text.replace("e", ".0e", 1)
+    return text
+
+
+@irdl_attr_definition
+class ReplicatedFlopsAttr(ParametrizedAttribute):
+    """`#sim.replicated_flops<"shard-tensor" = F, "sequence-parallel" = G, ...>`:
+    per parallelising pass, the FLOPs its group computes beyond the unsharded step
+    (work every rank repeats; negative where a pass removes repeated work, as
+    sequence parallelism does), on the module under REPLICATED_ATTR. The parallel
+    accounting checks group x FLOPs per rank = unsharded FLOPs + their sum."""
+
+    name = "sim.replicated_flops"
+
+    passes: ArrayAttr[StringAttr] = param_def()
+    flops: ArrayAttr[FloatData] = param_def()
+
+    def __init__(self, by_pass: dict[str, float]):
+        super().__init__(
+            ArrayAttr([StringAttr(p) for p in by_pass]),
+            ArrayAttr([FloatData(float(f)) for f in by_pass.values()]),
+        )
+
+    def by_pass(self) -> dict[str, float]:
+        return {p.data: f.data for p, f in zip(self.passes.data, self.flops.data, strict=True)}
+
+    def verify(self) -> None:
+        names = [p.data for p in self.passes.data]
+        if len(names) != len(self.flops.data):
+            raise VerifyException(f"#sim.replicated_flops: {len(names)} passes but {len(self.flops.data)} counts")
+        if len(set(names)) != len(names) or not all(names):
+            raise VerifyException(f"#sim.replicated_flops: pass names must be distinct and non-empty, got {names}")
+        for name, count in zip(names, self.flops.data):
+            if not math.isfinite(count.data):
+                raise VerifyException(f"#sim.replicated_flops: {name} must be finite, got {count.data}")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def entry() -> tuple[str, float]:
+            name = parser.parse_str_literal()
+            parser.parse_punctuation("=")
+            return name, float(parser.parse_number())
+
+        entries = parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
+        return [ArrayAttr([StringAttr(n) for n, _ in entries]), ArrayAttr([FloatData(f) for _, f in entries])]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(
+            "<" + ", ".join(f'"{name}" = {_exact_float(f)}' for name, f in self.by_pass().items()) + ">"
+        )
 
 
 class ParamRole(StrEnum):
@@ -2099,7 +2203,9 @@ Sim = Dialect(
         AttentionKernelAttr,
         PipelineAttr,
         ReduceKindAttr,
+        ReplicatedFlopsAttr,
         StageMemoryAttr,
+        TargetAttr,
         TokenType,
         WeightSplitAttr,
     ],

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from charon_ir.dialects.coll import CollectiveOp
-from charon_ir.dialects.sim import ComputeOp, REPLICATED_ATTR, RepeatOp
+from charon_ir.dialects.sim import ComputeOp, REPLICATED_ATTR, RepeatOp, ReplicatedFlopsAttr
 
 
 def walk_with_multiplicity(op: Operation, mult: int = 1) -> Iterator[tuple[Operation, int]]:
@@ -83,12 +83,8 @@ def replicated_flops(module: ModuleOp) -> dict[str, float]:
     """Replicated work each pass reported: pass name -> FLOPs summed over its group
     beyond the unsharded FLOPs."""
     attr = module.attributes.get(REPLICATED_ATTR)
-    if not isinstance(attr, DictionaryAttr):
-        return {}
-    return {k: v.value.data for k, v in attr.data.items() if isinstance(v, FloatAttr)}
+    return attr.by_pass() if isinstance(attr, ReplicatedFlopsAttr) else {}
 
 
 def record_replicated_flops(module: ModuleOp, pass_name: str, flops: float) -> None:
-    entries = {k: FloatAttr(v, 64) for k, v in replicated_flops(module).items()}
-    entries[pass_name] = FloatAttr(float(flops), 64)
-    module.attributes[REPLICATED_ATTR] = DictionaryAttr(entries)
+    module.attributes[REPLICATED_ATTR] = ReplicatedFlopsAttr(replicated_flops(module) | {pass_name: float(flops)})

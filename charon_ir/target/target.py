@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from functools import cache
 from math import prod
 
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 
-from charon_ir.dialects.sim import TARGET_ATTR
+from charon_ir.dialects.sim import TARGET_ATTR, TargetAttr
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import Cluster, implicit_cluster, parse_cluster_cached
 from charon_ir.target.hardware import GpuSpec, load_gpu
@@ -45,35 +45,21 @@ class Target:
     gpus_per_node: int
     cluster: Cluster | None = None
 
-    def to_attr(self) -> DictionaryAttr:
-        entries = {
-            "hardware": StringAttr(self.gpu.ref),
-            "gpus": IntegerAttr(self.gpus, 64),
-            "gpus_per_node": IntegerAttr(self.gpus_per_node, 64),
-        }
-        if self.cluster is not None:
-            entries["cluster"] = StringAttr(self.cluster.to_text())
-        return DictionaryAttr(entries)
+    def to_attr(self) -> TargetAttr:
+        return TargetAttr(self.gpu.ref, self.gpus, self.gpus_per_node,
+                          self.cluster.to_text() if self.cluster is not None else "")
 
     @staticmethod
-    def from_attr(attr: DictionaryAttr) -> Target:
-        d = attr.data
-        hardware = d["hardware"]
-        assert isinstance(hardware, StringAttr)
-        gpus, per_node = d["gpus"], d["gpus_per_node"]
-        assert isinstance(gpus, IntegerAttr) and isinstance(per_node, IntegerAttr)
+    def from_attr(attr: TargetAttr) -> Target:
         cluster = None
-        if "cluster" in d:
-            text = d["cluster"]
-            if not isinstance(text, StringAttr):
-                raise CharonError("sim.target: 'cluster' must be a string")
-            cluster = parse_cluster_cached(text.data, "<sim.target cluster>")
-        return Target(load_gpu(hardware.data), gpus.value.data, per_node.value.data, cluster)
+        if attr.cluster.data:
+            cluster = parse_cluster_cached(attr.cluster.data, "<sim.target cluster>")
+        return Target(load_gpu(attr.hardware.data), attr.gpus.data, attr.gpus_per_node.data, cluster)
 
     @staticmethod
     def from_module(module: ModuleOp) -> Target:
         attr = module.attributes.get(TARGET_ATTR)
-        if not isinstance(attr, DictionaryAttr):
+        if not isinstance(attr, TargetAttr):
             raise CharonError(
                 "the module has no target: run set-target{hardware=...} first"
             )

@@ -8,7 +8,7 @@
 // before the column-parallel matmuls; the saved activations stay split and the
 // backward gathers them again for the weight gradients.
 
-// CHECK:        builtin.module attributes {sim.replicated_flops = {"shard-tensor" = {{.*}}, "sequence-parallel" = -{{.*}}}, sim.tensor_parallel = 2 : i64}
+// CHECK:        builtin.module attributes {sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = {{.*}}, "sequence-parallel" = -{{.*}}>, sim.tensor_parallel = 2 : i64}
 // CHECK:        %[[X:.*]] = sim.generic "shard.slice"(%x) {{.*}} : (tensor<30x64xbf16>) -> tensor<15x64xbf16>
 // CHECK-LABEL:  sim.phase "forward"
 // CHECK-NEXT:   %[[N1:.*]] = sim.norm "rms" %[[X]], %wn1 : tensor<15x64xbf16>, tensor<64xbf16>

@@ -7,8 +7,8 @@
 // RUN: not charon-opt %S/cost_annotate.mlir -p 'set-target{hardware=H100},cost-annotate,set-target{hardware=A100}' 2>&1 | filecheck %s --check-prefix=PRICED
 // RUN: charon-opt %S/cost_annotate.mlir -p 'set-target{hardware=H100},cost-annotate,set-target{hardware=H100 gpus=16}' | filecheck %s --check-prefix=SAME-GPU
 
-// CHECK: builtin.module attributes {sim.target = {hardware = "H100-SXM5-80GB", gpus = 8 : i64, gpus_per_node = 8 : i64}}
-// ALIAS: builtin.module attributes {sim.target = {hardware = "A100-SXM4-80GB", gpus = 16 : i64, gpus_per_node = 4 : i64}}
+// CHECK: builtin.module attributes {sim.target = #sim.target<hardware = "H100-SXM5-80GB", gpus = 8, gpus_per_node = 8>}
+// ALIAS: builtin.module attributes {sim.target = #sim.target<hardware = "A100-SXM4-80GB", gpus = 16, gpus_per_node = 4>}
 // UNKNOWN: charon-opt: error: set-target: option 'hardware': unknown GPU 'Z100' (known: {{.*}}H100-SXM5-80GB{{.*}})
 // MISSING: charon-opt: error: set-target: option 'hardware' is required
 // SMALL: charon-opt: error: set-target: grid @mesh spans 8 devices but option 'gpus' is 4
@@ -16,7 +16,7 @@
 // Prices are the targeted GPU's: another GPU after cost-annotate would report H100 times
 // against A100 peaks. The same GPU with another count is a new target like any other.
 // PRICED: charon-opt: error: set-target: the module is already priced for H100-SXM5-80GB; set the target (A100-SXM4-80GB) before cost-annotate
-// SAME-GPU: builtin.module attributes {sim.target = {hardware = "H100-SXM5-80GB", gpus = 16 : i64, gpus_per_node = 8 : i64}}
+// SAME-GPU: builtin.module attributes {sim.target = #sim.target<hardware = "H100-SXM5-80GB", gpus = 16, gpus_per_node = 8>}
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
 }

@@ -6,7 +6,7 @@
 
 // GPUS: charon-opt: error: set-target: options 'gpus' (1000000000000) and 'gpus-per-node' (8) must be <= 2147483647
 // NODE: charon-opt: error: set-target: options 'gpus' (8) and 'gpus-per-node' (4294967296) must be <= 2147483647
-// CHECK: sim.target = {hardware = "H100-SXM5-80GB", gpus = 2147483640 : i64, gpus_per_node = 8 : i64}
+// CHECK: sim.target = #sim.target<hardware = "H100-SXM5-80GB", gpus = 2147483640, gpus_per_node = 8>
 
 builtin.module {
   %x = sim.input "x" : tensor<8x16xbf16>

@@ -8,9 +8,9 @@
 // RUN: not charon-opt %s -p 'set-target{cluster=dgx-h100 hardware=A100}' 2>&1 | filecheck %s --check-prefix=MISMATCH
 // RUN: not charon-opt %s -p 'set-target{cluster="%S/Inputs/small.cluster" gpus=64}' 2>&1 | filecheck %s --check-prefix=TOO-MANY
 
-// CHECK: builtin.module attributes {sim.target = {hardware = "H100-SXM5-80GB", gpus = 16 : i64, gpus_per_node = 8 : i64, cluster = "name = \22dgx-h100\22 nodes = 128 node { gpu = H100-SXM5-80GB gpus = 8 } scale_up nvswitch { domain = 8 bandwidth = 450GB/s latency = 500ns multicast = true } nic { count = 8 speed = 50GB/s rails = 8 latency = 1000ns pxn = true } scale_out fat_tree { rail_optimized = true tier { span = 32 oversubscription = 1:1 latency = 300ns } tier { span = 128 oversubscription = 1:1 latency = 300ns } }"}}
-// NVL72: sim.target = {hardware = "GB200-per-GPU", gpus = 144 : i64, gpus_per_node = 4 : i64, cluster = "name = \22gb200-nvl72\22 nodes = 144 {{.*}} scale_up nvswitch { domain = 72 bandwidth = 900GB/s
-// FILE: sim.target = {hardware = "H100-SXM5-80GB", gpus = 16 : i64, gpus_per_node = 8 : i64, cluster = "name = \22two-nodes\22 nodes = 2
+// CHECK: builtin.module attributes {sim.target = #sim.target<hardware = "H100-SXM5-80GB", gpus = 16, gpus_per_node = 8, cluster = "name = \22dgx-h100\22 nodes = 128 node { gpu = H100-SXM5-80GB gpus = 8 } scale_up nvswitch { domain = 8 bandwidth = 450GB/s latency = 500ns multicast = true } nic { count = 8 speed = 50GB/s rails = 8 latency = 1000ns pxn = true } scale_out fat_tree { rail_optimized = true tier { span = 32 oversubscription = 1:1 latency = 300ns } tier { span = 128 oversubscription = 1:1 latency = 300ns } }">}
+// NVL72: sim.target = #sim.target<hardware = "GB200-per-GPU", gpus = 144, gpus_per_node = 4, cluster = "name = \22gb200-nvl72\22 nodes = 144 {{.*}} scale_up nvswitch { domain = 72 bandwidth = 900GB/s
+// FILE: sim.target = #sim.target<hardware = "H100-SXM5-80GB", gpus = 16, gpus_per_node = 8, cluster = "name = \22two-nodes\22 nodes = 2
 // The tensor-parallel all-reduce stays on NVLink; the data-parallel one crosses the NICs.
 // PRICED: coll.all_reduce %{{.*}} on @mesh ["tp"] {sim.cost = #sim.cost<time_s = {{.*}}, engine = "analytic">}
 // PRICED: coll.all_reduce %{{.*}} on @mesh ["dp"] {sim.cost = #sim.cost<time_s = {{.*}}, engine = "analytic">}

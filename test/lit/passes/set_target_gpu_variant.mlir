@@ -5,7 +5,7 @@
 // RUN: charon-opt %s -p 'set-target{hardware="H100:power_cap=500" gpus=8},cost-annotate,lower-to-events' -t simulate | filecheck %s --check-prefix=CAP
 // RUN: not charon-opt %s -p 'set-target{hardware="H100:hbm_bandwidth=1e12"}' 2>&1 | filecheck %s --check-prefix=BAD
 
-// CHECK: builtin.module attributes {sim.target = {hardware = "H100-SXM5-80GB:hbm=1.41e11,hbm_bw=6.7e12", gpus = 8 : i64, gpus_per_node = 8 : i64}}
+// CHECK: builtin.module attributes {sim.target = #sim.target<hardware = "H100-SXM5-80GB:hbm=1.41e11,hbm_bw=6.7e12", gpus = 8, gpus_per_node = 8>}
 // CAP: "hardware": "H100-SXM5-80GB:power_cap=500"
 // CAP: "energy_j":
 // BAD: charon-opt: error: set-target: option 'hardware': GPU variant 'H100:hbm_bandwidth=1e12': unknown key 'hbm_bandwidth' (known: {{.*}}hbm_bw{{.*}})

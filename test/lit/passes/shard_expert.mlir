@@ -11,7 +11,7 @@
 // of all 4 ranks' tokens (32); all_to_all after every dispatch and before every
 // combine, forward and backward.
 
-// CHECK:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = {"shard-expert" = {{.*}}}}
+// CHECK:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = #sim.replicated_flops<"shard-expert" = {{.*}}>}
 // CHECK-NEXT:  coll.grid @mesh(axes = ["ep"], shape = 4)
 // CHECK:       sim.param "mlp.gate.weight" {role = #sim.role<router>} : tensor<8x64xbf16>
 // CHECK-NEXT:  sim.param "mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<2x64x64xbf16>
@@ -39,13 +39,13 @@
 // ETP-NEXT:  coll.all_to_all %[[YR]] on @mesh ["ep"] split 1 concat 0 : tensor<4x16x64xbf16> -> tensor<8x8x64xbf16>
 
 // capacity 1.5 * 32 * 2 / 8 = 12 rows per expert, padding reported as replicated work
-// CAP:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = {"shard-expert" = {{[0-9]}}
+// CAP:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = #sim.replicated_flops<"shard-expert" = {{[0-9]}}
 // CAP:       sim.moe_dispatch %x, %i : (tensor<32x64xbf16>, tensor<32x2xi64>) -> tensor<8x12x64xbf16>
 // CAP-NEXT:  coll.all_to_all {{.*}} : tensor<8x12x64xbf16> -> tensor<2x48x64xbf16>
 
 // routing=random (forced load balancing): the slowest of 4 ranks gets the 128 tokens'
 // top-2 picks' expected maximum, 1.119 x the mean: round(8 x 1.119) = 9 rows per expert
-// RANDOM:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = {"shard-expert" = {{[0-9]}}
+// RANDOM:       builtin.module attributes {sim.expert_tp = 1 : i64, sim.replicated_flops = #sim.replicated_flops<"shard-expert" = {{[0-9]}}
 // RANDOM:       %[[XD:.*]] = sim.moe_dispatch %x, %i : (tensor<32x64xbf16>, tensor<32x2xi64>) -> tensor<8x9x64xbf16>
 // RANDOM-NEXT:  coll.all_to_all %[[XD]] on @mesh ["ep"] split 0 concat 1 : tensor<8x9x64xbf16> -> tensor<2x36x64xbf16>
 // ROUTING: charon-opt: error: invalid pass pipeline 'shard-expert{ep=4 routing=skewed}': Incompatible types: given ('skewed',), expected typing.Literal['balanced', 'random']

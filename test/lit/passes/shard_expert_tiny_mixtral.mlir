@@ -5,7 +5,7 @@
 // buffer. Its weight gradient is no expert activation: it keeps the weight's shape
 // (shard-expert once gave it 256 rows and the view after it failed verification).
 
-// CHECK:       sim.replicated_flops = {"shard-expert" = 0.000000e+00 : f64}
+// CHECK:       sim.replicated_flops = #sim.replicated_flops<"shard-expert" = 0.0>
 // CHECK:       sim.param "model.layers[0:2].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<2x2x128x64xbf16>
 // CHECK-LABEL: sim.phase "forward"
 // CHECK:       %[[D:.*]] = sim.moe_dispatch {{.*}} -> tensor<4x128x64xbf16>

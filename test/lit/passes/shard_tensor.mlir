@@ -10,7 +10,7 @@
 // o/down on their input features; an all_reduce after o_proj and after down_proj
 // in the forward, after the q/k/v and gate/up input gradients in the backward.
 
-// CHECK:      builtin.module attributes {sim.replicated_flops = {"shard-tensor" = {{.*}} : f64}, sim.tensor_parallel = 2 : i64} {
+// CHECK:      builtin.module attributes {sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = {{.*}}>, sim.tensor_parallel = 2 : i64} {
 // CHECK-NEXT:   coll.grid @mesh(axes = ["tp"], shape = 2)
 // CHECK:        sim.param "input_layernorm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
 // CHECK-NEXT:   sim.param "self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<32x64xbf16>

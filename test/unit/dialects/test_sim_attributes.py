@@ -152,3 +152,20 @@ def test_a_stage_memory_report_is_never_negative():
     fields = dict.fromkeys(sim.StageMemoryAttr.FIELDS, 0) | {"activations": -1}
     with pytest.raises(VerifyException, match="activations must be >= 0"):
         sim.StageMemoryAttr(**fields)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(["shard-tensor", "shard-context", "sequence-parallel", "shard-expert",
+                                        "shard-expert.etp"]),
+                       st.floats(-1e30, 1e30, allow_nan=False), min_size=1))
+def test_replicated_flops_parse_back_to_the_last_digit(by_pass):
+    attr = sim.ReplicatedFlopsAttr(by_pass)
+    again = parse_attribute(str(attr))
+    assert isinstance(again, sim.ReplicatedFlopsAttr)
+    assert again.by_pass() == by_pass  # exact: printed with repr's digits
+    assert list(again.by_pass()) == list(by_pass)
+
+
+def test_replicated_flops_are_finite():
+    with pytest.raises(VerifyException, match="shard-tensor must be finite"):
+        sim.ReplicatedFlopsAttr({"shard-tensor": math.inf})

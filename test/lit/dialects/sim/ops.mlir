@@ -4,9 +4,10 @@
 
 // The pipeline and data-parallel passes' settings, on the module (#sim.pipeline's
 // fields in any order on input).
-// memory-analysis's report: a #sim.memory per physical stage (bytes at the peak).
-// CHECK: builtin.module attributes {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, in_flight = 4, comm_buffers = 8, weight_grad_residual = 0>]}
-builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved", pp = 2, vpp = 2, microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<in_flight = 4, stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, comm_buffers = 8, weight_grad_residual = 0>]} {
+// memory-analysis's report: a #sim.memory per physical stage (bytes at the peak);
+// the parallelising passes' replicated FLOPs, printed to the last digit.
+// CHECK: builtin.module attributes {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, in_flight = 4, comm_buffers = 8, weight_grad_residual = 0>], sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = 42500.0, "sequence-parallel" = -1.0e+20>}
+builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved", pp = 2, vpp = 2, microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<in_flight = 4, stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, comm_buffers = 8, weight_grad_residual = 0>], sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = 4.25e+04, "sequence-parallel" = -1.0e+20>} {
   %ids = sim.input "tokens" : tensor<2x16xi64>
   %table = sim.param "embed" : tensor<1000x64xbf16>
   %ws = sim.param "layers.w" : tensor<3x64x64xbf16>
@@ -165,4 +166,4 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   // CHECK:      sim.off_stage : tensor<4x8xbf16>
   // GENERIC:    "sim.off_stage"() : () -> tensor<4x8xbf16>
 }
-// GENERIC: }) {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, in_flight = 4, comm_buffers = 8, weight_grad_residual = 0>]} : () -> ()
+// GENERIC: }) {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, in_flight = 4, comm_buffers = 8, weight_grad_residual = 0>], sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = 42500.0, "sequence-parallel" = -1.0e+20>} : () -> ()
