@@ -169,3 +169,13 @@ def test_replicated_flops_parse_back_to_the_last_digit(by_pass):
 def test_replicated_flops_are_finite():
     with pytest.raises(VerifyException, match="shard-tensor must be finite"):
         sim.ReplicatedFlopsAttr({"shard-tensor": math.inf})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["H100-SXM5-80GB", "GB200-per-GPU", "H100-SXM5-80GB:hbm=1.41e11"]), st.integers(1, 2**31),
+       st.integers(1, 72), st.sampled_from(["", 'name = "two" nodes = 2', "a \\ b\nc"]))
+def test_a_target_parses_back_to_itself(hardware, gpus, per_node, cluster):
+    target = sim.TargetAttr(hardware, gpus, per_node, cluster)
+    again = parse_attribute(str(target))
+    assert again == target
+    assert ("cluster" in str(target)) == bool(cluster)
