@@ -2054,16 +2054,14 @@ def is_off_stage(value: SSAValue) -> bool:
     return isinstance(value.owner, OffStageOp)
 
 
-def _off_stage_values(rewriter: PatternRewriter, values: Sequence[SSAValue]) -> list[SSAValue | None]:
-    """An off-stage value for each of `values` something reads (None for the
-    unread), inserted at the rewriter's insertion point."""
-    new: list[SSAValue | None] = []
-    for v in values:
-        if not v.uses:
-            new.append(None)
-            continue
-        new.append(rewriter.insert(OffStageOp(v.type)).result)
-    return new
+def _off_stage_values(rewriter: PatternRewriter, old: Sequence[SSAValue], new: Sequence[SSAValue] = (),
+                      keep: Sequence[int] = ()) -> list[SSAValue | None]:
+    """What replaces `old`: result `keep[i]` the `new[i]`, each other one that
+    something reads an off-stage value (inserted at the rewriter's insertion
+    point), None for the unread."""
+    kept = dict(zip(keep, new))
+    return [kept[i] if i in kept else rewriter.insert(OffStageOp(v.type)).result if v.uses else None
+            for i, v in enumerate(old)]
 
 
 @dataclass(frozen=True)
@@ -2105,10 +2103,7 @@ class OffStagePhaseResults(RewritePattern):
         new = PhaseOp(op.kind.data, rewriter.move_region_contents_to_new_regions(op.body),
                       [op.outputs[i].type for i in keep])
         new.attributes.update(op.attributes)
-        results = _off_stage_values(rewriter, op.outputs)
-        for new_i, old_i in enumerate(keep):
-            results[old_i] = new.outputs[new_i]
-        rewriter.replace(op, new, results)
+        rewriter.replace(op, new, _off_stage_values(rewriter, op.outputs, new.outputs, keep))
 
 
 class EraseEmptyPhase(RewritePattern):
@@ -2143,11 +2138,7 @@ class DropOffStagePairs(RewritePattern):
             properties={"kind": op.kind},
             attributes=dict(op.attributes),
         )
-        results = _off_stage_values(rewriter, op.updated)
-        if op.updated:
-            for new_i, old_i in enumerate(keep):
-                results[old_i] = new.updated[new_i]
-        rewriter.replace(op, new, results)
+        rewriter.replace(op, new, _off_stage_values(rewriter, op.updated, new.updated, keep))
 
 
 class EraseEmptyStep(RewritePattern):
