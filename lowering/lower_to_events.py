@@ -105,6 +105,11 @@ def _count_attr(value: float, what: str, op: Operation) -> IntegerAttr:
 
 
 @functools.cache
+def _link_attr(kind: str) -> event.LinkAttr:
+    return event.LinkAttr(event.Link(kind))
+
+
+@functools.cache
 def _string_attr(value: str) -> StringAttr:
     return StringAttr(value)
 
@@ -271,7 +276,7 @@ class _Emitter:
             if group is None:
                 link = None
                 if self.target is not None:
-                    link = _string_attr(self.target.link_for_group(
+                    link = _link_attr(self.target.link_for_group(
                         op.lookup_grid().axis_sizes(), axes, op.subgroup_positions()).kind)
                 group = self.groups[id(op)] = (_int_attr(op.group_size()), link)
             fields["group"] = group[0]

@@ -237,7 +237,7 @@ def folds_microbatches(programs: list[event.ProgramOp]) -> bool:
             for op in loop.body.walk():
                 if isinstance(op, event.BarrierOp):
                     return False
-                if isinstance(op, event.CommOp) and (op.channel is not None or op.link_kind() == "scale-out"):
+                if isinstance(op, event.CommOp) and (op.channel is not None or op.link_kind() == event.Link.SCALE_OUT):
                     return False
     return True
 

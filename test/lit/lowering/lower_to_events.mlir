@@ -13,7 +13,7 @@
 // CHECK-NEXT:   %[[LOOP:.*]] = event.loop 4 iter(%[[START]]) attributes {label = "repeat"} {
 // CHECK-NEXT:   ^{{.*}}(%[[PREV:.*]]: !event.token):
 // CHECK-NEXT:     %[[MM:.*]] = event.compute "matmul" on @compute duration {{.*}} after(%[[PREV]]) {engine = "analytic", flops = 8589934592 : i64}
-// CHECK-NEXT:     %[[AR:.*]] = event.comm "all_reduce" on @comm_tp duration {{.*}} after(%[[MM]]) {engine = "analytic", bytes = 14680064 : i64, group = 8 : i64, link = "scale-up"}
+// CHECK-NEXT:     %[[AR:.*]] = event.comm "all_reduce" on @comm_tp duration {{.*}} after(%[[MM]]) {engine = "analytic", bytes = 14680064 : i64, group = 8 : i64, link = #event<link "scale-up">}
 // CHECK-NEXT:     %[[ADD:.*]] = event.compute "elementwise" on @compute duration {{.*}} after(%[[AR]], %[[PREV]])
 // CHECK-NEXT:     event.yield %[[ADD]]
 // CHECK-NEXT:   }

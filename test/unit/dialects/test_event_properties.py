@@ -72,3 +72,11 @@ def test_a_wait_names_its_schedule_item_and_a_loop_its_label(item, label):
     assert loop_again.label is not None and loop_again.label.data == label
     assert wait_again.item is not None and wait_again.item.data is item
     assert loop_again.is_layer_repeat() == (label == event.LAYER_REPEAT)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(list(event.Link)), st.sampled_from(list(event.ScheduleItem)))
+def test_a_link_and_an_item_parse_back_to_themselves(link, item):
+    for attr in (event.LinkAttr(link), event.ScheduleItemAttr(item)):
+        again = Parser(CONTEXT, str(attr)).parse_attribute()
+        assert again == attr

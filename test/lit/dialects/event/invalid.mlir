@@ -91,14 +91,6 @@ event.program @p ranks 8 {
 
 event.program @p ranks 8 {
   event.stream @comm comm
-  %a = event.comm "all_reduce" on @comm duration 1.0 {bytes = 8 : i64, group = 8 : i64, link = "pcie"}
-}
-// CHECK: error: 'event.comm' op link must be one of scale-up, scale-out, got 'pcie'
-
-// -----
-
-event.program @p ranks 8 {
-  event.stream @comm comm
   %a = event.comm "recv" on @comm duration 1.0 {bytes = 8 : i64, group = 2 : i64, channel = "pp0", src = -1 : i64, dst = 0 : i64}
 }
 // CHECK: error: 'event.comm' op src must be >= 0, got -1

@@ -2,7 +2,7 @@
 // RUN: charon-opt %s --print-op-generic | charon-opt | filecheck %s
 // RUN: charon-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
 // The fields an event declares are properties: flops, engine; bytes, group, link, channel, src, dst.
-// GENERIC: "event.comm"(%{{.*}}) <{label = "send", stream = @comm_tp, duration_s = 1.000000e-05 : f64, engine = "analytic", bytes = 64 : i64, group = 2 : i64, link = "scale-out", channel = "pp0", src = 0 : i64, dst = 1 : i64}>
+// GENERIC: "event.comm"(%{{.*}}) <{label = "send", stream = @comm_tp, duration_s = 1.000000e-05 : f64, engine = "analytic", bytes = 64 : i64, group = 2 : i64, link = #event<link "scale-out">, channel = "pp0", src = 0 : i64, dst = 1 : i64}>
 
 builtin.module {
   event.program @stage0 ranks 8 {
@@ -13,7 +13,7 @@ builtin.module {
     %issue = event.launch "launch" on @host duration 2.0e-05
     %mm = event.compute "matmul" on @compute duration 1.5e-03 after(%start, %issue) {flops = 1000 : i64}
     %ar = event.comm "all_reduce" on @comm_tp duration 2.0e-04 after(%mm) {bytes = 64 : i64, group = 8 : i64}
-    %send = event.comm "send" on @comm_tp duration 1.0e-05 after(%ar) {engine = "analytic", bytes = 64 : i64, group = 2 : i64, link = "scale-out", channel = "pp0", src = 0 : i64, dst = 1 : i64}
+    %send = event.comm "send" on @comm_tp duration 1.0e-05 after(%ar) {engine = "analytic", bytes = 64 : i64, group = 2 : i64, link = #event<link "scale-out">, channel = "pp0", src = 0 : i64, dst = 1 : i64}
     %layers = event.loop 4 iter(%ar) {
     ^bb0(%prev: !event.token):
       %a = event.compute "attention" on @compute duration 1.0e-03 after(%prev)
@@ -31,7 +31,7 @@ builtin.module {
 // CHECK-NEXT:   %[[ISSUE:.*]] = event.launch "launch" on @host duration 2.000000e-05
 // CHECK-NEXT:   %[[MM:.*]] = event.compute "matmul" on @compute duration 1.500000e-03 after(%[[START]], %[[ISSUE]]) {flops = 1000 : i64}
 // CHECK-NEXT:   %[[AR:.*]] = event.comm "all_reduce" on @comm_tp duration 2.000000e-04 after(%[[MM]]) {bytes = 64 : i64, group = 8 : i64}
-// CHECK-NEXT:   %{{.*}} = event.comm "send" on @comm_tp duration 1.000000e-05 after(%[[AR]]) {engine = "analytic", bytes = 64 : i64, group = 2 : i64, link = "scale-out", channel = "pp0", src = 0 : i64, dst = 1 : i64}
+// CHECK-NEXT:   %{{.*}} = event.comm "send" on @comm_tp duration 1.000000e-05 after(%[[AR]]) {engine = "analytic", bytes = 64 : i64, group = 2 : i64, link = #event<link "scale-out">, channel = "pp0", src = 0 : i64, dst = 1 : i64}
 // CHECK-NEXT:   %[[L:.*]] = event.loop 4 iter(%[[AR]]) {
 // CHECK-NEXT:   ^{{.*}}(%[[PREV:.*]]: !event.token):
 // CHECK-NEXT:     %[[A:.*]] = event.compute "attention" on @compute duration 1.000000e-03 after(%[[PREV]])
