@@ -59,9 +59,8 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter
-from xdsl.rewriter import InsertPoint, Rewriter
 
-from charon_ir.dialects import coll, sim
+from charon_ir.dialects import sim
 from charon_ir.dialects.sim import EXPERT_TP_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import (
@@ -71,12 +70,13 @@ from charon_ir.parallel.accounting import (
     walk_with_multiplicity,
 )
 from charon_ir.parallel.experts import expert_weight_dims
-from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes, refuse_after_data_parallel, refuse_axis_twice
+from charon_ir.parallel.mesh import ensure_axis, grid_axes, refuse_after_data_parallel, refuse_axis_twice
 from charon_ir.parallel.sharding.analysis import ShardingAnalysis
+from charon_ir.parallel.sharding.conversions import Step, StepKind
 from charon_ir.parallel.sharding.layout import REPLICATED, retype, shape, split, weight_layouts, with_shape
 from charon_ir.parallel.sharding.propagation import propagate
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric, ShardPattern
-from charon_ir.parallel.sharding.state import ShardingState
+from charon_ir.parallel.sharding.state import Sharding
 
 
 @dataclass
@@ -94,30 +94,23 @@ class DispatchToExperts(ShardPattern):
     def shard_op(self, op: sim.MoeDispatchOp, rewriter: PatternRewriter) -> None:
         st = self.state
         st.resolve_partials(op)
-        for i, v in enumerate(op.operands):
-            if not st.shard(v).replicated:
+        for i in range(len(op.operands)):
+            if not st.shard(st.operand(op, i)).replicated:
                 st.use(op, i, REPLICATED)
         e, c, h = shape(op.result)
         if self.capacity:
             c = self.capacity
-            st.retype(op.result, with_shape(op.result.type, (e, c, h)))
+            st.assign(op.result, REPLICATED, (e, c, h))
         ep = st.size
-        sent: SSAValue = op.result
-        anchor: Operation = op
+        steps: list[Step] = []
         if self.folded > 1:
             # the rows of this rank's sequence-parallel share of the tokens (free)
             c //= self.folded
-            local = sim.GenericOp(LOCAL_ROWS, [op.result], [with_shape(op.result.type, (e, c, h))], 0.0, 0.0)
-            Rewriter.insert_op(local, InsertPoint.after(op))
-            sent, anchor = local.results[0], local
-        a2a = coll.AllToAllOp(
-            sent, MESH, list(st.group_axes or (st.axis,)), with_shape(op.result.type, (e // ep, c * ep, h)),
-            split_axis=IntegerAttr(0, 64), concat_axis=IntegerAttr(1, 64), **(self.route or {}),
-        )
-        Rewriter.insert_op(a2a, InsertPoint.after(anchor))
-        op.result.replace_uses_with_if(a2a.result, lambda use: use.operation not in (a2a, anchor))
-        st.shards[a2a.result] = split(0, ep, "experts")
-        st.done.add(a2a)
+            steps.append(Step(StepKind.SLICE, (e, c, h), callee=LOCAL_ROWS))
+        steps.append(Step(StepKind.ALL_TO_ALL, (e // ep, c * ep, h), 0, 1, tuple((self.route or {}).items())))
+        sent = st.convert_with(op.result, steps, split(0, ep, "experts"))
+        for use in list(op.result.uses):
+            st.read(use.operation, use.index, sent)
 
 
 LOCAL_ROWS = "moe.local_rows"
@@ -128,8 +121,7 @@ combine run on the tp group's tokens, of which the combine's output is sliced to
 that share (sequence parallelism), so the rows never travel."""
 
 
-def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValue],
-               route: dict[str, Attribute] | None = None, folded: int = 1) -> SSAValue:
+def _to_tokens(st: Sharding, value, cache: dict, route: dict[str, Attribute] | None = None, folded: int = 1):
     """all_to_all expert outputs [experts/ep, capacity*ep, h] back to the ranks
     their tokens came from: [experts, capacity, h]."""
     if value in cache:
@@ -137,22 +129,12 @@ def _to_tokens(st: ShardingState, value: SSAValue, cache: dict[SSAValue, SSAValu
     s = st.shard(value)
     if s.dim != 0:
         return st.convert(value, REPLICATED)
-    e, c, h = shape(value)
+    e, c, h = st.rank_shape(value)
     ep = st.size
-    a2a = coll.AllToAllOp(
-        value, MESH, list(st.group_axes or (st.axis,)), with_shape(value.type, (e * ep, c // ep, h)),
-        split_axis=IntegerAttr(1, 64), concat_axis=IntegerAttr(0, 64), **(route or {}),
-    )
-    owner = value.owner
-    point = InsertPoint.after(owner) if isinstance(owner, Operation) else InsertPoint.at_start(value.block)  # pyright: ignore
-    Rewriter.insert_op(a2a, point)
-    st.done.add(a2a)
-    back = a2a.result
+    steps = [Step(StepKind.ALL_TO_ALL, (e * ep, c // ep, h), 1, 0, tuple((route or {}).items()))]
     if folded > 1:
-        rows = sim.GenericOp(LOCAL_ROWS, [back], [with_shape(value.type, (e * ep, c // ep * folded, h))], 0.0, 0.0)
-        Rewriter.insert_op(rows, InsertPoint.after(a2a))
-        st.done.add(rows)
-        back = rows.results[0]
+        steps.append(Step(StepKind.SLICE, (e * ep, c // ep * folded, h), callee=LOCAL_ROWS))
+    back = st.convert_with(value, steps, REPLICATED)
     cache[value] = back
     return back
 
@@ -178,17 +160,17 @@ class CombineFromExperts(ShardPattern):
         st.resolve_partials(op)
         cache = self.cache if self.cache is not None else {}
         for i, v in enumerate(op.operands):
-            t = v.type
-            if isinstance(t, TensorType) and len(shape(v)) == 3 and st.shard(v).dim == 0:
-                back = _to_tokens(st, v, cache, self.route, self.folded)
-                op.operands[i] = back
+            cur = st.operand(op, i)
+            if isinstance(v.type, TensorType) and len(shape(v)) == 3 and st.shard(cur).dim == 0:
+                back = _to_tokens(st, cur, cache, self.route, self.folded)
+                st.read(op, i, back)
                 block = op.parent_block()
                 last = block.last_op if block else None
                 if isinstance(last, sim.YieldOp) and isinstance(op, sim.MoeCombineOp):
                     for j, y in enumerate(last.operands):
                         if y is v:
-                            last.operands[j] = back
-            elif not st.shard(v).replicated:
+                            st.read(last, j, back)
+            elif not st.shard(cur).replicated:
                 st.use(op, i, REPLICATED)
 
 
@@ -427,8 +409,8 @@ class ShardExpertPass(ModulePass):
             optimizer_flops = _expert_optimizer_flops(op, [p for p, _ in weights])
             region_flops = _expert_flops(region) + optimizer_flops
             _scale_capacity(region, experts, capacity, new_capacity * self.ep // folded)
-            st = ShardingState("ep", self.ep, self.name, hints={"experts": {experts}},
-                               group_axes=("ep", "tp") if folded > 1 else ())
+            st = ShardingAnalysis("ep", self.ep, self.name, hints={"experts": {experts}},
+                                  group_axes=("ep", "tp") if folded > 1 else ())
             for p, (edim, _) in weights:
                 st.assign(p.result, split(edim, self.ep, "experts"))
             propagate(st, op, [

@@ -14,11 +14,11 @@ the module unchanged), and rewrite patterns then materialise the plan through th
 rewriter (per-rank types by `replace_value_with_new_type`, conversions and row
 statistics inserted), in whatever order the ops are visited. An op that runs as
 ops of its own (ring attention's steps) gets a `Partition`, applied by a pattern
-once its operands and results are laid out. shard-tensor, shard-context and
-shard-expert's expert tensor parallelism work so. shard-expert's expert
-parallelism (its all_to_alls after the dispatch and before the combine, built by
-its own rules as they walk) uses `ShardingState`, which makes each decision IR
-at once; the rules are the same.
+once its operands and results are laid out; a rule that picks a conversion's
+ops itself (shard-expert's routed all_to_alls) records them as steps. shard-tensor,
+shard-context and shard-expert all work so. (`ShardingState`, which makes each
+decision IR at once as the walk goes, is the reference the tests hold the
+materialised plan to.)
 
 Every value keeps its one definition: the module stays one rank's program, never
 a copy per GPU. Work that stays whole on every rank of the group (a norm on the

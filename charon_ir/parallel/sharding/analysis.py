@@ -195,6 +195,20 @@ class ShardingAnalysis(Sharding):
         if isinstance(new, Conversion):
             self._operands[(op, index)] = new
 
+    def convert_with(self, value: SSAValue | Conversion, steps: Sequence[Step], layout: Shard) -> Conversion:
+        source = value if isinstance(value, Conversion) else place_of(value)
+        new = Conversion(source, tuple(steps), len(self.plan.conversions))
+        self.plan.add(new)
+        if not layout.replicated:
+            self.shards[new] = layout
+        return new
+
+    def read(self, op: Operation, index: int, value: SSAValue | Conversion) -> None:
+        if isinstance(value, Conversion):
+            self._operands[(op, index)] = value
+        else:
+            self._operands.pop((op, index), None)
+
     def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:
         indices = [i for i, v in enumerate(op.operands) if v is value]
         new = self.convert(self.operand(op, indices[0]), want)

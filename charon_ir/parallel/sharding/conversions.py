@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
@@ -48,6 +48,10 @@ class Step:
     """The scattered or gathered dim (all_to_all: the split dim)."""
     concat: int = 0
     """all_to_all: the concatenated dim."""
+    props: tuple[tuple[str, Attribute], ...] = ()
+    """More properties of the collective (shard-expert's routing of an all_to_all)."""
+    callee: str = SLICE
+    """A slice's `sim.generic` name."""
 
 
 LocalShape = Callable[[Sequence[int], Shard, str], list[int]]
@@ -113,19 +117,20 @@ def build_conversion(value: SSAValue, steps: Sequence[Step], axes: Sequence[str]
     cur = value
     for step in steps:
         t = with_shape(value.type, step.shape)
+        props = dict(step.props)
         if step.kind is StepKind.ALL_REDUCE:
-            op: Operation = coll.AllReduceOp(cur, MESH, list(axes), t)
+            op: Operation = coll.AllReduceOp(cur, MESH, list(axes), t, **props)
         elif step.kind is StepKind.REDUCE_SCATTER:
-            op = coll.ReduceScatterOp(cur, MESH, list(axes), t, axis=IntegerAttr(step.dim, 64))
+            op = coll.ReduceScatterOp(cur, MESH, list(axes), t, axis=IntegerAttr(step.dim, 64), **props)
         elif step.kind is StepKind.ALL_TO_ALL:
             op = coll.AllToAllOp(
                 cur, MESH, list(axes), t,
-                split_axis=IntegerAttr(step.dim, 64), concat_axis=IntegerAttr(step.concat, 64),
+                split_axis=IntegerAttr(step.dim, 64), concat_axis=IntegerAttr(step.concat, 64), **props,
             )
         elif step.kind is StepKind.ALL_GATHER:
-            op = coll.AllGatherOp(cur, MESH, list(axes), t, axis=IntegerAttr(step.dim, 64))
+            op = coll.AllGatherOp(cur, MESH, list(axes), t, axis=IntegerAttr(step.dim, 64), **props)
         else:
-            op = sim.GenericOp(SLICE, [cur], [t], 0.0, 0.0)
+            op = sim.GenericOp(step.callee, [cur], [t], 0.0, 0.0)
         ops.append(op)
         cur = op.results[0]
     return ops

@@ -8,7 +8,7 @@ shard-expert's dispatch and combine)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import TensorType

@@ -4,11 +4,9 @@
 views, and the requests a rule makes (lay an operand out so, give a result this
 layout, all-reduce row statistics). It leaves open what a request does:
 - `ShardingAnalysis` (analysis.py) only records them; patterns materialise the
-  record afterwards (materialise.py). shard-tensor, shard-context and
-  shard-expert's etp work so.
+  record afterwards (materialise.py). Every sharding pass works so.
 - `ShardingState` (here) makes each request's IR at once, as the walk reaches the
-  op: for rules that build ops as they go (shard-expert's all_to_alls after the
-  dispatch and before the combine)."""
+  op, as the passes did before: the tests hold the materialised plan to it."""
 
 from __future__ import annotations
 
@@ -27,6 +25,7 @@ from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
 from charon_ir.parallel.sharding.conversions import (
+    Step,
     build_conversion,
     conversion_steps,
     row_stats_ops,
@@ -163,6 +162,15 @@ class Sharding:
 
     def use(self, op: Operation, index: int, want: Shard) -> None:  # pragma: no cover
         """Make operand `index` of `op` have layout `want`."""
+        raise NotImplementedError
+
+    def convert_with(self, value: Value, steps: Sequence[Step], layout: Shard) -> Value:  # pragma: no cover
+        """`value` through `steps` a rule chose itself (shard-expert's routed
+        all_to_all), right after the value's definition, ending laid out as `layout`."""
+        raise NotImplementedError
+
+    def read(self, op: Operation, index: int, value: Value) -> None:  # pragma: no cover
+        """Operand `index` of `op` reads `value` (what `convert_with` returned)."""
         raise NotImplementedError
 
     def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:  # pragma: no cover
@@ -351,6 +359,17 @@ class ShardingState(Sharding):
         new = self.convert(value, want)
         if new is not value:
             op.operands[index] = new
+
+    def convert_with(self, value: SSAValue, steps: Sequence[Step], layout: Shard) -> SSAValue:
+        ops = build_conversion(value, steps, self.axes)
+        Rewriter.insert_op(ops, self._insert_point(value))
+        new = ops[-1].results[0]
+        if not layout.replicated:
+            self.shards[new] = layout
+        return new
+
+    def read(self, op: Operation, index: int, value: SSAValue) -> None:
+        op.operands[index] = value
 
     def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:
         new = self.convert(value, want)

@@ -5,6 +5,7 @@ reverse order, or any permutation."""
 
 import random
 from pathlib import Path
+from unittest.mock import patch
 
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,8 @@ from charon_ir.parallel.mesh import ensure_axis
 from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import REPLICATED, Shard, split
 from charon_ir.parallel.sharding.materialise import materialisation_patterns, materialise
+from charon_ir.parallel.sharding.propagation import analyse, tally_replicated
+from charon_ir.passes import shard_expert
 from charon_ir.parallel.sharding.state import ShardingState
 from charon_ir.passes.shard_context import ShardContextPass
 from charon_ir.passes.shard_tensor import ShardTensorPass
@@ -175,3 +178,34 @@ def test_the_requests_materialise_alike_in_any_order(seed):
     random.Random(seed).shuffle(ops)
     in_order(module, st_.plan, ops)
     assert str(module) == str(at_once)
+
+
+TINY_MIXTRAL = (MODELS / "tiny-mixtral.mlir").read_text()
+
+
+def _expert_parallel(seed: int | None) -> str:
+    """tiny-mixtral through shard-tensor{tp=2 experts=false} and shard-expert{ep=2}
+    (the tp ranks folded into the expert group, the routed all_to_alls), its
+    plans materialised in program order (`seed` None) or shuffled."""
+
+    def propagate(st_, root, rules):
+        analyse(st_, root, rules)
+        if seed is None:
+            materialise(st_.plan, root)
+        else:
+            ops = list(root.body.walk())
+            random.Random(seed).shuffle(ops)
+            in_order(root, st_.plan, ops)
+        tally_replicated(st_, root)
+
+    with patch.object(shard_expert, "propagate", propagate):
+        return str(apply_pipeline(parse(TINY_MIXTRAL), "shard-tensor{tp=2 experts=false},shard-expert{ep=2}"))
+
+
+@settings(max_examples=10, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_expert_parallelism_materialises_alike_in_any_order(seed):
+    expected = apply_pipeline(parse(TINY_MIXTRAL), "shard-tensor{tp=2 experts=false},shard-expert{ep=2}")
+    assert _expert_parallel(None) == str(expected)
+    assert _expert_parallel(seed) == str(expected)
+    assert "moe.local_rows" in str(expected)
