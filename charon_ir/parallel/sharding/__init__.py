@@ -16,9 +16,9 @@ statistics inserted), in whatever order the ops are visited. An op that runs as
 ops of its own (ring attention's steps) gets a `Partition`, applied by a pattern
 once its operands and results are laid out; a rule that picks a conversion's
 ops itself (shard-expert's routed all_to_alls) records them as steps. shard-tensor,
-shard-context and shard-expert all work so. (`ShardingState`, which makes each
-decision IR at once as the walk goes, is the reference the tests hold the
-materialised plan to.)
+shard-context and shard-expert all work so; the tests hold the materialised plan
+to a state that makes each decision IR at once, as the walk goes (as the passes
+did before).
 
 Every value keeps its one definition: the module stays one rank's program, never
 a copy per GPU. Work that stays whole on every rank of the group (a norm on the
@@ -35,7 +35,7 @@ operands are gathered whole (correct, but it moves data).
 The modules, each importing only those before it:
 - layout.py       `Shard`, per-rank shapes, retyping a value through the rewriter
 - conversions.py  the steps a change of layout needs (planned from shapes), and their ops
-- state.py        `Sharding`: what the rules see and ask; `ShardingState` does it at once
+- state.py        `Sharding`: what the rules see and ask for; `Partition`
 - rules.py        one rule per op family (`ShardPattern`s) and the default set
 - analysis.py     `ShardingAnalysis`: the rules' requests recorded in a `ShardingPlan`
 - materialise.py  the patterns that make a plan IR (and apply partitions)

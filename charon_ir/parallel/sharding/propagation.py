@@ -1,9 +1,8 @@
 """The sharding propagation: the rules walk the module once, in program order
 (an op's operands are laid out before the op is), each deciding the layout of
-its results and of the operands that do not fit. With a `ShardingAnalysis` the
-walk only records (a `ShardingPlan`) and the materialising patterns make it IR
-afterwards; with a `ShardingState` each decision is IR at once. Then the
-replicated work (the group's FLOPs beyond the unsharded FLOPs) is tallied, op
+its results and of the operands that do not fit. The walk only records (a
+`ShardingAnalysis`'s `ShardingPlan`); the materialising patterns make it IR
+afterwards. Then the replicated work (the group's FLOPs beyond the unsharded FLOPs) is tallied, op
 by op. CHARON_DEBUG_SHARDING=1 prints the fallbacks and the replicated work per op."""
 
 from __future__ import annotations
@@ -55,12 +54,11 @@ def analyse(st: Sharding, root: Operation, rules: Sequence[ShardPattern]) -> Non
         raise CharonError(str(e)) from None
 
 
-def propagate(st: Sharding, root: Operation, rules: Sequence[ShardPattern]) -> None:
-    """Propagate over `root` (`analyse`; a `ShardingAnalysis`'s plan then
-    materialised), and add the replicated work to `st.replicated_flops`."""
+def propagate(st: ShardingAnalysis, root: Operation, rules: Sequence[ShardPattern]) -> None:
+    """Propagate over `root` (`analyse`, then `materialise` the plan), and add the
+    replicated work to `st.replicated_flops`."""
     analyse(st, root, rules)
-    if isinstance(st, ShardingAnalysis):
-        materialise(st.plan, root)
+    materialise(st.plan, root)
     tally_replicated(st, root)
 
 

@@ -1,8 +1,8 @@
 """One sharding rule per op family: given the layout of its operands, the layout
 of an op's results and the layout its operands must have (`Sharding.assign`,
 `Sharding.use`). A rule reads the module as it was (unsharded shapes,
-`Sharding.full_shape`) and what it asks for is the state's business: recorded
-(`ShardingAnalysis`) or made at once (`ShardingState`). A rule is a
+`Sharding.full_shape`, `Sharding.rank_shape`); what it asks for is recorded
+(`ShardingAnalysis`). A rule is a
 `ShardPattern`: a pass puts its own first (shard-context's attention,
 shard-expert's dispatch and combine)."""
 

@@ -1,12 +1,12 @@
-"""What a sharding propagation knows, and the two ways its decisions reach the IR.
+"""What a sharding propagation knows and asks for.
 
 `Sharding` is what the rules see: the layout of each value, the hints that guide
 views, and the requests a rule makes (lay an operand out so, give a result this
 layout, all-reduce row statistics). It leaves open what a request does:
 - `ShardingAnalysis` (analysis.py) only records them; patterns materialise the
   record afterwards (materialise.py). Every sharding pass works so.
-- `ShardingState` (here) makes each request's IR at once, as the walk reaches the
-  op, as the passes did before: the tests hold the materialised plan to it."""
+  (test_sharding_materialise.py holds the result to a state that makes each
+  request's IR at once, as the walk reaches the op, as the passes did before.)"""
 
 from __future__ import annotations
 
@@ -15,23 +15,16 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.dialects.builtin import FloatAttr, TensorType, UnitAttr
-from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.dialects.builtin import FloatAttr, TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from charon_ir.dialects import coll, sim
-from charon_ir.dialects.coll import GRAD_SYNC
+from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.sharding.conversions import (
-    Step,
-    build_conversion,
-    conversion_steps,
-    row_stats_ops,
-    stats_shape,
-)
-from charon_ir.parallel.sharding.layout import REPLICATED, Shard, reshape_groups, retype, shape, with_shape
+from charon_ir.parallel.sharding.conversions import Step
+from charon_ir.parallel.sharding.layout import REPLICATED, Shard, reshape_groups, shape
 
 Value = Hashable
 """An SSA value, or a planned conversion of one (`ShardingAnalysis`)."""
@@ -281,119 +274,6 @@ class Sharding:
             return s.dim
         same = [k for k, n in enumerate(dst_full) if n == src_full[s.dim]]
         return same[0] if len(same) == 1 else None
-
-
-@dataclass
-class ShardingState(Sharding):
-    """A propagation that changes the IR as it walks: each value's type is its
-    per-rank type as soon as its layout is known, and each conversion is inserted
-    when asked for. For passes whose own rules build ops mid-walk."""
-
-    # -- types ---------------------------------------------------------------
-
-    def full_shape(self, value: SSAValue) -> list[int]:
-        s = self.shard(value)
-        out = list(shape(value))
-        if s.dim is not None:
-            out[s.dim] *= s.factor
-        return out
-
-    def rank_shape(self, value: SSAValue) -> list[int]:
-        return list(shape(value))
-
-    def retype(self, value: SSAValue, t: Attribute) -> SSAValue:
-        """`value` with type `t` (`retype`), keeping the shard recorded for it."""
-        new = retype(value, t)
-        if new is not value and value in self.shards:
-            self.shards[new] = self.shards.pop(value)
-        return new
-
-    def assign(self, value: SSAValue, s: Shard, local: Sequence[int] | None = None) -> SSAValue:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """`Sharding.assign`, at once. Returns the retyped value."""
-        if local is None:
-            local = self.local_shape(shape(value), s, self._describe(value))
-        value = self.retype(value, with_shape(value.type, local))
-        if s.replicated:
-            self.shards.pop(value, None)
-        else:
-            self.shards[value] = s
-        return value
-
-    def assign_results(self, op: Operation, result_shards: Sequence[Shard], scale_cost: bool) -> None:
-        old = sum(sim.tensor_bytes(r) for r in op.results if isinstance(r.type, TensorType))
-        old_n = sum(sim.numel(r) for r in op.results if isinstance(r.type, TensorType))
-        super().assign_results(op, result_shards, scale_cost)
-        if scale_cost and isinstance(op, sim.GenericOp) and old_n:
-            scale_generic_cost(op, old, old_n)
-
-    # -- conversions ---------------------------------------------------------
-
-    def operand(self, op: Operation, index: int) -> SSAValue:
-        return op.operands[index]
-
-    def _insert_point(self, value: SSAValue) -> InsertPoint:
-        if isinstance(value, BlockArgument):
-            return InsertPoint.at_start(value.block)
-        assert isinstance(value, OpResult)
-        return InsertPoint.after(value.op)
-
-    def convert(self, value: SSAValue, want: Shard) -> SSAValue:
-        have = self.shard(value)
-        if (have.dim, have.factor, have.partial) == (want.dim, want.factor, want.partial):
-            return value
-        key = (value, replace(want, tag=""))
-        if key in self.converted:
-            return self.converted[key]  # pyright: ignore[reportReturnType]
-        steps, final = conversion_steps(shape(value), have, want, self.size, self.local_shape, self.pass_name)
-        ops = build_conversion(value, steps, self.axes)
-        if ops:
-            Rewriter.insert_op(ops, self._insert_point(value))
-        cur = ops[-1].results[0] if ops else value
-        if cur is not value and not final.replicated:
-            self.shards[cur] = final
-        self.converted[key] = cur
-        return cur
-
-    def use(self, op: Operation, index: int, want: Shard) -> None:
-        value = op.operands[index]
-        new = self.convert(value, want)
-        if new is not value:
-            op.operands[index] = new
-
-    def convert_with(self, value: SSAValue, steps: Sequence[Step], layout: Shard) -> SSAValue:
-        ops = build_conversion(value, steps, self.axes)
-        Rewriter.insert_op(ops, self._insert_point(value))
-        new = ops[-1].results[0]
-        if not layout.replicated:
-            self.shards[new] = layout
-        return new
-
-    def read(self, op: Operation, index: int, value: SSAValue) -> None:
-        op.operands[index] = value
-
-    def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:
-        new = self.convert(value, want)
-        if new is not value:
-            for i, v in enumerate(op.operands):
-                if v is value:
-                    op.operands[i] = new
-
-    def row_stats(self, op: Operation, index: int, dim: int, count: int) -> None:
-        value = op.operands[index]
-        Rewriter.insert_op(
-            row_stats_ops(value, stats_shape(shape(value), dim), count, self.axis), InsertPoint.before(op)
-        )
-
-    def mark_grad_sync(self, value: SSAValue) -> None:
-        if isinstance(value.owner, coll.AllReduceOp):
-            value.owner.attributes[GRAD_SYNC] = UnitAttr()
-
-    def partition(self, op: Operation, how: Partition) -> None:
-        how.rewrite(op, None)
-        for index, r in enumerate(op.results):
-            stand_in = how.stand_in(op, index)
-            if stand_in is not None and r in self.shards:
-                self.shards[stand_in] = self.shards[r]
 
 
 def scale_generic_cost(op: sim.GenericOp, old_bytes: float, old_numel: float) -> None:

@@ -4,10 +4,10 @@ type on every rank, silently: a new op must get a rule (or a reason here)."""
 
 from charon_ir.dialects import coll, sim
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric, default_rules
-from charon_ir.parallel.sharding.state import ShardingState
+from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 
 WITHOUT_A_RULE = {
-    "sim.param": "a seed: the pass gives each weight its layout (ShardingState.assign)",
+    "sim.param": "a seed: the pass gives each weight its layout (Sharding.assign)",
     "sim.input": "a seed: the token ids are split (or not) by the pass",
     "sim.phase": "its results take the layout its yield gives them (ShardYield)",
     "sim.stage": "made by the pipeline pass, after the sharding passes",
@@ -19,7 +19,7 @@ WITHOUT_A_RULE = {
 
 
 def test_every_op_has_a_rule_or_a_reason():
-    st = ShardingState("tp", 2, "test")
+    st = ShardingAnalysis("tp", 2, "test")
     rules = [*default_rules(st), ShardAttention(st), ShardGeneric(st)]
     ops = [*sim.Sim.operations, *coll.Coll.operations]
     without = {op.name for op in ops if not any(issubclass(op, rule.op_types) for rule in rules)}
@@ -28,7 +28,7 @@ def test_every_op_has_a_rule_or_a_reason():
 
 def test_default_rules_take_disjoint_op_kinds():
     # one rule per op kind: the order of the defaults decides nothing
-    st = ShardingState("tp", 2, "test")
+    st = ShardingAnalysis("tp", 2, "test")
     ops = [*sim.Sim.operations, *coll.Coll.operations]
     for op in ops:
         taking = [type(rule).__name__ for rule in default_rules(st) if issubclass(op, rule.op_types)]
