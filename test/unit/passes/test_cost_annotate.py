@@ -15,9 +15,8 @@ from charon_ir.target.hardware import load_gpu
 from charon_ir.testing import make_context, parse_module
 
 
-def gemm_time(m: int, n: int, k: int, fp8: bool, casts: bool = False) -> float:
-    """One GEMM's priced time; a layer's (inside a `sim.repeat`), as
-    Transformer Engine's fp8 training (fp8-casts) tells them from the output layer."""
+def layer_gemm_module(m: int, n: int, k: int):
+    """(context, module) of one [m x k] x [n x k]^T GEMM inside a one-layer `sim.repeat`."""
     ctx = make_context()
     a, w, y = f"tensor<{m}x{k}xbf16>", f"tensor<{n}x{k}xbf16>", f"tensor<{m}x{n}xbf16>"
     module = parse_module(
@@ -32,6 +31,13 @@ def gemm_time(m: int, n: int, k: int, fp8: bool, casts: bool = False) -> float:
         """,
         ctx,
     )
+    return ctx, module
+
+
+def gemm_time(m: int, n: int, k: int, fp8: bool, casts: bool = False) -> float:
+    """One GEMM's priced time; a layer's (inside a `sim.repeat`), as
+    Transformer Engine's fp8 training (fp8-casts) tells them from the output layer."""
+    ctx, module = layer_gemm_module(m, n, k)
     SetTargetPass(hardware="H100-SXM5-80GB").apply(ctx, module)
     CostAnnotatePass(fp8_gemms=fp8, fp8_casts=casts).apply(ctx, module)
     matmul = next(op for op in module.walk() if isinstance(op, sim.MatmulOp))
@@ -135,20 +141,7 @@ def test_overlapped_collectives_are_timed_against_the_gemms_as_priced():
 def layer_gemm_bytes(m: int, n: int, k: int, weight_casts: str, microbatches: int = 0) -> float:
     """The priced bytes of one layer GEMM under fp8 training (casts included),
     in a module whose `#sim.pipeline` runs `microbatches` (0: none)."""
-    ctx = make_context()
-    a, w, y = f"tensor<{m}x{k}xbf16>", f"tensor<{n}x{k}xbf16>", f"tensor<{m}x{n}xbf16>"
-    module = parse_module(
-        f"""
-        %a = sim.input "a" : {a}
-        %ws = sim.param "w" : tensor<1x{n}x{k}xbf16>
-        %r:2 = sim.repeat 1 iter(%a : {a}) slices(%ws : tensor<1x{n}x{k}xbf16>) -> ({a}, tensor<1x{m}x{n}xbf16>) {{
-        ^bb0(%x: {a}, %w: {w}):
-          %y = sim.matmul %x, %w {{transpose_rhs}} : ({a}, {w}) -> {y}
-          sim.yield %x, %y : {a}, {y}
-        }}
-        """,
-        ctx,
-    )
+    ctx, module = layer_gemm_module(m, n, k)
     if microbatches:
         module.attributes[sim.PIPELINE_ATTR] = sim.PipelineAttr(1, 1, "1f1b", microbatches, [1])
     SetTargetPass(hardware="H100-SXM5-80GB").apply(ctx, module)
