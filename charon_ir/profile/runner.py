@@ -441,17 +441,26 @@ def timing_stream(device: torch.device):
 _TIMING_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
 
 
-def graphed(fn: Callable[[], object], device: torch.device, calls: int) -> Callable[[], object]:
-    """On CUDA, `calls` calls of `fn` captured in a `Graphed` (`capture`); `fn`
-    itself on a CPU or when the op cannot be captured (an optimizer step that is
-    not capturable, a kernel that synchronises)."""
+def graphed(
+    fn: Callable[[], object],
+    device: torch.device,
+    calls: int,
+    on_eager: Callable[[str], None] | None = None,
+) -> Callable[[], object]:
+    """On CUDA, `calls` calls of `fn` captured in a `Graphed` (`_capture`); `fn`
+    itself on a CPU, or when the op cannot be captured (an optimizer step that is
+    not capturable, a kernel that synchronises), after `on_eager(why)`."""
     if device.type != "cuda":
         return fn
-    timed = capture(fn, device, calls)
-    return timed if isinstance(timed, Graphed) else fn
+    timed = _capture(fn, device, calls)
+    if isinstance(timed, Graphed):
+        return timed
+    if on_eager is not None:
+        on_eager(timed)
+    return fn
 
 
-def capture(fn: Callable[[], object], device: torch.device, calls: int) -> Graphed | str:
+def _capture(fn: Callable[[], object], device: torch.device, calls: int) -> Graphed | str:
     """`calls` calls of `fn` captured in a CUDA graph, replayed once (its first
     replay uploads it) and sized to last `MIN_GRAPH_SAMPLE_S`; or, where the
     capture failed, the first line of why. Captured on the current stream

@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from charon_ir.dialects.sim import ComputeOp
 from charon_ir.errors import CharonError
@@ -126,6 +127,7 @@ def profile_ops(
         on_start(run, len(todo) * rounds)
     samples: dict[OpKey, list[float]] = {}
     calls: dict[OpKey, int] = {}
+    eager: set[OpKey] = set()
     deadline = time.monotonic() + budget_s if budget_s > 0 else None
     with runner.timing_stream(dev):  # see timing_stream: captures need a side stream
         for r in range(rounds):
@@ -144,13 +146,8 @@ def profile_ops(
                     fn = runner.prepare(op, dev)
                     if r == 0:
                         calls[key] = runner.calls_per_sample(fn, dev, warmup, MIN_SAMPLE_S)
-                    if dev.type == "cuda":
-                        timed = runner.capture(fn, dev, calls[key])
-                        if isinstance(timed, str):
-                            if r == 0:
-                                run.timed_eagerly[f"{key.family}: {timed}"] += 1
-                        else:
-                            fn = timed
+                    if key not in eager:  # a capture that failed once is not tried again
+                        fn = runner.graphed(fn, dev, calls[key], partial(_timed_eagerly, run, eager, key))
                     new = runner.take_samples(fn, dev, 0 if r == 0 else 1, calls[key], per_round)
                     del fn
                 except runner.NotRunnable as e:
@@ -182,3 +179,8 @@ def profile_ops(
     if dev.type == "cuda":
         torch.cuda.empty_cache()
     return run
+
+
+def _timed_eagerly(run: ProfileRun, eager: set[OpKey], key: OpKey, why: str) -> None:
+    eager.add(key)
+    run.timed_eagerly[f"{key.family}: {why}"] += 1

@@ -11,7 +11,7 @@ runs), and the sweep variants the `predict` engine fits on, measured with torch
 The H100's timings under 100 us were taken again as CUDA graphs (`runner.graphed`)
 after the first run had timed them eagerly, at PyTorch's launch rate (`charon
 profile ... --refresh-below 1e-4`); the H200's were all taken again on
-2026-11-27 at 21:34 UTC as `runner.capture` times them now (`bench/gpu_session.sh`:
+2026-11-27 at 21:34 UTC as `runner.graphed` times them now (`bench/gpu_session.sh`:
 the steps' ops written by `bench/shipped_step_ops.py` with the pinned torch,
 measured with `--ops-from ... --refresh-below 1 --repeats 4`), and its rows that
 the plan no longer holds were dropped. Rows whose samples spread too far are not read
@@ -57,7 +57,7 @@ SHIPPED_STEPS: dict[str, dict[str, Any]] = {
 SHIPPED_MAX_SPREAD = 0.25
 """Shipped rows whose samples' interquartile range exceeds this fraction of their
 median stay in the file but are not read (the next engine prices the op). On the
-H200, 1 of 3,818 rows is over it (timed as `runner.capture` does: samples of 0.5 ms
+H200, 1 of 3,818 rows is over it (timed as `runner.graphed` does: samples of 0.5 ms
 of GPU time behind a host-ahead sleep); the earlier H200 rows, each sample one
 replay of a graph sized from the op's eager time, had 1,029 of 3,923 over it:
 small kernels whose samples held the graph's submission. On the H100, whose rows

@@ -156,3 +156,25 @@ def test_refresh_measures_again_and_replaces_the_rows(tmp_path: Path):
         after = {m.key: m.measured_at for m in store.measurements("cpu")}
     assert (run.already, run.measured) == (0, len(items))
     assert set(after) == set(before) and all(after[k] > before[k] for k in before)
+
+
+def test_an_op_whose_capture_fails_is_counted_once_and_not_captured_again(tmp_path: Path, monkeypatch):
+    """Each failed CUDA graph capture is reported with its reason, once per op; the
+    later rounds time that op eagerly without trying the capture again."""
+    from charon_ir.profile import runner
+
+    tried: list[int] = []
+
+    def failing_capture(fn, device, calls, on_eager=None):
+        tried.append(calls)
+        on_eager("capturable is False")
+        return fn
+
+    monkeypatch.setattr(runner, "graphed", failing_capture)
+    opset = OpSet()
+    opset.add_module(parse_module_text(SMALL, "small"))
+    with ProfileStore.open(tmp_path / "p.db") as store:
+        run = profile_ops(store, plan(opset, ()), "cpu", warmup=0, repeats=3)
+    assert len(tried) == len(opset.ops) == run.measured == 3
+    assert sum(run.timed_eagerly.values()) == 3
+    assert all(reason.endswith(": capturable is False") for reason in run.timed_eagerly)
