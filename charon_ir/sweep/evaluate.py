@@ -240,6 +240,11 @@ class TrainingEvaluator:
         """Fast-tier outcomes by configuration (repr), of the last OUTCOMES_KEPT points."""
         self._same_as: str | None = None
 
+    def forget_outcomes(self) -> None:
+        """Start the next sweep without this one's outcomes (`workers.forget_outcomes`)."""
+        self._outcomes.clear()
+        self._same_as = None
+
     def _states_overflow(self, point: Point, config) -> str:
         """The memory model's closed-form bound: a point whose model states alone
         exceed the GPU is out of memory before its IR is even built."""

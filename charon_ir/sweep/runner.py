@@ -41,7 +41,7 @@ from charon_ir.sweep.evaluate import STATUS_ILLEGAL, record, sharing_order
 from charon_ir.sweep.screen import class_order
 from charon_ir.sweep.space import Point, Space, _defaults, load_space
 from charon_ir.sweep.store import ResultStore, simulator_fingerprint
-from charon_ir.sweep.workers import evaluate_points, evaluator, point_kind
+from charon_ir.sweep.workers import evaluate_points, evaluator, forget_outcomes, point_kind
 from charon_ir.target.hardware import split_variant
 
 RETIME_FIRST = 10
@@ -103,9 +103,10 @@ class _Pool:
     """A local process pool kept for the whole sweep: its points, then the
     fast tier's re-timing of the best, so each worker reuses its parsed models.
 
-    Linux forks the workers, at once, before anything else runs (no progress
-    bar's thread yet): they start with this process's imports done instead of
-    importing everything again (about a second of CPU each). A worker only
+    Linux forks the workers, at once, before the progress bar's thread starts:
+    they start with this process's imports done instead of importing everything
+    again (about a second of CPU each); the results file's connection, open by
+    then, is copied into them but never used there. A worker only
     evaluates the points it is sent and returns their records; the results
     file, open here, is only ever written by this process. Elsewhere the
     workers are spawned."""
@@ -269,6 +270,7 @@ def run_sweep(
     if space.size > max_points:
         raise CharonError(f"the space has {space.size:,} points, more than --max-points {max_points:,} "
                           "(fewer axis values, or a larger --max-points)")
+    forget_outcomes()
     start = time.perf_counter()
     stream = space.iter_points()
     # the values are checked before the first point comes: before the results file exists

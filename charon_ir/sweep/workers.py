@@ -28,6 +28,16 @@ def evaluator(kind: str, tier: str = "fast") -> TrainingEvaluator | ServingEvalu
     return _EVALUATORS[kind, tier]
 
 
+def forget_outcomes() -> None:
+    """Drop the outcomes this process's training evaluators keep by configuration:
+    they are a sweep's, and the next sweep may read other model files, profile
+    database or device (`run_sweep` calls it first; the forked workers inherit
+    the empty cache)."""
+    for ev in _EVALUATORS.values():
+        if isinstance(ev, TrainingEvaluator):
+            ev.forget_outcomes()
+
+
 def point_kind(points: list[Point]) -> str:
     """Serving points carry no `gpus` setting."""
     return "serving" if points and "gpus" not in points[0].config else "training"

@@ -248,3 +248,15 @@ def test_retime_batches_keep_recompute_twins_together(recomputes, pps, parts):
     assert all(batches) and len(batches) <= parts
     for before, after in zip(batches, batches[1:]):
         assert before[-1].config["pp"] != after[0].config["pp"]
+
+
+def test_a_sweep_starts_without_the_last_ones_outcomes(tiny_space):
+    """The fast tier keeps outcomes by configuration within a sweep; the next sweep
+    in the same process (another model file, profile database or device) must not
+    read them."""
+    from charon_ir.sweep.workers import evaluator
+
+    stale = evaluator("training", "fast")._outcomes
+    stale["a configuration of the last sweep"] = ("ok", "", {"iteration_time_s": -1.0})
+    run_sweep(tiny_space, tier="fast")
+    assert "a configuration of the last sweep" not in evaluator("training", "fast")._outcomes
