@@ -438,7 +438,7 @@ class ShardExpertPass(ModulePass):
             else:
                 ensure_axis(op, "tp", self.etp, self.name)
                 # the experts' own tensor parallelism only lays values out: recorded,
-                # then materialised (the ep split above builds its all_to_alls as it walks)
+                # then materialised, as the ep split above
                 tp = ShardingAnalysis("tp", self.etp, self.name, hints={"ffn": set()})
                 tp.snapshot(op)
                 for p, (_, fdim) in weights:

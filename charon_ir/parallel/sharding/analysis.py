@@ -125,11 +125,9 @@ class ShardingAnalysis(Sharding):
     """A propagation that only records (`plan`); the module keeps its types."""
 
     plan: ShardingPlan = field(init=False)
-    _operands: dict[tuple[Operation, int], Conversion] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.plan = ShardingPlan(self.axis, tuple(self.axes))
-        self._operands = self.plan.operands
 
     # -- shapes ----------------------------------------------------------------
 
@@ -167,7 +165,7 @@ class ShardingAnalysis(Sharding):
     # -- conversions -----------------------------------------------------------
 
     def operand(self, op: Operation, index: int) -> SSAValue | Conversion:
-        return self._operands.get((op, index), op.operands[index])
+        return self.plan.operands.get((op, index), op.operands[index])
 
     def convert(self, value: SSAValue | Conversion, want: Shard) -> SSAValue | Conversion:
         have = self.shard(value)
@@ -182,18 +180,14 @@ class ShardingAnalysis(Sharding):
         if not steps:
             self.converted[key] = value
             return value
-        source = value if isinstance(value, Conversion) else place_of(value)
-        new = Conversion(source, steps, len(self.plan.conversions))
-        self.plan.add(new)
-        if not final.replicated:
-            self.shards[new] = final
+        new = self.convert_with(value, steps, final)
         self.converted[key] = new
         return new
 
     def use(self, op: Operation, index: int, want: Shard) -> None:
         new = self.convert(self.operand(op, index), want)
         if isinstance(new, Conversion):
-            self._operands[(op, index)] = new
+            self.plan.operands[(op, index)] = new
 
     def convert_with(self, value: SSAValue | Conversion, steps: Sequence[Step], layout: Shard) -> Conversion:
         source = value if isinstance(value, Conversion) else place_of(value)
@@ -205,16 +199,16 @@ class ShardingAnalysis(Sharding):
 
     def read(self, op: Operation, index: int, value: SSAValue | Conversion) -> None:
         if isinstance(value, Conversion):
-            self._operands[(op, index)] = value
+            self.plan.operands[(op, index)] = value
         else:
-            self._operands.pop((op, index), None)
+            self.plan.operands.pop((op, index), None)
 
     def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:
         indices = [i for i, v in enumerate(op.operands) if v is value]
         new = self.convert(self.operand(op, indices[0]), want)
         if isinstance(new, Conversion):
             for i in indices:
-                self._operands[(op, i)] = new
+                self.plan.operands[(op, i)] = new
 
     def row_stats(self, op: Operation, index: int, dim: int, count: int) -> None:
         local = stats_shape(self.rank_shape(self.operand(op, index)), dim)

@@ -65,7 +65,7 @@ def propagate(st: ShardingAnalysis, root: Operation, rules: Sequence[ShardPatter
 def tally_replicated(st: Sharding, root: Operation) -> None:
     """Add the work each compute op of `root` does beyond its 1/size share to
     `st.replicated_flops`."""
-    # the work each compute op does beyond its 1/size share (whole where no rule splits it)
+    # whole where no rule splits it
     extras = [
         (op, (st.size * op.flops() - st.flops_before.get(op, 0.0)) * mult)
         for op, mult in walk_with_multiplicity(root)
