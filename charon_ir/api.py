@@ -379,16 +379,17 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
                           f"parameters), got {'--fsdp' if config.fsdp else f'--zero {zero}'}")
     if config.cp > 1:
         plan.append(("shard-context", {"cp": config.cp}))
+    # refused whatever ep: a value ep 1 does not read is still a typo
+    if config.moe_dispatcher not in MOE_DISPATCHERS:
+        raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "
+                          f"got '{config.moe_dispatcher}'")
+    if config.moe_routing not in MOE_ROUTINGS:
+        raise CharonError(f"moe_routing must be {', '.join(MOE_ROUTINGS)}, got '{config.moe_routing}'")
     if config.ep > 1:
         if config.tp > 1 and imports_tensor_parallel(config.model):
             raise CharonError(f"--ep {config.ep} with --tp {config.tp}: a megatron: MoE model is imported split "
                               "by tp, its experts' tp collectives in it, which shard-expert does not lay out "
                               "beside the all-to-alls yet; use --tp 1 or the model's Hugging Face config")
-        if config.moe_dispatcher not in MOE_DISPATCHERS:
-            raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "
-                              f"got '{config.moe_dispatcher}'")
-        if config.moe_routing not in MOE_ROUTINGS:
-            raise CharonError(f"moe_routing must be {', '.join(MOE_ROUTINGS)}, got '{config.moe_routing}'")
         expert: dict[str, Any] = {"ep": config.ep, **({"etp": 1} if fold > 1 else {})}
         if config.moe_dispatcher != "alltoall":
             expert["dispatcher"] = config.moe_dispatcher

@@ -39,3 +39,14 @@ def test_random_routing_takes_the_group_limited_routing_with_either_dispatcher()
 def test_an_unknown_routing_is_one_line():
     with pytest.raises(CharonError, match="moe_routing must be balanced, random, got 'skewed'"):
         expert_options(model="deepseek-v3", moe_routing="skewed")
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("moe_routing", "skewed", "moe_routing must be balanced, random, got 'skewed'"),
+    ("moe_dispatcher", "deepep", "--moe-dispatcher must be alltoall, flex, got 'deepep'"),
+])
+def test_an_unknown_moe_option_is_refused_without_expert_parallelism(option, value, message):
+    config = TrainingConfig(gpus=8, pp=1, ep=1, seq_len=256, global_batch=64, model="qwen3-30b-a3b",
+                            **{option: value})
+    with pytest.raises(CharonError, match=message):
+        pass_plan(config)
