@@ -66,9 +66,9 @@ K/(K + GEMM_K_OVERHEAD) at GEMM_SWEEP_K_MAX (the highest record of a GPU type
 where it has two). Before, the ceiling was fitted to the best shape itself, which
 let large-K training GEMMs run 3-5 % above the best matmul ever measured."""
 GEMM_MAX_FP8: dict[str, float] = {
-    "H100-SXM5-80GB": 1402.6 / 1978.9 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + 64)),
-    "B200-SXM-180GB": 3432.5 / 4500.0 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + 64)),
-    "GB200-per-GPU": 3615.6 / 5000.0 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + 64)),
+    "H100-SXM5-80GB": 1402.6 / 1978.9 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + GEMM_K_OVERHEAD)),
+    "B200-SXM-180GB": 3432.5 / 4500.0 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + GEMM_K_OVERHEAD)),
+    "GB200-per-GPU": 3615.6 / 5000.0 / (GEMM_SWEEP_K_MAX / (GEMM_SWEEP_K_MAX + GEMM_K_OVERHEAD)),
 }
 """The ceiling of an fp8 GEMM on the fp8 tensor cores, by the rule of GEMM_MAX: the
 best fp8 matmul of stas00/ml-engineering's MAMF table (H100 SXM 1402.6 TFLOP/s, B200
