@@ -5,7 +5,8 @@
 #      charon_ir/profile/data/gpu_kernels.db (every row of the shipped steps' plan),
 #      for at most PROFILE_BUDGET seconds;
 #   2. torch.profiler (Kineto) traces and an execution trace of a small training step;
-#   3. `charon validate --live` on the GPU.
+#   3. `charon validate --live` on the GPU;
+#   4. the host's cost per eager launch (bench/host_launch_cost.py: docs/calibration.md, MoE host).
 # Run from the repository root on a machine with torch and a GPU; what it writes goes
 # to $OUT (default out/gpu). Needs the shipped steps' ops as .mlir (written here, with
 # the pinned torch, by `python bench/shipped_step_ops.py .gpu/ops`) so the GPU side
@@ -16,7 +17,7 @@
 # The GPU image's own torch and transformers are used (2.11.0+cu130 and 5.17.0 on
 # 2026-11-27). A rehearsal without a GPU: DEVICE=cpu PROFILE_BUDGET=5 DB=/tmp/x.db.
 #   PROFILE_BUDGET: at most this many seconds for step 1 (default 240); REPEATS: samples an op (5)
-#   SKIP_PROFILE, SKIP_TRACES, SKIP_LIVE: leave out step 1, 2 or 3
+#   SKIP_PROFILE, SKIP_TRACES, SKIP_LIVE, SKIP_HOST: leave out step 1, 2, 3 or 4
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
@@ -64,4 +65,6 @@ echo "== 2. Kineto traces $(date -u +%T)"
 echo "== 3. validate --live $(date -u +%T)"
 [ -n "${SKIP_LIVE:-}" ] || timeout 200 $CHARON validate --live --device "$DEVICE" --json > "$OUT/live.json"
 echo "rc=$?"; [ -s "$OUT/live.json" ] && cat "$OUT/live.json"
+echo "== 4. host cost per launch $(date -u +%T)"
+[ -n "${SKIP_HOST:-}" ] || timeout 90 $PY bench/host_launch_cost.py --device "$DEVICE" --out "$OUT/host_launch-$TAG.json"
 echo "== done $(date -u +%T)"
