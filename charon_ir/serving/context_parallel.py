@@ -415,6 +415,9 @@ class ContextParallelPool:
         self.queue: deque[CPSequence] = deque()
         self.events: list[tuple[float, int, int, Any]] = []
         self.counter = 0
+        self.leads = 0
+        """Sequences that ever led a decode: their order keys a leader's finish heap (not id(),
+        whose order follows memory addresses and made ties finish in a run-dependent order)."""
         self.finished: list[CPSequence] = []
         self.degree_counts: Counter = Counter()
         self.prefill_gpu_s = 0.0
@@ -590,9 +593,10 @@ class ContextParallelPool:
             leader = block[0]
             seq.j0, seq.c0 = leader.j, float(seq.shares[0])
             seq.j_end = leader.j + seq.request.output_tokens - 2  # its last decode iteration
-            leader.leaders[id(seq)] = seq
+            self.leads += 1
+            leader.leaders[self.leads] = seq
             leader.lead_base += seq.c0 - seq.j0
-            heapq.heappush(leader.finish_heap, (seq.j_end, id(seq)))
+            heapq.heappush(leader.finish_heap, (seq.j_end, self.leads))
             distributed = self.layout == "distributed" and seq.degree > 1
             if distributed:
                 leader.distributed[seq.degree] += 1

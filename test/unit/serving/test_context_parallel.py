@@ -276,3 +276,20 @@ def test_the_summary_has_a_row_per_policy():
 def test_bad_cp_flags_are_one_line(args, fragment):
     proc = charon("--model", "llama-3.1-8b", "--batch", "2", "--input-len", "4096", *args)
     assert_one_line_error(proc, fragment)
+
+
+def test_sequences_ending_together_finish_in_the_order_they_began_to_decode():
+    """Eight equal requests on one rank all end on the same decode iteration of their
+    leader; they leave in the order they began to decode, whatever their objects'
+    addresses (the heap was keyed by id(), so a tie finished in address order)."""
+    orders = set()
+    for trial in range(6):
+        ballast = [bytearray(64 * (trial + 1)) for _ in range(50 * trial)]  # other addresses
+        pool = run_pool("fixed:1", 1, [Request(i, 0.0, 1000, 50) for i in range(8)])
+        started = sorted(pool.finished, key=lambda s: (s.first_token_s, s.request.id))
+        ties = [s for s in pool.finished if s.finish_s == pool.finished[-1].finish_s]
+        assert len(ties) > 1
+        assert [s.request.id for s in ties] == [s.request.id for s in started if s in ties]
+        orders.add(tuple(s.request.id for s in pool.finished))
+        del ballast
+    assert len(orders) == 1
