@@ -228,9 +228,12 @@ class TrainingEvaluator:
         """fast: every point built and timed by the fast tier; screen: points the
         screening tier models are composed from their layer class's probe
         (`charon_ir.sweep.screen`), the rest as fast."""
-        self._probes: dict[tuple, Any] = {}
         """False: nothing is kept between points (no import, snapshot or failure
         reused), the reference the cached evaluation must equal."""
+        self.probes: screen.ProbeCache = imports.probes if imports is not None else screen.ProbeCache()
+        """The screening tier's probes and the modules they share; a fast-tier
+        build starts from the module of its passes before the pipeline when a
+        probe of its layer built it."""
         self._imports: OrderedDict[Step, Any] = imports._imports if imports is not None else OrderedDict()
         self._snapshots: list[tuple[int, Any]] = []
         self._path: tuple[Step, ...] = ()
@@ -343,14 +346,17 @@ class TrainingEvaluator:
                 self._failed.move_to_end(steps[:n])
                 raise CharonError(self._failed[steps[:n]])
         level, module = 0, None
+        shared, prefix = self.probes.shared_prefix(steps) if self.cache else (0, None)
         if self._snapshots:
             level, snapshot = self._snapshots[-1]
             if keep < level:
                 # the next point shares less than this snapshot: no one else needs it
                 self._snapshots.pop()
                 module = snapshot
-            else:
+            elif shared <= level:
                 module = snapshot.clone()
+        if shared > level:
+            level, module = shared, prefix.clone()
         for j in range(level, len(steps)):
             try:
                 module = self._apply(steps[j], module)
@@ -431,30 +437,27 @@ class TrainingEvaluator:
 
     def _screen(self, point: Point, config) -> dict | None:
         """The point's record from the screening tier, or None when the fast tier
-        must decide it: a configuration the screen does not model, a probe that
-        fails (the fast tier gives the error), or a composed peak within the
-        margin of the GPU's memory."""
+        must decide it: a configuration the screen does not model, a probe a
+        pass refuses (a CharonError: the fast tier gives the point's own
+        answer), or a composed peak within the margin of the GPU's memory. Any
+        other exception is a bug: the point's error record says where."""
         if not screen.screenable(config):
             return None
         clock = _Clock()
-        key = screen.class_key(point.config)
         collecting = gc.isenabled()
         gc.disable()
         try:
-            if key not in self._probes:
-                try:
-                    self._probes[key] = screen.build_probe(self, config)
-                except Exception:  # noqa: BLE001 - the fast tier reports what fails
-                    self._probes[key] = None
-            probe = self._probes[key]
+            probe = screen.build_probe(self, config)
             if probe is None:
                 return None
             target = screen.point_target(config)
             capacity = config.memory_limit_gb * 2**30 if config.memory_limit_gb else target.gpu.hbm_bytes
             step = screen.compose_shared(probe, config, target.topology, capacity,
                                          overlap_model(config, target.gpu))
-        except Exception:  # noqa: BLE001 - a point the screen cannot compose goes to the fast tier
+        except CharonError:
             return None
+        except Exception as e:  # noqa: BLE001 - a simulator bug must not stop a sweep
+            return record(point, STATUS_ERROR, error=_bug(e), **clock.spent())
         finally:
             gc.collect(0)
             if collecting:
@@ -494,8 +497,7 @@ class TrainingEvaluator:
             status = STATUS_OOM if str(e).startswith("memory-analysis:") else STATUS_ERROR
             outcome = (status, str(e), None)
         except Exception as e:  # noqa: BLE001 - a simulator bug must not stop a sweep
-            where = traceback.extract_tb(e.__traceback__)[-1]
-            outcome = (STATUS_ERROR, f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})", None)
+            outcome = (STATUS_ERROR, _bug(e), None)
         if self.cache:
             for k in (key, self._same_as):
                 if k is not None:
@@ -503,6 +505,13 @@ class TrainingEvaluator:
             while len(self._outcomes) > OUTCOMES_KEPT:
                 self._outcomes.popitem(last=False)
         return outcome
+
+
+def _bug(e: Exception) -> str:
+    """A point's error for an exception no rule foresaw: its type, message and
+    where it was raised."""
+    where = traceback.extract_tb(e.__traceback__)[-1]
+    return f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})"
 
 
 class _SameAs(Exception):  # noqa: N818 - a signal, not an error

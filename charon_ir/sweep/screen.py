@@ -209,20 +209,24 @@ class Probe:
     """What fills in the timing fields (forward, backward, weight, optimizer_s,
     flops and recomputed FLOPs per micro-batch) on first use (`timed`)."""
 
+    _timing_error: Exception | None = field(default=None, repr=False)
+    """What the timing raised: every later point of the class meets it too."""
+
     def timed(self) -> Probe:
         """The probe with its timing filled in: a layer class whose points all
         overflow memory never prices, lowers or runs its probe."""
+        if self._timing_error is not None:
+            raise self._timing_error
         timing = self._timing
         if timing is not None:
-            # a timing that fails fails every later point of the class too
-            self._timing = _timing_failed
-            timing()
             self._timing = None
+            try:
+                timing()
+            except Exception as e:
+                # its module is half priced or lowered: never timed again
+                self._timing_error = e
+                raise
         return self
-
-
-def _timing_failed() -> None:
-    raise RuntimeError("the probe's timing failed")
 
 
 def class_key(config: dict[str, Any]) -> tuple:
@@ -235,11 +239,21 @@ def class_key(config: dict[str, Any]) -> tuple:
     return (("split", split), *sorted((k, str(v)) for k, v in config.items() if k not in skip))
 
 
+LAYER_SETTINGS = ("model", "seq_len", "micro_batch", "tp", "sequence_parallel")
+"""What the passes before the pipeline depend on, in their order (import,
+shard-tensor, sequence-parallel): `class_order` sorts by them first."""
+
+
 def class_order(config: dict[str, Any]) -> tuple:
     """A sort key that puts the classes of one layer (those that differ only in
-    their recomputation policy) together: their probes share every pass up to
-    data-parallel (`_after`)."""
-    return class_key({k: v for k, v in config.items() if k != "recompute"}), str(config.get("recompute"))
+    their recomputation policy) together, their probes sharing every pass up to
+    data-parallel (`_after`), and orders the layers so that neighbours share
+    the passes before the pipeline (one import per micro-batch, one
+    shard-tensor per tp with and without sequence parallelism). Its first
+    entry is the layer."""
+    layer = tuple(repr(config.get(k)) for k in LAYER_SETTINGS)
+    return ((layer, class_key({k: v for k, v in config.items() if k != "recompute"})),
+            str(config.get("recompute")))
 
 
 def screenable(config) -> bool:
@@ -279,27 +293,122 @@ def without_recompute(config):
     return same if [s for s in pass_plan(config) if s[0] != "recompute"] == pass_plan(same) else None
 
 
+Step = tuple[str, tuple[tuple[str, Any], ...]]
+"""A pass and its options, hashable and ordered (`evaluate.training_steps`' form)."""
+
+
+def pass_step(name: str, options: dict[str, Any]) -> Step:
+    return name, tuple(sorted(options.items()))
+
+
+def import_step(config) -> Step:
+    """The import a probe starts from (a screened model is imported whole)."""
+    return pass_step("import", {"model": config.model, "seq_len": config.seq_len, "batch": config.micro_batch})
+
+
+PROBES_KEPT = 256
+"""Probes kept per evaluator (LRU): a timed probe is a few dozen numbers
+(examples/sweeps/training.yaml builds 34)."""
+PREFIX_CACHE_SIZE = 16
+"""Modules after a probe's shared passes kept per evaluator (LRU): after
+shard-tensor (sequence parallelism on and off share it), and through
+data-parallel for the probe and for its memory split, each shared by the
+layer's recomputation policies (the sweep orders a layer's classes together,
+`class_order`)."""
+LAYERS_KEPT = 32
+"""... and the modules before the pipeline (the layer: model, sequence,
+micro-batch, tp, sequence parallelism, kernels), kept apart (LRU): the probe,
+its memory split and the fast tier's builds of any point of the layer (the
+best points, re-timed once the sweep is done) start from them."""
+GRADIENTS_KEPT = 64
+"""Gradient groups kept per evaluator (LRU), one per layer (model, sequence,
+micro-batch, tp, sequence parallelism, kernels)."""
+UNTIMED_PROBES = 32
+"""Probes whose timing waits for a point that needs it, kept per evaluator with
+their module (the rest are timed at once): a layer class whose points all
+overflow the GPU's memory is never timed."""
+
+
+def _lru_get(cache: OrderedDict, key):
+    found = cache.get(key, _MISSING)
+    if found is not _MISSING:
+        cache.move_to_end(key)
+    return found
+
+
+def _lru_put(cache: OrderedDict, key, value, size: int) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > size:
+        cache.popitem(last=False)
+
+
+_MISSING = object()
+
+
+@dataclass
+class ProbeCache:
+    """What an evaluator keeps of its probes' work, every part bounded (LRU)."""
+
+    probes: OrderedDict[str, Probe | None] = field(default_factory=OrderedDict)
+    """By their one-rank configuration (`build_probe`'s base, repr); None: a
+    layer the screen does not model."""
+    prefixes: OrderedDict[tuple[Step, ...], Any] = field(default_factory=OrderedDict)
+    """Modules after the steps of their key (`_after`): only read, callers clone."""
+    layers: OrderedDict[tuple[Step, ...], Any] = field(default_factory=OrderedDict)
+    """... those whose next step is the pipeline (`LAYERS_KEPT`)."""
+    gradients: OrderedDict[tuple[Step, ...], tuple] = field(default_factory=OrderedDict)
+    """`_gradient_groups` by the steps before data-parallel."""
+    untimed: deque[Probe] = field(default_factory=deque)
+    """Probes not timed yet, oldest first (`UNTIMED_PROBES`)."""
+
+    def module(self, steps: tuple[Step, ...]):
+        """The module after `steps`, or _MISSING."""
+        found = _lru_get(self.layers, steps)
+        return _lru_get(self.prefixes, steps) if found is _MISSING else found
+
+    def keep(self, steps: tuple[Step, ...], module, layer: bool = False) -> None:
+        """Keep `module` as the one after `steps` (`layer`: before the pipeline)."""
+        if layer:
+            _lru_put(self.layers, steps, module, LAYERS_KEPT)
+        else:
+            _lru_put(self.prefixes, steps, module, PREFIX_CACHE_SIZE)
+
+    def shared_prefix(self, steps: tuple[Step, ...]) -> tuple[int, Any]:
+        """(n, module) of the longest prefix of `steps` before their pipeline
+        that a probe built (module None, n 0: none): a fast-tier build of the
+        same layer starts from a clone of it."""
+        end = next((i for i, (name, _) in enumerate(steps) if name == "pipeline"), len(steps))
+        for n in range(end, 0, -1):
+            module = self.module(steps[:n])
+            if module is not _MISSING:
+                return n, module
+        return 0, None
+
+
 def build_probe(evaluator, config) -> Probe | None:
     """The probe of `config`'s layer class, built with the evaluator's shared
     imports; None when the model is not one repeat of identical layers.
 
-    A probe is a function of its one-rank `base` configuration: kept by it, and
-    a recompute policy that rewrites nothing (`recompute_rewrote_nothing`)
-    gives the probe of no recomputation, built once for both."""
+    A probe is a function of its one-rank `base` configuration: kept by it
+    (`ProbeCache.probes`), and a recompute policy that rewrites nothing
+    (`recompute_rewrote_nothing`) gives the probe of no recomputation, built
+    once for both. A pass that refuses the configuration raises its
+    CharonError (the fast tier gives the point's own answer)."""
     split = (config.schedule or "") in SPLIT_BACKWARD
     # one rank reduces nothing: its bucket size is any, one for every probe
     base = replace(config, pp=1, vpp=1, dp=1, zero=0, dp_overlap_param_gather=False, gpus=config.tp,
                    global_batch=config.micro_batch, schedule="zb-h1" if split else "1f1b",
                    memory_limit_gb=1e6, dp_bucket_mb=PROBE_BUCKET_MB)
-    built = evaluator.__dict__.setdefault("_probes_by_base", {})
-    if repr(base) in built:
-        return built[repr(base)]
-    probe = _build_probe(evaluator, config, base, split, built)
-    built[repr(base)] = probe
+    cache: ProbeCache = evaluator.probes
+    probe = _lru_get(cache.probes, repr(base))
+    if probe is _MISSING:
+        probe = _build_probe(evaluator, config, base, split)
+        _lru_put(cache.probes, repr(base), probe, PROBES_KEPT)
     return probe
 
 
-def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | None:
+def _build_probe(evaluator, config, base, split: bool) -> Probe | None:
     ctx = evaluator.ctx
     plan = pass_plan(base)
     # the passes up to data-parallel (tp, sequence parallelism, fusion, the
@@ -317,12 +426,8 @@ def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | N
             continue  # the probe's memory is read off its stage classes below
         make_pass(name, **options).apply(ctx, module)
         if name == "recompute" and recompute_rewrote_nothing(module):
-            same = without_recompute(base)
-            if same is not None:
-                if repr(same) not in built:
-                    built[repr(same)] = _build_probe(evaluator, replace(config, recompute="none"), same,
-                                                     split, built)
-                return built[repr(same)]
+            if without_recompute(base) is not None:
+                return build_probe(evaluator, replace(config, recompute="none"))
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if len(stages) != 1:
         return None
@@ -359,21 +464,15 @@ def _build_probe(evaluator, config, base, split: bool, built: dict) -> Probe | N
     probe._timing = lambda: _time_probe(probe, ctx, module, config, plan[priced:])
     # the modules of probes not timed yet are kept: the oldest is timed (and
     # its module freed) once more than UNTIMED_PROBES wait
-    untimed = evaluator.__dict__.setdefault("_untimed_probes", deque())
+    untimed = evaluator.probes.untimed
     untimed.append(probe)
     while len(untimed) > UNTIMED_PROBES:
         oldest = untimed.popleft()
         try:
             oldest.timed()
-        except Exception:  # noqa: BLE001 - its own class's points meet it (timed() fails again), not this one's
+        except Exception:  # noqa: BLE001 - kept by the probe: its own class's points meet it, not this one's
             pass
     return probe
-
-
-UNTIMED_PROBES = 32
-"""Probes whose timing waits for a point that needs it, kept per evaluator with
-their module (the rest are timed at once): a layer class whose points all
-overflow the GPU's memory is never timed."""
 
 
 def _time_probe(probe: Probe, ctx, module, config, steps: list[tuple[str, dict[str, Any]]]) -> None:
@@ -430,11 +529,6 @@ def _stage_classes(module, split: bool, config) -> dict[int, Any]:
     return classes
 
 
-PREFIX_CACHE_SIZE = 8
-"""Modules after a probe's shared passes kept per evaluator (LRU): those before
-the pipeline, and through data-parallel for the probe and for its memory
-split, each shared by the layer's recomputation policies (the sweep orders a
-layer's classes together, `class_order`)."""
 PROBE_BUCKET_MB = 25
 """The probe's gradient bucket (it has one data-parallel rank: no bucket is
 reduced, and the points price their own buckets, `Probe.sync`)."""
@@ -442,28 +536,30 @@ reduced, and the points price their own buckets, `Probe.sync`)."""
 
 def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
     """The imported module after `steps`, built once per evaluator from the
-    longest prefix of them already built, and kept: callers clone it."""
-    cache = evaluator.__dict__.setdefault("_probe_prefixes", OrderedDict())
-    head = (config.model, config.seq_len, config.micro_batch)
+    longest prefix of them already built, and kept (`ProbeCache.prefixes`):
+    callers clone it."""
+    cache: ProbeCache = evaluator.probes
+    path = (import_step(config), *(pass_step(name, options) for name, options in steps))
     done, module = 0, None
-    for n in range(len(steps), 0, -1):
-        key = (*head, repr(steps[:n]))
-        if key in cache:
-            cache.move_to_end(key)
-            done, module = n, cache[key]
+    for n in range(len(path), 0, -1):
+        found = cache.module(path[:n])
+        if found is not _MISSING:
+            done, module = n, found
             break
-    if module is not None and done == len(steps):
+    if module is not None and done == len(path):
         return module
-    module = (module or evaluator._imported(config.model, config.seq_len, config.micro_batch)).clone()
-    for n in range(done, len(steps)):
-        name, options = steps[n]
-        if name == "pipeline" and n:
-            # what the probe and its memory split (another pipeline) share
-            cache[(*head, repr(steps[:n]))] = module.clone()
+    if module is None:
+        done, module = 1, evaluator._imported(config.model, config.seq_len, config.micro_batch)
+    module = module.clone()
+    for n in range(done, len(path)):
+        name, options = steps[n - 1]
+        if n > 1 and (name == "pipeline" or path[n - 1][0] == "shard-tensor"):
+            # what the probe and its memory split (another pipeline) share, and
+            # the fast tier's builds of the layer; and the tp split, which
+            # sequence parallelism on and off share
+            cache.keep(path[:n], module.clone(), layer=name == "pipeline")
         make_pass(name, **options).apply(evaluator.ctx, module)
-    cache[(*head, repr(steps))] = module
-    while len(cache) > PREFIX_CACHE_SIZE:
-        cache.popitem(last=False)
+    cache.keep(path, module)
     return module
 
 
@@ -472,10 +568,11 @@ def _gradient_groups(evaluator, config, steps: list[tuple[str, dict[str, Any]]],
     the data-parallel pass at dp = 2 (ZeRO-0: the buckets are those of every
     stage; what reduces them is per point) on the unpriced module after
     `steps`, once per evaluator and steps."""
-    cache = evaluator.__dict__.setdefault("_probe_gradients", {})
-    key = (config.model, config.seq_len, config.micro_batch, repr(steps))
-    if key in cache:
-        return cache[key]
+    cache = evaluator.probes.gradients
+    key = (import_step(config), *(pass_step(name, options) for name, options in steps))
+    found = _lru_get(cache, key)
+    if found is not _MISSING:
+        return found
     synced = _after(evaluator, config, steps).clone()
     make_pass("data-parallel", **{**options, "dp": 2, "zero": 0}).apply(evaluator.ctx, synced)
     grid = find_grid(synced)
@@ -492,8 +589,8 @@ def _gradient_groups(evaluator, config, steps: list[tuple[str, dict[str, Any]]],
             layer += [g for c in op.body.walk() if (g := _gradient_group(c, coll, sim)) is not None]
         elif (g := _gradient_group(op, coll, sim)) is not None:
             (post if seen_repeat else pre).append(g)
-    cache[key] = sizes, layer, pre, post
-    return cache[key]
+    _lru_put(cache, key, (sizes, layer, pre, post), GRADIENTS_KEPT)
+    return sizes, layer, pre, post
 
 
 def _memory_split(evaluator, base, layers: int, split: bool) -> dict[str, Any]:
