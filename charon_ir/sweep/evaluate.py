@@ -444,6 +444,8 @@ class TrainingEvaluator:
         if not screen.screenable(config):
             return None
         clock = _Clock()
+        # no collection while composing (it makes no cycles; a probe built here
+        # collects what it allocated, `screen.building`)
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -459,7 +461,6 @@ class TrainingEvaluator:
         except Exception as e:  # noqa: BLE001 - a simulator bug must not stop a sweep
             return record(point, STATUS_ERROR, error=_bug(e), **clock.spent())
         finally:
-            gc.collect(0)
             if collecting:
                 gc.enable()
         peak = max(step.peaks)

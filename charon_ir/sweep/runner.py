@@ -318,7 +318,7 @@ def run_sweep(
         elif jobs > 1:
             pool = _Pool(jobs, ordered if space.kind == "training" else None, tier)
             executor, stream = f"pool of {jobs}", pool.run(_batches(ordered, jobs, group=group), tier)
-            retimer = lambda points, tier: pool.run(_split(points, jobs), tier)  # noqa: E731
+            retimer = lambda points, tier: pool.run(_builds(points), tier)  # noqa: E731
         else:
             executor, stream = "in-process", _in_process(ordered, tier)
         _drain(stream, store, space.kind, len(ordered), progress, len(points) - len(todo))
@@ -378,18 +378,20 @@ def _input_files(points: list[Point]) -> set[Path]:
     return {Path(split_variant(v)[0]) for v in values if Path(split_variant(v)[0]).is_file()}
 
 
-def _split(points: list[Point], parts: int) -> list[list[Point]]:
-    """`points` in up to `parts` contiguous batches (of their sharing order),
-    never between two points that differ only in their recompute policy (where
-    it rewrites nothing they are one build: `TrainingEvaluator._run`)."""
-    size = math.ceil(len(points) / parts)
-    batches: list[list[Point]] = [[]]
+def _builds(points: list[Point]) -> list[list[Point]]:
+    """`points` (in their sharing order) as the pool's re-timing tasks: one per
+    fast-tier build, the points that differ only in their recompute policy
+    together (where it rewrites nothing they are one build:
+    `TrainingEvaluator._run`). The workers take them as they finish the last:
+    a contiguous half each would leave one idle while the other times its
+    longer builds."""
+    batches: list[list[Point]] = []
     for point in points:
-        last = batches[-1]
-        if len(last) >= size and _but_recompute(point) != _but_recompute(last[-1]):
-            batches.append(last := [])
-        last.append(point)
-    return [b for b in batches if b]
+        if batches and _but_recompute(point) == _but_recompute(batches[-1][-1]):
+            batches[-1].append(point)
+        else:
+            batches.append([point])
+    return batches
 
 
 def _but_recompute(point: Point) -> dict:

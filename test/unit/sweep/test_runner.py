@@ -234,18 +234,18 @@ def test_bad_options_fail_before_the_results_file_is_made(tiny_space, tmp_path, 
 
 
 @given(recomputes=st.lists(st.sampled_from(["none", "selective", "full"]), min_size=1, max_size=30),
-       pps=st.lists(st.sampled_from([1, 2]), min_size=30, max_size=30), parts=st.integers(1, 4))
+       pps=st.lists(st.sampled_from([1, 2]), min_size=30, max_size=30))
 @settings(max_examples=60, deadline=None)
-def test_retime_batches_keep_recompute_twins_together(recomputes, pps, parts):
-    """The re-timing's batches: the points in order, at most `parts` batches,
-    never cut between points that differ only in their recompute policy (one
-    build where the policy rewrites nothing)."""
+def test_retime_batches_are_builds(recomputes, pps):
+    """The re-timing's tasks: the points in order, one task per build, never cut
+    between points that differ only in their recompute policy (one build where
+    the policy rewrites nothing), and no two neighbours of one build apart."""
     from charon_ir.sweep.space import Point
 
     points = [Point({"pp": pp, "recompute": r}, f"k{i}") for i, (r, pp) in enumerate(zip(recomputes, pps))]
-    batches = runner_module._split(points, parts)
+    batches = runner_module._builds(points)
     assert [p for b in batches for p in b] == points
-    assert all(batches) and len(batches) <= parts
+    assert all(len({p.config["pp"] for p in b}) == 1 for b in batches)
     for before, after in zip(batches, batches[1:]):
         assert before[-1].config["pp"] != after[0].config["pp"]
 
