@@ -508,7 +508,11 @@ def _time_probe(probe: Probe, ctx, module, config, steps: list[tuple[str, dict[s
 
     # timing: the lowered probe at two layer counts
     make_pass("lower-to-events").apply(ctx, module)
-    runs = [_run_items(ctx, module, config, n) for n in PROBE_LAYERS]
+    # the folded loops' summaries are the same at both counts (keyed by their
+    # bodies, counts aside): simulated once, as the fast tier's two
+    # micro-batch counts share them
+    loops: dict = {}
+    runs = [_run_items(ctx, module, config, n, loops) for n in PROBE_LAYERS]
     (a, b), k = runs, PROBE_LAYERS[1] - PROBE_LAYERS[0]
     n0 = PROBE_LAYERS[0]
 
@@ -684,9 +688,10 @@ def _param_split(forward, repeat) -> tuple[float, float, float]:
     return layer, before, after
 
 
-def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
+def _run_items(ctx, lowered, config, layers: int, loop_cache: dict | None = None) -> dict[str, Any]:
     """Run the lowered probe with its layer repeats at `layers`: per item kind
-    (pre, layers, post, exposed tp) seconds, the optimizer's and the FLOPs."""
+    (pre, layers, post, exposed tp) seconds, the optimizer's and the FLOPs
+    (`loop_cache`: flatten's, shared by runs of this event IR)."""
     module = lowered  # only loop counts change, and each run sets them
     for op in module.walk():
         if isinstance(op, event.LoopOp) and op.is_layer_repeat():
@@ -694,7 +699,7 @@ def _run_items(ctx, lowered, config, layers: int) -> dict[str, Any]:
                 op.count = IntegerAttr(layers, 64)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     overlap = overlap_model(config, Target.from_module(module).gpu)
-    flat = flatten_all(programs, fold=True, overlap=overlap)
+    flat = flatten_all(programs, fold=True, overlap=overlap, loop_cache=loop_cache)
     tl = interpret(flat, overlap)
     labels, start, end = flat.labels, tl.start, tl.end
     compute = {i for i, k in enumerate(flat.kind) if k == KIND_COMPUTE}

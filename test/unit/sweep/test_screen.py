@@ -353,3 +353,83 @@ def test_a_recompute_that_rewrites_nothing_shares_the_probe(tiny_space, unflashe
     points = sharing_order([p for p in load_space(space).points() if not p.pruned])
     probes = {p.config["recompute"]: build_probe(evaluator, training_config(p.config)) for p in points[:2]}
     assert (probes["none"] is probes["selective"]) == flash
+
+
+def test_a_probe_a_pass_refuses_goes_to_the_fast_tier_and_a_bug_is_the_points_error(tiny_space, monkeypatch):
+    """The screen falls back to the fast tier only where a pass refuses the
+    probe (a CharonError: the fast tier gives the point's own answer); any other
+    exception is a bug, recorded as the point's error naming its type and
+    where it was raised, never a silent fall back to the slow tier."""
+    from charon_ir.errors import CharonError
+    from charon_ir.sweep import screen
+
+    space = {**tiny_space, "tp": 1, "pp": 1, "zero": 0, "recompute": "none"}
+    screened = run_sweep(space, tier="screen", retime=-1).records
+    assert [r["metrics"]["tier"] for r in screened] == ["screen"]
+
+    def refuses(evaluator, config):
+        raise CharonError("pipeline: a refusal")
+
+    monkeypatch.setattr(screen, "build_probe", refuses)
+    refused = run_sweep(space, tier="screen", retime=-1).records
+    fast = run_sweep(space, tier="fast").records
+    assert [r["metrics"] for r in refused] == [r["metrics"] for r in fast]
+    assert refused[0]["metrics"]["tier"] == "fast"
+
+    def broken(evaluator, config):
+        return None.layers  # an AttributeError: a bug
+
+    monkeypatch.setattr(screen, "build_probe", broken)
+    [bug] = run_sweep(space, tier="screen", retime=-1).records
+    assert bug["status"] == "error" and bug["metrics"] is None
+    assert bug["error"].startswith("AttributeError: ") and "test_screen.py:" in bug["error"]
+
+
+def test_a_probe_whose_timing_fails_fails_each_later_point_the_same_way():
+    """A probe's deferred timing runs once: what it raised is raised again to
+    every later point of its class (its module is half priced), not a
+    different error."""
+    from charon_ir.errors import CharonError
+    from charon_ir.sweep.screen import Phase, Probe
+
+    calls = []
+
+    def timing():
+        calls.append(1)
+        raise CharonError("cost-annotate: no engine can price it")
+
+    probe = Probe(layers=4, forward=Phase(), backward=Phase(), weight=None, optimizer_s=0.0,
+                  flops_per_microbatch=0.0, recomputed_per_microbatch=0.0, tokens_per_microbatch=1,
+                  activation_bytes=0.0, sizes={})
+    probe._timing = timing
+    errors = []
+    for _ in range(3):
+        with pytest.raises(CharonError) as raised:
+            probe.timed()
+        errors.append(raised.value)
+    assert len(calls) == 1 and errors[0] is errors[1] is errors[2]
+
+
+def test_the_probe_caches_are_bounded_and_change_no_answer(tiny_space, monkeypatch):
+    """Every cache of the screen's probes (probes, shared modules, layers,
+    gradient groups, untimed probes) is an LRU of its size: at size 1 a sweep
+    rebuilds what it evicted and answers exactly as with the defaults."""
+    from charon_ir.sweep import screen
+    from charon_ir.sweep.evaluate import TrainingEvaluator, sharing_order
+    from charon_ir.sweep.space import load_space
+
+    space = load_space({**tiny_space, "tp": [1, 2], "micro_batch": [1, 2], "recompute": ["none", "full"]})
+    points = sharing_order([p for p in space.points() if not p.pruned])
+    points.sort(key=lambda p: screen.class_order(p.config))
+    roomy = TrainingEvaluator(tier="screen")
+    wide = [{k: r[k] for k in ("key", "status", "error", "metrics")} for r in roomy.evaluate(points)]
+    assert len(roomy.probes.probes) > 1 and len(roomy.probes.prefixes) > 1
+    for size in ("PROBES_KEPT", "PREFIX_CACHE_SIZE", "LAYERS_KEPT", "GRADIENTS_KEPT", "UNTIMED_PROBES"):
+        monkeypatch.setattr(screen, size, 1)
+    tight = TrainingEvaluator(tier="screen")
+    narrow = [{k: r[k] for k in ("key", "status", "error", "metrics")} for r in tight.evaluate(points)]
+    assert narrow == wide
+    cache = tight.probes
+    assert len(cache.probes) == len(cache.prefixes) == len(cache.layers) == len(cache.gradients) == 1
+    assert len(cache.untimed) <= 1
+    assert sum(r["metrics"]["tier"] == "screen" for r in narrow if r["status"] == "ok") >= 8
