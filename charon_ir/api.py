@@ -120,6 +120,16 @@ class TrainingConfig:
     host-launch=...}`): the GPU cannot start a kernel before the host has issued it,
     so a step of kernels shorter than their launches is bound by the host; 0: the
     host is not modelled (it keeps ahead)."""
+    expert_launches: float = 0.0
+    """With `host_launch_s`: launches the host issues per local expert for each
+    GEMM of the routed experts (`lower-to-events{expert-launches=...}`):
+    Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert and, in
+    fp8, quantizes each expert's operand on its own (`expert_launches_per_gemm`);
+    0: one launch an op (a grouped GEMM kernel)."""
+    moe_host_sync: bool = False
+    """With `host_launch_s`: the host waits for each forward MoE dispatch
+    (`lower-to-events{moe-host-sync=true}`), as Megatron-Core's dropless
+    dispatchers read the tokens per expert back (`tokens_per_expert.tolist()`)."""
     mtp: bool = True
     """Train the multi-token-prediction modules a model's config asks for
     (DeepSeek-V3's `num_nextn_predict_layers`), after the layers on the last
@@ -250,6 +260,13 @@ class TrainingConfig:
                 f"{dp} x {self.micro_batch} = {dp * self.micro_batch}"
             )
         return global_batch // (dp * self.micro_batch)
+
+
+def lowering_options(config: TrainingConfig) -> dict[str, Any]:
+    """`lower-to-events`' options for `config`: blocking collectives and the
+    host's issue model."""
+    return {"blocking": tuple(config.blocking_comm), "host_launch": config.host_launch_s,
+            "expert_launches": config.expert_launches, "moe_host_sync": config.moe_host_sync}
 
 
 def make_pass(name: str, **options):
@@ -623,8 +640,7 @@ def time_module(
     target = Target.from_module(module)
     stage_gpus = set_target.stage_gpus(module)  # read before lowering erases the stages
     report = tiers.time_module(ctx, module, memory, overlap_model(config, target.gpu), pp=config.pp,
-                               vpp=config.vpp, blocking=tuple(config.blocking_comm),
-                               host_launch=config.host_launch_s, tier=tier,
+                               vpp=config.vpp, lowering=lowering_options(config), tier=tier,
                                trace=trace, plot=plot)
     # the energy of the step as timed (extrapolated from fewer micro-batches too)
     return add_training_energy(report, target, stage_gpus)

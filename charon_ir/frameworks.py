@@ -112,6 +112,36 @@ _MEGATRON_CORE: tuple[Rule, ...] = (
 )
 
 
+def expert_launches_per_gemm(precision: str, fp8_recipe: str) -> float:
+    """Launches the host issues per local expert for each GEMM op of a routed
+    expert (a layer runs six: fc1 and fc2 forward, their dgrad and wgrad), as
+    Transformer Engine's `_GroupedLinear` runs them (docs/calibration.md, "Host
+    launches of a Megatron-Core MoE layer"): a cuBLAS GEMM per expert
+    (`general_grouped_gemm`), and in fp8 a quantization of each expert's input
+    (forward) and output gradient (backward, shared by dgrad and wgrad): current
+    scaling 3 kernels a tensor (amax, scale, cast), MXFP8 / blockwise 1, delayed
+    scaling one multi-tensor cast for all experts (`fused_multi_quantize`)."""
+    if precision != "fp8" or fp8_recipe == "delayed":
+        return 1.0  # 6 GEMMs a layer and expert
+    per_tensor = 3 if fp8_recipe == "current" else 1
+    # 6 GEMMs plus 4 quantized tensors (2 inputs, 2 output gradients) per expert
+    return (6 + 4 * per_tensor) / 6
+
+
+_MOE_HOST: tuple[Rule, ...] = (
+    Rule("expert_launches", lambda r: expert_launches_per_gemm(r.get("precision", "bf16"),
+                                                               r.get("fp8_recipe", "delayed")),
+         "TEGroupedMLP (moe_grouped_gemm with Transformer Engine) runs each expert linear as TE's "
+         "GroupedLinear: one cuBLAS GEMM per local expert (general_grouped_gemm), each expert's fp8 "
+         "operand quantized on its own (grouped_linear.py); counts with --host-launch-us only",
+         applies=_has_experts),
+    Rule("moe_host_sync", lambda r: True,
+         "dropless dispatch: TEGroupedMLP.forward reads tokens_per_expert.tolist() (megatron/core/"
+         "transformer/moe/experts.py:645, 0.16.1), a device-to-host sync per MoE layer forward; "
+         "counts with --host-launch-us only", applies=_has_experts),
+)
+
+
 _FP32_MAIN_GRADS = Rule(
     "grad_bytes", lambda r: 4,
     "fp32 main gradients: --bf16 sets accumulate_allreduce_grads_in_fp32 unless --grad-reduce-in-bf16 "
@@ -167,7 +197,7 @@ FRAMEWORKS: dict[str, Framework] = {
             "reduce / param gather, tp-comm overlap, fp32 main gradients; fp8 with delayed scaling "
             "(MXFP8 on Blackwell)",
             (*_MEGATRON_CORE, _FP32_MAIN_GRADS, _fp8_recipe("delayed", "Transformer Engine's DelayedScaling recipe "
-                                          "(fp8_recipe default); MXFP8 block scaling on Blackwell")),
+                                          "(fp8_recipe default); MXFP8 block scaling on Blackwell"), *_MOE_HOST),
         ),
         Framework(
             "nemo-24.07",
@@ -178,7 +208,7 @@ FRAMEWORKS: dict[str, Framework] = {
              Rule("fp8_params", lambda r: True, "bf16_with_fp8_mixed: fp8_params=True (fp8_param_gather in "
                   "NeMo 2.0): the linears' weights kept in fp8", applies=_is_fp8),
              _fp8_recipe("delayed", "NeMo MegatronMixedPrecision fp8: DelayedScaling, "
-                                          "hybrid format")),
+                                          "hybrid format"), *_MOE_HOST),
         ),
         Framework(
             "megatron-bridge",
@@ -197,7 +227,7 @@ FRAMEWORKS: dict[str, Framework] = {
              Rule("etp", lambda r: 1,
                   "expert_tensor_parallel_size=1 in every MoE performance config (scripts/performance/"
                   "configs/{deepseek,qwen,gpt_oss}/*_workload_base_configs.py) and MoE recipe: experts "
-                  "whole, tp folded into the expert group", applies=_has_experts)),
+                  "whole, tp folded into the expert group", applies=_has_experts), *_MOE_HOST),
         ),
         Framework("megatron-lm-2021", "Megatron-LM v2 (Narayanan et al. 2021)", _MEGATRON_LM_2021),
         Framework("megatron-lm-2022", "Megatron-LM v3 (Korthikanti et al. 2022)", _MEGATRON_LM_2022),

@@ -19,8 +19,18 @@ modelled): the host issues every kernel and collective, one after another, for
 this long each (an `event.launch` on a `@host` stream that the event waits for);
 the host waits for nothing on the GPU but the optimizer's barrier, so it runs
 ahead of long kernels and holds back short ones (a step of small kernels is
-bound by its launches). Every compute op and collective must carry a `cost`
-attribute (run `cost-annotate` first).
+bound by its launches). `expert-launches` (default 0: one launch an op):
+with `host-launch`, the launches the host issues per local expert for each
+GEMM of the routed experts (an op reading the rows `sim.moe_dispatch` filled,
+[experts, rows, ...]), as Transformer Engine's `GroupedLinear` runs one cuBLAS
+GEMM per expert and, in fp8, quantizes each expert's operand on its own;
+fractional counts are a mean over the layer's expert GEMMs (docs/calibration.md,
+"Host launches of a Megatron-Core MoE layer"). `moe-host-sync` (default false):
+the host reads the tokens per expert back after each forward dispatch
+(Megatron-Core's `tokens_per_expert.tolist()`, a dropless dispatcher's
+device-to-host sync), so it issues nothing after a forward dispatch all_to_all
+until that has completed on the GPU. Every compute op and collective must carry
+a `cost` attribute (run `cost-annotate` first).
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from xdsl.passes import ModulePass
 from charon_ir.dialects import event
 from charon_ir.dialects.coll import (
     AllReduceOp,
+    AllToAllOp,
     CollectiveOp,
     GRAD_SYNC,
     GridOp,
@@ -61,6 +72,9 @@ from charon_ir.dialects.sim import (
     FIRST_FORWARD_ATTR,
     GenericOp,
     InputOp,
+    MatmulOp,
+    MoeCombineOp,
+    MoeDispatchOp,
     NODE_KIND_ATTR,
     PIPELINE_ATTR,
     ParamOp,
@@ -73,6 +87,7 @@ from charon_ir.dialects.sim import (
     ViewOp,
     YieldOp,
     numel,
+    shape_of,
 )
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
@@ -161,6 +176,15 @@ class _Emitter:
     """Seconds of the host per kernel or collective it issues (0: not modelled)."""
     host_after: SSAValue | None = None
     """The barrier the host last waited at: its next launch comes after it."""
+    expert_launches: float = 0.0
+    """Launches per local expert of a routed-expert GEMM (0: one an op)."""
+    moe_host_sync: bool = False
+    """The host waits for each forward dispatch all_to_all (tokens per expert)."""
+    forward: bool = True
+    """Whether the phase being lowered is a forward (the only one that syncs)."""
+    expert_rows: set[SSAValue] = field(default_factory=set)
+    """Values that hold routed tokens by expert ([experts, rows, ...]): what
+    `sim.moe_dispatch` filled and what the experts compute from it."""
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -195,6 +219,8 @@ class _Emitter:
             return
         if isinstance(op, ViewOp):
             self.tokens[op.result] = self.tokens.get(op.input)
+            if self.expert_rows and op.input in self.expert_rows:
+                self._mark_expert_rows(op, op.input)
             return
         if isinstance(op, PhaseOp):
             if op.kind.data == PhaseKind.OPTIMIZER:
@@ -203,7 +229,9 @@ class _Emitter:
                 for v in _values_used_in(op):
                     self.tokens[v] = barrier
                 self.host_after = barrier
+            forward, self.forward = self.forward, op.kind.data == PhaseKind.FORWARD
             self.lower_block(op.body.block)
+            self.forward = forward
             term = op.body.block.last_op
             assert isinstance(term, YieldOp)
             for res, val in zip(op.outputs, term.values, strict=True):
@@ -260,10 +288,14 @@ class _Emitter:
         if blocking and not isinstance(op, SendOp):
             issue = self.emit(event.ComputeOp(COMPUTE_STREAM, "comm_issue", 0.0, deps))
             deps = [issue]
+        expert_input = None
+        if self.host_launch > 0 and (self.expert_launches > 0 or self.moe_host_sync):
+            expert_input = self._track_expert_rows(op)
         if self.host_launch > 0:
             self.streams.setdefault(HOST_STREAM, None)
             after = [self.host_after] if self.host_after is not None else []
-            deps = [*deps, self.emit(event.LaunchOp(HOST_STREAM, "launch", self.host_launch, after))]
+            issue_s = self.host_launch * self.launches(op, expert_input)
+            deps = [*deps, self.emit(event.LaunchOp(HOST_STREAM, "launch", issue_s, after))]
         fields: dict = {"engine": cost.engine}
         if isinstance(op, ComputeOp):
             fields["flops"] = _count_attr(cost.flops.data, "FLOPs", op)
@@ -308,6 +340,48 @@ class _Emitter:
             self.last_compute = self.emit(event.ComputeOp(COMPUTE_STREAM, "comm_wait", 0.0, [token]))
         for r in op.results:
             self.tokens[r] = token
+        if (self.moe_host_sync and self.forward and expert_input is not None
+                and isinstance(op, AllToAllOp) and op.split_axis.value.data == 0):
+            # the dispatch's tokens per expert read back (`.tolist()`): the host
+            # issues the experts' GEMMs, whose splits it needs, after it lands
+            self.host_after = token
+
+    def _mark_expert_rows(self, op: Operation, source: SSAValue) -> None:
+        lead = shape_of(source)[0]
+        for r in op.results:
+            shape = shape_of(r) if isinstance(r.type, TensorType) else ()
+            if len(shape) >= 3 and shape[0] in (lead, *self._local_experts(op, source)):
+                self.expert_rows.add(r)
+
+    @staticmethod
+    def _local_experts(op: Operation, source: SSAValue) -> tuple[int, ...]:
+        """An all_to_all over the experts dim leaves experts / group of them."""
+        if isinstance(op, AllToAllOp) and op.split_axis.value.data == 0:
+            return (shape_of(source)[0] // max(1, op.group_size()),)
+        return ()
+
+    def _track_expert_rows(self, op: Operation) -> SSAValue | None:
+        """The routed-expert rows `op` reads (None: none), marking what it
+        computes from them as expert rows too; `sim.moe_dispatch` makes them.
+        Rows end where their leading dim does (the combine's tokens)."""
+        if isinstance(op, MoeDispatchOp):
+            self.expert_rows.add(op.result)
+            return None
+        if isinstance(op, MoeCombineOp):
+            return None
+        source = next((v for v in op.operands if v in self.expert_rows), None)
+        if source is not None:
+            self._mark_expert_rows(op, source)
+        return source
+
+    def launches(self, op: Operation, expert_input: SSAValue | None) -> float:
+        """Launches the host issues for `op`: one, or for a GEMM of the routed
+        experts `expert-launches` per local expert (the result's leading dim)."""
+        if self.expert_launches <= 0 or expert_input is None or not isinstance(op, MatmulOp):
+            return 1.0
+        shape = shape_of(op.result)
+        experts = shape[0] if len(shape) == 3 else 1
+        return max(1.0, self.expert_launches * experts)
 
     def lower_repeat(self, op: RepeatOp) -> None:
         init = self.join([] if self.part == "W" else [*op.iter_init, *op.slices])
@@ -437,7 +511,8 @@ def _phase(stage: StageOp, kind: PhaseKind) -> PhaseOp | None:
 
 
 def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = frozenset(),
-                   host_launch: float = 0.0) -> list[event.ProgramOp]:
+                   host_launch: float = 0.0, expert_launches: float = 0.0,
+                   moe_host_sync: bool = False) -> list[event.ProgramOp]:
     """One program per physical stage: its schedule's runs of forward (F) and
     backward (B) micro-batches as loops over the lowered phases of its chunks."""
     attr = module.attributes[PIPELINE_ATTR]
@@ -493,6 +568,9 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
                         groups=groups,
                         blocking=blocking,
                         host_launch=host_launch,
+                        expert_launches=expert_launches,
+                        moe_host_sync=moe_host_sync,
+                        forward=kind[0] == "F",
                     )
                     emitter.lower_block(phase.body.block)
                     emitted, op = [], before.next_op if before is not None else loop_body.first_op
@@ -521,7 +599,8 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
             opt = _phase(by_virtual[chunk * pp + s], PhaseKind.OPTIMIZER)
             if opt is not None:
                 emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target,
-                                   groups=groups, blocking=blocking, host_launch=host_launch)
+                                   groups=groups, blocking=blocking, host_launch=host_launch,
+                                   expert_launches=expert_launches, moe_host_sync=moe_host_sync)
                 emitter.lower_op(opt)
         recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], PhaseKind.BACKWARD)) for c in range(vpp))
         kind = by_virtual[s].attributes.get(NODE_KIND_ATTR)
@@ -548,6 +627,15 @@ class LowerToEventsPass(ModulePass):
     host_launch: float | int = 0.0
     """Seconds the host takes to issue each kernel and collective (0: not modelled)."""
 
+    expert_launches: float | int = 0.0
+    """With host-launch: launches per local expert of each routed-expert GEMM
+    (Transformer Engine's GroupedLinear: a GEMM per expert, plus its fp8
+    quantization); 0: one launch an op (a grouped GEMM kernel)."""
+
+    moe_host_sync: bool = False
+    """With host-launch: the host waits for each forward dispatch all_to_all
+    (a dropless dispatcher reading its tokens per expert back)."""
+
     def blocking_axes(self) -> frozenset[str]:
         names = (self.blocking,) if isinstance(self.blocking, str) else self.blocking
         axes = frozenset(n for n in names if n)
@@ -567,10 +655,14 @@ class LowerToEventsPass(ModulePass):
         if not 0.0 <= host_launch < math.inf:  # NaN fails too
             raise CharonError(f"lower-to-events: option 'host-launch' must be a number of seconds >= 0, "
                               f"got {self.host_launch}")
+        expert_launches = float(self.expert_launches)
+        if not 0.0 <= expert_launches < math.inf:
+            raise CharonError(f"lower-to-events: option 'expert-launches' must be a number >= 0, "
+                              f"got {self.expert_launches}")
         if any(isinstance(o, event.ProgramOp) for o in op.body.block.ops):
             raise CharonError("lower-to-events: the module is already lowered")
         if PIPELINE_ATTR in op.attributes:
-            programs = lower_pipeline(op, target, blocking, host_launch)
+            programs = lower_pipeline(op, target, blocking, host_launch, expert_launches, self.moe_host_sync)
             for top in reversed([o for o in op.body.block.ops if isinstance(o, StageOp)]):
                 top.detach()
                 top.erase(safe_erase=False)
@@ -579,7 +671,8 @@ class LowerToEventsPass(ModulePass):
             return
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
-        emitter = _Emitter(body, streams, target=target, blocking=blocking, host_launch=host_launch)
+        emitter = _Emitter(body, streams, target=target, blocking=blocking, host_launch=host_launch,
+                           expert_launches=expert_launches, moe_host_sync=self.moe_host_sync)
         tokens = count_tokens(op) * data_parallel_replicas(op)
         recomputed = sum(recomputed_flops(top) for top in op.body.block.ops
                          if isinstance(top, PhaseOp) and top.kind.data == PhaseKind.BACKWARD)

@@ -75,7 +75,7 @@ def export(ctx: typer.Context, **values) -> None:
     start = time.perf_counter()
     config, _ = api.configure(model, framework, **options)
     ctx_ir, module, _ = api.build_training_module(config)
-    api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm), host_launch=config.host_launch_s).apply(ctx_ir, module)
+    api.make_pass("lower-to-events", **api.lowering_options(config)).apply(ctx_ir, module)
     exporter = Exporter(module, meta={"model": model, "framework": framework})
     ranks = parse_ranks(ranks_text, exporter.mesh.world)
     summary = exporter.write(directory, ranks)

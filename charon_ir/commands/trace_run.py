@@ -19,7 +19,7 @@ Tp = Annotated[int, Opt("--tp", help="with --profile: tensor parallel")]
 Pp = Annotated[int, Opt("--pp", help="with --profile: pipeline stages")]
 Fuse = Annotated[bool, Opt("--fuse/--no-fuse", help="with --profile: fused kernels (an eager PyTorch step: no)")]
 Engines = Annotated[str, Opt("--engines", help="with --profile: cost engine chain (calibrated: the stored calibration)")]
-HostLaunch = Annotated[float, Opt("--host-launch-us", min=0.0, help="with --profile: microseconds the host takes per launch (0: not modelled; the GPU trace's own is printed)")]
+HostLaunch = Annotated[float, Opt("--host-launch-us", min=0.0, help="microseconds the host takes per launch (0: not modelled): with --profile the traced step's (the trace's own is printed), else the training records' (a what-if: no GPU type has a measured value)")]
 
 
 def run_options(seq_len: int, micro_batch: int, hardware: str, gpus: int, tp: int, pp: int,

@@ -102,7 +102,7 @@ def validate_command(
         print(json.dumps(result.to_json(), indent=2) if as_json else format_live(result))
         return
     records = load_record_set(Path(record_set) if record_set else None)
-    results = validate(records, only=only, jobs=jobs, framework=framework)
+    results = validate(records, only=only, jobs=jobs, framework=framework, host_launch_s=host_launch_us * 1e-6)
     summary = summarize(results)
     print(json.dumps(results_json(results, summary), indent=2) if as_json
           else format_results(results, summary), flush=True)

@@ -237,7 +237,7 @@ def simulate_for_profile(model: str, device: str, **options) -> Predicted:
     with pricing_device(device):
         config, _ = api.configure(model, **options)
         ctx, module, _ = api.build_training_module(config)
-        api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm), host_launch=config.host_launch_s).apply(ctx, module)
+        api.make_pass("lower-to-events", **api.lowering_options(config)).apply(ctx, module)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     overlap = api.overlap_model(config, Target.from_module(module).gpu)
     timeline = run(flatten_all(programs), overlap)

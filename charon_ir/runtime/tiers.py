@@ -12,6 +12,7 @@ or a plot always comes from the fine tier.
 from __future__ import annotations
 
 import gc
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -145,18 +146,19 @@ def time_module(
     *,
     pp: int,
     vpp: int,
-    blocking: tuple[str, ...] = (),
-    host_launch: float = 0.0,
+    lowering: Mapping[str, Any] | None = None,
     tier: str = "fast",
     trace: str | Path | None = None,
     plot: str | Path | None = None,
 ) -> dict[str, Any]:
     """The report of a built (priced, memory-checked) training module of `pp`
-    stages of `vpp` chunks, which it lowers in place (`blocking`, `host_launch`:
-    lower-to-events' options); `memory` is its per-stage StageMemory."""
+    stages of `vpp` chunks, which it lowers in place (`lowering`: lower-to-events'
+    options, as `api.lowering_options` gives them); `memory` is its per-stage
+    StageMemory."""
     if tier not in ("fast", "fine"):
         raise CharonError(f"--tier must be fast or fine, got '{tier}'")
-    if host_launch > 0:
+    lowering = dict(lowering or {})
+    if lowering.get("host_launch", 0.0) > 0:
         # the host runs ahead of the GPU across loop boundaries, which a folded
         # loop (simulated on its own, its lanes starting free) does not keep:
         # folded, make demo's step at 30 us a launch read 6 % over every event's
@@ -173,7 +175,7 @@ def time_module(
             target = with_microbatches(module, microbatches, copy=copy)
         else:
             target = module
-        LowerToEventsPass(blocking=tuple(blocking), host_launch=host_launch).apply(ctx, target)
+        LowerToEventsPass(**lowering).apply(ctx, target)
         return target
 
     loop_cache: dict = {}

@@ -101,7 +101,7 @@ def _build_flat_step(case: Any, directory: str):
     config, _ = api.configure(str(config_path(case.config, Path(directory))), case.framework,
                               **case_options(case))
     ctx, module, _ = api.build_training_module(config)
-    api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm), host_launch=config.host_launch_s).apply(ctx, module)
+    api.make_pass("lower-to-events", **api.lowering_options(config)).apply(ctx, module)
     programs = [op for op in module.body.block.ops if isinstance(op, event.ProgramOp)]
     return flatten_all(programs)
 

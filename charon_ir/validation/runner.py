@@ -99,15 +99,19 @@ def _gpu_memory_bytes(hardware: str) -> float:
     return load_gpu(hardware).hbm_bytes
 
 
-def run_training_record(record: dict[str, Any], directory: str, framework: str = "") -> RecordResult:
+def run_training_record(record: dict[str, Any], directory: str, framework: str = "",
+                        host_launch_s: float = 0.0) -> RecordResult:
     """One training record (top-level so worker processes can run it), under its
-    own framework's preset or, given one, under `framework`'s."""
+    own framework's preset or, given one, under `framework`'s; `host_launch_s` > 0
+    prices the host's launches at that cost each (`TrainingConfig.host_launch_s`)."""
     source = source_of(record)
     base = dict(id=record["id"], group="training", source=source)
     try:
         case = training_case(record)
         if framework:
             case = replace(case, framework=framework)
+        if host_launch_s:
+            case = replace(case, options={**case.options, "host_launch_s": host_launch_s})
     except Unsupported as e:
         return RecordResult(**base, status="unsupported", note=str(e))
     start = time.perf_counter()
@@ -117,6 +121,8 @@ def run_training_record(record: dict[str, Any], directory: str, framework: str =
         return RecordResult(**base, status="failed", note=str(e),
                             seconds=time.perf_counter() - start)
     notes = [*case.assumptions, f"framework {case.framework}"]
+    if host_launch_s:
+        notes.append(f"host {host_launch_s * 1e6:g} us a launch")
     peak = max(report.get("peak_memory_bytes") or [0])
     try:
         capacity = _gpu_memory_bytes(case.options["hardware"])
@@ -133,8 +139,8 @@ def run_training_record(record: dict[str, Any], directory: str, framework: str =
     )
 
 
-def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: str = ""
-                 ) -> list[RecordResult]:
+def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: str = "",
+                 host_launch_s: float = 0.0) -> list[RecordResult]:
     """Training records in `jobs` processes (default: one per CPU); each record's
     imports are cached on disk, so a second run is mostly interpretation."""
     directory = str(cache_directory())
@@ -143,14 +149,15 @@ def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: st
         if jobs == 1 or len(records) == 1:
             done = []
             for record in records:
-                done.append(run_training_record(record, directory, framework))
+                done.append(run_training_record(record, directory, framework, host_launch_s))
                 advance()
             return done
         # the longest runs (most layers x stages) first, so no worker ends alone
         order = sorted(range(len(records)), key=lambda i: -_weight(records[i]))
         results: list[RecordResult | None] = [None] * len(records)
         with ProcessPoolExecutor(jobs) as pool:
-            futures = {pool.submit(run_training_record, records[i], directory, framework): i for i in order}
+            futures = {pool.submit(run_training_record, records[i], directory, framework, host_launch_s): i
+                       for i in order}
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
                 advance()
@@ -258,9 +265,10 @@ def run_inference(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
 
 
 def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: int = 0,
-             framework: str = "") -> list[RecordResult]:
+             framework: str = "", host_launch_s: float = 0.0) -> list[RecordResult]:
     """Every record's result; training records under their own framework's
-    preset, or all under `framework`'s when one is given."""
+    preset, or all under `framework`'s when one is given, with the host's
+    launches priced at `host_launch_s` each when it is > 0."""
     if only is not None and only not in GROUPS:
         raise CharonError(f"--only {only!r}: expected one of {', '.join(GROUPS)}")
     if framework:
@@ -268,7 +276,7 @@ def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: i
     selected = [r for r in records if only is None or CATEGORY_GROUP.get(r["category"]) == only]
     results: list[RecordResult] = []
     training = [r for r in selected if CATEGORY_GROUP.get(r["category"]) == "training"]
-    results += run_training(training, jobs, framework)
+    results += run_training(training, jobs, framework, host_launch_s)
     results += run_inference([r for r in selected
                               if CATEGORY_GROUP.get(r["category"]) in ("inference", "long-context")])
     results += run_kernel_and_comm(

@@ -13,6 +13,7 @@ from charon_ir.errors import CharonError
 from charon_ir.frameworks import (
     DEFAULT_FRAMEWORK,
     FRAMEWORKS,
+    expert_launches_per_gemm,
     field_defaults,
     megatron_core_bucket_mb,
     preset_settings,
@@ -60,6 +61,30 @@ def test_fp8_recipe_by_stack_and_gpu():
     # under bf16 no recipe is decided
     _, report = configure("m", "megatron-bridge")
     assert report["settings"]["fp8_recipe"]["from"] == "default"
+
+
+def test_expert_launches_follow_te_grouped_linear():
+    """Per local expert, a layer's six expert GEMM ops launch 6 GEMMs; fp8 adds the
+    quantization of 4 tensors per expert: 3 kernels each under current scaling
+    (amax, scale, cast), 1 under MXFP8, none per expert under delayed scaling."""
+    assert expert_launches_per_gemm("bf16", "delayed") == 1.0
+    assert expert_launches_per_gemm("fp8", "delayed") == 1.0
+    assert expert_launches_per_gemm("fp8", "current") * 6 == pytest.approx(18)
+    assert expert_launches_per_gemm("fp8", "mxfp8") * 6 == pytest.approx(10)
+
+
+def test_moe_host_settings_only_with_experts():
+    """Megatron-Core's stacks run experts eagerly per expert and sync on the
+    dispatch; the settings are decided only where experts are spread (ep > 1) and
+    price nothing until a host cost per launch is given."""
+    moe, report = configure("m", "megatron-bridge", gpus=16, ep=8, precision="fp8")
+    assert moe.expert_launches == pytest.approx(3.0) and moe.moe_host_sync and moe.host_launch_s == 0.0
+    assert report["settings"]["moe_host_sync"]["from"] == "framework megatron-bridge"
+    dense, report = configure("m", "megatron-core", gpus=16)
+    assert dense.expert_launches == 0.0 and not dense.moe_host_sync
+    assert report["settings"]["expert_launches"]["from"] == "default"
+    bare, _ = configure("m", "none", gpus=16, ep=8)
+    assert bare.expert_launches == 0.0 and not bare.moe_host_sync
 
 
 def test_megatron_lm_2021_and_2022_differ_in_the_tp_all_reduce():
