@@ -22,10 +22,10 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from math import prod
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, get_args, get_origin, get_type_hints
 
 from xdsl.dialects.builtin import (
     I64,
@@ -204,40 +204,155 @@ module, one imported already sequence-parallel (the frontend's Megatron-Core
 models), which the pass leaves as it is."""
 
 
-class _KeywordAttr(ParametrizedAttribute):
-    """An attribute written `#sim.name<field = value, ...>`: every field of FIELDS
-    given once, in any order; `parse_field` reads one field's value."""
+def exact_float(value: float) -> str:
+    """A finite `value` as a float literal that parses back to the same double
+    (repr's digits, with the point a float literal needs: 1e+20 prints 1.0e+20)."""
+    text = repr(float(value))
+    if "." not in text and "e" in text:
+        text = text.replace("e", ".0e", 1)
+    return text
 
-    FIELDS: ClassVar[tuple[str, ...]] = ()
+
+def parse_text(parser: AttrParser) -> str:
+    """A string literal, its escapes resolved. xDSL lexes a literal whose escapes
+    name non-ASCII bytes as a bytes literal, even valid UTF-8 (which
+    `print_string_literal` writes for every non-ASCII character), and its
+    `parse_str_literal` then refuses it: such a literal is read as UTF-8 here."""
+    if (text := parser.parse_optional_str_literal()) is not None:
+        return text
+    raw = parser.parse_optional_bytes_literal()
+    if raw is None:
+        parser.raise_error("string literal expected")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        parser.raise_error("string literal expected (UTF-8 text)")
+
+
+@dataclass(frozen=True)
+class _FieldCodec:
+    """How one declared parameter type of a `KeywordAttr` prints and parses."""
+
+    print: Callable[[Printer, Attribute], None]
+    parse: Callable[[AttrParser], Attribute]
+
+
+def _print_list(element: _FieldCodec) -> Callable[[Printer, Attribute], None]:
+    def print_list(printer: Printer, value: Attribute) -> None:
+        assert isinstance(value, ArrayAttr)
+        with printer.in_square_brackets():
+            printer.print_list(value.data, lambda item: element.print(printer, item))
+
+    return print_list
+
+
+def _parse_list(element: _FieldCodec) -> Callable[[AttrParser], Attribute]:
+    return lambda parser: ArrayAttr(
+        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: element.parse(parser))
+    )
+
+
+_SCALAR_CODECS: dict[object, _FieldCodec] = {
+    IntAttr: _FieldCodec(
+        lambda printer, value: printer.print_string(str(value.data)),  # pyright: ignore[reportAttributeAccessIssue]
+        lambda parser: IntAttr(parser.parse_integer(allow_boolean=False)),
+    ),
+    FloatData: _FieldCodec(
+        lambda printer, value: printer.print_string(exact_float(value.data)),  # pyright: ignore[reportAttributeAccessIssue]
+        lambda parser: FloatData(float(parser.parse_number())),
+    ),
+    StringAttr: _FieldCodec(
+        lambda printer, value: printer.print_string_literal(value.data),  # pyright: ignore[reportAttributeAccessIssue]
+        lambda parser: StringAttr(parse_text(parser)),
+    ),
+    BoolAttr: _FieldCodec(
+        lambda printer, value: printer.print_string("true" if value.value.data else "false"),  # pyright: ignore[reportAttributeAccessIssue]
+        lambda parser: BoolAttr.from_bool(parser.parse_boolean()),
+    ),
+}
+
+
+def _codec_of(declared: object, where: str) -> _FieldCodec:
+    if get_origin(declared) is ArrayAttr:
+        (element,) = get_args(declared)
+        element_codec = _codec_of(element, where)
+        return _FieldCodec(_print_list(element_codec), _parse_list(element_codec))
+    if declared in _SCALAR_CODECS:
+        return _SCALAR_CODECS[declared]
+    raise TypeError(f"{where}: a keyword attribute field must be IntAttr, FloatData, StringAttr, BoolAttr "
+                    f"or an ArrayAttr of one, got {declared}")
+
+
+class KeywordAttr(ParametrizedAttribute):
+    """An attribute written `#dialect.name<field = value, ...>`: its parameters
+    by name, every one given once, in any order, each printed and parsed by its
+    declared type, as xDSL's own parametrized attributes print theirs:
+    `IntAttr` an integer, `FloatData` repr's digits (exact: text parses back to
+    the same double), `StringAttr` a quoted, escaped string literal, `BoolAttr`
+    `true`/`false`, `ArrayAttr[...]` `[a, b]` of those. A float field is finite:
+    inf and nan have no float literal (MLIR spells them as bit patterns), so the
+    verifier refuses them rather than print text that does not parse back.
+
+    A subclass declares its parameters with `param_def` (their order is the
+    printed order) and `OPTIONAL`: fields that may be left out, the value they
+    then take (left out when printed, too)."""
+
     OPTIONAL: ClassVar[dict[str, Attribute]] = {}
-    """Fields that may be left out, and the value they then take."""
 
     @classmethod
-    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:  # pragma: no cover
-        raise NotImplementedError
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(name for name, _ in _field_codecs(cls))
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        codecs = dict(_field_codecs(cls))
         values: dict[str, Attribute] = {}
         with parser.in_angle_brackets():
             while True:
                 key = parser.parse_identifier()
-                if key not in cls.FIELDS:
-                    parser.raise_error(f"#{cls.name} has no field {key} (fields: {', '.join(cls.FIELDS)})")
+                if key not in codecs:
+                    parser.raise_error(f"#{cls.name} has no field {key} (fields: {', '.join(codecs)})")
                 if key in values:
                     parser.raise_error(f"#{cls.name} gives {key} twice")
                 parser.parse_punctuation("=")
-                values[key] = cls.parse_field(parser, key)
+                values[key] = codecs[key].parse(parser)
                 if parser.parse_optional_punctuation(",") is None:
                     break
-        missing = [k for k in cls.FIELDS if k not in values and k not in cls.OPTIONAL]
+        missing = [k for k in codecs if k not in values and k not in cls.OPTIONAL]
         if missing:
             parser.raise_error(f"#{cls.name} is missing the field {missing[0]}")
-        return [values[k] if k in values else cls.OPTIONAL[k] for k in cls.FIELDS]
+        return [values[k] if k in values else cls.OPTIONAL[k] for k in codecs]
+
+    def print_parameters(self, printer: Printer) -> None:
+        values = [(name, codec, getattr(self, name)) for name, codec in _field_codecs(type(self))]
+        shown = [(name, codec, value) for name, codec, value in values
+                 if name not in self.OPTIONAL or value != self.OPTIONAL[name]]
+
+        def print_field(entry: tuple[str, _FieldCodec, Attribute]) -> None:
+            name, codec, value = entry
+            printer.print_string(f"{name} = ")
+            codec.print(printer, value)
+
+        with printer.in_angle_brackets():
+            printer.print_list(shown, print_field)
+
+    def verify(self) -> None:
+        for name, _ in _field_codecs(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, FloatData) and not math.isfinite(value.data):
+                raise VerifyException(f"#{self.name}: {name} must be finite, got {value.data}")
+
+
+@cache
+def _field_codecs(cls: type[KeywordAttr]) -> tuple[tuple[str, _FieldCodec], ...]:
+    """`cls`'s parameters in their declared order, each with its codec."""
+    hints = get_type_hints(cls, include_extras=True)
+    return tuple((name, _codec_of(hints[name], f"#{cls.name}.{name}"))
+                 for name, _ in cls.get_irdl_definition().parameters)
 
 
 @irdl_attr_definition
-class TargetAttr(_KeywordAttr):
+class TargetAttr(KeywordAttr):
     """`#sim.target<hardware = "H100-SXM5-80GB", gpus = 64, gpus_per_node = 8>`, with
     `cluster = "..."` (the cluster file's text) when one is attached: the hardware
     `set-target` priced the module for, under TARGET_ATTR (`Target.to_attr`; the
@@ -251,7 +366,6 @@ class TargetAttr(_KeywordAttr):
     cluster: StringAttr = param_def()
     """The cluster's text; empty: none (the GPU table's implicit cluster)."""
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("hardware", "gpus", "gpus_per_node", "cluster")
     OPTIONAL: ClassVar[dict[str, Attribute]] = {"cluster": StringAttr("")}
 
     def __init__(self, hardware: str, gpus: int, gpus_per_node: int, cluster: str = ""):
@@ -264,25 +378,11 @@ class TargetAttr(_KeywordAttr):
             value = getattr(self, field).data
             if value < 1:
                 raise VerifyException(f"#sim.target: {field} must be >= 1, got {value}")
-
-    @classmethod
-    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
-        if field in ("hardware", "cluster"):
-            return StringAttr(parser.parse_str_literal())
-        return IntAttr(parser.parse_integer())
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<hardware = ")
-        printer.print_string_literal(self.hardware.data)
-        printer.print_string(f", gpus = {self.gpus.data}, gpus_per_node = {self.gpus_per_node.data}")
-        if self.cluster.data:
-            printer.print_string(", cluster = ")
-            printer.print_string_literal(self.cluster.data)
-        printer.print_string(">")
+        super().verify()
 
 
 @irdl_attr_definition
-class CostAttr(_KeywordAttr):
+class CostAttr(KeywordAttr):
     """`#sim.cost<time_s = T, flops = F, bytes = B, engine = "E">`: what a cost
     engine said of one op (seconds, FLOPs, bytes moved) and which engine said it.
     `cost-annotate` leaves one on every op it prices, under COST_ATTR; the
@@ -294,8 +394,6 @@ class CostAttr(_KeywordAttr):
     flops: FloatData = param_def()
     bytes: FloatData = param_def()
     engine: StringAttr = param_def()
-
-    FIELDS: ClassVar[tuple[str, ...]] = ("time_s", "flops", "bytes", "engine")
 
     def __init__(self, time_s: float, flops: float, bytes: float, engine: str):
         super().__init__(
@@ -312,19 +410,7 @@ class CostAttr(_KeywordAttr):
                 raise VerifyException(f"#sim.cost: {field} must be finite and >= 0, got {value}")
         if not self.engine.data:
             raise VerifyException("#sim.cost: engine must name the engine that priced the op")
-
-    @classmethod
-    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
-        if field == "engine":
-            return StringAttr(parser.parse_str_literal())
-        else:
-            return FloatData(float(parser.parse_number()))
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(
-            f"<time_s = {self.time_s.data:.6e}, flops = {self.flops.data:.6e}, "
-            f'bytes = {self.bytes.data:.6e}, engine = "{self.engine.data}">'
-        )
+        super().verify()
 
 
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
@@ -332,7 +418,7 @@ PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 
 
 @irdl_attr_definition
-class PipelineAttr(_KeywordAttr):
+class PipelineAttr(KeywordAttr):
     """`#sim.pipeline<pp = 4, vpp = 1, schedule = "1f1b", microbatches = 8,
     layers = [2, 2, 2, 2]>`: the schedule the `pipeline` pass split the step for,
     on the module under PIPELINE_ATTR: `pp` physical stages of `vpp` chunks each,
@@ -346,8 +432,6 @@ class PipelineAttr(_KeywordAttr):
     schedule: StringAttr = param_def()
     microbatches: IntAttr = param_def()
     layers: ArrayAttr[IntAttr] = param_def()
-
-    FIELDS: ClassVar[tuple[str, ...]] = ("pp", "vpp", "schedule", "microbatches", "layers")
 
     def __init__(self, pp: int, vpp: int, schedule: str, microbatches: int, layers: Sequence[int]):
         super().__init__(
@@ -379,28 +463,11 @@ class PipelineAttr(_KeywordAttr):
                 f"#sim.pipeline: layers must give each of the pp * vpp = {stages} virtual stages "
                 f"a count >= 0, got {counts}"
             )
-
-    @classmethod
-    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
-        if field == "schedule":
-            return StringAttr(parser.parse_str_literal())
-        elif field == "layers":
-            return ArrayAttr(
-                parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: IntAttr(parser.parse_integer()))
-            )
-        else:
-            return IntAttr(parser.parse_integer())
-
-    def print_parameters(self, printer: Printer) -> None:
-        layers = ", ".join(str(n) for n in self.layer_counts())
-        printer.print_string(
-            f'<pp = {self.pp.data}, vpp = {self.vpp.data}, schedule = "{self.schedule.data}", '
-            f"microbatches = {self.microbatches.data}, layers = [{layers}]>"
-        )
+        super().verify()
 
 
 @irdl_attr_definition
-class DataParallelAttr(_KeywordAttr):
+class DataParallelAttr(KeywordAttr):
     """`#sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true,
     overlap_param_gather = false>`: what the `data-parallel` pass made of the
     step, on the module under DATA_PARALLEL_ATTR: `dp` replicas, the ZeRO stage
@@ -415,8 +482,6 @@ class DataParallelAttr(_KeywordAttr):
     bucket_mb: IntAttr = param_def()
     overlap: BoolAttr = param_def()
     overlap_param_gather: BoolAttr = param_def()
-
-    FIELDS: ClassVar[tuple[str, ...]] = ("dp", "zero", "bucket_mb", "overlap", "overlap_param_gather")
 
     def __init__(self, dp: int, zero: int, bucket_mb: int, overlap: bool, overlap_param_gather: bool):
         super().__init__(
@@ -435,24 +500,11 @@ class DataParallelAttr(_KeywordAttr):
             raise VerifyException(
                 f"#sim.data_parallel: overlap_param_gather needs zero 1 or 2, got zero {self.zero.data}"
             )
-
-    @classmethod
-    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
-        if field in ("overlap", "overlap_param_gather"):
-            return BoolAttr.from_bool(parser.parse_boolean())
-        else:
-            return IntAttr(parser.parse_integer())
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(
-            f"<dp = {self.dp.data}, zero = {self.zero.data}, bucket_mb = {self.bucket_mb.data}, "
-            f"overlap = {str(bool(self.overlap.value.data)).lower()}, "
-            f"overlap_param_gather = {str(bool(self.overlap_param_gather.value.data)).lower()}>"
-        )
+        super().verify()
 
 
 @irdl_attr_definition
-class StageMemoryAttr(_KeywordAttr):
+class StageMemoryAttr(KeywordAttr):
     """`#sim.memory<stage = 0, params = B, grads = B, optimizer = B, activations = B,
     saved_per_microbatch = B, in_flight = N, comm_buffers = B, weight_grad_residual = B>`:
     what one GPU of physical pipeline stage `stage` holds at its peak, in bytes
@@ -472,15 +524,11 @@ class StageMemoryAttr(_KeywordAttr):
     comm_buffers: IntAttr = param_def()
     weight_grad_residual: IntAttr = param_def()
 
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "stage", "params", "grads", "optimizer", "activations", "saved_per_microbatch",
-        "in_flight", "comm_buffers", "weight_grad_residual",
-    )
     HELD: ClassVar[tuple[str, ...]] = ("params", "grads", "optimizer", "activations", "comm_buffers")
     """The fields held at the peak together (the others say where activations come from)."""
 
     def __init__(self, **fields: int):
-        super().__init__(*(IntAttr(int(fields[f])) for f in self.FIELDS))
+        super().__init__(*(IntAttr(int(fields[f])) for f in self.field_names()))
 
     def field(self, name: str) -> int:
         return getattr(self, name).data
@@ -489,25 +537,10 @@ class StageMemoryAttr(_KeywordAttr):
         return sum(self.field(f) for f in self.HELD)
 
     def verify(self) -> None:
-        for name in self.FIELDS:
+        for name in self.field_names():
             if self.field(name) < 0:
                 raise VerifyException(f"#sim.memory: {name} must be >= 0, got {self.field(name)}")
-
-    @classmethod
-    def parse_field(cls, parser: AttrParser, field: str) -> Attribute:
-        return IntAttr(parser.parse_integer())
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<" + ", ".join(f"{f} = {self.field(f)}" for f in self.FIELDS) + ">")
-
-
-def _exact_float(value: float) -> str:
-    """`value` as a float literal that parses back to the same double (repr's digits,
-    with the point a float literal needs: 1e+20 prints 1.0e+20)."""
-    text = repr(float(value))
-    if "." not in text and "e" in text:
-        text = text.replace("e", ".0e", 1)
-    return text
+        super().verify()
 
 
 @irdl_attr_definition
@@ -545,7 +578,7 @@ class ReplicatedFlopsAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         def entry() -> tuple[str, float]:
-            name = parser.parse_str_literal()
+            name = parse_text(parser)
             parser.parse_punctuation("=")
             return name, float(parser.parse_number())
 
@@ -553,9 +586,12 @@ class ReplicatedFlopsAttr(ParametrizedAttribute):
         return [ArrayAttr([StringAttr(n) for n, _ in entries]), ArrayAttr([FloatData(f) for _, f in entries])]
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(
-            "<" + ", ".join(f'"{name}" = {_exact_float(f)}' for name, f in self.by_pass().items()) + ">"
-        )
+        def print_entry(entry: tuple[str, float]) -> None:
+            printer.print_string_literal(entry[0])
+            printer.print_string(f" = {exact_float(entry[1])}")
+
+        with printer.in_angle_brackets():
+            printer.print_list(self.by_pass().items(), print_entry)
 
 
 class ParamRole(StrEnum):

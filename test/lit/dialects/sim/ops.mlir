@@ -126,11 +126,15 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   // CHECK-NEXT: sim.param "o" {role = #sim.role<other>} : tensor<64xbf16>
   // GENERIC:    "sim.param"() <{sym_name = "x", role = #sim.role<expert>, split = #sim.split<column>}> : () -> tensor<8x128x64xbf16>
   // A priced op: `cost-annotate`'s #sim.cost under `sim.cost`, its fields in any
-  // order on input, printed in their own order (time_s, flops, bytes, engine).
+  // order on input, printed in their own order (time_s, flops, bytes, engine),
+  // each float to the last digit (it parses back to the same double) and the
+  // engine an escaped string literal.
   %ca = sim.input "ca" : tensor<4x8xbf16>
-  %cb = sim.elementwise "add" %ca, %ca {sim.cost = #sim.cost<engine = "analytic", bytes = 192, flops = 32, time_s = 2.5e-06>} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
-  // CHECK:      %[[CB:.*]] = sim.elementwise "add" %{{.*}}, %{{.*}} {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
-  // GENERIC:    "sim.elementwise"(%{{.*}}, %{{.*}}) <{kind = #sim<elementwise_kind "add">}> {sim.cost = #sim.cost<time_s = 2.500000e-06, flops = 3.200000e+01, bytes = 1.920000e+02, engine = "analytic">}
+  %cb = sim.elementwise "add" %ca, %ca {sim.cost = #sim.cost<engine = "analytic", bytes = 192, flops = 32, time_s = 2.0000001234567e-06>} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // CHECK:      %[[CB:.*]] = sim.elementwise "add" %{{.*}}, %{{.*}} {sim.cost = #sim.cost<time_s = 2.0000001234567e-06, flops = 32.0, bytes = 192.0, engine = "analytic">} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // GENERIC:    "sim.elementwise"(%{{.*}}, %{{.*}}) <{kind = #sim<elementwise_kind "add">}> {sim.cost = #sim.cost<time_s = 2.0000001234567e-06, flops = 32.0, bytes = 192.0, engine = "analytic">}
+  %cc = sim.elementwise "add" %ca, %ca {sim.cost = #sim.cost<time_s = 1.0e-06, flops = 1.0e+20, bytes = 0, engine = "my \22own\22 \\ engine">} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // CHECK-NEXT: sim.elementwise "add" %{{.*}}, %{{.*}} {sim.cost = #sim.cost<time_s = 1.0e-06, flops = 1.0e+20, bytes = 0.0, engine = "my \22own\22 \\ engine">}
   // A flash attention may name the kernel that runs it (`#sim<attention_kernel ...>`).
   %aq = sim.input "aq" : tensor<1x16x8x64xbf16>
   %ak = sim.input "ak" : tensor<1x16x4x64xbf16>
