@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
     DenseArrayBase,
+    DictionaryAttr,
     FloatAttr,
     FloatData,
     IntAttr,
@@ -525,7 +526,8 @@ class StageMemoryAttr(KeywordAttr):
     weight_grad_residual: IntAttr = param_def()
 
     HELD: ClassVar[tuple[str, ...]] = ("params", "grads", "optimizer", "activations", "comm_buffers")
-    """The fields held at the peak together (the others say where activations come from)."""
+    """The fields held at the peak together (the others say where activations
+    come from): the peak is their sum (`held_at_peak`)."""
 
     def __init__(self, **fields: int):
         super().__init__(*(IntAttr(int(fields[f])) for f in self.field_names()))
@@ -534,7 +536,7 @@ class StageMemoryAttr(KeywordAttr):
         return getattr(self, name).data
 
     def peak(self) -> int:
-        return sum(self.field(f) for f in self.HELD)
+        return held_at_peak(self.field)
 
     def verify(self) -> None:
         for name in self.field_names():
@@ -543,35 +545,39 @@ class StageMemoryAttr(KeywordAttr):
         super().verify()
 
 
+def held_at_peak(count: Callable[[str], int]) -> int:
+    """A stage's peak bytes: what it holds together at its peak, the sum of the
+    `StageMemoryAttr.HELD` fields as `count` gives them (the report's and the
+    analysis's one formula)."""
+    return sum(count(f) for f in StageMemoryAttr.HELD)
+
+
 @irdl_attr_definition
 class ReplicatedFlopsAttr(ParametrizedAttribute):
     """`#sim.replicated_flops<"shard-tensor" = F, "sequence-parallel" = G, ...>`:
     per parallelising pass, the FLOPs its group computes beyond the unsharded step
     (work every rank repeats; negative where a pass removes repeated work, as
     sequence parallelism does), on the module under REPLICATED_ATTR. The parallel
-    accounting checks group x FLOPs per rank = unsharded FLOPs + their sum."""
+    accounting checks group x FLOPs per rank = unsharded FLOPs + their sum.
+    One dictionary of pass name to `FloatData`, printed in the order the passes
+    ran, each count exactly (`exact_float`)."""
 
     name = "sim.replicated_flops"
 
-    passes: ArrayAttr[StringAttr] = param_def()
-    flops: ArrayAttr[FloatData] = param_def()
+    flops: DictionaryAttr = param_def()
 
     def __init__(self, by_pass: dict[str, float]):
-        super().__init__(
-            ArrayAttr([StringAttr(p) for p in by_pass]),
-            ArrayAttr([FloatData(float(f)) for f in by_pass.values()]),
-        )
+        super().__init__(DictionaryAttr({p: FloatData(float(f)) for p, f in by_pass.items()}))
 
     def by_pass(self) -> dict[str, float]:
-        return {p.data: f.data for p, f in zip(self.passes.data, self.flops.data, strict=True)}
+        return {p: f.data for p, f in self.flops.data.items()}  # pyright: ignore[reportAttributeAccessIssue]
 
     def verify(self) -> None:
-        names = [p.data for p in self.passes.data]
-        if len(names) != len(self.flops.data):
-            raise VerifyException(f"#sim.replicated_flops: {len(names)} passes but {len(self.flops.data)} counts")
-        if len(set(names)) != len(names) or not all(names):
-            raise VerifyException(f"#sim.replicated_flops: pass names must be distinct and non-empty, got {names}")
-        for name, count in zip(names, self.flops.data):
+        for name, count in self.flops.data.items():
+            if not name:
+                raise VerifyException("#sim.replicated_flops: a pass name must not be empty")
+            if not isinstance(count, FloatData):
+                raise VerifyException(f"#sim.replicated_flops: {name} must be a float count, got {count}")
             if not math.isfinite(count.data):
                 raise VerifyException(f"#sim.replicated_flops: {name} must be finite, got {count.data}")
 
@@ -583,7 +589,10 @@ class ReplicatedFlopsAttr(ParametrizedAttribute):
             return name, float(parser.parse_number())
 
         entries = parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
-        return [ArrayAttr([StringAttr(n) for n, _ in entries]), ArrayAttr([FloatData(f) for _, f in entries])]
+        names = [n for n, _ in entries]
+        if len(set(names)) != len(names):
+            parser.raise_error(f"#sim.replicated_flops names a pass twice: {names}")
+        return [DictionaryAttr({n: FloatData(f) for n, f in entries})]
 
     def print_parameters(self, printer: Printer) -> None:
         def print_entry(entry: tuple[str, float]) -> None:
@@ -618,20 +627,29 @@ ROLES_WITH_A_TABLE = frozenset({ParamRole.EMBEDDING, ParamRole.HEAD, ParamRole.E
 """Roles whose parameter has two dims at least: a table's rows, or the experts."""
 
 
-@irdl_attr_definition
-class ParamRoleAttr(EnumAttribute[ParamRole]):
-    """`#sim.role<expert>`: a `sim.param`'s role (`ParamRole`)."""
+class _AngledKind:
+    """Prints and parses an enum attribute as `#dialect.name<value>` (the value
+    a bare word), the form of an enum that stands alone in an attribute
+    dictionary."""
 
-    name = "sim.role"
+    data: StrEnum
+    enum_type: ClassVar[type[StrEnum]]
 
     def print_parameter(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
             printer.print_string(self.data.value)
 
     @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> ParamRole:
+    def parse_parameter(cls, parser: AttrParser) -> StrEnum:
         with parser.in_angle_brackets():
-            return parser.parse_str_enum(ParamRole)
+            return parser.parse_str_enum(cls.enum_type)
+
+
+@irdl_attr_definition
+class ParamRoleAttr(_AngledKind, EnumAttribute[ParamRole]):
+    """`#sim.role<expert>`: a `sim.param`'s role (`ParamRole`)."""
+
+    name = "sim.role"
 
 
 class WeightSplit(StrEnum):
@@ -651,19 +669,10 @@ class WeightSplit(StrEnum):
 
 
 @irdl_attr_definition
-class WeightSplitAttr(EnumAttribute[WeightSplit]):
+class WeightSplitAttr(_AngledKind, EnumAttribute[WeightSplit]):
     """`#sim.split<column>`: a `sim.param`'s tensor-parallel split (`WeightSplit`)."""
 
     name = "sim.split"
-
-    def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string(self.data.value)
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> WeightSplit:
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(WeightSplit)
 
 
 # ---------------------------------------------------------------------------

@@ -124,7 +124,7 @@ class _Unroller:
         if kind != COMP and not self.stream_axes.get(stream):
             raise CharonError(f"chakra: {self.rc.name}: stream @{name} names no mesh axes, so its "
                               f"'{label}' has no process group")
-        group = op.group.value.data if isinstance(op, event.CommOp) and op.group is not None else 0
+        group = op.group_size() if isinstance(op, event.CommOp) else 0
         found = (kind, label, op.duration_s.value.data, stream, int(op.flop_count()),
                  int(op.byte_count()), p2p, group)
         self.compiled[id(op)] = found

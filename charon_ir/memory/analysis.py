@@ -78,7 +78,7 @@ class StageMemory:
 
     @property
     def peak(self) -> int:
-        return self.params + self.grads + self.optimizer + self.activations + self.comm_buffers
+        return sim.held_at_peak(lambda field: getattr(self, field))
 
     def consumers(self) -> list[tuple[str, int]]:
         """(label, bytes), largest first."""

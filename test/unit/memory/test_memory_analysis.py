@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import ArrayAttr
 
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
-from charon_ir.memory import GIB, analyze_memory
+from charon_ir.memory import GIB, analyze_memory, peak_bytes_per_stage
 from charon_ir.memory.megatron_reference import GptShape, gpt_module
 from charon_ir.parallel.schedules import stage_order
 from charon_ir.passes.data_parallel import DataParallelPass
@@ -127,6 +127,8 @@ def test_pass_attaches_one_report_per_physical_stage():
             seen.append(entry.field("stage"))
             assert entry.peak() > 0
     assert sorted(seen) == [0, 1, 2, 3]
+    # the report's peak is the analysis's, stage by stage
+    assert peak_bytes_per_stage(module) == [s.peak for s in analyze_memory(module)]
 
 
 def test_oom_is_one_line_naming_the_stage_and_three_consumers():

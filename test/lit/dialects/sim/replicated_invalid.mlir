@@ -4,10 +4,22 @@
 
 builtin.module attributes {sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = 1.0, "shard-tensor" = 2.0>} {
 }
-// CHECK: #sim.replicated_flops: pass names must be distinct and non-empty, got ['shard-tensor', 'shard-tensor']
+// CHECK: #sim.replicated_flops names a pass twice: ['shard-tensor', 'shard-tensor']
 
 // -----
 
 builtin.module attributes {sim.replicated_flops = #sim.replicated_flops<shard_tensor = 1.0>} {
 }
 // CHECK: string literal expected
+
+// -----
+
+builtin.module attributes {sim.replicated_flops = #sim.replicated_flops<"" = 1.0>} {
+}
+// CHECK: #sim.replicated_flops: a pass name must not be empty
+
+// -----
+
+builtin.module attributes {sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = 1.0e400>} {
+}
+// CHECK: #sim.replicated_flops: shard-tensor must be finite, got inf
