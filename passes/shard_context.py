@@ -52,7 +52,7 @@ from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split, 
 from charon_ir.parallel.sharding.materialise import materialise
 from charon_ir.parallel.sharding.propagation import analyse, tally_replicated
 from charon_ir.parallel.sharding.rules import ShardAttention, ShardGeneric
-from charon_ir.parallel.sharding.state import Partition, Sharding, insert, redirect
+from charon_ir.parallel.sharding.state import Partition, Sharding
 
 
 def attention_dims(module: ModuleOp) -> tuple[int, int, int]:
@@ -219,7 +219,7 @@ class RingSteps(Partition):
                 return user.results[0]
         return None
 
-    def rewrite(self, op: Operation, rewriter: PatternRewriter | None) -> None:
+    def rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         causal = op.causal is not None
         half = shape(op.q)[1] // 2
         k, v = op.k, op.v
@@ -233,7 +233,7 @@ class RingSteps(Partition):
             rv = _p2p(coll.RecvOp, self.axis, -1, result_types=[pv.type])
             new_ops += [rk, rv]
             blocks.append((rk.results[0], rv.results[0]))
-        insert(rewriter, new_ops, InsertPoint.before(op))
+        rewriter.insert(new_ops, InsertPoint.before(op))
         if isinstance(op, sim.AttentionOp):
             parts = [op.result]
             for bk, bv in blocks[1:]:
@@ -244,11 +244,11 @@ class RingSteps(Partition):
                     pre.append(sl)
                     q = sl.results[0]
                 att = sim.AttentionOp(q, bk, bv, with_shape(op.result.type, (*shape(q)[:3], shape(bv)[3])), causal=False, flash=op.flash is not None)
-                insert(rewriter, [*pre, att], InsertPoint.after(parts[-1].owner))  # pyright: ignore[reportArgumentType]
+                rewriter.insert([*pre, att], InsertPoint.after(parts[-1].owner))  # pyright: ignore[reportArgumentType]
                 parts.append(att.result)
             merge = _merge(self.MERGE, parts, op.result.type)
-            insert(rewriter, merge, InsertPoint.after(parts[-1].owner))  # pyright: ignore[reportArgumentType]
-            redirect(rewriter, op.result, merge.results[0], skip={merge})
+            rewriter.insert(merge, InsertPoint.after(parts[-1].owner))  # pyright: ignore[reportArgumentType]
+            rewriter.replace_uses_with_if(op.result, merge.results[0], lambda use: use.operation is not merge)
             return
         # backward: each step's partial gradients; dk, dv go back to their owners
         grads_q, grads_k, grads_v = [op.grad_q], [op.grad_k], [op.grad_v]
@@ -269,7 +269,7 @@ class RingSteps(Partition):
             send_v = _p2p(coll.SendOp, self.axis, -1, [g.results[2]])
             recv_k = _p2p(coll.RecvOp, self.axis, 1, result_types=[bk.type])
             recv_v = _p2p(coll.RecvOp, self.axis, 1, result_types=[bv.type])
-            insert(rewriter, [*pre, g, send_k, send_v, recv_k, recv_v], InsertPoint.after(after))
+            rewriter.insert([*pre, g, send_k, send_v, recv_k, recv_v], InsertPoint.after(after))
             after = recv_v
             grads_q.append(g.results[0])
             grads_k.append(recv_k.results[0])
@@ -278,9 +278,9 @@ class RingSteps(Partition):
             (r, _merge(self._merge_name(op, i), parts, r.type))
             for i, (parts, r) in enumerate(((grads_q, op.grad_q), (grads_k, op.grad_k), (grads_v, op.grad_v)))
         ]
-        insert(rewriter, [m for _, m in merges], InsertPoint.after(after))
+        rewriter.insert([m for _, m in merges], InsertPoint.after(after))
         for r, m in merges:
-            redirect(rewriter, r, m.results[0], skip={m})
+            rewriter.replace_uses_with_if(r, m.results[0], lambda use, m=m: use.operation is not m)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,10 @@ def int_list(attr: Attribute) -> list[int]:
     return [int(a.value.data) for a in attr.data]  # pyright: ignore
 
 
-def _attr_text(attr: Attribute) -> str:
+def _attr_text(attr: Attribute, where: str) -> str:
+    """`attr` as key text. A type not named here is refused: its printed form
+    (`str(attr)`) is no canonical text, and a change of it (an attribute made
+    typed, a printer changed) would silently change every key of the database."""
     if isinstance(attr, DenseArrayBase):
         return "[" + ",".join(map(str, int_list(attr))) + "]"
     if isinstance(attr, StringAttr):
@@ -52,8 +55,9 @@ def _attr_text(attr: Attribute) -> str:
     if isinstance(attr, FloatAttr):
         return repr(attr.value.data)
     if isinstance(attr, ArrayAttr):
-        return "[" + ",".join(_attr_text(a) for a in attr.data) + "]"
-    return str(attr)
+        return "[" + ",".join(_attr_text(a, where) for a in attr.data) + "]"
+    raise TypeError(f"profile key: {where} is a {type(attr).__name__} ({attr}), which has no key text: "
+                    "give its type one in charon_ir/profile/key.py")
 
 
 def variant_of(op: ComputeOp) -> str:
@@ -63,7 +67,7 @@ def variant_of(op: ComputeOp) -> str:
         if name in _REDUNDANT_PROPERTIES:
             continue
         attr = op.properties[name]
-        parts.append(name if isinstance(attr, UnitAttr) else f"{name}={_attr_text(attr)}")
+        parts.append(name if isinstance(attr, UnitAttr) else f"{name}={_attr_text(attr, f'{op.name} property {name}')}")
     return " ".join(parts)
 
 

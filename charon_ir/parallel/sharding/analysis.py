@@ -14,7 +14,7 @@ values of the per-rank type."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
@@ -167,22 +167,11 @@ class ShardingAnalysis(Sharding):
     def operand(self, op: Operation, index: int) -> SSAValue | Conversion:
         return self.plan.operands.get((op, index), op.operands[index])
 
-    def convert(self, value: SSAValue | Conversion, want: Shard) -> SSAValue | Conversion:
-        have = self.shard(value)
-        if (have.dim, have.factor, have.partial) == (want.dim, want.factor, want.partial):
-            return value
-        key = (value, replace(want, tag=""))
-        if key in self.converted:
-            return self.converted[key]  # pyright: ignore[reportReturnType]
+    def conversion(self, value: SSAValue | Conversion, have: Shard, want: Shard) -> SSAValue | Conversion:
         steps, final = conversion_steps(
             self.rank_shape(value), have, want, self.size, self.local_shape, self.pass_name
         )
-        if not steps:
-            self.converted[key] = value
-            return value
-        new = self.convert_with(value, steps, final)
-        self.converted[key] = new
-        return new
+        return self.convert_with(value, steps, final) if steps else value
 
     def use(self, op: Operation, index: int, want: Shard) -> None:
         new = self.convert(self.operand(op, index), want)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType, UnitAttr
+from xdsl.dialects.builtin import FloatAttr, TensorType, UnitAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -36,13 +36,22 @@ from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.parallel.sharding.analysis import Conversion, ShardingPlan
 from charon_ir.parallel.sharding.conversions import build_conversion, is_row_stats_of, row_stats_ops
 from charon_ir.parallel.sharding.layout import shape, with_shape
-from charon_ir.parallel.sharding.state import scale_generic_cost
 
 Readers = dict[Conversion, list[tuple[Operation, int]]]
 
 
 def _blocks(op: Operation) -> list[Block]:
     return [block for region in op.regions for block in region.blocks]
+
+
+def scale_generic_cost(op: sim.GenericOp, old_bytes: float, old_numel: float) -> None:
+    """A generic whose results were split does its work on the local part: its
+    FLOPs shrink with its results' elements, its bytes with their bytes."""
+    tensors = [r for r in op.results if isinstance(r.type, TensorType)]
+    ratio = sum(sim.numel(r) for r in tensors) / old_numel
+    in_ratio = sum(sim.tensor_bytes(r) for r in tensors) / old_bytes if old_bytes else 1.0
+    op.properties["flop_count"] = FloatAttr(op.flop_count.value.data * ratio, 64)
+    op.properties["byte_count"] = FloatAttr(op.byte_count.value.data * in_ratio, 64)
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.dialects.builtin import FloatAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
@@ -34,10 +33,10 @@ class Partition(ABC):
     """How an op runs on one rank where that takes ops of its own, beyond laying
     its operands and results out (ring attention's steps around the ring). It is
     applied once the op reads its operands as laid out and its results have their
-    per-rank types; its ops are made through `rewriter` when one is given."""
+    per-rank types; its ops are made through `rewriter`."""
 
     @abstractmethod
-    def rewrite(self, op: Operation, rewriter: PatternRewriter | None) -> None: ...
+    def rewrite(self, op: Operation, rewriter: PatternRewriter) -> None: ...
 
     @abstractmethod
     def stand_in(self, op: Operation, index: int) -> SSAValue | None:
@@ -45,25 +44,10 @@ class Partition(ABC):
         merge of the ring's steps); None before."""
 
 
-def insert(rewriter: PatternRewriter | None, ops: Operation | Sequence[Operation], point: InsertPoint) -> None:
-    if rewriter is not None:
-        rewriter.insert(ops, point)
-    else:
-        Rewriter.insert_op(ops, point)
-
-
-def redirect(rewriter: PatternRewriter | None, old: SSAValue, new: SSAValue, skip: set[Operation]) -> None:
-    """Every reader of `old` but those of `skip` reads `new` (changed in place)."""
-    for use in list(old.uses):
-        if use.operation not in skip:
-            use.operation.operands[use.index] = new
-            if rewriter is not None:
-                rewriter.notify_op_modified(use.operation)
-
-
 @dataclass
-class Sharding:
-    """The layout of each value over one grid axis, and what guides the rules."""
+class Sharding(ABC):
+    """The layout of each value over one grid axis, and what guides the rules;
+    what a request does is the subclass's (`ShardingAnalysis` records it)."""
 
     axis: str
     size: int
@@ -111,13 +95,13 @@ class Sharding:
             out[s.dim] //= s.factor
         return out
 
-    def full_shape(self, value: Value) -> list[int]:  # pragma: no cover
+    @abstractmethod
+    def full_shape(self, value: Value) -> list[int]:
         """The unsharded shape of `value`."""
-        raise NotImplementedError
 
-    def rank_shape(self, value: Value) -> list[int]:  # pragma: no cover
+    @abstractmethod
+    def rank_shape(self, value: Value) -> list[int]:
         """The per-rank shape of `value`."""
-        raise NotImplementedError
 
     @staticmethod
     def _describe(value: SSAValue) -> str:
@@ -136,9 +120,9 @@ class Sharding:
 
     # -- requests (what each does: the subclass) --------------------------------
 
-    def operand(self, op: Operation, index: int) -> Value:  # pragma: no cover
+    @abstractmethod
+    def operand(self, op: Operation, index: int) -> Value:
         """What operand `index` of `op` reads now (after the conversions asked for)."""
-        raise NotImplementedError
 
     def operand_of(self, op: Operation, value: SSAValue) -> Value:
         """`operand` of the first use of `value` by `op`."""
@@ -148,35 +132,46 @@ class Sharding:
         """The layout in which `op` reads its operand `value` now."""
         return self.shard(self.operand_of(op, value))
 
-    def convert(self, value: Value, want: Shard) -> Value:  # pragma: no cover
+    def convert(self, value: Value, want: Shard) -> Value:
         """`value` laid out as `want` (the collective or slice that does it comes
         right after the value's definition, once per (value, layout))."""
-        raise NotImplementedError
+        have = self.shard(value)
+        if (have.dim, have.factor, have.partial) == (want.dim, want.factor, want.partial):
+            return value
+        key = (value, replace(want, tag=""))
+        if key not in self.converted:
+            self.converted[key] = self.conversion(value, have, want)
+        return self.converted[key]
 
-    def use(self, op: Operation, index: int, want: Shard) -> None:  # pragma: no cover
+    @abstractmethod
+    def conversion(self, value: Value, have: Shard, want: Shard) -> Value:
+        """`value`, laid out `have`, converted to `want` (`convert`'s work, asked
+        once per value and layout)."""
+
+    @abstractmethod
+    def use(self, op: Operation, index: int, want: Shard) -> None:
         """Make operand `index` of `op` have layout `want`."""
-        raise NotImplementedError
 
-    def convert_with(self, value: Value, steps: Sequence[Step], layout: Shard) -> Value:  # pragma: no cover
+    @abstractmethod
+    def convert_with(self, value: Value, steps: Sequence[Step], layout: Shard) -> Value:
         """`value` through `steps` a rule chose itself (shard-expert's routed
         all_to_all), right after the value's definition, ending laid out as `layout`."""
-        raise NotImplementedError
 
-    def read(self, op: Operation, index: int, value: Value) -> None:  # pragma: no cover
+    @abstractmethod
+    def read(self, op: Operation, index: int, value: Value) -> None:
         """Operand `index` of `op` reads `value` (what `convert_with` returned)."""
-        raise NotImplementedError
 
-    def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:  # pragma: no cover
+    @abstractmethod
+    def use_value(self, op: Operation, value: SSAValue, want: Shard) -> None:
         """Make every use of `value` by `op` have layout `want` (operands by name:
         IRDL orders a subclass's operands before its base class's)."""
-        raise NotImplementedError
 
-    def assign(self, value: SSAValue, s: Shard, local: Sequence[int] | None = None) -> None:  # pragma: no cover
+    @abstractmethod
+    def assign(self, value: SSAValue, s: Shard, local: Sequence[int] | None = None) -> None:
         """Give `value` (a result or block argument not laid out yet) layout `s`
         and its per-rank shape: `local` where the rule derives it from its
         operands' per-rank shapes (`rank_shape`), else its unsharded shape split
         by `s`."""
-        raise NotImplementedError
 
     def assign_results(self, op: Operation, result_shards: Sequence[Shard], scale_cost: bool) -> None:
         """`assign` each tensor result of `op`; `scale_cost`: a generic's FLOPs and
@@ -185,20 +180,20 @@ class Sharding:
             if isinstance(r.type, TensorType):
                 self.assign(r, s)
 
-    def row_stats(self, op: Operation, index: int, dim: int, count: int) -> None:  # pragma: no cover
+    @abstractmethod
+    def row_stats(self, op: Operation, index: int, dim: int, count: int) -> None:
         """`count` fp32 statistics per row of operand `index` of `op` (split on
         `dim`), all-reduced over the group before `op`."""
-        raise NotImplementedError
 
-    def mark_grad_sync(self, value: Value) -> None:  # pragma: no cover
+    @abstractmethod
+    def mark_grad_sync(self, value: Value) -> None:
         """`value` is a gradient all-reduced over the group: a data-parallel pass
         may fold that all_reduce into its own gradient reduction."""
-        raise NotImplementedError
 
-    def partition(self, op: Operation, how: Partition) -> None:  # pragma: no cover
+    @abstractmethod
+    def partition(self, op: Operation, how: Partition) -> None:
         """`op` runs as `how` builds it, after its operands and results are laid
         out as asked."""
-        raise NotImplementedError
 
     def resolve_partials(self, op: Operation) -> None:
         for i, v in enumerate(op.operands):
@@ -275,12 +270,3 @@ class Sharding:
         same = [k for k, n in enumerate(dst_full) if n == src_full[s.dim]]
         return same[0] if len(same) == 1 else None
 
-
-def scale_generic_cost(op: sim.GenericOp, old_bytes: float, old_numel: float) -> None:
-    """A generic whose results were split does its work on the local part: its
-    FLOPs shrink with its results' elements, its bytes with their bytes."""
-    tensors = [r for r in op.results if isinstance(r.type, TensorType)]
-    ratio = sum(sim.numel(r) for r in tensors) / old_numel
-    in_ratio = sum(sim.tensor_bytes(r) for r in tensors) / old_bytes if old_bytes else 1.0
-    op.properties["flop_count"] = FloatAttr(op.flop_count.value.data * ratio, 64)
-    op.properties["byte_count"] = FloatAttr(op.byte_count.value.data * in_ratio, 64)

@@ -5,7 +5,7 @@ reverse order, or any permutation."""
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from unittest.mock import patch
 
@@ -29,10 +29,10 @@ from charon_ir.parallel.sharding.conversions import (
     stats_shape,
 )
 from charon_ir.parallel.sharding.layout import REPLICATED, Shard, retype, shape, split, with_shape
-from charon_ir.parallel.sharding.materialise import materialisation_patterns, materialise
+from charon_ir.parallel.sharding.materialise import materialisation_patterns, materialise, scale_generic_cost
 from charon_ir.parallel.sharding.propagation import analyse, tally_replicated
 from charon_ir.passes import shard_expert
-from charon_ir.parallel.sharding.state import Partition, Sharding, scale_generic_cost
+from charon_ir.parallel.sharding.state import Partition, Sharding
 from charon_ir.passes.shard_context import ShardContextPass
 from charon_ir.passes.shard_tensor import ShardTensorPass
 
@@ -189,13 +189,7 @@ class ShardingState(Sharding):
         assert isinstance(value, OpResult)
         return InsertPoint.after(value.op)
 
-    def convert(self, value: SSAValue, want: Shard) -> SSAValue:
-        have = self.shard(value)
-        if (have.dim, have.factor, have.partial) == (want.dim, want.factor, want.partial):
-            return value
-        key = (value, replace(want, tag=""))
-        if key in self.converted:
-            return self.converted[key]  # pyright: ignore[reportReturnType]
+    def conversion(self, value: SSAValue, have: Shard, want: Shard) -> SSAValue:  # pyright: ignore[reportIncompatibleMethodOverride]
         steps, final = conversion_steps(shape(value), have, want, self.size, self.local_shape, self.pass_name)
         ops = build_conversion(value, steps, self.axes)
         if ops:
@@ -203,7 +197,6 @@ class ShardingState(Sharding):
         cur = ops[-1].results[0] if ops else value
         if cur is not value and not final.replicated:
             self.shards[cur] = final
-        self.converted[key] = cur
         return cur
 
     def use(self, op: Operation, index: int, want: Shard) -> None:
@@ -241,7 +234,7 @@ class ShardingState(Sharding):
             value.owner.attributes[GRAD_SYNC] = UnitAttr()
 
     def partition(self, op: Operation, how: Partition) -> None:
-        how.rewrite(op, None)
+        how.rewrite(op, PatternRewriter(op))
         for index, r in enumerate(op.results):
             stand_in = how.stand_in(op, index)
             if stand_in is not None and r in self.shards:

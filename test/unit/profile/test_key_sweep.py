@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from xdsl.dialects.builtin import FloatData
+
 from charon_ir.dialects.sim import AttentionOp, ElementwiseOp, MatmulOp, OptimizerStepOp, ReduceOp
 from charon_ir.profile.collect import OpSet, parse_module_text
 from charon_ir.profile.key import OpKey, is_free_view
@@ -101,3 +104,12 @@ def test_single_axis_variants_verify_and_keep_broadcasts():
     }
     reduce = variants(ops_of(ReduceOp)[0], (2.0,))
     assert OpKey.of(reduce[-1]).shape_list() == [[256, 256], [256]]
+
+
+def test_a_property_of_a_type_with_no_key_text_is_refused():
+    # str(attr) would make the key depend on how the attribute prints: a new
+    # property type must be given key text, never change the database's keys silently
+    op = ops_of(ElementwiseOp)[0]
+    op.properties["scale"] = FloatData(0.5)
+    with pytest.raises(TypeError, match="sim.elementwise property scale is a FloatData"):
+        OpKey.of(op)
