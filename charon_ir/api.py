@@ -29,6 +29,7 @@ from charon_ir.memory import analyze_memory
 from charon_ir.passes import set_target
 from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
 from charon_ir.parallel.sub_blocks import MODULES as RECOMPUTE_MODULES
+from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES, POLICY_CHOICES
 from charon_ir.registry import ALL_PASSES
 from charon_ir.report.energy import add_training_energy
 from charon_ir.report.output import check_output_dir, check_output_file
@@ -368,8 +369,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     definition `build_training_module` and `charon sweep` both follow.
     memory-analysis runs before cost-annotate: it reads shapes and the target, and a
     configuration that cannot fit is rejected before anything is priced."""
-    if config.recompute not in ("none", "selective", "full"):
-        raise CharonError(f"--recompute must be none, selective or full, got '{config.recompute}'")
+    if config.recompute not in RECOMPUTE_POLICIES:
+        raise CharonError(f"--recompute must be {POLICY_CHOICES}, got '{config.recompute}'")
     check_precision(config.precision, config.hardware, config.cluster)
     dp = config.data_parallel()
     microbatches = config.microbatches(dp)
@@ -443,9 +444,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if unknown:
         raise CharonError(f"--recompute-modules: unknown module '{unknown[0]}' "
                           f"(known: {', '.join(RECOMPUTE_MODULES)})")
-    if config.recompute_modules and config.recompute != "selective":
+    if config.recompute_modules and config.recompute != sim.RecomputePolicy.SELECTIVE:
         raise CharonError(f"--recompute-modules needs --recompute selective, got --recompute {config.recompute}")
-    if config.recompute != "none":
+    if config.recompute != sim.RecomputePolicy.NONE:
         recompute: dict[str, Any] = {"policy": config.recompute}
         if config.recompute_modules:
             recompute["modules"] = tuple(config.recompute_modules)

@@ -164,7 +164,7 @@ DATA_PARALLEL_ATTR = "sim.data_parallel"
 MEMORY_ATTR = "sim.memory"
 """Set by memory-analysis: a list of `#sim.memory`, each physical stage's bytes at its peak."""
 RECOMPUTE_POLICY_ATTR = "sim.recompute_policy"
-"""The policy `recompute` compiled the step with, for reports."""
+"""A `#sim<recompute_policy ...>`: the policy `recompute` compiled the step with, for reports."""
 OPTIMIZER_KERNELS_ATTR = "sim.optimizer_kernels"
 """Set by unfuse-optimizer: the optimizer step runs as separate kernels."""
 ACCUMULATED_ATTR = "sim.accumulated_gradients"
@@ -188,10 +188,11 @@ NODE_KIND_ATTR = "node_kind"
 """On a `sim.stage` of a module targeted at a cluster of several node kinds: the
 kind (a `node` block's label) its ranks sit on, set by `set-target`."""
 RECOMPUTE_ATTR = "sim.recompute"
-"""Set by the `recompute` pass: "selective" on a non-flash attention whose core is
-recomputed in backward (the forward one, its backward clone and its gradient);
-"full" on a forward layer repeat whose body is re-run in backward and on the
-ops of that re-run."""
+"""A `#sim<recompute ...>` (`RecomputeKind`), set by the `recompute` pass:
+selective on a non-flash attention whose core is recomputed in backward (the
+forward one, its backward clone and its gradient) and on the clones of the
+sub-blocks it recomputes; full on a forward layer repeat whose body is re-run in
+backward and on the ops of that re-run. Read it with `recompute_kind`."""
 DROPOUT_ATTR = "dropout"
 """A unit attribute on `sim.attention`: the softmax is followed by dropout, whose
 mask (1 byte per score) and output are saved as well (Megatron's attention
@@ -841,6 +842,53 @@ class OptimizerKindAttr(_QuotedKind, EnumAttribute[OptimizerKind], SpacedOpaqueS
     """A `sim.optimizer_step`'s kind (`OptimizerKind`)."""
 
     name = "sim.optimizer_kind"
+
+
+class RecomputePolicy(StrEnum):
+    """How the `recompute` pass trades backward FLOPs for saved activations
+    (its `policy` option; Megatron-LM's --recompute-granularity)."""
+
+    NONE = "none"
+    SELECTIVE = "selective"
+    """Sub-blocks (by default the attention core) re-run in backward."""
+    FULL = "full"
+    """Each layer re-run in backward from its saved input."""
+
+
+@irdl_attr_definition
+class RecomputePolicyAttr(_QuotedKind, EnumAttribute[RecomputePolicy], SpacedOpaqueSyntaxAttribute):
+    """The policy a module was compiled with (`RecomputePolicy`), under RECOMPUTE_POLICY_ATTR."""
+
+    name = "sim.recompute_policy"
+
+
+class RecomputeKind(StrEnum):
+    """Why the `recompute` pass marked an op (RECOMPUTE_ATTR): the policy that
+    recomputes it, never none."""
+
+    SELECTIVE = "selective"
+    FULL = "full"
+
+
+@irdl_attr_definition
+class RecomputeKindAttr(_QuotedKind, EnumAttribute[RecomputeKind], SpacedOpaqueSyntaxAttribute):
+    """`#sim<recompute "full">`: an op's recompute mark (`RecomputeKind`), under RECOMPUTE_ATTR."""
+
+    name = "sim.recompute"
+
+
+def recompute_kind(op: Operation) -> RecomputeKind | None:
+    """The `recompute` pass's mark on `op`, None when unmarked; a mark of
+    another type (hand-written IR of before the enum) is an error, not unmarked."""
+    mark = op.attributes.get(RECOMPUTE_ATTR)
+    if mark is None:
+        return None
+    if not isinstance(mark, RecomputeKindAttr):
+        raise VerifyException(
+            f"'{op.name}': {RECOMPUTE_ATTR} must be a #sim<recompute ...> "
+            f"(one of {', '.join(m.value for m in RecomputeKind)}), got {mark}"
+        )
+    return mark.data
 
 
 @irdl_attr_definition
@@ -2238,6 +2286,8 @@ Sim = Dialect(
         PhaseKindAttr,
         AttentionKernelAttr,
         PipelineAttr,
+        RecomputeKindAttr,
+        RecomputePolicyAttr,
         ReduceKindAttr,
         ReplicatedFlopsAttr,
         StageMemoryAttr,

@@ -81,7 +81,7 @@ from charon_ir.dialects.sim import (
     PhaseKind,
     PhaseOp,
     PipelineAttr,
-    RECOMPUTE_ATTR,
+    recompute_kind,
     RepeatOp,
     StageOp,
     ViewOp,
@@ -495,7 +495,7 @@ def recomputed_flops(phase: Operation | None) -> float:
         return 0.0
     total = 0.0
     for op, mult in walk_with_multiplicity(phase):
-        if (isinstance(op, ComputeOp) and RECOMPUTE_ATTR in op.attributes
+        if (isinstance(op, ComputeOp) and recompute_kind(op) is not None
                 and not isinstance(op, AttentionGradOp)):
             cost = op.attributes.get(COST_ATTR)
             if isinstance(cost, CostAttr):

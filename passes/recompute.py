@@ -16,16 +16,17 @@ instead (stacked per layer when the forward did not already); what the backward
 read of the sub-block's values is read from the clone, and what the forward
 saved only for that is no longer saved (Megatron-Core's `CheckpointWithoutOutput`
 and `checkpoint` around a module). The clones are marked `sim.recompute =
-"selective"`; the backward gains exactly their FLOPs.
+#sim<recompute "selective">`; the backward gains exactly their FLOPs.
 
 selective: the attention core is recomputed in backward. Before each
 `sim.attention_grad` of a non-flash attention, a clone of its forward
 `sim.attention` re-runs QK^T, softmax and the product with V from the saved q, k
 and v (Megatron-LM's checkpointed core attention), and the gradient reads the
 clone's output. The forward attention, the clone and the gradient are marked
-`sim.recompute = "selective"`: memory analysis then no longer counts the softmax
-probabilities (and dropout mask and output) the forward attention would have
-saved, and counts the recomputed probabilities as the gradient's scratch. The
+`sim.recompute = #sim<recompute "selective">`: memory analysis then no longer
+counts the softmax probabilities (and dropout mask and output) the forward
+attention would have saved, and counts the recomputed probabilities as the
+gradient's scratch. The
 cost is the clone's: one attention forward per layer. A flash attention already
 recomputes its scores in its backward and saves only its output and log-sum-exp:
 it is left as it is.
@@ -40,18 +41,18 @@ exactly one forward of each layer. What else of the forward phase's own the laye
 reads (RoPE's cos/sin tables computed before the repeat, a sliced operand the
 phase computes) the clone reads through the forward phase's results, which yield
 it when they did not already: a phase never reads inside another's region. The
-forward repeat and the cloned ops are marked `sim.recompute = "full"` (a clone
-runs under autograd: what it saves lives until its layer's backward is done,
-which memory analysis counts there). Under
-ZeRO-3 the clone reads the parameters the backward body gathers, rather than
-gathering them a second time; under data-parallel's overlap-param-gather, which
-gathers them once per step in the forward, it reads the parameters. A step with a backward but no layer repeat is an
-error.
+forward repeat and the cloned ops are marked
+`sim.recompute = #sim<recompute "full">` (a clone runs under autograd: what it
+saves lives until its layer's backward is done, which memory analysis counts
+there). Under ZeRO-3 the clone reads the parameters the backward body gathers,
+rather than gathering them a second time; under data-parallel's
+overlap-param-gather, which gathers them once per step in the forward, it reads
+the parameters. A step with a backward but no layer repeat is an error.
 
 The pass runs on the module's step or on each `sim.stage` of a pipelined one,
 before or after `pipeline` and `data-parallel`, records the policy on the module
-(`sim.recompute_policy`) and never rewrites what it produced (marked ops are
-skipped).
+(`sim.recompute_policy = #sim<recompute_policy "none">`) and never rewrites
+what it produced (marked ops are skipped).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -78,7 +79,9 @@ from charon_ir.errors import CharonError
 from charon_ir.memory.tensors import alias_source, is_model_state_buffer
 from charon_ir.parallel.sub_blocks import DEFAULT_MODULES, MODULES, LayerBlocks, with_views
 
-POLICIES = ("none", "selective", "full")
+POLICIES = tuple(p.value for p in sim.RecomputePolicy)
+POLICY_CHOICES = f"{', '.join(POLICIES[:-1])} or {POLICIES[-1]}"
+"""The policies in words ("none, selective or full"), for error messages."""
 
 
 def saved_source(value: SSAValue) -> SSAValue:
@@ -122,7 +125,7 @@ class RecomputeAttentionCore(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.AttentionGradOp, rewriter: PatternRewriter) -> None:
-        if op.flash or RECOMPUTE_ATTR in op.attributes or sim.phase_kind(op) != sim.PhaseKind.BACKWARD:
+        if op.flash or sim.recompute_kind(op) is not None or sim.phase_kind(op) != sim.PhaseKind.BACKWARD:
             return
         forward = saved_source(op.out).owner
         if not isinstance(forward, sim.AttentionOp) or forward.flash:
@@ -133,7 +136,7 @@ class RecomputeAttentionCore(RewritePattern):
         )
         for name, attr in forward.attributes.items():
             clone.attributes[name] = attr
-        mark = StringAttr("selective")
+        mark = sim.RecomputeKindAttr(sim.RecomputeKind.SELECTIVE)
         clone.attributes[RECOMPUTE_ATTR] = mark
         clone.result.name_hint = f"{forward.result.name_hint or 'attention'}_recomputed"
         rewriter.insert(clone, InsertPoint.before(op))
@@ -236,7 +239,7 @@ class LayerRecompute:
             if forward is None:
                 continue
             found = True
-            if RECOMPUTE_ATTR not in forward.attributes:
+            if sim.recompute_kind(forward) is None:
                 fwd = self.recompute(forward, rep, fwd)
         return found
 
@@ -330,7 +333,7 @@ class LayerRecompute:
             if op in skipped:
                 continue
             clone = op.clone(clone_map)
-            clone.attributes[RECOMPUTE_ATTR] = StringAttr("full")
+            clone.attributes[RECOMPUTE_ATTR] = sim.RecomputeKindAttr(sim.RecomputeKind.FULL)
             new_block.add_op(clone)
         # values the backward read from the forward now come from the clone
         for arg, src in from_forward.items():
@@ -361,7 +364,7 @@ class LayerRecompute:
             forward, list(forward.iter_init), list(forward.slices),
             forward.detach_region(forward.body), keep,
         )
-        forward.attributes[RECOMPUTE_ATTR] = StringAttr("full")
+        forward.attributes[RECOMPUTE_ATTR] = sim.RecomputeKindAttr(sim.RecomputeKind.FULL)
         return fwd
 
     @staticmethod
@@ -413,7 +416,7 @@ class SubBlockRecompute:
             return
         for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
             forward = LayerRecompute(self.block).forward_twin(rep, fwd)
-            if forward is not None and RECOMPUTE_ATTR not in forward.attributes:
+            if forward is not None and sim.recompute_kind(forward) is None:
                 fwd = self.recompute(forward, rep, fwd)
 
     def chosen_ops(self, forward: sim.RepeatOp) -> list[Operation]:
@@ -424,7 +427,7 @@ class SubBlockRecompute:
         chosen: set[Operation] = set()
         for module in self.modules:
             chosen |= blocks.module_ops(module)
-        chosen = with_views(body, {op for op in chosen if RECOMPUTE_ATTR not in op.attributes})
+        chosen = with_views(body, {op for op in chosen if sim.recompute_kind(op) is None})
         # what only the sub-block reads and reads nothing from outside it (an
         # empty buffer it fills, a view of that) is re-made, not saved
         inner = {op for op in body.ops if chosen and op not in chosen and op.results
@@ -543,7 +546,7 @@ class SubBlockRecompute:
         # reads what it recomputes (as Megatron-Core's hooks recompute a module
         # when its backward starts)
         saved = saved_args()
-        mark = StringAttr("selective")
+        mark = sim.RecomputeKindAttr(sim.RecomputeKind.SELECTIVE)
         for component in _components(ops):
             members = set(component)
             readers = {arg for v in replaced if v.owner in members for arg in saved[v]}
@@ -702,7 +705,7 @@ class RecomputePass(ModulePass):
             raise CharonError(
                 f"recompute: option 'modules': unknown module '{unknown[0]}' (known: {', '.join(MODULES)})"
             )
-        if self.policy != "selective" and names != DEFAULT_MODULES:
+        if self.policy != sim.RecomputePolicy.SELECTIVE and names != DEFAULT_MODULES:
             raise CharonError(f"recompute: option 'modules' needs policy=selective, got policy={self.policy}")
         return names
 
@@ -713,7 +716,8 @@ class RecomputePass(ModulePass):
                 f"(known: {', '.join(POLICIES)})"
             )
         modules = self.module_names()
-        if self.policy == "selective":
+        policy = sim.RecomputePolicy(self.policy)
+        if policy == sim.RecomputePolicy.SELECTIVE:
             if "core_attn" in modules:
                 PatternRewriteWalker(
                     GreedyRewritePatternApplier([RecomputeAttentionCore()], dce_enabled=False),
@@ -723,10 +727,10 @@ class RecomputePass(ModulePass):
             if blocks:
                 for step in _steps(op):
                     SubBlockRecompute(step, blocks).run()
-        elif self.policy == "full":
+        elif policy == sim.RecomputePolicy.FULL:
             if not all([LayerRecompute(block).run() for block in _steps(op)]):
                 raise CharonError(
                     "recompute: option 'policy=full' needs the layers as a forward sim.repeat "
                     "whose saved outputs a reverse sim.repeat in backward reads; the step has none"
                 )
-        op.attributes[RECOMPUTE_POLICY_ATTR] = StringAttr(self.policy)
+        op.attributes[RECOMPUTE_POLICY_ATTR] = sim.RecomputePolicyAttr(policy)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from charon_ir.dialects.sim import RecomputePolicy
 from charon_ir.testing import parse_module
 
 
@@ -38,9 +39,9 @@ class GptShape:
         """Korthikanti's activation bytes per layer (eqs. 1-5)."""
         s, b, h, a, t = self.s, self.b, self.h, self.a, self.tp
         sbh = s * b * h
-        if policy == "full":
+        if policy == RecomputePolicy.FULL:
             return 2 * sbh / (t if self.sp else 1)
-        attention_core = 0 if policy == "selective" else 5 * a * s / h
+        attention_core = 0 if policy == RecomputePolicy.SELECTIVE else 5 * a * s / h
         if self.sp or t == 1:
             return sbh * (34 + attention_core) / t
         return sbh * (10 + 24 / t + attention_core / t)

@@ -15,11 +15,11 @@ keeps its probabilities alive, which is what autograd does.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from charon_ir.dialects import coll, sim
-from charon_ir.dialects.sim import DROPOUT_ATTR, RECOMPUTE_ATTR
+from charon_ir.dialects.sim import DROPOUT_ATTR, RecomputeKind, recompute_kind
 
 
 ALIAS_CALLEES = frozenset(
@@ -77,12 +77,11 @@ def score_elements(op: sim.AttentionOp | sim.AttentionGradOp) -> int:
 def is_recomputed(op: Operation) -> bool:
     """Whether the recompute pass took this op's saved internals away: the op is
     marked, or sits in a layer repeat marked for full recompute."""
-    mark = op.attributes.get(RECOMPUTE_ATTR)
-    if isinstance(mark, StringAttr) and mark.data == "selective":
+    if recompute_kind(op) == RecomputeKind.SELECTIVE:
         return True
     cur = op.parent_op()
     while isinstance(cur, sim.RepeatOp):
-        if RECOMPUTE_ATTR in cur.attributes:
+        if recompute_kind(cur) is not None:
             return True
         cur = cur.parent_op()
     return False
@@ -117,7 +116,7 @@ def transient_bytes(op: Operation) -> int:
         return int(score_elements(op) * elem)
     if isinstance(op, sim.AttentionGradOp) and not op.flash:
         elem = sim.element_bytes(op.q.type.element_type)  # pyright: ignore[reportAttributeAccessIssue]
-        scratch = 3 if RECOMPUTE_ATTR in op.attributes else 2
+        scratch = 3 if recompute_kind(op) is not None else 2
         return int(scratch * score_elements(op) * elem)
     return 0
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from xdsl.ir import Block, Operation, SSAValue
 
 from charon_ir.dialects import coll, sim
-from charon_ir.dialects.sim import RECOMPUTE_ATTR
+from charon_ir.dialects.sim import recompute_kind
 
 
 def _ancestors(block: Block, roots: Iterable[SSAValue]) -> set[Operation]:
@@ -80,7 +80,7 @@ def _gemm_rooted(candidates: Iterable[Operation], keep_communication: bool = Fal
     collectives too (gradient reductions the phase runs after the layers)."""
     # a recomputed forward GEMM whose result no input gradient reads (a layer's
     # last one under full recomputation) is recomputation, run before B
-    ordered = [op for op in candidates if RECOMPUTE_ATTR not in op.attributes]
+    ordered = [op for op in candidates if recompute_kind(op) is None]
     gemms = [op for op in ordered if isinstance(op, sim.MatmulOp)]
     w = set(gemms)
     for op in ordered:  # what reads them

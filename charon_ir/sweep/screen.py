@@ -301,7 +301,7 @@ def recompute_rewrote_nothing(module) -> bool:
     it records (`sim.recompute_policy`, which nothing reads). Selective
     recomputation of a flash attention's core is such a pass: flash already
     re-runs it in its backward."""
-    return not any(sim.RECOMPUTE_ATTR in op.attributes for op in module.walk())
+    return not any(sim.recompute_kind(op) is not None for op in module.walk())
 
 
 def without_recompute(config):

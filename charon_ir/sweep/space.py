@@ -57,7 +57,7 @@ from charon_ir.errors import MAX_NESTING, CharonError, nesting_depth, read_text
 from charon_ir.frameworks import FRAMEWORKS, resolve
 from charon_ir.frontend.configs import MEGATRON_PREFIX, expert_count, load_config, load_megatron_config
 from charon_ir.parallel.schedules import SCHEDULES, check_schedule
-from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES
+from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES, POLICY_CHOICES
 from charon_ir.serving.latency import PRECISIONS
 from charon_ir.serving.scheduler import POLICIES
 from charon_ir.sweep.hardware import TOPOLOGIES, nic_bandwidth, rate, size
@@ -624,8 +624,8 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return "parallel degrees, gpus and micro-batch must be >= 1"
     if config["zero"] not in (0, 1, 2, 3):
         return f"zero must be 0..3, got {config['zero']}"
-    if config["recompute"] not in ("none", "selective", "full"):
-        return f"recompute must be none, selective or full, got '{config['recompute']}'"
+    if config["recompute"] not in RECOMPUTE_POLICIES:
+        return f"recompute must be {POLICY_CHOICES}, got '{config['recompute']}'"
     if config["optimizer"] not in OPTIMIZERS:
         return f"optimizer must be {', '.join(OPTIMIZERS)}, got '{config['optimizer']}'"
     if config["attention_kernel"] and config["attention_kernel"] not in ATTENTION_KERNELS:

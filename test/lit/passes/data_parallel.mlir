@@ -87,7 +87,7 @@
 // gather happened in the first forward.
 // PARAM-GATHER-FULL:      sim.repeat 8 {{.*}} {reverse}
 // PARAM-GATHER-FULL-NEXT: ^{{.*}}(%{{.*}}: tensor<1x64x64xbf16>, %[[W:.*]]: tensor<64x64xbf16>, %[[A:.*]]: tensor<1x64x64xbf16>):
-// PARAM-GATHER-FULL-NEXT:   sim.matmul %[[A]], %[[W]] {sim.recompute = "full"}
+// PARAM-GATHER-FULL-NEXT:   sim.matmul %[[A]], %[[W]] {sim.recompute = #sim<recompute "full">}
 // PARAM-GATHER-FULL-NOT:    coll.all_gather
 // PARAM-GATHER-FULL:        sim.yield
 

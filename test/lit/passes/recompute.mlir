@@ -15,7 +15,7 @@
 // Two GPT layers that save what Megatron-LM saves (the attention's softmax,
 // dropout mask and output ride on `sim.attention {dropout}`).
 
-// NONE:      builtin.module attributes {sim.recompute_policy = "none"}
+// NONE:      builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "none">}
 // NONE-NOT:  sim.recompute =
 // NONE:      sim.phase "forward" -> tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x2x8xbf16>
 
@@ -24,39 +24,39 @@
 // gradient, which reads the recomputed output. Running the pass twice changes
 // nothing (the marked gradient is not matched again).
 // SEL:       sim.phase "forward"
-// SEL:       %[[ATT:.*]] = sim.attention %{{.*}}, %{{.*}}, %{{.*}} {dropout, sim.recompute = "selective", causal}
+// SEL:       %[[ATT:.*]] = sim.attention %{{.*}}, %{{.*}}, %{{.*}} {dropout, sim.recompute = #sim<recompute "selective">, causal}
 // SEL:       sim.phase "backward"
 // SEL:       ^bb0(%{{.*}}, %[[Q:[^:]*]]: tensor<1x8x2x8xbf16>, %[[K:[^:]*]]: tensor<1x8x2x8xbf16>, %[[V:[^:]*]]: tensor<1x8x2x8xbf16>, %[[SAVED:[^:]*]]: tensor<1x8x2x8xbf16>,
-// SEL:       %[[RE:.*]] = sim.attention %[[Q]], %[[K]], %[[V]] {dropout, sim.recompute = "selective", causal}
-// SEL-NEXT:  sim.attention_grad %[[Q]], %[[K]], %[[V]], %[[RE]], %{{.*}} {sim.recompute = "selective", causal}
+// SEL:       %[[RE:.*]] = sim.attention %[[Q]], %[[K]], %[[V]] {dropout, sim.recompute = #sim<recompute "selective">, causal}
+// SEL-NEXT:  sim.attention_grad %[[Q]], %[[K]], %[[V]], %[[RE]], %{{.*}} {sim.recompute = #sim<recompute "selective">, causal}
 // SEL-NOT:   sim.attention
 // SEL:       sim.phase "optimizer"
 
 // full: the forward saves only each layer's input (one stacked output), the
 // backward slices it and starts with a marked clone of the layer.
 // FULL:      %{{.*}}, %[[XS:.*]] = sim.phase "forward" -> tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16> {
-// FULL-NEXT:   sim.repeat 2 iter(%{{.*}} : tensor<1x8x16xbf16>) slices({{.*}}) {sim.recompute = "full"} -> (tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16>) {
+// FULL-NEXT:   sim.repeat 2 iter(%{{.*}} : tensor<1x8x16xbf16>) slices({{.*}}) {sim.recompute = #sim<recompute "full">} -> (tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16>) {
 // FULL-NEXT:   ^bb0(%[[X:[^:]*]]: tensor<1x8x16xbf16>,
 // FULL-NOT:    sim.recompute
 // FULL:        sim.yield %{{.*}}, %[[X]] : tensor<1x8x16xbf16>, tensor<1x8x16xbf16>
 // FULL:      sim.phase "backward"
 // FULL-NEXT:   sim.repeat 2 iter(%{{.*}} : tensor<1x8x16xbf16>) slices(%p_ln1, %p_wqkv, %p_wo, %p_ln2, %p_w1, %p_w2, %[[XS]] : {{.*}}, tensor<2x1x8x16xbf16>) {reverse}
 // FULL-NEXT:   ^bb0(%{{[^:]*}}: tensor<1x8x16xbf16>, %[[LN1:[^:]*]]: tensor<16xbf16>, {{.*}}, %[[XB:[^:]*]]: tensor<1x8x16xbf16>):
-// FULL-NEXT:     sim.norm "layer" %[[XB]], %[[LN1]] {sim.recompute = "full"}
-// FULL:          sim.attention %{{.*}} {dropout, sim.recompute = "full", causal}
-// FULL:          sim.elementwise "dropout" {{.*}} {sim.recompute = "full"}
-// FULL:          sim.elementwise "dropout" {{.*}} {sim.recompute = "full"}
-// FULL-NEXT:     sim.elementwise "add" {{.*}} {sim.recompute = "full"}
+// FULL-NEXT:     sim.norm "layer" %[[XB]], %[[LN1]] {sim.recompute = #sim<recompute "full">}
+// FULL:          sim.attention %{{.*}} {dropout, sim.recompute = #sim<recompute "full">, causal}
+// FULL:          sim.elementwise "dropout" {{.*}} {sim.recompute = #sim<recompute "full">}
+// FULL:          sim.elementwise "dropout" {{.*}} {sim.recompute = #sim<recompute "full">}
+// FULL-NEXT:     sim.elementwise "add" {{.*}} {sim.recompute = #sim<recompute "full">}
 // FULL-NEXT:     sim.elementwise "mul" %{{[^{]*}} : tensor<1x8x16xbf16>, tensor<1x8x16xi8> -> tensor<1x8x16xbf16>
 // FULL:          sim.attention_grad
 
 // After pipeline: each stage's step is rewritten.
 // PP-FULL:   sim.stage [0]
-// PP-FULL:     sim.repeat 1 iter{{.*}} {sim.recompute = "full"} -> (tensor<1x8x16xbf16>, tensor<1x1x8x16xbf16>)
-// PP-FULL:     sim.norm "layer" {{.*}} {sim.recompute = "full"}
+// PP-FULL:     sim.repeat 1 iter{{.*}} {sim.recompute = #sim<recompute "full">} -> (tensor<1x8x16xbf16>, tensor<1x1x8x16xbf16>)
+// PP-FULL:     sim.norm "layer" {{.*}} {sim.recompute = #sim<recompute "full">}
 // PP-FULL:   sim.stage [1]
-// PP-FULL:     sim.repeat 1 iter{{.*}} {sim.recompute = "full"} -> (tensor<1x8x16xbf16>, tensor<1x1x8x16xbf16>)
-// PP-FULL:     sim.norm "layer" {{.*}} {sim.recompute = "full"}
+// PP-FULL:     sim.repeat 1 iter{{.*}} {sim.recompute = #sim<recompute "full">} -> (tensor<1x8x16xbf16>, tensor<1x1x8x16xbf16>)
+// PP-FULL:     sim.norm "layer" {{.*}} {sim.recompute = #sim<recompute "full">}
 
 // modules=layernorm: the forward no longer saves the norms' outputs; each
 // norm is re-run from the saved residual right before the first backward op
@@ -68,10 +68,10 @@
 // LN-NOT:    %[[N1]],
 // LN-SAME:   : tensor
 // LN:        sim.phase "backward"
-// LN:        %[[R2:.*]] = sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
+// LN:        %[[R2:.*]] = sim.norm "layer" %{{.*}} {sim.recompute = #sim<recompute "selective">}
 // LN:        sim.view %[[R2]] :
 // LN-NEXT:   sim.matmul
-// LN:        %[[R1:.*]] = sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
+// LN:        %[[R1:.*]] = sim.norm "layer" %{{.*}} {sim.recompute = #sim<recompute "selective">}
 // LN:        sim.view %[[R1]] :
 // LN-NEXT:   sim.matmul
 // LN:        sim.phase "optimizer"
@@ -86,19 +86,19 @@
 // MLP-SAME:  : tensor
 // MLP:       sim.phase "backward"
 // MLP:       ^bb0(
-// MLP-NEXT:  sim.view %{{.*}} {sim.recompute = "selective"}
-// MLP-NEXT:  %[[RF1:.*]] = sim.matmul %{{.*}} {sim.recompute = "selective"}
-// MLP-NEXT:  %[[RGL:.*]] = sim.elementwise "gelu" %[[RF1]] {sim.recompute = "selective"}
-// MLP-NEXT:  sim.matmul %[[RGL]], %{{.*}} {sim.recompute = "selective"}
+// MLP-NEXT:  sim.view %{{.*}} {sim.recompute = #sim<recompute "selective">}
+// MLP-NEXT:  %[[RF1:.*]] = sim.matmul %{{.*}} {sim.recompute = #sim<recompute "selective">}
+// MLP-NEXT:  %[[RGL:.*]] = sim.elementwise "gelu" %[[RF1]] {sim.recompute = #sim<recompute "selective">}
+// MLP-NEXT:  sim.matmul %[[RGL]], %{{.*}} {sim.recompute = #sim<recompute "selective">}
 // MLP:       sim.matmul %[[RGL]], %{{.*}} {transpose_lhs}
 // MLP:       sim.elementwise "gelu_grad" %{{.*}}, %[[RF1]]
 
 // modules=core_attn,layernorm: both rewrites, each re-run where its backward starts.
 // BOTH:      sim.phase "backward"
-// BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
-// BOTH:      %[[RE:.*]] = sim.attention %{{.*}} {dropout, sim.recompute = "selective", causal}
-// BOTH-NEXT: sim.attention_grad %{{.*}}, %[[RE]], %{{.*}} {sim.recompute = "selective", causal}
-// BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = "selective"}
+// BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = #sim<recompute "selective">}
+// BOTH:      %[[RE:.*]] = sim.attention %{{.*}} {dropout, sim.recompute = #sim<recompute "selective">, causal}
+// BOTH-NEXT: sim.attention_grad %{{.*}}, %[[RE]], %{{.*}} {sim.recompute = #sim<recompute "selective">, causal}
+// BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = #sim<recompute "selective">}
 
 // A dense GPT layer has no MoE block and no latent attention: nothing changes.
 // NO-BLOCK:  sim.phase "forward" -> tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x2x8xbf16>

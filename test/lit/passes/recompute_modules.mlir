@@ -16,18 +16,18 @@
 // MLA-SAME:  {
 // MLA:       sim.phase "backward"
 // MLA:       sim.repeat 58
-// MLA:       %{{.*}}, %[[QN:.*]] = sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = "selective"
-// MLA-NEXT:  sim.matmul %[[QN]], %{{.*}} {sim.recompute = "selective", transpose_rhs} : (tensor<1x384x1536xbf16>, tensor<24576x1536xbf16>)
-// MLA:       %[[Q:.*]] = sim.view %{{.*}} {sim.recompute = "selective"} : tensor<1x128x384x192xbf16> -> tensor<1x384x128x192xbf16>
-// MLA:       sim.matmul %{{.*}} {sim.recompute = "selective", transpose_rhs} : (tensor<1x384x512xbf16>, tensor<32768x512xbf16>)
+// MLA:       %{{.*}}, %[[QN:.*]] = sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = #sim<recompute "selective">
+// MLA-NEXT:  sim.matmul %[[QN]], %{{.*}} {sim.recompute = #sim<recompute "selective">, transpose_rhs} : (tensor<1x384x1536xbf16>, tensor<24576x1536xbf16>)
+// MLA:       %[[Q:.*]] = sim.view %{{.*}} {sim.recompute = #sim<recompute "selective">} : tensor<1x128x384x192xbf16> -> tensor<1x384x128x192xbf16>
+// MLA:       sim.matmul %{{.*}} {sim.recompute = #sim<recompute "selective">, transpose_rhs} : (tensor<1x384x512xbf16>, tensor<32768x512xbf16>)
 // MLA:       sim.attention_grad %[[Q]], %{{.*}} {causal, flash}
 
 // moe: the MoE block whole (router, dispatch, experts, combine, shared expert)
 // re-runs before its backward; the dense layers' MLPs are left alone.
 // MOE:       sim.phase "backward"
 // MOE:       sim.repeat 58
-// MOE:       sim.moe_dispatch %{{.*}} {sim.recompute = "selective"}
-// MOE:       sim.moe_combine %{{.*}} {sim.recompute = "selective"}
+// MOE:       sim.moe_dispatch %{{.*}} {sim.recompute = #sim<recompute "selective">}
+// MOE:       sim.moe_combine %{{.*}} {sim.recompute = #sim<recompute "selective">}
 // MOE:       sim.repeat 3
 // MOE-NOT:   sim.recompute
 // MOE:       sim.phase "optimizer"
@@ -35,9 +35,9 @@
 // shared_experts: only the shared expert's three GEMMs (7168 -> 2048 -> 7168).
 // SHARED:    sim.phase "backward"
 // SHARED:    sim.repeat 58
-// SHARED:    sim.matmul %{{.*}} {sim.recompute = "selective", transpose_rhs} : (tensor<1x384x7168xbf16>, tensor<2048x7168xbf16>)
-// SHARED:    sim.matmul %{{.*}} {sim.recompute = "selective", transpose_rhs} : (tensor<1x384x7168xbf16>, tensor<2048x7168xbf16>)
-// SHARED:    sim.matmul %{{.*}} {sim.recompute = "selective", transpose_rhs} : (tensor<1x384x2048xbf16>, tensor<7168x2048xbf16>)
+// SHARED:    sim.matmul %{{.*}} {sim.recompute = #sim<recompute "selective">, transpose_rhs} : (tensor<1x384x7168xbf16>, tensor<2048x7168xbf16>)
+// SHARED:    sim.matmul %{{.*}} {sim.recompute = #sim<recompute "selective">, transpose_rhs} : (tensor<1x384x7168xbf16>, tensor<2048x7168xbf16>)
+// SHARED:    sim.matmul %{{.*}} {sim.recompute = #sim<recompute "selective">, transpose_rhs} : (tensor<1x384x2048xbf16>, tensor<7168x2048xbf16>)
 // SHARED-NOT: sim.moe_dispatch {{.*}}sim.recompute
 // SHARED:    sim.repeat 3
 // SHARED-NOT: sim.recompute
@@ -49,10 +49,10 @@
 // output of the experts' first GEMM.
 // OSS:       sim.phase "backward"
 // OSS:       sim.repeat
-// OSS:       sim.generic "fused.bias_act"(%{{.*}}) {sim.recompute = "selective"
-// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = "selective"
-// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = "selective"
-// OSS:       sim.generic "fused.bias_act"(%{{.*}}) {sim.recompute = "selective"
-// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = "selective"
-// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = "selective"
+// OSS:       sim.generic "fused.bias_act"(%{{.*}}) {sim.recompute = #sim<recompute "selective">
+// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = #sim<recompute "selective">
+// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = #sim<recompute "selective">
+// OSS:       sim.generic "fused.bias_act"(%{{.*}}) {sim.recompute = #sim<recompute "selective">
+// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = #sim<recompute "selective">
+// OSS:       sim.generic "fused.rms_norm"(%{{.*}}) {sim.recompute = #sim<recompute "selective">
 // OSS:       sim.phase "optimizer"

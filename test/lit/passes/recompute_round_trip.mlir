@@ -16,15 +16,15 @@
 // CHECK:      %{{[^,]*}}, %[[XS:[^,]*]], %[[MASKS:[^,]*]], %[[BIAS:[^ ]*]] = sim.phase "forward" -> tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x16xi8>, tensor<1x8x16xbf16> {
 // CHECK-NEXT:   %[[B:[^ ]*]] = sim.elementwise "cast"
 // CHECK-NEXT:   %[[M:[^ ]*]] = sim.generic "bernoulli"
-// CHECK-NEXT:   sim.repeat 2 iter(%{{[^ ]*}} : tensor<1x8x16xbf16>) slices(%{{[^,]*}}, %[[M]] : tensor<2x16x16xbf16>, tensor<2x1x8x16xi8>) {sim.recompute = "full"}
+// CHECK-NEXT:   sim.repeat 2 iter(%{{[^ ]*}} : tensor<1x8x16xbf16>) slices(%{{[^,]*}}, %[[M]] : tensor<2x16x16xbf16>, tensor<2x1x8x16xi8>) {sim.recompute = #sim<recompute "full">}
 // CHECK:        sim.yield %{{[^,]*}}, %{{[^,]*}}, %[[M]], %[[B]] : tensor<1x8x16xbf16>, tensor<2x1x8x16xbf16>, tensor<2x1x8x16xi8>, tensor<1x8x16xbf16>
 // CHECK-NEXT: }
 // CHECK-NEXT: sim.phase "backward"
 // CHECK-NEXT:   sim.repeat 2 iter(%{{[^ ]*}} : tensor<1x8x16xbf16>) slices(%{{[^,]*}}, %[[MASKS]], %[[XS]] : tensor<2x16x16xbf16>, tensor<2x1x8x16xi8>, tensor<2x1x8x16xbf16>) {reverse}
 // CHECK-NEXT:   ^bb0(%{{[^:]*}}: tensor<1x8x16xbf16>, %[[W:[^:]*]]: tensor<16x16xbf16>, %[[MB:[^:]*]]: tensor<1x8x16xi8>, %[[X:[^:]*]]: tensor<1x8x16xbf16>):
-// CHECK-NEXT:     %[[H:[^ ]*]] = sim.matmul %[[X]], %[[W]] {sim.recompute = "full"}
-// CHECK-NEXT:     %[[HB:[^ ]*]] = sim.elementwise "add" %[[H]], %[[BIAS]] {sim.recompute = "full"}
-// CHECK-NEXT:     sim.elementwise "dropout" %[[HB]], %[[MB]] {sim.recompute = "full"}
+// CHECK-NEXT:     %[[H:[^ ]*]] = sim.matmul %[[X]], %[[W]] {sim.recompute = #sim<recompute "full">}
+// CHECK-NEXT:     %[[HB:[^ ]*]] = sim.elementwise "add" %[[H]], %[[BIAS]] {sim.recompute = #sim<recompute "full">}
+// CHECK-NEXT:     sim.elementwise "dropout" %[[HB]], %[[MB]] {sim.recompute = #sim<recompute "full">}
 // CHECK-NOT:    sim.recompute
 // CHECK:      sim.phase "optimizer"
 
@@ -39,9 +39,9 @@
 // ROPE-NOT:     %[[COSF]]{{[,) ]}}
 // ROPE:         sim.repeat 2 iter(%{{[0-9]+}} : tensor<1x24x64xbf16>) slices({{.*}}, %[[XS]] : {{.*}}) {reverse}
 // ROPE-NOT:     %[[COSF]]{{[,) ]}}
-// ROPE:         sim.view %[[COS]] {sim.recompute = "full"} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
+// ROPE:         sim.view %[[COS]] {sim.recompute = #sim<recompute "full">} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
 // ROPE-NOT:     %[[SINF]]{{[,) ]}}
-// ROPE:         sim.view %[[SIN]] {sim.recompute = "full"} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
+// ROPE:         sim.view %[[SIN]] {sim.recompute = #sim<recompute "full">} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
 // ROPE-NOT:     %[[COSF]]{{[,) ]}}
 // ROPE-NOT:     %[[SINF]]{{[,) ]}}
 // ROPE:       sim.phase "optimizer"
@@ -51,9 +51,9 @@
 // FUSED:      %{{[0-9]+}}, %[[XS:[0-9]+]], {{.*}}, %[[COS:[0-9]+]], %[[SIN:[0-9]+]] = sim.phase "forward"
 // FUSED:      sim.phase "backward"
 // FUSED:        sim.repeat 2 iter(%{{[0-9]+}} : tensor<1x24x64xbf16>) slices({{.*}}, %[[XS]] : {{.*}}) {reverse}
-// FUSED:        %[[C:[0-9]+]] = sim.view %[[COS]] {sim.recompute = "full"} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
-// FUSED-NEXT:   %[[S:[0-9]+]] = sim.view %[[SIN]] {sim.recompute = "full"} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
-// FUSED-NEXT:   sim.generic "fused.rope"(%{{[0-9]+}}, %[[C]], %{{[0-9]+}}, %[[S]]) {sim.recompute = "full",
+// FUSED:        %[[C:[0-9]+]] = sim.view %[[COS]] {sim.recompute = #sim<recompute "full">} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
+// FUSED-NEXT:   %[[S:[0-9]+]] = sim.view %[[SIN]] {sim.recompute = #sim<recompute "full">} : tensor<1x24x16xbf16> -> tensor<1x1x24x16xbf16>
+// FUSED-NEXT:   sim.generic "fused.rope"(%{{[0-9]+}}, %[[C]], %{{[0-9]+}}, %[[S]]) {sim.recompute = #sim<recompute "full">,
 // FUSED:      sim.phase "optimizer"
 
 // After pipeline: each stage computes its own tables and its backward reads them
@@ -62,14 +62,14 @@
 // PP:           %[[COS0:[0-9]+]], %[[SIN0:[0-9]+]], %[[XS0:[0-9]+]] = sim.phase "forward"
 // PP:           sim.phase "backward"
 // PP:             sim.repeat 1 iter(%{{[0-9]+}} : tensor<1x24x64xbf16>) slices({{.*}}, %[[XS0]] : {{.*}}) {reverse}
-// PP:             sim.view %[[COS0]] {sim.recompute = "full"}
-// PP:             sim.view %[[SIN0]] {sim.recompute = "full"}
+// PP:             sim.view %[[COS0]] {sim.recompute = #sim<recompute "full">}
+// PP:             sim.view %[[SIN0]] {sim.recompute = #sim<recompute "full">}
 // PP:         sim.stage [1]
 // PP:           %[[COS1:[0-9]+]], %[[SIN1:[0-9]+]], %[[XS1:[0-9]+]] = sim.phase "forward"
 // PP:           sim.phase "backward"
 // PP:             sim.repeat 1 iter(%{{[0-9]+}} : tensor<1x24x64xbf16>) slices({{.*}}, %[[XS1]] : {{.*}}) {reverse}
-// PP:             sim.view %[[COS1]] {sim.recompute = "full"}
-// PP:             sim.view %[[SIN1]] {sim.recompute = "full"}
+// PP:             sim.view %[[COS1]] {sim.recompute = #sim<recompute "full">}
+// PP:             sim.view %[[SIN1]] {sim.recompute = #sim<recompute "full">}
 
 builtin.module {
   %x0 = sim.input "hidden" : tensor<1x8x16xbf16>

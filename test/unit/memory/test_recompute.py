@@ -41,7 +41,7 @@ def test_none_changes_nothing_but_the_policy_record():
     module = gpt_module(SHAPE)
     before = str(module)
     recompute(module, "none")
-    assert str(module).replace(' attributes {sim.recompute_policy = "none"}', "") == before
+    assert str(module).replace(' attributes {sim.recompute_policy = #sim<recompute_policy "none">}', "") == before
 
 
 def test_selective_adds_one_attention_forward_per_layer():

@@ -48,3 +48,15 @@ sim.optimizer_step "lion" (%w : tensor<64xbf16>) grads (%g : tensor<64xbf16>)
 %k = sim.input "k" : tensor<1x16x4x64xbf16>
 %o = sim.attention %q, %k, %k {causal, flash, kernel = #sim<attention_kernel "flash9">} : (tensor<1x16x8x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x8x64xbf16>
 // CHECK: Expected `flash2`, `flash3`, or `triton`.
+
+// -----
+
+%x = sim.input "x" {sim.recompute = #sim<recompute "partial">} : tensor<4x64xbf16>
+// CHECK: kind_invalid.mlir:{{[0-9]+}}:{{[0-9]+}}
+// CHECK: Expected `selective`, or `full`.
+
+// -----
+
+builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "most">} {
+}
+// CHECK: Expected `none`, `selective`, or `full`.

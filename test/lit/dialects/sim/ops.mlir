@@ -166,6 +166,20 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   // GENERIC-NEXT: "sim.elementwise"(%{{.*}}, %{{.*}}, %{{.*}}) <{kind = #sim<elementwise_kind "rms_norm_grad">}>
   // GENERIC-NEXT: "sim.phase"() <{kind = #sim<phase_kind "decode">}> ({
   // GENERIC-NEXT:   "sim.optimizer_step"(%{{.*}}, %{{.*}}) <{kind = #sim<optimizer_kind "sgd">, operandSegmentSizes = array<i32: 1, 1>}>
+  // The recompute pass's marks (`sim.recompute`, #sim<recompute ...>) and the policy
+  // it records on the module (#sim<recompute_policy ...>); a bare word parses too.
+  %rx = sim.input "rx" : tensor<4x8xbf16>
+  %ry = sim.elementwise "exp" %rx {sim.recompute = #sim<recompute "selective">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  %rz = sim.elementwise exp %ry {sim.recompute = #sim<recompute full>} : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  builtin.module attributes {sim.recompute_policy = #sim<recompute_policy none>} {
+  }
+  // CHECK:      %[[RX:.*]] = sim.input "rx" : tensor<4x8xbf16>
+  // CHECK-NEXT: %[[RY:.*]] = sim.elementwise "exp" %[[RX]] {sim.recompute = #sim<recompute "selective">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // CHECK-NEXT: %{{.*}} = sim.elementwise "exp" %[[RY]] {sim.recompute = #sim<recompute "full">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // CHECK-NEXT: builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "none">} {
+  // GENERIC:      "sim.elementwise"(%{{.*}}) <{kind = #sim<elementwise_kind "exp">}> {sim.recompute = #sim<recompute "selective">}
+  // GENERIC-NEXT: "sim.elementwise"(%{{.*}}) <{kind = #sim<elementwise_kind "exp">}> {sim.recompute = #sim<recompute "full">}
+  // GENERIC:      }) {sim.recompute_policy = #sim<recompute_policy "none">} : () -> ()
   // A value another pipeline stage holds (the pipeline pass's, gone once it is done).
   %away = sim.off_stage : tensor<4x8xbf16>
   // CHECK:      sim.off_stage : tensor<4x8xbf16>
