@@ -227,6 +227,16 @@ class _UnaryCollective(CollectiveOp, abc.ABC):
             },
         )
 
+    def payload_bytes(self) -> float:
+        return tensor_bytes(self.input)
+
+    def ring_bytes_per_rank(self) -> float:
+        """(n - 1) / n of the buffer: each rank passes on every other rank's
+        part once (all_gather, reduce_scatter, all_to_all; an all_reduce is two
+        such passes, a broadcast forwards the whole buffer)."""
+        n = self.group_size()
+        return (n - 1) / n * self.payload_bytes()
+
 
 class _SameTypeCollective(_UnaryCollective, abc.ABC):
     T: ClassVar = VarConstraint("T", AnyTensor)
@@ -242,9 +252,6 @@ class AllReduceOp(_SameTypeCollective):
 
     name = "coll.all_reduce"
 
-    def payload_bytes(self) -> float:
-        return tensor_bytes(self.input)
-
     def ring_bytes_per_rank(self) -> float:
         n = self.group_size()
         return 2.0 * (n - 1) / n * self.payload_bytes()
@@ -255,9 +262,6 @@ class BroadcastOp(_SameTypeCollective):
     """Copy `input` of the group's first rank to every rank of the group."""
 
     name = "coll.broadcast"
-
-    def payload_bytes(self) -> float:
-        return tensor_bytes(self.input)
 
     def ring_bytes_per_rank(self) -> float:
         # a pipelined ring forwards the whole buffer once per rank
@@ -299,10 +303,6 @@ class AllGatherOp(_AxisCollective):
     def payload_bytes(self) -> float:
         return tensor_bytes(self.result)
 
-    def ring_bytes_per_rank(self) -> float:
-        n = self.group_size()
-        return (n - 1) / n * self.payload_bytes()
-
 
 @irdl_op_definition
 class ReduceScatterOp(_AxisCollective):
@@ -322,13 +322,6 @@ class ReduceScatterOp(_AxisCollective):
             raise VerifyException(
                 f"result shape must be {list(want)} (axis {a} / group size {n}), got {list(r)}"
             )
-
-    def payload_bytes(self) -> float:
-        return tensor_bytes(self.input)
-
-    def ring_bytes_per_rank(self) -> float:
-        n = self.group_size()
-        return (n - 1) / n * self.payload_bytes()
 
 
 @irdl_op_definition
@@ -408,13 +401,6 @@ class AllToAllOp(_UnaryCollective):
                     f"groups ({g}) must divide the experts ({experts}) and groups_per_token "
                     f"({pick}) <= groups hold top_k ({given['top_k']}) experts"
                 )
-
-    def payload_bytes(self) -> float:
-        return tensor_bytes(self.input)
-
-    def ring_bytes_per_rank(self) -> float:
-        n = self.group_size()
-        return (n - 1) / n * self.payload_bytes()
 
 
 @irdl_op_definition
