@@ -91,7 +91,8 @@ def validate_command(
         given = [flag for flag, value in (("--set", record_set), ("--only", only is not None), ("--jobs", jobs),
                                           ("--framework", framework),
                                           ("--max-mape", max_mape), ("--max-error", max_error),
-                                          ("--require-fit", require_fit)) if value]
+                                          ("--require-fit", require_fit),
+                                          ("--host-launch-us", host_launch_us)) if value]
         if given:
             raise CharonError(f"--live measures a step on this machine: {', '.join(given)} "
                               "apply to the records' comparison")

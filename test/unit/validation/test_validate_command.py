@@ -30,6 +30,17 @@ def test_a_small_training_record_is_reproduced(tmp_path, monkeypatch):
     assert "micro-batch 1 (not stated)" in result.note
 
 
+def test_a_host_cost_per_launch_prices_the_records_host(tmp_path, monkeypatch):
+    """`--host-launch-us`: every launch of the record's step costs the host that
+    long; the step is no shorter, and the note says so."""
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "ir"))
+    record = records("megatron_readme_h100_weak_1.7B")
+    (off,) = run_training(record, jobs=1)
+    (on,) = run_training(record, jobs=1, host_launch_s=1e-3)
+    assert "host 1000 us a launch" in on.note and "host" not in off.note
+    assert on.predicted > off.predicted
+
+
 def test_kernel_and_comm_records_reuse_the_calibration():
     results = validate(published_records(), only="comm")
     assert results and all(r.group == "comm" for r in results)
@@ -134,6 +145,8 @@ def test_gate_exit_status_and_line(charon_fails, capsys, monkeypatch):
     assert charon_fails("validate", "--live", "--only", "comm", "--max-error", "0.1") == (
         "error: --live measures a step on this machine: --only, --max-error apply to the records' "
         "comparison")
+    assert charon_fails("validate", "--live", "--host-launch-us", "10") == (  # was ignored
+        "error: --live measures a step on this machine: --host-launch-us apply to the records' comparison")
 
 
 def test_a_set_file_kernel_or_comm_record_is_compared_as_written(tmp_path):
