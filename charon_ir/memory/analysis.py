@@ -75,6 +75,10 @@ class StageMemory:
     comm_buffers: int
     weight_grad_residual_per_microbatch: int = 0
     """Under zb-h1: what one micro-batch keeps from its B item to its W item."""
+    saved_in_flight: int = 0
+    """Most bytes the in-flight forwards keep at once, without the working set of
+    the item running (`activations` adds it): the quantity Megatron-LM's
+    theoretical activation memory states. Not in the `sim.memory` report."""
 
     @property
     def peak(self) -> int:
@@ -220,6 +224,7 @@ def _result(stage: int, chunks: list[_StageClass], acts: ScheduledActivations) -
         in_flight=acts.in_flight,
         comm_buffers=max(c.comm_buffers for c in chunks),
         weight_grad_residual_per_microbatch=acts.weight_grad_residual,
+        saved_in_flight=acts.most_saved,
     )
 
 

@@ -340,9 +340,13 @@ def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bo
     f_term = fwd.body.block.last_op
     assert isinstance(f_term, sim.YieldOp)
     saved_keys: dict[Root, int] = {}
-    for v in f_term.values:
+    for v, result in zip(f_term.values, fwd.results, strict=True):
         key = roots.root(v)
-        if key != STATIC:
+        # a training forward's result nothing reads (a pipeline stage's output,
+        # sent on to the next stage) is not kept for the backward: Megatron-LM
+        # frees its data once sent (`deallocate_output_tensor`, on by
+        # `core_transformer_config_from_args`)
+        if key != STATIC and (bwd is None or result.uses):
             saved_keys[key] = roots.size(key)
     f_live = analyze_block(fwd.body.block, roots, kept=set(saved_keys), excluded=set())
     saved = sum(saved_keys.values())

@@ -20,6 +20,10 @@ class ScheduledActivations:
     micro-batch's working set."""
     weight_grad_residual: int = 0
     """Split backward only: what a micro-batch (all chunks) keeps from B to W."""
+    most_saved: int = 0
+    """Most bytes the forwards whose backward has not run keep at once (every
+    forward's saved bytes, none of a running item's working set): what
+    Megatron-LM's `compute_activation_memory` counts."""
 
 
 def scheduled_activations(
@@ -37,7 +41,7 @@ def scheduled_activations(
     keeps what the micro-batch's W item will read, and the W item releases it."""
     vpp = len(chunks)
     order = stage_order(schedule, pp, vpp, microbatches, stage)
-    held = peak = count = most = 0
+    held = peak = count = most = most_saved = 0
     saved_at_peak = 0
     for kind, chunk, _ in order:
         mem = chunks[chunk]
@@ -45,6 +49,7 @@ def scheduled_activations(
             if held + mem.forward_peak > peak:
                 peak, saved_at_peak = held + mem.forward_peak, held
             held += mem.saved
+            most_saved = max(most_saved, held)
             count += 1
             most = max(most, count)
         elif kind[0] == "W":
@@ -60,4 +65,4 @@ def scheduled_activations(
             else:
                 count -= 1
     residual = sum(c.weight_grad_residual for c in chunks) if schedule in SPLIT_BACKWARD else 0
-    return ScheduledActivations(peak, most, saved_at_peak, residual)
+    return ScheduledActivations(peak, most, saved_at_peak, residual, most_saved)
