@@ -37,7 +37,7 @@ def validate_command(
         str, typer.Option("--set", help="a JSON file of records (default: the shipped published.json)")
     ] = "",
     only: Annotated[
-        str | None, typer.Option("--only", help="training, inference, long-context, kernel, comm or layer "
+        str | None, typer.Option("--only", help="training, inference, long-context, kernel, comm, layer or memory "
                                  "(default: all)")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,

@@ -25,6 +25,7 @@ CATEGORY_GROUP = {
     "long_context_inference": "long-context",
     "kernel_microbenchmark": "kernel",
     "comm_microbenchmark": "comm",
+    "training_memory": "memory",
 }
 """The group (`charon validate --only`) each record category belongs to."""
 
@@ -32,6 +33,8 @@ REPORTED_GROUPS = {
     "long-context": "context-parallel prefills of a published paper whose setup is read from its "
     "abstract and introduction only (the rest assumed, named per record): each record's error is "
     "printed, not judged",
+    "memory": "per-GPU peak memory, not time: the allocator's published peak reserved bytes against the "
+    "predicted peak of the step's tensors (validation/memory.py); its own MAPE, not mixed with the times'",
 }
 """Groups whose records are compared and printed but left out of the overall MAPE
 and of `--max-mape` / `--max-error` (their own group's MAPE is printed), each with

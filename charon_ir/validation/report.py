@@ -22,7 +22,7 @@ def format_results(results: Sequence[RecordResult], summary: Sequence[Summary]) 
     lines = []
     width = max((len(r.id) for r in results), default=10)
     lines.append(f"{'record':{width}}  {'measured':>9} {'predicted':>9} {'error':>7}  quantity / notes")
-    for group in ("training", "inference", "long-context", "kernel", "comm", "layer", "?"):
+    for group in ("training", "inference", "long-context", "kernel", "comm", "layer", "memory", "?"):
         rows = [r for r in results if r.group == group]
         if not rows:
             continue

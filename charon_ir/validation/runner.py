@@ -10,7 +10,10 @@
   when that package provides it, else "not yet supported";
 - long-context records (a context-parallel prefill's first-token latency): the
   same, through `serve --cp-policy fixed:CP`; reported, outside the overall MAPE
-  and the gates (`REPORTED_GROUPS`).
+  and the gates (`REPORTED_GROUPS`);
+- training memory records (a run's published per-GPU peak memory): the fullest
+  stage's peak by `memory-analysis` (`memory.py`); reported, outside the overall
+  MAPE and the gates.
 
 A record that cannot be reproduced is listed with the reason, never dropped and
 never a crash. Errors are predicted / measured - 1 of the compared quantity.
@@ -36,6 +39,7 @@ from charon_ir.target.hardware import load_gpu
 from charon_ir.validation import CATEGORY_GROUP, REPORTED_GROUPS, cache_directory
 from charon_ir.validation import calibration
 from charon_ir.validation.layers import layer_case, predicted_layer
+from charon_ir.validation.memory import GIB, QUANTITY, memory_case, memory_note, predicted_stages
 from charon_ir.validation.training import (
     TrainingCase,
     Unsupported,
@@ -48,7 +52,7 @@ from charon_ir.validation.training import (
 __all__ = ["CATEGORY_GROUP", "GROUPS", "REPORTED_GROUPS", "RecordResult", "cache_directory", "case_options",
            "validate"]
 
-GROUPS = ("training", "inference", "long-context", "kernel", "comm", "layer")
+GROUPS = ("training", "inference", "long-context", "kernel", "comm", "layer", "memory")
 """What `--only` selects."""
 
 
@@ -236,6 +240,31 @@ def run_layers(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
     return results
 
 
+def run_memory(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
+    """Published per-GPU peak memory: the fullest stage's predicted peak (`memory.py`)."""
+    results = []
+    for record in records:
+        base = dict(id=record["id"], group="memory", source=source_of(record))
+        try:
+            model, options, missing = memory_case(record)
+        except Unsupported as e:
+            results.append(RecordResult(**base, status="unsupported", note=str(e)))
+            continue
+        start = time.perf_counter()
+        try:
+            stages = predicted_stages(model, options)
+        except CharonError as e:
+            results.append(RecordResult(**base, status="failed", note=str(e),
+                                        seconds=time.perf_counter() - start))
+            continue
+        results.append(RecordResult(
+            **base, status="ok", quantity=QUANTITY, measured=float(record["value"]),
+            predicted=max(s.peak for s in stages) / GIB, published=f"{record['value']:g} {record['unit']}",
+            note=memory_note(record, stages, missing), seconds=time.perf_counter() - start,
+        ))
+    return results
+
+
 def run_inference(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
     """Inference and long-context records, each in its category's group."""
     results = []
@@ -283,6 +312,7 @@ def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: i
         [r for r in selected if CATEGORY_GROUP.get(r["category"]) in ("kernel", "comm")]
     )
     results += run_layers([r for r in selected if CATEGORY_GROUP.get(r["category"]) == "layer"])
+    results += run_memory([r for r in selected if CATEGORY_GROUP.get(r["category"]) == "memory"])
     for r in selected:
         if r["category"] not in CATEGORY_GROUP:
             results.append(RecordResult(id=r["id"], group="?", source=source_of(r),

@@ -1,0 +1,93 @@
+"""The training-memory records of published.json (torchtitan's Llama 3.1 8B / 70B /
+405B runs on H100, end of 2024: the allocator's peak reserved GiB per GPU)
+against memory-analysis's predicted peak: `charon validate --only memory`."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from charon_ir.validation import REPORTED_GROUPS, published_records
+from charon_ir.validation.memory import memory_case
+from charon_ir.validation.report import format_results, results_json
+from charon_ir.validation.runner import GROUPS, gate_failure, run_memory, summarize, validate
+from charon_ir.validation.training import Unsupported
+
+
+def memory_records() -> list[dict]:
+    return [r for r in published_records() if r["category"] == "training_memory"]
+
+
+def test_the_records_carry_their_provenance():
+    records = memory_records()
+    assert len(records) == 18
+    for r in records:
+        assert "torchtitan" in r["source"]["url"] and r["source"]["table"].startswith("Table ")
+        assert r["provenance"] == "read"
+        assert "reserved_bytes.all.peak" in r["measured"], "what was measured is stated"
+        assert r["unit"] == "GiB" and 60 < r["value"] < 96
+        s = r["strategy"]
+        assert s["fsdp"] * s["tp"] * s["pp"] * s["cp"] == r["hardware"]["num_gpus"]
+        assert s["micro_batch"] * (s.get("microbatches") or 1) == s["local_batch"]
+    assert "memory" in GROUPS and "memory" in REPORTED_GROUPS
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CHARON_CACHE_DIR", str(tmp_path_factory.mktemp("ir")))
+    yield validate(published_records(), only="memory")
+    mp.undo()
+
+
+def test_only_memory_compares_the_full_checkpointing_runs(results):
+    assert {r.group for r in results} == {"memory"}
+    ok = [r for r in results if r.status == "ok"]
+    unsupported = [r for r in results if r.status == "unsupported"]
+    assert len(ok) == 12 and len(unsupported) == 6
+    # torchtitan's op-level selective checkpointing is not a policy the analysis has
+    assert all("op-level" in r.note for r in unsupported)
+    for r in ok:
+        assert r.quantity == "peak memory per GPU (GiB)"
+        assert r.predicted and r.predicted > 0 and r.error is not None
+        assert "reserved" in r.note and "not modelled: torch.compile" in r.note
+
+
+def test_the_report_prints_the_memory_mape_outside_the_overall(results):
+    summary = summarize(results)
+    memory = next(s for s in summary if s.group == "memory" and s.source == "all")
+    assert memory.compared == 12 and memory.mape is not None
+    overall = summary[-1]
+    assert overall.group == "all" and overall.compared == 0  # not mixed with the times
+    text = format_results(results, summary)
+    assert "-- memory" in text and REPORTED_GROUPS["memory"] in text
+    assert json.loads(json.dumps(results_json(results, summary)))["reported_groups"] == \
+        {"memory": REPORTED_GROUPS["memory"]}
+    # a gate on the times is not failed (nor passed) by memory records
+    assert gate_failure(results, summary, max_mape=0.01) == \
+        "validate: no record was compared, so there is nothing to gate"
+
+
+def test_context_parallel_rows_predict_one_peak():
+    """Table 2's rows keep seq / cp = 32768 tokens and fsdp x cp = 8 a GPU: the
+    same per-GPU tensors, as the published peaks (83.9 to 84.5 GiB) nearly are."""
+    rows = [r for r in memory_records() if r["id"].startswith("torchtitan_202412_2_")]
+    cases = [memory_case(r)[1] for r in rows]
+    assert {c["seq_len"] // c["cp"] for c in cases} == {32768}
+    assert {c["gpus"] // (c["tp"] * c["pp"]) for c in cases} == {8}
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    (("strategy", "fsdp"), 3, "is not the record's 8 GPUs"),
+    (("strategy", "framework"), "deepspeed 0.9", "framework 'deepspeed' has no preset"),
+    (("strategy", "micro_batch"), 3, "is not the local batch"),
+])
+def test_a_record_it_cannot_run_is_unsupported_with_the_reason(field, value, words):
+    record = copy.deepcopy(next(r for r in memory_records() if r["id"].endswith("cp1_seq32k")))
+    record[field[0]][field[1]] = value
+    with pytest.raises(Unsupported, match=words):
+        memory_case(record)
+    (result,) = run_memory([record])
+    assert result.status == "unsupported" and words.split("'")[0] in result.note
