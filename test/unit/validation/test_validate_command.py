@@ -229,7 +229,7 @@ INFERENCE = {**KERNEL, "id": "i", "category": "inference", "metric": "output_tok
         # category ran as something else, a negative size compared a negative rate
         ([{**KERNEL, "category": "quantum"}],
          "error: {path}: record 0 ('k'): unknown category 'quantum' (known: training, "
-         "training_microbenchmark, inference, long_context_inference, kernel_microbenchmark, comm_microbenchmark)"),
+         "training_microbenchmark, inference, long_context_inference, kernel_microbenchmark, comm_microbenchmark, training_memory)"),
         ([{**KERNEL, "hardware": {"gpu": "NVIDIA Z9000"}}],
          "error: {path}: record 0 ('k'): 'hardware.gpu' names no GPU type of this project: \"NVIDIA Z9000\""),
         ([{**KERNEL, "model": {"head_dim": 0}}],
@@ -269,9 +269,9 @@ def test_bad_set_file_is_one_line(charon_fails, tmp_path, content, line):
 
 def test_bad_options_are_one_line(charon_fails, tmp_path):
     assert charon_fails("validate", "--only", "everything") == (
-        "error: --only 'everything': expected one of training, inference, long-context, kernel, comm, layer")
+        "error: --only 'everything': expected one of training, inference, long-context, kernel, comm, layer, memory")
     assert charon_fails("validate", "--only", "") == (
-        "error: --only '': expected one of training, inference, long-context, kernel, comm, layer")
+        "error: --only '': expected one of training, inference, long-context, kernel, comm, layer, memory")
     assert charon_fails("validate", "--set", str(tmp_path / "missing.json")) == (
         f"error: {tmp_path / 'missing.json'}: cannot read: No such file or directory")
     assert charon_fails("validate", "--jobs", "-1") == "error: --jobs must be >= 0 (0: one per CPU), got -1"
