@@ -162,6 +162,12 @@ class TrainingConfig:
     (memory-analysis' `zero3-live-params`: DeepSpeed's `stage3_max_live_parameters`
     plus its prefetch bucket); 0: the largest layer twice (FSDP's block-by-block
     gathers). Memory only: the gathers are priced layer by layer either way."""
+    zero3_keep_gathered: bool = False
+    """Under ZeRO-3 / FSDP with pipeline parallelism: the layers' parameters stay
+    gathered through the step and the gradients accumulate unsharded in fp32
+    until the last micro-batch's backward (memory-analysis' `zero3-keep-gathered`:
+    FSDP2 under PyTorch's pipelining, torchtitan's `reshard_after_forward=False`
+    with pp). Memory only: the gathers and reduce-scatters are priced as before."""
     grad_bytes: int = 2
     """Bytes per element of the gradient buffer (memory-analysis' `grad-bytes`):
     2, gradients kept in bf16; 4, Megatron's fp32 main gradients (`--bf16` without
@@ -468,6 +474,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     memory: dict[str, Any] = {"limit_gb": config.memory_limit_gb, "grad_bytes": config.grad_bytes}
     if config.zero3_live_params:
         memory["zero3_live_params"] = config.zero3_live_params
+    if config.zero3_keep_gathered:
+        memory["zero3_keep_gathered"] = True
     if fp8:
         memory["fp8"] = True
         if config.fp8_params:
@@ -513,7 +521,8 @@ def _memory(module, config: TrainingConfig) -> list:
     fp8 = config.precision == "fp8"
     return analyze_memory(module, Target.from_module(module), grad_bytes=config.grad_bytes,
                           fp8=fp8, fp8_params=fp8 and config.fp8_params,
-                          zero3_live_params=config.zero3_live_params)
+                          zero3_live_params=config.zero3_live_params,
+                          zero3_keep_gathered=config.zero3_keep_gathered)
 
 
 def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any

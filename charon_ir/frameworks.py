@@ -247,7 +247,12 @@ FRAMEWORKS: dict[str, Framework] = {
             "fsdp2",
             "PyTorch FSDP2 as torchtitan runs it: parameters, gradients and states sharded (ZeRO-3)",
             (Rule("fsdp", lambda r: r.get("zero", 0) == 0,
-                  "fully_shard per transformer block, reshard_after_forward=True (torchtitan)"),),
+                  "fully_shard per transformer block, reshard_after_forward=True (torchtitan)"),
+             Rule("zero3_keep_gathered", lambda r: r.get("pp", 1) > 1,
+                  "with pp, reshard_after_forward=False (torchtitan parallelize_llama apply_fsdp), and "
+                  "torch.distributed.pipelining's backward_maybe_with_nosync turns off resharding after "
+                  "backward and gradient sync but for the last backward: parameters stay gathered, "
+                  "gradients accumulate unsharded in fp32 (FSDP2's reduce dtype)", applies=_zero3)),
         ),
         Framework(
             "llm-foundry",

@@ -16,6 +16,10 @@ Options:
   (DeepSpeed's `stage3_max_live_parameters` plus its prefetch bucket; a single
   weight larger than it is gathered whole); 0 (default): the largest layer's
   parameters twice, the running layer's and the prefetched one's (FSDP).
+- zero3-keep-gathered: under ZeRO-3, the layers' parameters stay gathered from
+  their first gather to the end of the step and every gradient accumulates
+  unsharded in fp32 until the last backward (FSDP2 under PyTorch's pipelining, as
+  torchtitan runs it with pp; `charon_ir.memory.states`; default false).
 
 Each `sim.stage` (or the module, when the step is not pipelined) gets
 `sim.memory`: one dictionary per physical stage it runs, in bytes:
@@ -50,6 +54,7 @@ class MemoryAnalysisPass(ModulePass):
     fp8: bool = False
     fp8_params: bool = False
     zero3_live_params: int = 0
+    zero3_keep_gathered: bool = False
 
     def limit_bytes(self, module: ModuleOp) -> float | None:
         if not self.limit_gb >= 0:  # NaN fails too; inf: no limit
@@ -69,7 +74,8 @@ class MemoryAnalysisPass(ModulePass):
         limit = self.limit_bytes(op)
         results = {r.stage: r for r in analyze_memory(op, grad_bytes=self.grad_bytes, fp8=self.fp8,
                                                           fp8_params=self.fp8_params,
-                                                          zero3_live_params=self.zero3_live_params)}
+                                                          zero3_live_params=self.zero3_live_params,
+                                                          zero3_keep_gathered=self.zero3_keep_gathered)}
         stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         if not stages:
             op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])

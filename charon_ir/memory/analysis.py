@@ -112,13 +112,15 @@ def gib(n: float) -> str:
     return f"{n / GIB:.1f}"
 
 
-def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots, zero3_live_params: int = 0) -> int:
+def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots, zero3_live_params: int = 0,
+                  zero3_keep_gathered: bool = False) -> int:
     largest = 0
     for op in block.walk():
         if isinstance(op, coll.CollectiveOp):
             sizes = [value_bytes(r) for r in op.results if roots.root(r) == STATIC]
             largest = max([largest, *sizes])
-    if data_parallel.zero >= 3 and data_parallel.dense_replicas > 1:
+    # parameters kept gathered are counted with the parameters
+    if data_parallel.zero >= 3 and data_parallel.dense_replicas > 1 and not zero3_keep_gathered:
         layer = weight = element = 0
         for op in block.walk():
             if isinstance(op, sim.RepeatOp) and op.trip_count > 0:
@@ -149,9 +151,9 @@ class _StageClass:
 
 def _stage_class(
     block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False,
-    fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0,
+    fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0, zero3_keep_gathered: bool = False,
 ) -> _StageClass:
-    states = model_states(block, data_parallel, grad_bytes, fp8_params)
+    states = model_states(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered)
     roots = Roots()
     if fp8:
         roots = Roots(fp8_saved_gemm_inputs(block, roots))
@@ -161,7 +163,7 @@ def _stage_class(
         states.params,
         states.grads,
         states.optimizer,
-        _comm_buffers(block, data_parallel, roots, zero3_live_params),
+        _comm_buffers(block, data_parallel, roots, zero3_live_params, zero3_keep_gathered),
     )
 
 
@@ -176,7 +178,7 @@ def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
 
 def analyze_memory(
     module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES,
-    fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0,
+    fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0, zero3_keep_gathered: bool = False,
 ) -> list[StageMemory]:
     """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
     target is not needed for the byte counts; it is accepted so that callers
@@ -184,20 +186,26 @@ def analyze_memory(
     Engine's fp8 training, whose linears save their inputs in fp8
     (`liveness.fp8_saved_gemm_inputs`); `fp8_params`, whose GEMM weights are
     kept in fp8 (`states.model_states`); `zero3_live_params`, the most parameter
-    elements ZeRO-3 holds gathered at once (0: two whole layers)."""
+    elements ZeRO-3 holds gathered at once (0: two whole layers);
+    `zero3_keep_gathered`, ZeRO-3 parameters kept gathered and gradients
+    accumulated unsharded through the step (FSDP2 under pipelining,
+    `states.model_states`)."""
     del target
     data_parallel = DataParallel.from_module(module)
+    if zero3_keep_gathered and data_parallel.zero < 3:
+        raise CharonError(f"memory-analysis: option 'zero3-keep-gathered' needs ZeRO-3 "
+                          f"(data-parallel{{zero=3}}), the module has zero {data_parallel.zero}")
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if not stages:
         cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8, fp8_params=fp8_params,
-                           zero3_live_params=zero3_live_params)
+                           zero3_live_params=zero3_live_params, zero3_keep_gathered=zero3_keep_gathered)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
         return [_result(0, [cls], acts)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, _StageClass] = {}
     for op in stages:
         cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8, fp8_params,
-                           zero3_live_params)
+                           zero3_live_params, zero3_keep_gathered)
         for v in op.stage_ids():
             by_virtual[v] = cls
     results = []

@@ -99,13 +99,25 @@ def _unsharded(param: SSAValue) -> SSAValue:
     return param
 
 
+UNSHARDED_GRAD_BYTES = 4
+"""FSDP2 accumulates a gradient it does not reduce yet in its reduce dtype
+(`FSDPParam.to_accumulated_grad_if_needed`), fp32 under torchtitan's
+`mixed_precision_reduce = "float32"`."""
+
+
 def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES,
-                 fp8_params: bool = False) -> ModelStates:
+                 fp8_params: bool = False, zero3_keep_gathered: bool = False) -> ModelStates:
     """Bytes of the parameters `block` declares, and of the gradients and optimizer
     states of those its optimizer phase updates. `fp8_params`: the layers' GEMM
     weights are kept in fp8 (Transformer Engine's fp8 primary weights, NeMo's
     `fp8_params` / Megatron's `--fp8-param-gather`), one byte an element; the
-    fp32 master copy stays in the optimizer states."""
+    fp32 master copy stays in the optimizer states. `zero3_keep_gathered`: under
+    ZeRO-3 the layers' parameters, once gathered, stay gathered to the end of the
+    step (beside their shards), and every gradient accumulates unsharded in fp32
+    until the step's last backward reduce-scatters it: FSDP2 under PyTorch's
+    pipelining, as torchtitan runs it (`reshard_after_forward=False` with pp; the
+    schedule's `backward_maybe_with_nosync` turns off resharding after backward
+    and gradient sync for every backward but the last)."""
     zero, ep = data_parallel.zero, data_parallel.ep
 
     def replicas(value: SSAValue) -> int:
@@ -125,7 +137,7 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
         if fp8_params and is_layer_gemm_weight(value):
             nbytes = sim.numel(value.type)  # pyright: ignore[reportArgumentType]
         if any(isinstance(use.operation, sim.RepeatOp) for use in value.uses):
-            return shard(nbytes, value, 3)
+            return shard(nbytes, value, 3) + (nbytes if zero3_keep_gathered and zero >= 3 else 0)
         return nbytes
 
     params = sum(param_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
@@ -135,7 +147,12 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
             for p in op.params:
                 trainable.setdefault(_unsharded(p), op.kind.data)
     elements = sum(sim.numel(p) for p in trainable)
-    grads = sum(shard(sim.numel(p) * grad_bytes, p, 2) for p in trainable)
+    if zero3_keep_gathered and zero >= 3:
+        # the step's peak is before the last backward: its sharded gradients
+        # are not made yet (the last step's were freed by zero_grad)
+        grads = sum(sim.numel(p) * UNSHARDED_GRAD_BYTES for p in trainable)
+    else:
+        grads = sum(shard(sim.numel(p) * grad_bytes, p, 2) for p in trainable)
     optimizer = sum(
         shard(sim.numel(p) * OPTIMIZER_STATE_BYTES[k], p, 1) for p, k in trainable.items()
     )

@@ -13,6 +13,8 @@
 // RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80}' | filecheck %s --check-prefix=ZERO3
 // RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80 zero3-live-params=100}' | filecheck %s --check-prefix=ZERO3-LIVE
 // RUN: not charon-opt %s -p 'memory-analysis{zero3-live-params=-1}' 2>&1 | filecheck %s --check-prefix=BAD-LIVE
+// RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80 zero3-keep-gathered=true}' | filecheck %s --check-prefix=ZERO3-KEEP
+// RUN: not charon-opt %s -p 'memory-analysis{zero3-keep-gathered=true}' 2>&1 | filecheck %s --check-prefix=BAD-KEEP
 
 // Four GPT layers, s = 2048, b = 1, h = 4096, a = 32 (sbh = 8388608), saving
 // what Megatron-LM saves. Per layer (Korthikanti et al. 2022):
@@ -55,6 +57,12 @@
 // ZERO3:       comm_buffers = 831553536,
 // ZERO3-LIVE:  comm_buffers = 160432128,
 // BAD-LIVE:    charon-opt: error: memory-analysis: option 'zero3-live-params' must be >= 0, got -1
+
+// FSDP2 under pipelining (zero3-keep-gathered): the shards (1610678272 / 4) plus every
+// layer kept gathered (1610678272), the gradients unsharded in fp32 (4 x 805339136
+// elements), and no per-layer gather buffer beside them (the collective's 26214400 alone).
+// ZERO3-KEEP:  #sim.memory<stage = 0, params = 2013347840, grads = 3221356544, optimizer = 2416017408, {{.*}} comm_buffers = 26214400,
+// BAD-KEEP:    charon-opt: error: memory-analysis: option 'zero3-keep-gathered' needs ZeRO-3 (data-parallel{zero=3}), the module has zero 0
 
 builtin.module {
 
