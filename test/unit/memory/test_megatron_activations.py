@@ -58,6 +58,11 @@ from dataclasses import dataclass, replace
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from charon_ir.memory import PhaseMemory
+from charon_ir.memory.schedule import scheduled_activations
 
 pytest.importorskip("torch")
 
@@ -327,3 +332,22 @@ def test_pipeline_factor_is_megatron_core_interleaved_warmup():
         chunks = (pp - 1) * 2 + (vpp - 1) * pp + 1
         assert _pipeline_factor(args, None) * pp * vpp == pytest.approx(chunks)
         assert math.ceil(_pipeline_factor(args, None) * pp) >= pp
+
+
+@given(pp=st.integers(2, 8), vpp=st.integers(1, 4), rounds=st.integers(1, 3),
+       saved=st.lists(st.integers(1, 10**9), min_size=4, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_most_saved_is_megatrons_in_flight_count(pp, vpp, rounds, saved):
+    """The most the first stage's in-flight forwards keep is Megatron's count of
+    them: pp micro-batches under 1F1B, (pp - 1) x 2 + (vpp - 1) x pp + 1 chunks
+    interleaved (when every chunk saves the same); never above the peak, which
+    adds the working set."""
+    chunks = [PhaseMemory(saved=s, forward_peak=s + 7, backward_peak=s + 11) for s in saved[:vpp]]
+    schedule = "interleaved" if vpp > 1 else "1f1b"
+    acts = scheduled_activations(chunks, schedule, pp, rounds * pp, 0)
+    assert acts.saved_in_flight <= acts.most_saved < acts.peak
+    uniform = [PhaseMemory(saved=saved[0], forward_peak=saved[0], backward_peak=saved[0])] * vpp
+    same = scheduled_activations(uniform, schedule, pp, rounds * pp, 0)
+    in_flight = min(rounds * pp * vpp, (pp - 1) * 2 + (vpp - 1) * pp + 1) if vpp > 1 else pp
+    assert same.most_saved == in_flight * saved[0]
+    assert same.in_flight == in_flight
