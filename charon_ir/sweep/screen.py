@@ -259,6 +259,11 @@ def class_key(config: dict[str, Any]) -> tuple:
     return (("split", split), *sorted((k, str(v)) for k, v in config.items() if k not in skip))
 
 
+RECOMPUTE_ORDER = ("none", "selective", "full")
+"""The order of a layer's recompute policies in the sweep (`class_order`): a
+policy that rewrites nothing uses the probe without recomputation, built
+first; the last takes the modules the layer's probes share
+(`_last_policy`)."""
 LAYER_SETTINGS = ("model", "seq_len", "micro_batch", "tp", "sequence_parallel")
 """What the passes before the pipeline depend on, in their order (import,
 shard-tensor, sequence-parallel): `class_order` sorts by them first."""
@@ -272,8 +277,17 @@ def class_order(config: dict[str, Any]) -> tuple:
     shard-tensor per tp with and without sequence parallelism). Its first
     entry is the layer."""
     layer = tuple(repr(config.get(k)) for k in LAYER_SETTINGS)
-    return ((layer, class_key({k: v for k, v in config.items() if k != "recompute"})),
-            str(config.get("recompute")))
+    recompute = str(config.get("recompute"))
+    rank = RECOMPUTE_ORDER.index(recompute) if recompute in RECOMPUTE_ORDER else len(RECOMPUTE_ORDER)
+    return ((layer, class_key({k: v for k, v in config.items() if k != "recompute"})), (rank, recompute))
+
+
+def _last_policy(config) -> bool:
+    """Whether `config`'s recompute policy comes last of its layer's
+    (`RECOMPUTE_ORDER`): its probe takes the modules the layer's share instead
+    of copying them (a later probe of the layer, out of this order, builds
+    them again)."""
+    return config.recompute == RECOMPUTE_ORDER[-1] and not config.recompute_modules
 
 
 def screenable(config) -> bool:
@@ -394,6 +408,10 @@ class ProbeCache:
         else:
             _lru_put(self.prefixes, steps, module, PREFIX_CACHE_SIZE)
 
+    def forget(self, steps: tuple[Step, ...]) -> None:
+        self.layers.pop(steps, None)
+        self.prefixes.pop(steps, None)
+
     def shared_prefix(self, steps: tuple[Step, ...]) -> tuple[int, Any]:
         """(n, module) of the longest prefix of `steps` before their pipeline
         that a probe built (module None, n 0: none): a fast-tier build of the
@@ -439,7 +457,10 @@ def _build_probe(evaluator, config, base, split: bool) -> Probe | None:
     # those before the pipeline
     at = next(i for i, (name, _) in enumerate(plan) if name == "data-parallel")
     groups = _gradient_groups(evaluator, config, plan[:at], plan[at][1])
-    module = _after(evaluator, config, plan[: at + 1]).clone()
+    # the layer's last recompute policy (`class_order`) takes the shared module
+    last = _last_policy(config)
+    module = _after(evaluator, config, plan[: at + 1], take=last)
+    module = module if last else module.clone()
     # pricing and what follows it time the probe: done once a point needs it
     priced = next(i for i, (name, _) in enumerate(plan) if name == "cost-annotate")
     for name, options in plan[at + 1 : priced]:
@@ -559,10 +580,11 @@ PROBE_BUCKET_MB = 25
 reduced, and the points price their own buckets, `Probe.sync`)."""
 
 
-def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
+def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]], take: bool = False):
     """The imported module after `steps`, built once per evaluator from the
     longest prefix of them already built, and kept (`ProbeCache.prefixes`):
-    callers clone it."""
+    callers clone it. `take`: the caller is its last user and gets the module
+    itself (no longer kept) instead of a copy."""
     cache: ProbeCache = evaluator.probes
     path = (import_step(config), *(pass_step(name, options) for name, options in steps))
     done, module = 0, None
@@ -572,6 +594,8 @@ def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
             done, module = n, found
             break
     if module is not None and done == len(path):
+        if take:
+            cache.forget(path)
         return module
     if module is None:
         done, module = 1, evaluator._imported(config.model, config.seq_len, config.micro_batch)
@@ -584,7 +608,8 @@ def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]]):
             # sequence parallelism on and off share
             cache.keep(path[:n], module.clone(), layer=name == "pipeline")
         make_pass(name, **options).apply(evaluator.ctx, module)
-    cache.keep(path, module)
+    if not take:
+        cache.keep(path, module)
     return module
 
 
@@ -633,10 +658,12 @@ def _memory_split(evaluator, base, layers: int, split: bool) -> dict[str, Any]:
         # are not screened), which the stage classes do not read
         if name != "set-target":
             rest.append((name, options))
-    module = _after(evaluator, config, plan[: at + 1])
+    # the shared module is only read, unless a pass changes it: then a copy,
+    # or the module itself for the layer's last recompute policy
+    module = _after(evaluator, config, plan[: at + 1], take=bool(rest) and _last_policy(base))
     if rest:
-        # the shared module is only read, unless a pass changes it
-        module = module.clone()
+        if not _last_policy(base):
+            module = module.clone()
         for name, options in rest:
             make_pass(name, **options).apply(evaluator.ctx, module)
     classes = _stage_classes(module, split, base)
