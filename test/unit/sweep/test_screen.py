@@ -430,6 +430,7 @@ def test_the_probe_caches_are_bounded_and_change_no_answer(tiny_space, monkeypat
     narrow = [{k: r[k] for k in ("key", "status", "error", "metrics")} for r in tight.evaluate(points)]
     assert narrow == wide
     cache = tight.probes
-    assert len(cache.probes) == len(cache.prefixes) == len(cache.layers) == len(cache.gradients) == 1
-    assert len(cache.untimed) <= 1
+    # (the last recompute policy of a layer takes the modules it shares)
+    assert max(len(cache.probes), len(cache.prefixes), len(cache.layers), len(cache.gradients),
+               len(cache.untimed)) == 1
     assert sum(r["metrics"]["tier"] == "screen" for r in narrow if r["status"] == "ok") >= 8
