@@ -2,8 +2,9 @@
 
 The space comes from a YAML file, flags, or both (flags override the file's
 settings; a comma-separated flag value is an axis: `--tp 2,4,8`). Results stream
-into a sqlite file (`--db`, default `./<space name>.sqlite`), so an interrupted
-sweep reruns from where it stopped.
+into a sqlite file (`--db`, default `<space name>.sqlite` in the `--plot` folder,
+else in the working directory), so an interrupted sweep reruns from where it
+stopped.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def sweep_command(
                                   "(megatron-core, the default; none: only the space's; a comma list is an axis)")] = "",
     fp8_recipe: Annotated[str, Opt("--fp8-recipe", metavar="delayed|current|mxfp8|blockwise", help="delayed | current | mxfp8 | blockwise (with precision fp8)")] = "",
     grad_bytes: Annotated[str, Opt("--grad-bytes", metavar="2|4", help="2 (bf16 gradients) | 4 (fp32 main gradients)")] = "",
-    db: Annotated[str | None, Opt("--db", help="results sqlite (default: ./<space name>.sqlite)")] = None,
+    db: Annotated[str | None, Opt("--db", help="results sqlite (default: <space name>.sqlite in the --plot folder, else in .)")] = None,
     jobs: Annotated[int, Opt("--jobs", "-j", help="local worker processes (1: in-process)")] = 1,
     ray: Annotated[bool, Opt("--ray", help="run on a local Ray cluster")] = False,
     ray_address: Annotated[str, Opt("--ray-address", help="join a Ray cluster (e.g. auto, ray://host:10001)")] = "",
@@ -190,13 +191,17 @@ def sweep_command(
         raise CharonError("--ray starts a local cluster and --ray-address joins one: give one of them")
     if plot is not None:
         check_output_dir(plot, "--plot")
+    made: Path | None = None
     if db is None:
-        # in the working directory: never inside the repo's examples, nor where a
-        # name that is a path would put it
+        # beside the run's plots (--plot), else in the working directory: never
+        # inside the repo's examples, nor where a name that is a path would put it
         if Path(space.name).name != space.name or space.name in ("", ".", ".."):
             raise CharonError(f"the sweep's name '{space.name}' is a path, not a name (the results "
-                              f"go to ./<name>.sqlite; give --db for another place)")
-        db = Path(f"{space.name}.sqlite")
+                              f"go to <--plot folder or .>/<name>.sqlite; give --db for another place)")
+        if plot is not None and not plot.exists():
+            made = plot
+            plot.mkdir(parents=True)
+        db = (plot if plot is not None else Path(".")) / f"{space.name}.sqlite"
     created = not Path(db).exists()
     try:
         result = run_sweep(
@@ -208,12 +213,16 @@ def sweep_command(
         print(f"interrupted: finished points are stored in {db}; rerun the same command to resume",
               file=sys.stderr)
         raise SystemExit(130) from None
+    except CharonError:
+        _remove_if_empty(made)  # refused before anything was written: no folder left either
+        raise
     summary = summarise(result, pareto_axis=pareto)
     nothing_runs = not summary["ranking"] and not result.pending
     if nothing_runs and created:
         # a results file this run created holds nothing to resume or rank: none is left
         for path in (Path(db), Path(f"{db}-wal"), Path(f"{db}-shm")):
             path.unlink(missing_ok=True)
+        _remove_if_empty(made)
         summary["db"] = f"{db} (removed: no point runs)"
     written = []
     if plot is not None and summary["ranking"]:
@@ -235,6 +244,13 @@ def sweep_command(
         print(f"error: {len(failed)} point{'s' * (len(failed) != 1)} failed with an error; the others' "
               f"results are in {db}", file=sys.stderr)
         raise SystemExit(POINTS_FAILED)
+
+
+def _remove_if_empty(folder: Path | None) -> None:
+    """Remove the --plot folder this run made for its results file when nothing
+    was left in it."""
+    if folder is not None and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _print_failures(failed: list[dict[str, Any]], axes: list[str]) -> None:

@@ -29,6 +29,22 @@ def test_flags_sweep_prints_json_results_and_pareto(tmp_path, charon):
     assert sorted(Path(p).name for p in out["plots"]) == ["breakdown.png", "pareto.png"]
 
 
+def test_the_results_file_goes_beside_the_plots_else_in_the_working_directory(tmp_path, charon):
+    """Without --db the results file is <space name>.sqlite in the --plot folder
+    (made for it), else in the working directory; a space that runs nothing
+    leaves neither the file nor the folder made for it."""
+    flags = ["sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "1,2", "--json"]
+    run = charon(*flags, "--plot", str(tmp_path / "runs" / "a"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "runs" / "a" / "sweep.sqlite").is_file() and not (tmp_path / "sweep.sqlite").exists()
+    run = charon(*flags, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "sweep.sqlite").is_file()
+    none = charon(*flags[:-1], "--tp", "3", "--plot", str(tmp_path / "runs" / "b"), cwd=tmp_path)
+    assert none.returncode == 1 and none.stderr.startswith("error: no configuration runs")
+    assert not (tmp_path / "runs" / "b").exists()
+
+
 def test_table_and_why(tmp_path, charon):
     run = charon("sweep", "--model", TINY_STEP, "--gpus", "8", "--global-batch", "16", "--tp", "1,2",
                  "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
@@ -324,7 +340,7 @@ def test_a_name_that_is_a_path_is_one_line(charon_fails, tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     line = charon_fails("sweep", *FLAGS, "--name", name)
     assert line == (f"error: the sweep's name '{name}' is a path, not a name (the results go to "
-                    f"./<name>.sqlite; give --db for another place)")
+                    f"<--plot folder or .>/<name>.sqlite; give --db for another place)")
     assert list(tmp_path.iterdir()) == []
 
 
