@@ -42,31 +42,75 @@ def calibrated_overlap(gpu, compute_slowdown: float | None = None,
                         calibrated if comm_slowdown is None else comm_slowdown)
 
 
-def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timeline:
+@dataclass(frozen=True)
+class EventTables:
+    """What the interpreter derives from a program's structure (its events'
+    streams, kinds, programs and dependencies), not from their durations:
+    programs that differ only in durations (the sweep's step programs of one
+    shape, `sweep.screen.step_program`) share one (`run`'s `tables`)."""
+
+    deps: list[list[int]]
+    stream: np.ndarray
+    kind: np.ndarray
+    event_program: np.ndarray
+    stream_of: list[int]
+    kind_of: list[int]
+    program_of: list[int]
+    pending: list[int]
+    """Per event, the events it waits for (a run counts them down on a copy)."""
+    dependents: list[list[int]]
+    queued: list[list[int]]
+    """Per stream, its events in program order."""
+    ready: list[int]
+    """The joins that wait for nothing."""
+
+    @classmethod
+    def of(cls, program: FlatProgram) -> EventTables:
+        n = program.num_events
+        stream_of = program.stream.tolist()
+        deps = program.deps
+        pending = [len(d) for d in deps]
+        dependents: list[list[int]] = [[] for _ in range(n)]
+        for i, ds in enumerate(deps):
+            for d in ds:
+                dependents[d].append(i)
+        queued: list[list[int]] = [[] for _ in program.streams]
+        for i in range(n):
+            if stream_of[i] >= 0:
+                queued[stream_of[i]].append(i)
+        assert program.event_program is not None
+        return cls(deps, program.stream, program.kind, program.event_program, stream_of, program.kind.tolist(),
+                   program.event_program.tolist(), pending, dependents, queued,
+                   [i for i in range(n) if stream_of[i] < 0 and pending[i] == 0])
+
+    def describe(self, program: FlatProgram) -> bool:
+        """Whether these are `program`'s tables: derived from its very arrays."""
+        return (self.deps is program.deps and self.stream is program.stream and self.kind is program.kind
+                and self.event_program is program.event_program and len(self.queued) == len(program.streams))
+
+
+def run(program: FlatProgram, overlap: OverlapModel = OverlapModel(), tables: EventTables | None = None) -> Timeline:
     """Run the flat program; O(events x log events), plus a rate update of a
     program's running events whenever its compute or communication starts or stops
-    overlapping."""
+    overlapping. `tables`: the program's `EventTables`, when a caller runs
+    programs of one structure many times (derived here when they are not this
+    program's)."""
     n = program.num_events
+    if tables is None or not tables.describe(program):
+        tables = EventTables.of(program)
     # plain lists while running (a numpy element costs several times a list's
     # to set), arrays in the timeline; functions and tables bound to locals
     # (the loop runs once per event: a sweep runs millions)
     start = [np.nan] * n
     end = [np.nan] * n
     duration = program.duration.tolist()
-    stream_of = program.stream.tolist()
-    kind_of = program.kind.tolist()
-    program_of = program.event_program.tolist()  # pyright: ignore[reportOptionalMemberAccess]
-    deps = program.deps
+    stream_of = tables.stream_of
+    kind_of = tables.kind_of
+    program_of = tables.program_of
     folded = (program.busy != program.duration).tolist()  # pyright: ignore[reportOptionalMemberAccess]
-    pending = [len(d) for d in deps]
-    dependents: list[list[int]] = [[] for _ in range(n)]
-    for i, ds in enumerate(deps):
-        for d in ds:
-            dependents[d].append(i)
-    queues: list[deque[int]] = [deque() for _ in program.streams]
-    for i in range(n):
-        if stream_of[i] >= 0:
-            queues[stream_of[i]].append(i)
+    pending = list(tables.pending)
+    dependents = tables.dependents
+    queues = [deque(q) for q in tables.queued]
     busy = [False] * len(queues)
     # the host's launches run beside the GPU's work at full rate: what contends
     # is compute with communication on the same GPU (tables indexed by kind)
@@ -88,7 +132,7 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel()) -> Timelin
     t = 0.0
     done = 0
     check: deque[int] = deque(range(len(queues)))
-    instant: deque[int] = deque(i for i in range(n) if stream_of[i] < 0 and pending[i] == 0)
+    instant: deque[int] = deque(tables.ready)
 
     link_of = program.link
     # collectives of one program crossing the same link share it equally (the

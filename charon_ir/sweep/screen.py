@@ -81,7 +81,7 @@ from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.report.energy import nics_per_gpu, training_energy
 from charon_ir.report.summary import utilization
 from charon_ir.runtime.flatten import flatten_all
-from charon_ir.runtime.interpreter import OverlapModel
+from charon_ir.runtime.interpreter import EventTables, OverlapModel
 from charon_ir.runtime.interpreter import run as interpret
 from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram, ProgramInfo
 from charon_ir.runtime.tiers import fold_points
@@ -1010,6 +1010,9 @@ class _StepShape(NamedTuple):
     optimizer step (-1: none)."""
     ends: list[int]
     """Per stage: its step's last event."""
+    tables: EventTables
+    """The interpreter's tables of the program's structure, shared by every
+    point of the shape."""
 
 
 def _shape_key(schedule: str, pp: int, vpp: int, m: int, counts: list[int], items: StepItems) -> tuple:
@@ -1155,7 +1158,8 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
         programs=[ProgramInfo(f"stage{s}", 1) for s in range(pp)] + [ProgramInfo("sends", 1)],
         stream_program=stream_program, event_program=np.asarray(stream_program, dtype=np.int64)[stream_of],
     )
-    return _StepShape(program, np.asarray(takes, dtype=np.int64), last_compute, last_dp, ends)
+    return _StepShape(program, np.asarray(takes, dtype=np.int64), last_compute, last_dp, ends,
+                      EventTables.of(program))
 
 
 def step_program(schedule: str, pp: int, vpp: int, m: int, counts: list[int],
@@ -1192,7 +1196,7 @@ def run_step(schedule: str, pp: int, vpp: int, m: int, counts: list[int], items:
     """`step_program` run by the interpreter; `overlap` prices the contention of
     the dp collectives beside each stage's compute."""
     flat, shape = step_program(schedule, pp, vpp, m, counts, items)
-    timeline = interpret(flat, overlap) if overlap is not None else interpret(flat)
+    timeline = interpret(flat, overlap or OverlapModel(), tables=shape.tables)
     busy = stream_work(timeline)[:pp]
     gathers = items.gathers or [0.0] * pp
     end = timeline.end.tolist()
