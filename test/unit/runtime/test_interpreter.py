@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from charon_ir.errors import CharonError
 from charon_ir.runtime.flatten import KIND_COMM, KIND_COMPUTE, KIND_JOIN, FlatProgram
-from charon_ir.runtime.interpreter import OverlapModel, run
+from charon_ir.runtime.interpreter import EventTables, OverlapModel, run
 
 
 def program(events, streams=("compute", "comm")) -> FlatProgram:
@@ -98,6 +98,27 @@ def test_same_input_same_timeline(events, cs, ms):
     a = run(program(events), OverlapModel(cs, ms))
     b = run(program(events), OverlapModel(cs, ms))
     assert a.start.tobytes() == b.start.tobytes() and a.end.tobytes() == b.end.tobytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(dags(), st.lists(st.floats(0.0, 10.0, allow_nan=False), min_size=25, max_size=25), st.floats(0.0, 1.0))
+def test_programs_of_one_structure_share_their_tables(events, durations, slowdown):
+    """Programs that differ only in durations (built by `replace` from one) run
+    on one EventTables exactly as each on its own; tables of another program
+    are not used (derived again)."""
+    from dataclasses import replace
+
+    first = program(events)
+    tables = EventTables.of(first)
+    other = replace(first, duration=np.array(durations[: len(events)]), busy=None)
+    overlap = OverlapModel(slowdown, slowdown)
+    for p in (first, other, first):
+        shared, alone = run(p, overlap, tables=tables), run(p, overlap)
+        assert shared.start.tobytes() == alone.start.tobytes() and shared.end.tobytes() == alone.end.tobytes()
+    rebuilt = program(events)  # the same structure in arrays of its own
+    assert not tables.describe(rebuilt)
+    elsewhere = program([(0, 1.0, [])] * len(events))
+    assert run(elsewhere, tables=tables).end.tobytes() == run(elsewhere).end.tobytes()
 
 
 def test_collectives_on_one_link_share_its_bandwidth():
