@@ -23,7 +23,9 @@ gave, record by record: every point's status, error and metrics (everything a
 record holds but the seconds it cost), as a digest per point (`--records FILE`
 writes them). bench/expected/training-sweep.json is the full run's and
 training-sweep-screened.json the `--retime -1` run's (every point screened,
-nothing re-timed), both of the simulator at 8a6bb3b: a speed-up must leave both
+nothing re-timed), both of the simulator at 0327f42 (e1df768, memory-analysis
+freeing a stage's unread forward output as Megatron-LM does, moved 688 points'
+memory; 8a6bb3b..e1df768~1 gave the files before): a speed-up must leave both
 byte-identical.
 """
 
