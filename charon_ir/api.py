@@ -168,6 +168,10 @@ class TrainingConfig:
     until the last micro-batch's backward (memory-analysis' `zero3-keep-gathered`:
     FSDP2 under PyTorch's pipelining, torchtitan's `reshard_after_forward=False`
     with pp). Memory only: the gathers and reduce-scatters are priced as before."""
+    keep_stage_outputs: bool = False
+    """A pipeline stage's output stays on its GPU until its micro-batch's backward
+    (memory-analysis' `keep-stage-outputs`: PyTorch's pipelining keeps it in
+    `fwd_cache`); False: freed once sent (Megatron-LM's `deallocate_output_tensor`)."""
     grad_bytes: int = 2
     """Bytes per element of the gradient buffer (memory-analysis' `grad-bytes`):
     2, gradients kept in bf16; 4, Megatron's fp32 main gradients (`--bf16` without
@@ -476,6 +480,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         memory["zero3_live_params"] = config.zero3_live_params
     if config.zero3_keep_gathered:
         memory["zero3_keep_gathered"] = True
+    if config.keep_stage_outputs:
+        memory["keep_stage_outputs"] = True
     if fp8:
         memory["fp8"] = True
         if config.fp8_params:
@@ -522,7 +528,8 @@ def _memory(module, config: TrainingConfig) -> list:
     return analyze_memory(module, Target.from_module(module), grad_bytes=config.grad_bytes,
                           fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
-                          zero3_keep_gathered=config.zero3_keep_gathered)
+                          zero3_keep_gathered=config.zero3_keep_gathered,
+                          keep_stage_outputs=config.keep_stage_outputs)
 
 
 def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any

@@ -252,7 +252,10 @@ FRAMEWORKS: dict[str, Framework] = {
                   "with pp, reshard_after_forward=False (torchtitan parallelize_llama apply_fsdp), and "
                   "torch.distributed.pipelining's backward_maybe_with_nosync turns off resharding after "
                   "backward and gradient sync but for the last backward: parameters stay gathered, "
-                  "gradients accumulate unsharded in fp32 (FSDP2's reduce dtype)", applies=_zero3)),
+                  "gradients accumulate unsharded in fp32 (FSDP2's reduce dtype)", applies=_zero3),
+             Rule("keep_stage_outputs", lambda r: r.get("pp", 1) > 1,
+                  "torch.distributed.pipelining keeps each stage's output in fwd_cache until "
+                  "backward_one_chunk pops it (stage.py)")),
         ),
         Framework(
             "llm-foundry",

@@ -20,6 +20,9 @@ Options:
   their first gather to the end of the step and every gradient accumulates
   unsharded in fp32 until the last backward (FSDP2 under PyTorch's pipelining, as
   torchtitan runs it with pp; `charon_ir.memory.states`; default false).
+- keep-stage-outputs: a pipeline stage's output stays until its micro-batch's
+  backward (PyTorch's pipelining keeps it in `fwd_cache`); false (default): freed
+  once sent, as Megatron-LM's `deallocate_output_tensor` does.
 
 Each `sim.stage` (or the module, when the step is not pipelined) gets
 `sim.memory`: one dictionary per physical stage it runs, in bytes:
@@ -55,6 +58,7 @@ class MemoryAnalysisPass(ModulePass):
     fp8_params: bool = False
     zero3_live_params: int = 0
     zero3_keep_gathered: bool = False
+    keep_stage_outputs: bool = False
 
     def limit_bytes(self, module: ModuleOp) -> float | None:
         if not self.limit_gb >= 0:  # NaN fails too; inf: no limit
@@ -75,7 +79,8 @@ class MemoryAnalysisPass(ModulePass):
         results = {r.stage: r for r in analyze_memory(op, grad_bytes=self.grad_bytes, fp8=self.fp8,
                                                           fp8_params=self.fp8_params,
                                                           zero3_live_params=self.zero3_live_params,
-                                                          zero3_keep_gathered=self.zero3_keep_gathered)}
+                                                          zero3_keep_gathered=self.zero3_keep_gathered,
+                                                          keep_stage_outputs=self.keep_stage_outputs)}
         stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         if not stages:
             op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])

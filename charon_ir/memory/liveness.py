@@ -327,10 +327,14 @@ def _describe(key: Root) -> str:
     return f"{label} {value.type}{suffix}"
 
 
-def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bool = False) -> PhaseMemory:
+def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bool = False,
+                 keep_stage_outputs: bool = False) -> PhaseMemory:
     """Saved bytes and peaks of one micro-batch of the step in `block` (a module
     body or a `sim.stage` body). No forward phase: nothing is saved. With
-    `split_backward` (zb-h1), also what the weight-gradient half reads."""
+    `split_backward` (zb-h1), also what the weight-gradient half reads. With
+    `keep_stage_outputs`, a training forward's results nothing reads (the stage's
+    output, sent on) are kept to the backward as well (PyTorch's pipelining holds
+    them in `fwd_cache` until `backward_one_chunk` pops them)."""
     roots = roots or Roots()
     phases = sim.phases_of(block)
     fwd = phases.get(sim.PhaseKind.FORWARD) or phases.get(sim.PhaseKind.PREFILL) or phases.get(sim.PhaseKind.DECODE)
@@ -346,7 +350,7 @@ def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bo
         # sent on to the next stage) is not kept for the backward: Megatron-LM
         # frees its data once sent (`deallocate_output_tensor`, on by
         # `core_transformer_config_from_args`)
-        if key != STATIC and (bwd is None or result.uses):
+        if key != STATIC and (bwd is None or result.uses or keep_stage_outputs):
             saved_keys[key] = roots.size(key)
     f_live = analyze_block(fwd.body.block, roots, kept=set(saved_keys), excluded=set())
     saved = sum(saved_keys.values())

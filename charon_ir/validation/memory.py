@@ -98,7 +98,8 @@ def predicted_stages(model: str, options: dict[str, Any]) -> list:
     fp8 = config.precision == "fp8"
     return analyze_memory(module, grad_bytes=config.grad_bytes, fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
-                          zero3_keep_gathered=config.zero3_keep_gathered)
+                          zero3_keep_gathered=config.zero3_keep_gathered,
+                          keep_stage_outputs=config.keep_stage_outputs)
 
 
 def memory_note(record: dict[str, Any], stages: list, missing: list[str]) -> str:

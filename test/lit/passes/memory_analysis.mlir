@@ -15,6 +15,7 @@
 // RUN: not charon-opt %s -p 'memory-analysis{zero3-live-params=-1}' 2>&1 | filecheck %s --check-prefix=BAD-LIVE
 // RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80 zero3-keep-gathered=true}' | filecheck %s --check-prefix=ZERO3-KEEP
 // RUN: not charon-opt %s -p 'memory-analysis{zero3-keep-gathered=true}' 2>&1 | filecheck %s --check-prefix=BAD-KEEP
+// RUN: charon-opt %s -p 'pipeline{pp=2 microbatches=4},memory-analysis{limit-gb=80 keep-stage-outputs=true}' | filecheck %s --check-prefix=PP-KEEP
 
 // Four GPT layers, s = 2048, b = 1, h = 4096, a = 32 (sbh = 8388608), saving
 // what Megatron-LM saves. Per layer (Korthikanti et al. 2022):
@@ -44,6 +45,9 @@
 // 1F1B over two stages: the first holds two micro-batches in flight, the last one.
 // PP:      sim.stage [0] attributes {sim.memory = [#sim.memory<stage = 0, params = 805339136, {{.*}} saved_per_microbatch = 1912602624, in_flight = 2
 // PP:      sim.stage [1] attributes {sim.memory = [#sim.memory<stage = 1, params = 805339136, {{.*}} saved_per_microbatch = 1912602624, in_flight = 1
+// With keep-stage-outputs (PyTorch's pipelining) each stage also keeps the output it
+// sent, 2 sbh a micro-batch: 1912602624 + 16777216.
+// PP-KEEP: sim.stage [0] attributes {sim.memory = [#sim.memory<stage = 0, params = 805339136, {{.*}} saved_per_microbatch = 1929379840, in_flight = 2
 
 // OOM: charon-opt: error: memory-analysis: stage 0 needs 16.1 GiB of 12.0 GiB: optimizer states 9.0 GiB, activations 4.1 GiB, parameters 1.5 GiB
 // OOM-PP: charon-opt: error: memory-analysis: stage 0 needs 10.2 GiB of 10.0 GiB: optimizer states 4.5 GiB, activations 4.2 GiB, parameters 0.8 GiB
