@@ -17,6 +17,7 @@ those another version stored.
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import os
@@ -120,8 +121,17 @@ class _Pool:
         context = multiprocessing.get_context("fork" if fork else "spawn")
         self.jobs = jobs
         self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
-        # a forking pool starts every worker at its first task
-        self.executor.submit(os.getpid).result()
+        # a forking pool starts every worker at its first task; what this
+        # process holds by then (modules, parsed models) is frozen out of the
+        # workers' collections, which would otherwise walk it (and copy each
+        # page it lies on) again and again
+        if fork:
+            gc.freeze()
+        try:
+            self.executor.submit(os.getpid).result()
+        finally:
+            if fork:
+                gc.unfreeze()
 
     def run(self, batches: list[list[Point]], tier: str) -> Iterator[dict]:
         pending = {self.executor.submit(evaluate_points, batch, tier): batch for batch in batches}
