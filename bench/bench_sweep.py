@@ -72,11 +72,12 @@ def main() -> None:
 
     db = args.db or os.path.join(tempfile.mkdtemp(prefix="charon-bench-sweep-"), "bench.sqlite")
     load = os.getloadavg()[0]
-    start, cpu_start = time.perf_counter(), _cpu_seconds()
+    start, cpu_start, workers_start = time.perf_counter(), _cpu_seconds(), _cpu_seconds(resource.RUSAGE_CHILDREN)
     result = run_sweep(args.space, db=db, jobs=args.jobs, limit=args.limit, sample=args.sample,
                        seed=args.seed, progress=sys.stderr.isatty(),
                        tier="screen" if args.compare else args.tier, retime=-1 if args.compare else args.retime)
     wall, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
+    workers = _cpu_seconds(resource.RUSAGE_CHILDREN) - workers_start
     digests = {r["key"]: _digest(r) for r in result.records}
     if args.records:
         Path(args.records).write_text(json.dumps(digests, indent=0, sort_keys=True) + "\n")
@@ -85,7 +86,8 @@ def main() -> None:
     legal = sum(r["status"] != "illegal" for r in result.records)
     rates = (f"{legal} legal configurations: {legal / wall * 60:,.0f} per minute of wall time, "
              f"{legal / cpu * 60:,.0f} per CPU minute ({wall:.2f} s wall, {cpu:.2f} s CPU, "
-             f"{args.jobs} job(s), load average {load:.1f} before the run)")
+             f"{args.jobs} job(s){f', {workers:.2f} s of it in the workers' if args.jobs > 1 else ''}, "
+             f"load average {load:.1f} before the run)")
     if args.compare:
         print(f"screened, nothing re-timed: {rates}")
         _compare(result.records, args.compare)
@@ -99,6 +101,7 @@ def main() -> None:
         "points": len(result.records),
         "wall_s": wall,
         "cpu_s": cpu,
+        "cpu_s_workers": workers,
         "jobs": args.jobs,
         "cpus": os.cpu_count(),
         "load_average": load,
@@ -182,11 +185,11 @@ def _expect(digests: dict[str, str], path: str) -> None:
     print(f"--expect {path}: all {len(expected)} points' outputs identical")
 
 
-def _cpu_seconds() -> float:
-    """User + system CPU of this process and its finished workers: on a shared
-    machine the wall clock measures the neighbours too."""
+def _cpu_seconds(*whose: int) -> float:
+    """User + system CPU of this process and its finished workers (`whose`:
+    only those): on a shared machine the wall clock measures the neighbours too."""
     total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+    for who in whose or (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         usage = resource.getrusage(who)
         total += usage.ru_utime + usage.ru_stime
     return total
