@@ -51,7 +51,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from charon_ir.dialects import coll, sim
-from charon_ir.dialects.sim import COST_ATTR, PIPELINE_ATTR
+from charon_ir.dialects.sim import COST_ATTR, PIPELINE_ATTR, PhaseKind
 from charon_ir.errors import CharonError, read_json_file
 from charon_ir.interop.chakra import node_attrs, read_trace, schema
 
@@ -197,7 +197,7 @@ class _Importer:
                     raise CharonError(f"{where}: node {n['id']} ({n['name']}) has no {side} values/shapes/types")
             self.nodes[n["id"]] = n
         self.groups, self.world = self._process_groups()
-        self.contexts: dict[int, tuple[bool, str]] = {}
+        self.contexts: dict[int, tuple[bool, PhaseKind]] = {}
         self.children: dict[int, list[int]] = {}
         for n in self.nodes.values():
             parent = n.get("ctrl_deps")
@@ -311,7 +311,7 @@ class _Importer:
             raise CharonError(f"{where}: peer {peer} is not a rank of its group of {len(members)}")
         return _Comm(kind, float(sum(t[3] * t[4] for t in _tensors(values[0]))), pg, members, members[peer], tag)
 
-    def context(self, node_id: int) -> tuple[bool, str]:
+    def context(self, node_id: int) -> tuple[bool, PhaseKind]:
         """Whether an aten op encloses the node, and the phase its enclosing
         nodes put it in (memoized along the parent chain: autograd nodes nest
         deeply)."""
@@ -327,21 +327,22 @@ class _Importer:
             if len(chain) > len(self.nodes):
                 raise CharonError(f"{self.where}: the nodes' ctrl_deps (parents) make a cycle")
         # what the chain's top inherits: its parent's context, with the parent itself
-        inside, phase = self._with(current, *self.contexts[current]) if current is not None else (False, "forward")
+        inside, phase = (self._with(current, *self.contexts[current]) if current is not None
+                         else (False, PhaseKind.FORWARD))
         for nid in reversed(chain):
             self.contexts[nid] = (inside, phase)
             inside, phase = self._with(nid, inside, phase)
         return self.contexts[node_id]
 
-    def _with(self, node_id: int, inside: bool, phase: str) -> tuple[bool, str]:
+    def _with(self, node_id: int, inside: bool, phase: PhaseKind) -> tuple[bool, PhaseKind]:
         """The context a node gives its children."""
         name = self.nodes[node_id]["name"]
         inside = inside or name.startswith(("aten::", "c10d::", RECORD_PARAM_COMMS))
         if name.startswith(("Optimizer.step", "Optimizer.zero_grad")):
-            phase = "optimizer"
-        elif phase == "forward" and (name.startswith("autograd::engine::evaluate_function")
-                                     or name.endswith(("Backward0", "Backward1"))):
-            phase = "backward"
+            phase = PhaseKind.OPTIMIZER
+        elif phase == PhaseKind.FORWARD and (name.startswith("autograd::engine::evaluate_function")
+                                             or name.endswith(("Backward0", "Backward1"))):
+            phase = PhaseKind.BACKWARD
         return inside, phase
 
     def descendants(self, node_id: int) -> Iterator[dict]:
@@ -351,14 +352,14 @@ class _Importer:
             yield n
             stack.extend(self.children.get(n["id"], ()))
 
-    def kernels(self) -> list[tuple[str, dict]]:
+    def kernels(self) -> list[tuple[PhaseKind, dict]]:
         """(phase, node) of every op that runs work, in execution (id) order:
         outermost aten ops, and collectives (an outermost c10d op, or a
         `record_param_comms` outside one). A top-level op after the backward
         began is the backward's (a gradient all-reduce after `loss.backward()`),
         one after the optimizer's step the optimizer's."""
         out = []
-        seen: set[str] = set()
+        backward_began = stepped = False
         for node_id in sorted(self.nodes):
             node = self.nodes[node_id]
             name = node["name"]
@@ -366,15 +367,15 @@ class _Importer:
                 continue  # the backend running a c10d op (on its own thread): the op is the record
             if not name.startswith(("aten::", "c10d::", RECORD_PARAM_COMMS)):
                 if name.startswith("Optimizer.step"):
-                    seen.add("step")
+                    stepped = True
                 continue
             inside, phase = self.context(node_id)
             if inside:
                 continue  # inside another aten or c10d op: its time is that op's
-            if phase == "backward":
-                seen.add("backward")
-            elif phase == "forward" and seen:
-                phase = "optimizer" if "step" in seen else "backward"
+            if phase == PhaseKind.BACKWARD:
+                backward_began = True
+            elif phase == PhaseKind.FORWARD and (backward_began or stepped):
+                phase = PhaseKind.OPTIMIZER if stepped else PhaseKind.BACKWARD
             if name in FREE and all(d["name"] in FREE for d in self.descendants(node_id)
                                     if d["name"].startswith("aten::")):
                 continue
@@ -394,9 +395,11 @@ class _Importer:
         nbytes = float(sum(t[3] * t[4] for side in ("inputs", "outputs") for t in _tensors(node[side]["values"])))
         return flops, nbytes
 
-    def plan(self) -> tuple[dict[str, list], dict[int, _Comm | None]]:
+    def plan(self) -> tuple[dict[PhaseKind, list], dict[int, _Comm | None]]:
         """The phases' nodes and what each communication node is (`collective`)."""
-        phases: dict[str, list] = {"forward": [], "backward": [], "optimizer": []}
+        phases: dict[PhaseKind, list] = {
+            kind: [] for kind in (PhaseKind.FORWARD, PhaseKind.BACKWARD, PhaseKind.OPTIMIZER)
+        }
         comms: dict[int, _Comm | None] = {}
         for phase, node in self.kernels():
             phases[phase].append(node)
@@ -404,7 +407,7 @@ class _Importer:
                 comms[node["id"]] = self.collective(node)
         return phases, comms
 
-    def build(self, phases: dict[str, list], comms: dict[int, _Comm | None]) -> ModuleOp:
+    def build(self, phases: dict[PhaseKind, list], comms: dict[int, _Comm | None]) -> ModuleOp:
         """One rank's step: a phase per phase of the trace."""
         used = _used_groups([comms])
         ops: list = []
@@ -561,7 +564,7 @@ def import_execution_trace(path: str | Path) -> ModuleOp:
         inputs: list = []
         block = importer.fill(nodes, comms, axes_of, inputs, {},
                               {peer: i - position[r] for peer, i in position.items()})
-        ops.append(sim.StageOp([position[r]], Region(Block([*inputs, sim.PhaseOp(sim.PhaseKind.FORWARD, Region(block))]))))
+        ops.append(sim.StageOp([position[r]], Region(Block([*inputs, sim.PhaseOp(PhaseKind.FORWARD, Region(block))]))))
     module = ModuleOp(ops)
     module.attributes[PIPELINE_ATTR] = _one_run(len(stages))
     return module
@@ -995,4 +998,4 @@ def _phase(rank: _Rank, groups: dict[str, list[int]], axes_of: dict[str, list[st
         block.add_op(op)
         results[n.id] = op.results[0]
     block.add_op(sim.YieldOp())
-    return sim.PhaseOp(sim.PhaseKind.FORWARD, Region(block))
+    return sim.PhaseOp(PhaseKind.FORWARD, Region(block))
