@@ -22,8 +22,10 @@ from charon_ir.runtime.program import (
     KIND_COMPUTE,
     KIND_HOST,
     KIND_JOIN,
-    LINKS,
+    LINK_SCALE_OUT,
+    LINK_SCALE_UP,
     MAX_EVENTS,
+    NO_LINK,
     BarrierIns,
     EventIns,
     FlatProgram,
@@ -37,7 +39,11 @@ __all__ = ["KIND_COMM", "KIND_COMPUTE", "KIND_HOST", "KIND_JOIN", "MAX_EVENTS", 
            "flatten_all", "folds_microbatches"]
 
 _KIND_OF_EVENT = {event.ComputeOp: KIND_COMPUTE, event.CommOp: KIND_COMM, event.LaunchOp: KIND_HOST}
-_KIND_OF_STREAM = {"compute": KIND_COMPUTE, "comm": KIND_COMM, "host": KIND_HOST}
+_KIND_OF_STREAM = {
+    event.StreamKind.COMPUTE: KIND_COMPUTE, event.StreamKind.COMM: KIND_COMM, event.StreamKind.HOST: KIND_HOST,
+}
+LINKS = {event.Link.SCALE_UP: LINK_SCALE_UP, event.Link.SCALE_OUT: LINK_SCALE_OUT}
+"""An `event.comm`'s link as the interpreter numbers it (program.py)."""
 
 
 class _Builder(LoopFolding):
@@ -100,13 +106,13 @@ class _Builder(LoopFolding):
                 continue
             if isinstance(op, event.EventOpBase):
                 p2p = None
-                link = 0
+                link = NO_LINK
                 if isinstance(op, event.CommOp):
                     key = op.point_to_point()
                     if key is not None:
                         p2p = (op.label.data == "send", key)
                     kind = op.link_kind()
-                    link = LINKS.get(kind, 0) if kind is not None else 0
+                    link = LINKS[kind] if kind is not None else NO_LINK
                 code.append(EventIns(
                     self.stream_index[op.stream.string_value()],
                     link,

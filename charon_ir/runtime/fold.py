@@ -19,7 +19,7 @@ from charon_ir.runtime.interpreter import run
 from charon_ir.runtime.program import (
     KIND_COMPUTE,
     KIND_JOIN,
-    LINKS,
+    LINK_SCALE_OUT,
     EventIns,
     Instruction,
     JoinIns,
@@ -307,7 +307,7 @@ def is_foldable(code: list[Instruction]) -> bool:
     the layer loops and folds like them."""
     return not lanes_drift(code) and all(
         type(ins) is JoinIns
-        or (type(ins) is EventIns and ins.p2p is None and ins.link != LINKS["scale-out"])
+        or (type(ins) is EventIns and ins.p2p is None and ins.link != LINK_SCALE_OUT)
         or (type(ins) is LoopIns and is_foldable(ins.body))
         for ins in code
     )

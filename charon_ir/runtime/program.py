@@ -17,9 +17,11 @@ KIND_JOIN, KIND_COMPUTE, KIND_COMM, KIND_HOST = 0, 1, 2, 3
 """Event kinds: a join (no stream, no time), a kernel, a communication, and the
 host issuing a kernel (`event.launch`: a CPU thread's time, contending with
 nothing on the GPU)."""
-LINKS = {"scale-up": 1, "scale-out": 2}
-"""Links a collective can cross; concurrent collectives of one program on the same
-link share its bandwidth."""
+NO_LINK, LINK_SCALE_UP, LINK_SCALE_OUT = 0, 1, 2
+"""The link a communication crosses (`EventIns.link`), numbered: none (a join,
+a kernel, a send or receive), NVLink, the NICs; `flatten` numbers `event.comm`'s
+`#event<link ...>` so. Concurrent collectives of one program on the same link
+share its bandwidth."""
 
 MAX_EVENTS = 20_000_000
 """Events (and loop iterations) one interpretation may run, a few GB and a minute:
@@ -69,7 +71,7 @@ class FlatProgram:
     folded_exposed: dict[int, dict[str, float]] = field(default_factory=dict)
     """Folded compute events: the communication (per axis) exposed inside them."""
     link: dict[int, int] = field(default_factory=dict)
-    """Communication events and the link they cross (1 scale-up, 2 scale-out)."""
+    """Communication events and the link they cross (LINK_SCALE_UP, LINK_SCALE_OUT)."""
 
     def __post_init__(self) -> None:
         if not self.programs:
@@ -97,7 +99,7 @@ class EventIns(NamedTuple):
 
     stream: int
     link: int
-    """0, or the link a collective crosses (LINKS)."""
+    """NO_LINK, or the link a collective crosses (LINK_SCALE_UP, LINK_SCALE_OUT)."""
     kind: int
     duration: float
     deps: tuple[int, ...]
