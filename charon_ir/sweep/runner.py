@@ -334,7 +334,8 @@ def run_sweep(
         _drain(stream, store, space.kind, len(ordered), progress, len(points) - len(todo))
         if space.kind == "training" and tier == "screen" and not limit and retime >= 0:
             _retime_best(store, points, retime or RETIME_FIRST, RETIME_EXACT, progress, retimer)
-        records = {r["key"]: r for r in store.get({p.key for p in points})}
+        # each record's config is its point's (below): not decoded
+        records = {r["key"]: r for r in store.get({p.key for p in points}, configs=False)}
     finally:
         if store is not None:
             store.close()
@@ -419,7 +420,7 @@ def _retime_best(store: ResultStore, points: list[Point], first: int, exact: int
     by_key = {p.key: p for p in points}
     # read once (decoding every record again per round costs more than the
     # re-timing's bookkeeping), then kept as the store is
-    timed = {r["key"]: r for r in store.get(set(by_key)) if r["status"] == "ok" and r["metrics"]}
+    timed = {r["key"]: r for r in store.get(set(by_key), configs=False) if r["status"] == "ok" and r["metrics"]}
     k = first
     while True:
         records = sorted(timed.values(), key=lambda r: (-(r["metrics"].get("tokens_per_s") or 0.0), r["key"]))

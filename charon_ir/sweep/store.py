@@ -133,25 +133,27 @@ class ResultStore:
         except sqlite3.Error as e:  # a read-only mount or an immutable file, a full disk
             raise CharonError(f"--db {self.path}: cannot write to it ({e})") from None
 
-    def get(self, keys: Iterable[str] | None = None) -> list[dict]:
-        """Stored records, all of them or those of `keys` (in the order stored)."""
+    def get(self, keys: Iterable[str] | None = None, configs: bool = True) -> list[dict]:
+        """Stored records, all of them or those of `keys` (in the order stored);
+        without `configs`, each record's config is None (not decoded: a caller
+        that holds the points has them)."""
         wanted = set(keys) if keys is not None else None
         out = []
         for key, config, status, error, metrics, seconds, cpu_seconds in self._rows(
-                "key, config, status, error, metrics, seconds, cpu_seconds"):
+                f"key, {'config' if configs else 'NULL'}, status, error, metrics, seconds, cpu_seconds"):
             if wanted is not None and key not in wanted:
                 continue
             try:
                 row = {
                     "key": key,
-                    "config": json.loads(config),
+                    "config": json.loads(config) if configs else None,
                     "status": status,
                     "error": error,
                     "metrics": json.loads(metrics) if metrics else None,
                     "seconds": seconds,
                     "cpu_seconds": cpu_seconds,
                 }
-                _check_row(row)
+                _check_row(row, configs)
             except (TypeError, ValueError) as e:  # JSONDecodeError is a ValueError
                 raise CharonError(f"--db {self.path}: the row of point {key} is not a sweep's "
                                   f"record ({e}); give another --db") from None
@@ -162,10 +164,10 @@ class ResultStore:
         self.db.close()
 
 
-def _check_row(row: dict) -> None:
+def _check_row(row: dict, config: bool = True) -> None:
     """The types the ranking and the summaries read: a row written by another
     program (or edited) fails here, by its key, not in a sort far away."""
-    if not isinstance(row["config"], dict):
+    if config and not isinstance(row["config"], dict):
         raise TypeError("its config is not an object")
     metrics = row["metrics"]
     if metrics is None:

@@ -100,6 +100,19 @@ def test_a_results_file_from_before_the_simulator_column_is_timed_again(tmp_path
     assert [r["key"] for r in ResultStore(db).get()] == ["k"]
 
 
+def test_records_read_without_their_configs_are_the_same_records(tiny_space, tmp_path):
+    """`get(configs=False)`, what the sweep reads back (each record's config is
+    its point's), is `get()` with the configs left undecoded."""
+    db = tmp_path / "r.sqlite"
+    result = run_sweep({**tiny_space, "tp": [1, 2]}, db=db, tier="screen")
+    store = ResultStore(db)
+    full, bare = store.get(), store.get(configs=False)
+    assert [r["config"] for r in bare] == [None] * len(full)
+    assert [{**r, "config": None} for r in full] == bare
+    by_key = {r["key"]: r for r in full}
+    assert all(r == by_key[r["key"]] for r in result.records)
+
+
 def test_a_tampered_row_or_an_unwritable_file_is_one_line(tiny_space, tmp_path):
     db = tmp_path / "r.sqlite"
     run_sweep({**tiny_space, "tp": [1]}, db=db, tier="fast")
