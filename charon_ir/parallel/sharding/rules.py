@@ -446,8 +446,8 @@ class ShardOptimizer(ShardPattern):
 @dataclass
 class ShardRepeat(ShardPattern):
     """A repeat's block arguments take the layout of what they receive: carried
-    values their init's (or the one the pass asks for), sliced values their
-    operand's without the leading layer dim."""
+    values their init's, sliced values their operand's without the leading layer
+    dim."""
 
     op_types: tuple[type[Operation], ...] = (sim.RepeatOp,)
 
@@ -460,11 +460,6 @@ class ShardRepeat(ShardPattern):
             if s.partial:
                 st.use(op, i, replace(s, partial=False))
                 s = st.shard(st.operand(op, i))
-            if st.carried is not None:
-                want = st.carried(op.iter_init[i], s)
-                if want != s:
-                    st.use(op, i, want)
-                    s = want
             st.assign(block.args[i], s, st.rank_shape(st.operand(op, i)))
         for j in range(len(op.slices)):
             k = n_iter + j

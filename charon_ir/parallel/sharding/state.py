@@ -11,7 +11,7 @@ layout, all-reduce row statistics). It leaves open what a request does:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -66,8 +66,6 @@ class Sharding(ABC):
     gather_first: frozenset[str] = frozenset({"seq"})
     """In a matmul whose operands are split on incompatible dims, gather the operand
     with one of these tags (Megatron-SP gathers the sequence, never a weight)."""
-    carried: Callable[[SSAValue, Shard], Shard] | None = None
-    """Shard wanted for a value carried around a `sim.repeat` (default: its init's)."""
     done: set[Operation] = field(default_factory=set)
     replicated_flops: float = 0.0
     flops_before: dict[Operation, float] = field(default_factory=dict)
