@@ -84,6 +84,16 @@ POLICY_CHOICES = f"{', '.join(POLICIES[:-1])} or {POLICIES[-1]}"
 """The policies in words ("none, selective or full"), for error messages."""
 
 
+def rewrote_nothing(module: ModuleOp) -> bool:
+    """Whether the pass, just applied to `module`, left every op as it was: each
+    of its rewrites marks what it made or re-ran (`sim.recompute`), so no mark
+    means the module is the one without the pass but for the policy it records
+    (`sim.recompute_policy`, which nothing reads). Selective recomputation of a
+    flash attention's core is such a run: flash already re-runs it in its
+    backward (the sweep then shares the point of no recomputation)."""
+    return not any(sim.recompute_kind(op) is not None for op in module.walk())
+
+
 def saved_source(value: SSAValue) -> SSAValue:
     """The forward value a backward value is a saved copy of: follow repeat
     slices to the stacked operand, phase results to what the phase yields,

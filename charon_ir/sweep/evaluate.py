@@ -51,6 +51,7 @@ from charon_ir.api import (TrainingConfig, imports_tensor_parallel, load_model_m
                            time_module)
 from charon_ir.errors import CharonError
 from charon_ir.memory import peak_bytes_per_stage
+from charon_ir.passes import recompute as recompute_pass
 from charon_ir.sweep import screen
 from charon_ir.sweep.hardware import cluster_file, has_hardware_axes, point_hardware
 from charon_ir.sweep.space import ModelShape, Point, states_lower_bound
@@ -367,7 +368,7 @@ class TrainingEvaluator:
                     while len(self._failed) > FAILED_CACHE_SIZE:
                         self._failed.popitem(last=False)
                 raise
-            if same is not None and steps[j][0] == "recompute" and screen.recompute_rewrote_nothing(module):
+            if same is not None and steps[j][0] == "recompute" and recompute_pass.rewrote_nothing(module):
                 if same in self._outcomes:
                     raise _SameAs(same)
                 self._same_as = same
@@ -480,7 +481,7 @@ class TrainingEvaluator:
         """Build and time one point: (status, error, metrics). Nothing it built
         outlives the call but the snapshots kept for the next point.
 
-        A point whose recompute pass rewrites nothing (`screen.recompute_rewrote_nothing`)
+        A point whose recompute pass rewrites nothing (`passes.recompute.rewrote_nothing`)
         builds the module of the same point without recomputation: it has that
         point's outcome, kept (`OUTCOMES_KEPT`) so that one of the two is timed."""
         key = repr(config)

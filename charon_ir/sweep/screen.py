@@ -76,6 +76,7 @@ from charon_ir.memory.tensors import value_bytes
 from charon_ir.parallel.mesh import find_grid
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_gradient_sync, stage_order
 from charon_ir.passes.data_parallel import bucket_sizes
+from charon_ir.passes import recompute as recompute_pass
 from charon_ir.passes.pipeline import even_split
 from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.report.energy import nics_per_gpu, training_energy
@@ -308,16 +309,6 @@ def screenable(config) -> bool:
 # -- probes ---------------------------------------------------------------------
 
 
-def recompute_rewrote_nothing(module) -> bool:
-    """Whether the recompute pass just applied to `module` left every op as it
-    was: each of its rewrites marks what it made or re-ran (`sim.recompute`),
-    so no mark means the module is the one without the pass but for the policy
-    it records (`sim.recompute_policy`, which nothing reads). Selective
-    recomputation of a flash attention's core is such a pass: flash already
-    re-runs it in its backward."""
-    return not any(sim.recompute_kind(op) is not None for op in module.walk())
-
-
 def without_recompute(config):
     """`config` with no recomputation, when the only pass it lacks is that one
     (its plan is the same otherwise); None when that is not so."""
@@ -430,7 +421,7 @@ def build_probe(evaluator, config) -> Probe | None:
 
     A probe is a function of its one-rank `base` configuration: kept by it
     (`ProbeCache.probes`), and a recompute policy that rewrites nothing
-    (`recompute_rewrote_nothing`) gives the probe of no recomputation, built
+    (`passes.recompute.rewrote_nothing`) gives the probe of no recomputation, built
     once for both. A pass that refuses the configuration raises its
     CharonError (the fast tier gives the point's own answer)."""
     split = (config.schedule or "") in SPLIT_BACKWARD
@@ -467,7 +458,7 @@ def _build_probe(evaluator, config, base, split: bool) -> Probe | None:
         if name == "memory-analysis":
             continue  # the probe's memory is read off its stage classes below
         make_pass(name, **options).apply(ctx, module)
-        if name == "recompute" and recompute_rewrote_nothing(module):
+        if name == "recompute" and recompute_pass.rewrote_nothing(module):
             if without_recompute(base) is not None:
                 return build_probe(evaluator, replace(config, recompute="none"))
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
