@@ -167,6 +167,9 @@ _MEGATRON_LM_2021: tuple[Rule, ...] = (
          "Float16OptimizerWithFloat16Params around apex FusedAdam: copy, unscale, norm as own kernels"),
     Rule("unfused_grad_accumulation", lambda r: True,
          "param.main_grad.add_(param.grad) per micro-batch (gradient-accumulation fusion came mid-2022)"),
+    Rule("keep_stage_outputs", lambda r: r.get("pp", 1) > 1,
+         "megatron/schedules.py keeps each output tensor in output_tensors until its backward_step; "
+         "pseudo-freeing it once sent (free_output_tensor, --deallocate-pipeline-outputs) came in 2022"),
 )
 
 _MEGATRON_LM_2022: tuple[Rule, ...] = tuple(
@@ -175,6 +178,7 @@ _MEGATRON_LM_2022: tuple[Rule, ...] = tuple(
          "weight-gradient GEMM (async tensor-model-parallel all-reduce)")
     if rule.setting == "blocking_comm" else rule
     for rule in _MEGATRON_LM_2021
+    if rule.setting != "keep_stage_outputs"  # Korthikanti et al.'s code frees a sent output
 )
 
 def _zero3(resolved: Resolved) -> bool:
