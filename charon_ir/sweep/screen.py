@@ -554,13 +554,13 @@ stage takes the rest)."""
 
 def _stage_classes(module, split: bool, config) -> dict[int, Any]:
     """memory-analysis's stage classes of a built module, by virtual stage, with
-    the point's gradient bytes and fp8 activations."""
+    the point's gradient bytes, fp8 activations and kept stage outputs."""
     classes = {}
     for op in module.body.block.ops:
         if isinstance(op, sim.StageOp):
             fp8 = config.precision == "fp8"
             cls = _stage_class(op.body.block, DataParallel(), config.grad_bytes, split, fp8,
-                               fp8 and config.fp8_params)
+                               fp8 and config.fp8_params, keep_stage_outputs=config.keep_stage_outputs)
             for v in op.stage_ids():
                 classes[v] = cls
     return classes
