@@ -9,9 +9,10 @@ tensors, so the host, not the GPU, sets the wall time):
 - ``split_empty``: ``torch.split`` + ``torch.empty``, the per-expert Python TE's grouped linear
   runs besides its GEMMs (NVIDIA/TransformerEngine #1499);
 - ``grouped_linear``: a grouped linear as TE's ``_GroupedLinear`` runs it in bf16 - the input
-  split by ``m_splits``, one GEMM per local expert forward, two backward (dgrad, wgrad), through
-  autograd - for E local experts: host time per layer forward and backward, and the kernels each
-  launches (counted with torch.profiler), so host time per launch follows;
+  split by ``m_splits``, one GEMM per local expert forward into one preallocated output, two
+  backward (dgrad, wgrad) - for E local experts: host time per layer forward and backward, and
+  the kernels each launches (counted with torch.profiler), so host time per launch follows
+  (TE's own Python around the GEMMs, its quantization in fp8, is not in it);
 - ``sync``: a device-to-host read of a small tensor (``tokens_per_expert.tolist()``) on an idle GPU.
 
 Each value is the median of ``--repeats`` samples of ``--calls`` calls. Usage:
@@ -64,23 +65,28 @@ def _kernels_per_call(fn, device: str) -> int | None:
 
 
 def _grouped_linear(experts: int, rows: int, k: int, n: int, device: str, dtype):
-    """A closure running one grouped linear forward + backward as TE's _GroupedLinear does."""
-    weights = [torch.randn(n, k, device=device, dtype=dtype, requires_grad=True) for _ in range(experts)]
-    x = torch.randn(rows * experts, k, device=device, dtype=dtype, requires_grad=True)
-    m_splits = [rows] * experts
+    """A closure running one grouped linear forward + backward as TE's _GroupedLinear does:
+    the input split by m_splits, one GEMM per expert into its slice of one preallocated
+    output (no concatenation), and in the backward one dgrad and one wgrad GEMM per expert
+    written in place (no autograd, whose accumulation adds kernels TE does not run)."""
+    weights = [torch.randn(n, k, device=device, dtype=dtype) for _ in range(experts)]
+    wgrads = [torch.empty(n, k, device=device, dtype=dtype) for _ in range(experts)]
+    x = torch.randn(rows * experts, k, device=device, dtype=dtype)
+    out = torch.empty(rows * experts, n, device=device, dtype=dtype)
+    dx = torch.empty(rows * experts, k, device=device, dtype=dtype)
     grad = torch.randn(rows * experts, n, device=device, dtype=dtype)
-
-    def forward():
-        parts = torch.split(x, m_splits)
-        return torch.cat([torch.mm(p, w.t()) for p, w in zip(parts, weights)])
-
-    def forward_backward():
-        out = forward()
-        out.backward(grad)
+    m_splits = [rows] * experts
 
     def forward_only():
-        with torch.no_grad():
-            forward()
+        for p, o, w in zip(torch.split(x, m_splits), torch.split(out, m_splits), weights):
+            torch.mm(p, w.t(), out=o)
+
+    def forward_backward():
+        forward_only()
+        for g, p, d, w, wg in zip(torch.split(grad, m_splits), torch.split(x, m_splits),
+                                  torch.split(dx, m_splits), weights, wgrads):
+            torch.mm(g, w, out=d)  # dgrad
+            torch.mm(g.t(), p, out=wg)  # wgrad
 
     return forward_only, forward_backward
 
@@ -132,11 +138,18 @@ def measure(device: str, calls: int, repeats: int) -> dict:
     return result
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--calls", type=_positive, default=2000)
+    parser.add_argument("--repeats", type=_positive, default=5)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     result = measure(args.device, args.calls, args.repeats)
