@@ -119,6 +119,12 @@ CATEGORY_FIELDS = {
     "long_context_inference": (("strategy", "input_len", 1, True), ("strategy", "output_len", 1, True),
                                ("strategy", "tp", 1, True), ("strategy", "pp", 1, False),
                                ("strategy", "cp", 1, True)),
+    # the integers validation/memory.py's memory_case reads
+    "training_memory": (("strategy", "fsdp", 1, True), ("strategy", "tp", 1, True),
+                        ("strategy", "pp", 1, True), ("strategy", "cp", 1, True),
+                        ("strategy", "micro_batch", 1, True), ("strategy", "local_batch", 1, True),
+                        ("strategy", "seq_len", 1, True), ("hardware", "num_gpus", 1, True),
+                        ("strategy", "vp", 1, False), ("strategy", "microbatches", 1, False)),
 }
 """(part, key, least value, required) of the integers the other records' runs read
 (an attention record's fields when it is one; a GEMM's shape is `shape_MxNxK`)."""
@@ -133,7 +139,7 @@ METRIC_UNITS = {
     "layer_forward_plus_backward_time": ("ms",), "first_token_latency": tuple(LATENCY_UNITS),
     "output_tokens_per_sec_per_gpu": ("output tokens/s/GPU",), "output_tokens_per_sec": ("output tokens/s",),
     "attention_tflops": ("TFLOP/s",), "max_achievable_matmul_tflops": ("TFLOP/s",),
-    "matmul_tflops": ("TFLOP/s",),
+    "matmul_tflops": ("TFLOP/s",), "peak_reserved_memory_per_gpu": ("GiB",),
     "bus_bandwidth": ("GB/s",), "max_bus_bandwidth": ("GB/s",), "peak_bus_bandwidth": ("GB/s",),
 }
 """The units each compared metric's value is read in: a record's `unit` is one of

@@ -91,3 +91,32 @@ def test_a_record_it_cannot_run_is_unsupported_with_the_reason(field, value, wor
         memory_case(record)
     (result,) = run_memory([record])
     assert result.status == "unsupported" and words.split("'")[0] in result.note
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"unit": "GB"}, "metric 'peak_reserved_memory_per_gpu' is read in 'GiB', got 'unit' \"GB\""),
+    ({"strategy": {"fsdp": None}}, "training_memory record needs 'strategy.fsdp' as an integer >= 1, got null"),
+    ({"strategy": {"tp": "two"}}, "training_memory record needs 'strategy.tp' as an integer >= 1, got \"two\""),
+    ({"strategy": {"pp": 0}}, "needs 'strategy.pp' as an integer >= 1, got 0"),
+    ({"strategy": {"cp": 1.5}}, "needs 'strategy.cp' as an integer >= 1, got 1.5"),
+    ({"strategy": {"micro_batch": True}}, "needs 'strategy.micro_batch' as an integer >= 1, got true"),
+    ({"strategy": {"local_batch": None}}, "needs 'strategy.local_batch' as an integer >= 1, got null"),
+    ({"strategy": {"seq_len": "8k"}}, "needs 'strategy.seq_len' as an integer >= 1, got \"8k\""),
+    ({"hardware": {"num_gpus": None}}, "needs 'hardware.num_gpus' as an integer >= 1, got null"),
+    ({"strategy": {"microbatches": 0}}, "needs 'strategy.microbatches' as an integer >= 1, got 0"),
+])
+def test_a_bad_memory_record_is_one_line_naming_record_and_field(tmp_path, charon_fails, change, fragment):
+    record = copy.deepcopy(memory_records()[0])
+    for key, value in change.items():
+        if isinstance(value, dict):
+            for field, v in value.items():
+                if v is None:
+                    record[key].pop(field, None)
+                else:
+                    record[key][field] = v
+        else:
+            record[key] = value
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps([record]))
+    line = charon_fails("validate", "--set", str(path), "--only", "memory")
+    assert f"record 0 ('{record['id']}')" in line and fragment in line, line
