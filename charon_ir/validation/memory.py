@@ -41,7 +41,10 @@ FRAMEWORK_PRESETS = {"torchtitan": "fsdp2"}
 it runs under."""
 
 RECOMPUTE = {"full": "full", "none": "none"}
-"""Activation checkpointing as a record states it -> `--recompute`."""
+"""Activation checkpointing as a record states it -> `--recompute`. Megatron-Core's
+selective modules (`--recompute selective`) are not torchtitan's selective
+checkpointing (op-level: every other matmul's output saved; or every n-th layer
+checkpointed), so a torchtitan record's "selective" maps to neither."""
 
 NOT_MODELLED = {
     "torch_compile": "torch.compile (inductor chooses what to save and fuses)",
@@ -57,7 +60,7 @@ def memory_case(record: dict[str, Any]) -> tuple[str, dict[str, Any], list[str]]
     checkpointing = str(strategy["activation_checkpointing"])
     if checkpointing not in RECOMPUTE:
         raise Unsupported(f"activation checkpointing '{checkpointing.split(' (')[0]}' is not a policy "
-                          "memory-analysis models (none, Megatron-Core's selective modules, full)")
+                          f"memory-analysis models for these records ({', '.join(RECOMPUTE)})")
     framework = str(strategy["framework"]).split()[0]
     if framework not in FRAMEWORK_PRESETS:
         raise Unsupported(f"framework '{framework}' has no preset here ({', '.join(FRAMEWORK_PRESETS)})")

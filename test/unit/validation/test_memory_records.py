@@ -120,3 +120,10 @@ def test_a_bad_memory_record_is_one_line_naming_record_and_field(tmp_path, charo
     path.write_text(json.dumps([record]))
     line = charon_fails("validate", "--set", str(path), "--only", "memory")
     assert f"record 0 ('{record['id']}')" in line and fragment in line, line
+
+
+def test_the_unsupported_checkpointing_message_lists_only_the_policies_mapped():
+    record = copy.deepcopy(next(r for r in memory_records() if "op-level" in r["strategy"]["activation_checkpointing"]))
+    with pytest.raises(Unsupported) as info:
+        memory_case(record)
+    assert "(full, none)" in str(info.value) and "Megatron" not in str(info.value)
