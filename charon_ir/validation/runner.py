@@ -302,6 +302,11 @@ def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: i
         raise CharonError(f"--only {only!r}: expected one of {', '.join(GROUPS)}")
     if framework:
         check_framework(framework)
+    if only == "memory" and (framework or host_launch_s):
+        # a memory record runs under its own framework's preset (memory.FRAMEWORK_PRESETS), unpriced
+        flag = "--framework" if framework else "--host-launch-us"
+        raise CharonError(f"{flag} applies to training records: --only memory runs each record under "
+                          "its own framework's preset and prices nothing")
     selected = [r for r in records if only is None or CATEGORY_GROUP.get(r["category"]) == only]
     results: list[RecordResult] = []
     training = [r for r in selected if CATEGORY_GROUP.get(r["category"]) == "training"]

@@ -127,3 +127,12 @@ def test_the_unsupported_checkpointing_message_lists_only_the_policies_mapped():
     with pytest.raises(Unsupported) as info:
         memory_case(record)
     assert "(full, none)" in str(info.value) and "Megatron" not in str(info.value)
+
+
+@pytest.mark.parametrize(("flags", "fragment"), [
+    (("--framework", "megatron-core"), "--framework applies to training records: --only memory"),
+    (("--host-launch-us", "10"), "--host-launch-us applies to training records: --only memory"),
+])
+def test_a_training_only_flag_is_refused_with_only_memory(charon_fails, flags, fragment):
+    line = charon_fails("validate", "--only", "memory", *flags)
+    assert fragment in line, line
