@@ -125,7 +125,7 @@ def _gather_for_readers(rewriter: PatternRewriter, value: SSAValue, share: Tenso
     users = list(value.uses)
     value = rewriter.replace_value_with_new_type(value, share)
     ag = _gather(value, dim, tp)
-    rewriter.insert_op(ag, at)
+    rewriter.insert(ag, at)
     for u in users:
         u.operation.operands[u.index] = ag.result
         rewriter.handle_operation_modification(u.operation)
@@ -402,7 +402,7 @@ class SplitCarried(RewritePattern):
             arg = _gather_for_readers(rewriter, arg, _split_type(arg, d, tp), d, tp, InsertPoint.at_start(block))
             share, sl = _share(term.values[i], d, tp)
             if sl is not None:
-                rewriter.insert_op(sl, InsertPoint.before(term))
+                rewriter.insert(sl, InsertPoint.before(term))
             term.operands[i] = share
             rewriter.handle_operation_modification(term)
             _gather_for_readers(rewriter, op.results[i], arg.type, d, tp, InsertPoint.after(op))

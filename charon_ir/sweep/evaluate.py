@@ -128,6 +128,12 @@ def training_config(config: dict[str, Any]):
         fp8_params=config["fp8_params"],
         blocking_comm=tuple(a.strip() for a in config["blocking_comm"].split(",") if a.strip()),
         host_launch_s=float(config["host_launch_s"]),
+        fp8_weight_cache=config["fp8_weight_cache"],
+        zero3_live_params=config["zero3_live_params"],
+        zero3_keep_gathered=config["zero3_keep_gathered"],
+        keep_stage_outputs=config["keep_stage_outputs"],
+        expert_launches=float(config["expert_launches"]),
+        moe_host_sync=config["moe_host_sync"],
         engines=engines,
     )
 
@@ -225,12 +231,13 @@ class TrainingEvaluator:
         re-times its best points parse each model once."""
         self.ctx = imports.ctx if imports is not None else make_context()
         self.cache = cache
+        """False: the fast tier keeps nothing between points (no import, snapshot,
+        outcome or failure reused), the reference the cached evaluation must
+        equal. The screening tier keeps its probes (`probes`) either way."""
         self.tier = tier
         """fast: every point built and timed by the fast tier; screen: points the
         screening tier models are composed from their layer class's probe
         (`charon_ir.sweep.screen`), the rest as fast."""
-        """False: nothing is kept between points (no import, snapshot or failure
-        reused), the reference the cached evaluation must equal."""
         self.probes: screen.ProbeCache = imports.probes if imports is not None else screen.ProbeCache()
         """The screening tier's probes and the modules they share; a fast-tier
         build starts from the module of its passes before the pipeline when a
@@ -245,9 +252,11 @@ class TrainingEvaluator:
         self._same_as: str | None = None
 
     def forget_outcomes(self) -> None:
-        """Start the next sweep without this one's outcomes (`workers.forget_outcomes`)."""
+        """Start the next sweep without this one's outcomes and probes
+        (`workers.forget_outcomes`)."""
         self._outcomes.clear()
         self._same_as = None
+        self.probes.clear()
 
     def _states_overflow(self, point: Point, config) -> str:
         """The memory model's closed-form bound: a point whose model states alone

@@ -67,6 +67,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from charon_ir.api import imports_tensor_parallel, make_pass, overlap_model, pass_plan
 from charon_ir.dialects import coll, event, sim
 from charon_ir.engines.collectives import cached_plan
+from charon_ir.errors import CharonError
 from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
 from charon_ir.memory.analysis import _stage_class
 from charon_ir.memory.liveness import PhaseMemory, layer_saved_values
@@ -214,12 +215,15 @@ class Probe:
 
     _timing_error: Exception | None = field(default=None, repr=False)
     """What the timing raised: every later point of the class meets it too."""
+    _timing_traceback: Any = field(default=None, repr=False)
 
     def timed(self) -> Probe:
         """The probe with its timing filled in: a layer class whose points all
         overflow memory never prices, lowers or runs its probe."""
         if self._timing_error is not None:
-            raise self._timing_error
+            # with its first traceback: raising the object again would append
+            # every later point's frames (and keep their locals alive)
+            raise self._timing_error.with_traceback(self._timing_traceback)
         timing = self._timing
         if timing is not None:
             self._timing = None
@@ -228,7 +232,7 @@ class Probe:
                     timing()
             except Exception as e:
                 # its module is half priced or lowered: never timed again
-                self._timing_error = e
+                self._timing_error, self._timing_traceback = e, e.__traceback__
                 raise
         return self
 
@@ -260,7 +264,7 @@ def class_key(config: dict[str, Any]) -> tuple:
     return (("split", split), *sorted((k, str(v)) for k, v in config.items() if k not in skip))
 
 
-RECOMPUTE_ORDER = ("none", "selective", "full")
+RECOMPUTE_ORDER = tuple(sim.RecomputePolicy)
 """The order of a layer's recompute policies in the sweep (`class_order`): a
 policy that rewrites nothing uses the probe without recomputation, built
 first; the last takes the modules the layer's probes share
@@ -312,7 +316,7 @@ def screenable(config) -> bool:
 def without_recompute(config):
     """`config` with no recomputation, when the only pass it lacks is that one
     (its plan is the same otherwise); None when that is not so."""
-    if config.recompute == "none" or config.recompute_modules:
+    if config.recompute == sim.RecomputePolicy.NONE or config.recompute_modules:
         return None
     same = replace(config, recompute="none")
     return same if [s for s in pass_plan(config) if s[0] != "recompute"] == pass_plan(same) else None
@@ -375,9 +379,10 @@ _MISSING = object()
 class ProbeCache:
     """What an evaluator keeps of its probes' work, every part bounded (LRU)."""
 
-    probes: OrderedDict[str, Probe | None] = field(default_factory=OrderedDict)
+    probes: OrderedDict[str, Probe | CharonError | None] = field(default_factory=OrderedDict)
     """By their one-rank configuration (`build_probe`'s base, repr); None: a
-    layer the screen does not model."""
+    layer the screen does not model; a CharonError: what a pass of the probe
+    refused (every point of the class is refused the same way)."""
     prefixes: OrderedDict[tuple[Step, ...], Any] = field(default_factory=OrderedDict)
     """Modules after the steps of their key (`_after`): only read, callers clone."""
     layers: OrderedDict[tuple[Step, ...], Any] = field(default_factory=OrderedDict)
@@ -402,6 +407,13 @@ class ProbeCache:
     def forget(self, steps: tuple[Step, ...]) -> None:
         self.layers.pop(steps, None)
         self.prefixes.pop(steps, None)
+
+    def clear(self) -> None:
+        """Keep nothing: a timed probe holds prices of the engines, profile
+        database and device of its sweep. In place: the tiers of one process
+        share this object."""
+        for part in (self.probes, self.prefixes, self.layers, self.gradients, self.untimed):
+            part.clear()
 
     def shared_prefix(self, steps: tuple[Step, ...]) -> tuple[int, Any]:
         """(n, module) of the longest prefix of `steps` before their pipeline
@@ -432,9 +444,16 @@ def build_probe(evaluator, config) -> Probe | None:
     cache: ProbeCache = evaluator.probes
     probe = _lru_get(cache.probes, repr(base))
     if probe is _MISSING:
-        with building():
-            probe = _build_probe(evaluator, config, base, split)
+        try:
+            with building():
+                probe = _build_probe(evaluator, config, base, split)
+        except CharonError as refusal:
+            # every point of the class meets the same refusal: kept, so that
+            # they do not run the passes up to it again
+            probe = refusal
         _lru_put(cache.probes, repr(base), probe, PROBES_KEPT)
+    if isinstance(probe, CharonError):
+        raise probe.with_traceback(None)
     return probe
 
 
@@ -593,10 +612,11 @@ def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]], take: boo
     module = module.clone()
     for n in range(done, len(path)):
         name, options = steps[n - 1]
-        if n > 1 and (name == "pipeline" or path[n - 1][0] == "shard-tensor"):
+        if n > done and (name == "pipeline" or path[n - 1][0] == "shard-tensor"):
             # what the probe and its memory split (another pipeline) share, and
             # the fast tier's builds of the layer; and the tp split, which
-            # sequence parallelism on and off share
+            # sequence parallelism on and off share (not the prefix just found:
+            # it is kept already; a fresh import, done 1, is kept by no step)
             cache.keep(path[:n], module.clone(), layer=name == "pipeline")
         make_pass(name, **options).apply(evaluator.ctx, module)
     if not take:

@@ -104,6 +104,12 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "host_launch_s": 0.0,
     "etp": 0,
     "fused_cross_entropy": False,
+    "fp8_weight_cache": False,
+    "zero3_live_params": 0,
+    "zero3_keep_gathered": False,
+    "keep_stage_outputs": False,
+    "expert_launches": 0.0,
+    "moe_host_sync": False,
     "framework": "megatron-core",
 }
 """Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
@@ -129,6 +135,12 @@ LATER_SETTINGS = (
     "etp",
     "fused_cross_entropy",
     "host_launch_s",
+    "fp8_weight_cache",
+    "zero3_live_params",
+    "zero3_keep_gathered",
+    "keep_stage_outputs",
+    "expert_launches",
+    "moe_host_sync",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that

@@ -112,6 +112,7 @@ def test_programs_of_one_structure_share_their_tables(events, durations, slowdow
     tables = EventTables.of(first)
     other = replace(first, duration=np.array(durations[: len(events)]), busy=None)
     overlap = OverlapModel(slowdown, slowdown)
+    assert tables.describe(first) and tables.describe(other)  # shared, not derived again
     for p in (first, other, first):
         shared, alone = run(p, overlap, tables=tables), run(p, overlap)
         assert shared.start.tobytes() == alone.start.tobytes() and shared.end.tobytes() == alone.end.tobytes()

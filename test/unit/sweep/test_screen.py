@@ -290,6 +290,8 @@ def test_a_step_shape_built_once_times_every_point_of_it(pp, m, layers, times, r
     first = run_step(schedule, pp, 1, m, counts, items(1.0), overlap)
     second = run_step(schedule, pp, 1, m, counts, items(1.7), overlap)  # the shape of the first
     assert len(screen._SHAPES) == 1
+    program, shape = screen.step_program(schedule, pp, 1, m, counts, items(2.3))
+    assert shape.tables.describe(program)  # the interpreter's tables shared, not derived again
     screen._SHAPES.clear()
     alone = run_step(schedule, pp, 1, m, counts, items(1.7), overlap)
     assert second == alone

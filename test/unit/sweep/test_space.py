@@ -59,6 +59,16 @@ def test_settings_default_as_simulate_does():
         assert default == expected and type(default) is type(expected), key
 
 
+def test_every_setting_a_preset_decides_is_a_point_setting():
+    """A preset setting the sweep does not carry would be dropped from its points
+    silently (their TrainingConfig at the default, unlike `charon simulate`'s)."""
+    from charon_ir.frameworks import preset_settings
+
+    assert set(preset_settings()) <= set(TRAINING_DEFAULTS)
+    assert set(preset_settings()) - set(LATER_SETTINGS) <= {
+        "sequence_parallel", "zero", "fsdp", "recompute", "fuse"}  # those results files always had
+
+
 def test_points_follow_their_framework_as_simulate_does():
     from charon_ir.api import configure
     from charon_ir.sweep.evaluate import training_config
