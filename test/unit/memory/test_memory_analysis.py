@@ -9,6 +9,7 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr
 
+from charon_ir.api import configure
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.memory import GIB, analyze_memory, peak_bytes_per_stage
@@ -242,3 +243,13 @@ def test_a_limit_that_is_no_size_is_one_line(limit):
     take any float; charon-opt's parser refuses the word)."""
     with pytest.raises(CharonError, match=r"^memory-analysis: option 'limit-gb' must be >= 0, got (-1.0|nan)$"):
         MemoryAnalysisPass(limit_gb=limit).limit_bytes(None)
+
+
+@pytest.mark.parametrize("framework", ["deepspeed", "deepspeed-0.3", "fsdp2", "megatron-lm-2021"])
+def test_presets_whose_pipeline_keeps_stage_outputs(framework: str):
+    """DeepSpeed's PipelineEngine (pipe_buffers['outputs']), torch's pipelining
+    (fwd_cache) and Megatron-LM v2 (output_tensors) keep each stage's forward
+    output to its backward; only a pipeline has one to keep."""
+    piped, _ = configure("m", framework, gpus=8, pp=4, tp=1)
+    flat, _ = configure("m", framework, gpus=8, pp=1, tp=1)
+    assert piped.keep_stage_outputs and not flat.keep_stage_outputs
