@@ -172,6 +172,11 @@ class TrainingConfig:
     """A pipeline stage's output stays on its GPU until its micro-batch's backward
     (memory-analysis' `keep-stage-outputs`: PyTorch's pipelining keeps it in
     `fwd_cache`); False: freed once sent (Megatron-LM's `deallocate_output_tensor`)."""
+    fp32_param_shards: bool = False
+    """Under ZeRO-3 / FSDP: a parameter's shard is the fp32 master copy the optimizer
+    updates, cast to bf16 only for the all-gather (memory-analysis'
+    `fp32-param-shards`: FSDP2's mixed precision); False: bf16 shards beside an
+    fp32 master among the optimizer states (DeepSpeed ZeRO-3). Memory only."""
     grad_bytes: int = 2
     """Bytes per element of the gradient buffer (memory-analysis' `grad-bytes`):
     2, gradients kept in bf16; 4, Megatron's fp32 main gradients (`--bf16` without
@@ -482,6 +487,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         memory["zero3_keep_gathered"] = True
     if config.keep_stage_outputs:
         memory["keep_stage_outputs"] = True
+    if config.fp32_param_shards:
+        memory["fp32_param_shards"] = True
     if fp8:
         memory["fp8"] = True
         if config.fp8_params:
@@ -529,7 +536,8 @@ def _memory(module, config: TrainingConfig) -> list:
                           fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
                           zero3_keep_gathered=config.zero3_keep_gathered,
-                          keep_stage_outputs=config.keep_stage_outputs)
+                          keep_stage_outputs=config.keep_stage_outputs,
+                          fp32_param_shards=config.fp32_param_shards)
 
 
 def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any

@@ -265,7 +265,12 @@ FRAMEWORKS: dict[str, Framework] = {
                   "gradients accumulate unsharded in fp32 (FSDP2's reduce dtype)", applies=_zero3),
              Rule("keep_stage_outputs", lambda r: r.get("pp", 1) > 1,
                   "torch.distributed.pipelining keeps each stage's output in fwd_cache until "
-                  "backward_one_chunk pops it (stage.py)")),
+                  "backward_one_chunk pops it (stage.py)"),
+             Rule("fp32_param_shards", lambda r: True,
+                  "FSDPParam keeps the sharded parameter in its original dtype (fp32) and casts it to "
+                  "MixedPrecisionPolicy.param_dtype (bf16) only for the all-gather input "
+                  "(_fully_shard/_fsdp_param.py): the shard is the optimizer's master copy",
+                  applies=_zero3)),
         ),
         Framework(
             "llm-foundry",

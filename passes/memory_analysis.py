@@ -23,6 +23,10 @@ Options:
 - keep-stage-outputs: a pipeline stage's output stays until its micro-batch's
   backward (PyTorch's pipelining keeps it in `fwd_cache`); false (default): freed
   once sent, as Megatron-LM's `deallocate_output_tensor` does.
+- fp32-param-shards: under ZeRO-3, a parameter's shard is the fp32 master copy
+  the optimizer updates (FSDP2's mixed precision casts it to bf16 only for the
+  all-gather): the layers' shards count 4 bytes an element and their optimizer
+  states no master copy (`charon_ir.memory.states`; default false).
 
 Each `sim.stage` (or the module, when the step is not pipelined) gets
 `sim.memory`: one dictionary per physical stage it runs, in bytes:
@@ -59,6 +63,7 @@ class MemoryAnalysisPass(ModulePass):
     zero3_live_params: int = 0
     zero3_keep_gathered: bool = False
     keep_stage_outputs: bool = False
+    fp32_param_shards: bool = False
 
     def limit_bytes(self, module: ModuleOp) -> float | None:
         if not self.limit_gb >= 0:  # NaN fails too; inf: no limit
@@ -80,7 +85,8 @@ class MemoryAnalysisPass(ModulePass):
                                                           fp8_params=self.fp8_params,
                                                           zero3_live_params=self.zero3_live_params,
                                                           zero3_keep_gathered=self.zero3_keep_gathered,
-                                                          keep_stage_outputs=self.keep_stage_outputs)}
+                                                          keep_stage_outputs=self.keep_stage_outputs,
+                                                          fp32_param_shards=self.fp32_param_shards)}
         stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
         if not stages:
             op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])

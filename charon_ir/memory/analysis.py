@@ -152,9 +152,9 @@ class _StageClass:
 def _stage_class(
     block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False,
     fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0, zero3_keep_gathered: bool = False,
-    keep_stage_outputs: bool = False,
+    keep_stage_outputs: bool = False, fp32_param_shards: bool = False,
 ) -> _StageClass:
-    states = model_states(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered)
+    states = model_states(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered, fp32_param_shards)
     roots = Roots()
     if fp8:
         roots = Roots(fp8_saved_gemm_inputs(block, roots))
@@ -180,7 +180,7 @@ def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
 def analyze_memory(
     module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES,
     fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0, zero3_keep_gathered: bool = False,
-    keep_stage_outputs: bool = False,
+    keep_stage_outputs: bool = False, fp32_param_shards: bool = False,
 ) -> list[StageMemory]:
     """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
     target is not needed for the byte counts; it is accepted so that callers
@@ -192,24 +192,29 @@ def analyze_memory(
     `zero3_keep_gathered`, ZeRO-3 parameters kept gathered and gradients
     accumulated unsharded through the step (FSDP2 under pipelining,
     `states.model_states`); `keep_stage_outputs`, each stage's output kept to its
-    micro-batch's backward (PyTorch's pipelining, `liveness.phase_memory`)."""
+    micro-batch's backward (PyTorch's pipelining, `liveness.phase_memory`);
+    `fp32_param_shards`, ZeRO-3 shards that are the fp32 master copy (FSDP2's
+    mixed precision, `states.model_states`)."""
     del target
     data_parallel = DataParallel.from_module(module)
     if zero3_keep_gathered and data_parallel.zero < 3:
         raise CharonError(f"memory-analysis: option 'zero3-keep-gathered' needs ZeRO-3 "
                           f"(data-parallel{{zero=3}}), the module has zero {data_parallel.zero}")
+    if fp32_param_shards and data_parallel.zero < 3:
+        raise CharonError(f"memory-analysis: option 'fp32-param-shards' needs ZeRO-3 "
+                          f"(data-parallel{{zero=3}}), the module has zero {data_parallel.zero}")
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if not stages:
         cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8, fp8_params=fp8_params,
                            zero3_live_params=zero3_live_params, zero3_keep_gathered=zero3_keep_gathered,
-                           keep_stage_outputs=keep_stage_outputs)
+                           keep_stage_outputs=keep_stage_outputs, fp32_param_shards=fp32_param_shards)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
         return [_result(0, [cls], acts)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, _StageClass] = {}
     for op in stages:
         cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8, fp8_params,
-                           zero3_live_params, zero3_keep_gathered, keep_stage_outputs)
+                           zero3_live_params, zero3_keep_gathered, keep_stage_outputs, fp32_param_shards)
         for v in op.stage_ids():
             by_virtual[v] = cls
     results = []

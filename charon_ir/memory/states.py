@@ -99,6 +99,9 @@ def _unsharded(param: SSAValue) -> SSAValue:
     return param
 
 
+MASTER_BYTES = 4
+"""The fp32 master copy among a parameter's optimizer states (OPTIMIZER_STATE_BYTES)."""
+
 UNSHARDED_GRAD_BYTES = 4
 """FSDP2 accumulates a gradient it does not reduce yet in its reduce dtype
 (`FSDPParam.to_accumulated_grad_if_needed`), fp32 under torchtitan's
@@ -106,7 +109,8 @@ UNSHARDED_GRAD_BYTES = 4
 
 
 def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES,
-                 fp8_params: bool = False, zero3_keep_gathered: bool = False) -> ModelStates:
+                 fp8_params: bool = False, zero3_keep_gathered: bool = False,
+                 fp32_param_shards: bool = False) -> ModelStates:
     """Bytes of the parameters `block` declares, and of the gradients and optimizer
     states of those its optimizer phase updates. `fp8_params`: the layers' GEMM
     weights are kept in fp8 (Transformer Engine's fp8 primary weights, NeMo's
@@ -117,8 +121,20 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
     until the step's last backward reduce-scatters it: FSDP2 under PyTorch's
     pipelining, as torchtitan runs it (`reshard_after_forward=False` with pp; the
     schedule's `backward_maybe_with_nosync` turns off resharding after backward
-    and gradient sync for every backward but the last)."""
+    and gradient sync for every backward but the last). `fp32_param_shards`:
+    under ZeRO-3 a trainable parameter's shard is the fp32 master copy the
+    optimizer updates, and mixed precision casts it to bf16 only for the
+    all-gather (FSDP2: `FSDPParam` keeps the sharded parameter in its original
+    dtype and casts to `param_dtype` for the all-gather input): each layer
+    parameter's shard counts 4 bytes an element, and its optimizer states hold no
+    master copy (Adam: m and v, 8 bytes). The weights outside the layers are
+    counted whole in bf16 (gathered) with their fp32 shard among the optimizer
+    states as before, the same bytes."""
     zero, ep = data_parallel.zero, data_parallel.ep
+    fp32_shards = fp32_param_shards and zero >= 3
+
+    def in_layers(value: SSAValue) -> bool:
+        return any(isinstance(use.operation, sim.RepeatOp) for use in value.uses)
 
     def replicas(value: SSAValue) -> int:
         """The data-parallel group a parameter's states shard over."""
@@ -136,8 +152,9 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
         nbytes = value_bytes(value)
         if fp8_params and is_layer_gemm_weight(value):
             nbytes = sim.numel(value.type)  # pyright: ignore[reportArgumentType]
-        if any(isinstance(use.operation, sim.RepeatOp) for use in value.uses):
-            return shard(nbytes, value, 3) + (nbytes if zero3_keep_gathered and zero >= 3 else 0)
+        if in_layers(value):
+            sharded = sim.numel(value.type) * MASTER_BYTES if fp32_shards else nbytes  # pyright: ignore[reportArgumentType]
+            return shard(sharded, value, 3) + (nbytes if zero3_keep_gathered and zero >= 3 else 0)
         return nbytes
 
     params = sum(param_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
@@ -153,7 +170,10 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
         grads = sum(sim.numel(p) * UNSHARDED_GRAD_BYTES for p in trainable)
     else:
         grads = sum(shard(sim.numel(p) * grad_bytes, p, 2) for p in trainable)
-    optimizer = sum(
-        shard(sim.numel(p) * OPTIMIZER_STATE_BYTES[k], p, 1) for p, k in trainable.items()
-    )
+
+    def state_bytes(value: SSAValue, kind: sim.OptimizerKind) -> int:
+        # a layer parameter's fp32 shard is its master copy (counted with the parameters)
+        return OPTIMIZER_STATE_BYTES[kind] - (MASTER_BYTES if fp32_shards and in_layers(value) else 0)
+
+    optimizer = sum(shard(sim.numel(p) * state_bytes(p, k), p, 1) for p, k in trainable.items())
     return ModelStates(params, grads, optimizer, elements)

@@ -102,7 +102,8 @@ def predicted_stages(model: str, options: dict[str, Any]) -> list:
     return analyze_memory(module, grad_bytes=config.grad_bytes, fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
                           zero3_keep_gathered=config.zero3_keep_gathered,
-                          keep_stage_outputs=config.keep_stage_outputs)
+                          keep_stage_outputs=config.keep_stage_outputs,
+                          fp32_param_shards=config.fp32_param_shards)
 
 
 def memory_note(record: dict[str, Any], stages: list, missing: list[str]) -> str:

@@ -16,6 +16,8 @@
 // RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80 zero3-keep-gathered=true}' | filecheck %s --check-prefix=ZERO3-KEEP
 // RUN: not charon-opt %s -p 'memory-analysis{zero3-keep-gathered=true}' 2>&1 | filecheck %s --check-prefix=BAD-KEEP
 // RUN: charon-opt %s -p 'pipeline{pp=2 microbatches=4},memory-analysis{limit-gb=80 keep-stage-outputs=true}' | filecheck %s --check-prefix=PP-KEEP
+// RUN: charon-opt %s -p 'data-parallel{dp=4 zero=3},memory-analysis{limit-gb=80 fp32-param-shards=true}' | filecheck %s --check-prefix=ZERO3-FP32
+// RUN: not charon-opt %s -p 'memory-analysis{fp32-param-shards=true}' 2>&1 | filecheck %s --check-prefix=BAD-FP32
 
 // Four GPT layers, s = 2048, b = 1, h = 4096, a = 32 (sbh = 8388608), saving
 // what Megatron-LM saves. Per layer (Korthikanti et al. 2022):
@@ -67,6 +69,11 @@
 // elements), and no per-layer gather buffer beside them (the collective's 26214400 alone).
 // ZERO3-KEEP:  #sim.memory<stage = 0, params = 2013347840, grads = 3221356544, optimizer = 2416017408, {{.*}} comm_buffers = 26214400,
 // BAD-KEEP:    charon-opt: error: memory-analysis: option 'zero3-keep-gathered' needs ZeRO-3 (data-parallel{zero=3}), the module has zero 0
+
+// FSDP2's shards are the fp32 master copy (fp32-param-shards): 4 x 805339136 / 4 of
+// parameters, Adam's m and v alone 8 x 805339136 / 4 (bf16 shards: 2 x and 12 x).
+// ZERO3-FP32:  #sim.memory<stage = 0, params = 805339136, grads = 402669568, optimizer = 1610678272,
+// BAD-FP32:    charon-opt: error: memory-analysis: option 'fp32-param-shards' needs ZeRO-3 (data-parallel{zero=3}), the module has zero 0
 
 builtin.module {
 

@@ -58,6 +58,37 @@ def test_zero3_keeps_the_weights_outside_the_layers_whole():
     assert mem.comm_buffers == 2 * outside + 2 * one_layer
 
 
+def test_fsdp2_shards_are_the_fp32_master_copy():
+    """FSDP2 keeps each shard in fp32 and casts it to bf16 only for the all-gather:
+    the shard is the optimizer's master copy, so a layer parameter costs 4 bytes
+    an element / dp as its shard and 8 (Adam's m, v) / dp as its states: 2 bytes
+    an element / dp less than a bf16 shard beside a master copy (DeepSpeed)."""
+    module = gpt_module(SHAPE)
+    DataParallelPass(dp=4, zero=3).apply(Context(), module)
+    (bf16,) = analyze_memory(module)
+    (fp32,) = analyze_memory(module, fp32_param_shards=True)
+    n = SHAPE.layers * PARAMS_PER_LAYER
+    assert fp32.params == 4 * n // 4 and fp32.optimizer == 8 * n // 4
+    assert fp32.grads == bf16.grads and fp32.comm_buffers == bf16.comm_buffers
+    assert (bf16.params + bf16.optimizer) - (fp32.params + fp32.optimizer) == 2 * n // 4
+    # kept gathered (FSDP2 under pipelining): the bf16 gathered copy beside the fp32 shard
+    (kept,) = analyze_memory(module, fp32_param_shards=True, zero3_keep_gathered=True)
+    assert kept.params == 4 * n // 4 + 2 * n and kept.optimizer == 8 * n // 4
+
+
+def test_fp32_param_shards_need_zero3():
+    module = gpt_module(SHAPE)
+    DataParallelPass(dp=4, zero=1).apply(Context(), module)
+    with pytest.raises(CharonError, match="option 'fp32-param-shards' needs ZeRO-3"):
+        analyze_memory(module, fp32_param_shards=True)
+
+
+@pytest.mark.parametrize(("framework", "fp32_shards"), [("fsdp2", True), ("deepspeed", False)])
+def test_only_fsdp2_keeps_fp32_shards(framework: str, fp32_shards: bool):
+    config, _ = configure("m", framework, gpus=8, zero=3)
+    assert config.fp32_param_shards is fp32_shards
+
+
 def test_fp32_gradients():
     (mem,) = analyze_memory(gpt_module(SHAPE), grad_bytes=4)
     assert mem.grads == 4 * SHAPE.layers * PARAMS_PER_LAYER
