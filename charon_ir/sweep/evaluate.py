@@ -132,6 +132,7 @@ def training_config(config: dict[str, Any]):
         zero3_live_params=config["zero3_live_params"],
         zero3_keep_gathered=config["zero3_keep_gathered"],
         keep_stage_outputs=config["keep_stage_outputs"],
+        fp32_param_shards=config["fp32_param_shards"],
         expert_launches=float(config["expert_launches"]),
         moe_host_sync=config["moe_host_sync"],
         engines=engines,

@@ -108,6 +108,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "zero3_live_params": 0,
     "zero3_keep_gathered": False,
     "keep_stage_outputs": False,
+    "fp32_param_shards": False,
     "expert_launches": 0.0,
     "moe_host_sync": False,
     "framework": "megatron-core",
@@ -139,6 +140,7 @@ LATER_SETTINGS = (
     "zero3_live_params",
     "zero3_keep_gathered",
     "keep_stage_outputs",
+    "fp32_param_shards",
     "expert_launches",
     "moe_host_sync",
 )
@@ -697,9 +699,11 @@ def states_lower_bound(config: dict[str, Any], shape: ModelShape | None) -> int:
         return 0
     dp, zero = config["dp"], config["zero"]
     per_rank = shape.params / (config["tp"] * config["pp"] * config["ep"])
-    params = 2 / (dp if zero >= 3 else 1)
+    # FSDP2's fp32 shard is the master copy: 4 B sharded, Adam's m and v 8 B
+    fp32_shards = zero >= 3 and config.get("fp32_param_shards", False)
+    params = (4 if fp32_shards else 2) / (dp if zero >= 3 else 1)
     grads = 2 / (dp if zero >= 2 else 1)
-    optimizer = 12 / (dp if zero >= 1 else 1)
+    optimizer = (8 if fp32_shards else 12) / (dp if zero >= 1 else 1)
     return int(per_rank * (params + grads + optimizer))
 
 

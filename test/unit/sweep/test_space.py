@@ -180,6 +180,8 @@ def test_states_bound_is_sixteen_bytes_per_parameter_sharded_by_zero():
     assert states_lower_bound({**base, "zero": 0}, LLAMA) == 16 * 10**9 // 4
     assert states_lower_bound({**base, "zero": 1}, LLAMA) == int(10**9 / 4 * (2 + 2 + 3))
     assert states_lower_bound({**base, "zero": 3}, LLAMA) == int(10**9 / 4 * 4)
+    # FSDP2's fp32 shards are the master copy: 4 + 2 + 8 B, sharded (memory-analysis counts no less)
+    assert states_lower_bound({**base, "zero": 3, "fp32_param_shards": True}, LLAMA) == int(10**9 / 4 * 14 / 4)
     assert states_lower_bound({**base, "zero": 0}, None) == 0
 
 
