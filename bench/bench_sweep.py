@@ -134,7 +134,7 @@ def _compare(screened: list[dict], fast_db: str) -> None:
     fast = {r["key"]: r for r in store.get()}
     store.close()
     errors, memory, decisions = [], [], {"agree": 0, "screen fits, fast OOM": 0, "screen OOM, fast fits": 0}
-    times = []
+    times, worst = [], []
     for r in screened:
         f = fast.get(r["key"])
         if f is None or r["status"] not in ("ok", "oom") or f["status"] not in ("ok", "oom"):
@@ -150,6 +150,7 @@ def _compare(screened: list[dict], fast_db: str) -> None:
             errors.append(rm["iteration_time_s"] / fm["iteration_time_s"] - 1)
             memory.append(rm["max_peak_memory_bytes"] / fm["max_peak_memory_bytes"] - 1)
             times.append((fm["iteration_time_s"], rm["iteration_time_s"], r["key"]))
+            worst.append((abs(errors[-1]), errors[-1], r.get("config") or {}))
     if not errors:
         print("no screened point to compare")
         return
@@ -157,6 +158,10 @@ def _compare(screened: list[dict], fast_db: str) -> None:
     print(f"{len(errors)} screened points timed by both tiers: step time error "
           f"median {statistics.median(absolute) * 100:.2f}%, p90 {absolute[int(0.9 * (len(absolute) - 1))] * 100:.2f}%, "
           f"range {min(errors) * 100:+.1f}% .. {max(errors) * 100:+.1f}%")
+    varied = [k for k in ("tp", "pp", "vpp", "dp", "zero", "micro_batch", "sequence_parallel", "recompute",
+                          "schedule", "dp_bucket_mb") if len({str(w[2].get(k)) for w in worst}) > 1]
+    for _, error, config in sorted(worst, key=lambda w: -w[0])[:5]:  # where the tail is
+        print(f"  {error * 100:+.2f}%  " + ", ".join(f"{k} {config.get(k)}" for k in varied))
     print(f"composed peak memory vs memory-analysis: {min(memory) * 100:+.1f}% .. {max(memory) * 100:+.1f}%")
     print("fit decisions: " + ", ".join(f"{k} {v}" for k, v in decisions.items()))
     by_fast = sorted(times)
