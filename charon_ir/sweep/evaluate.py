@@ -43,7 +43,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from charon_ir import api
@@ -54,7 +54,7 @@ from charon_ir.memory import peak_bytes_per_stage
 from charon_ir.passes import recompute as recompute_pass
 from charon_ir.sweep import screen
 from charon_ir.sweep.hardware import cluster_file, has_hardware_axes, point_hardware
-from charon_ir.sweep.space import ModelShape, Point, states_lower_bound
+from charon_ir.sweep.space import TRAINING_DEFAULTS, ModelShape, Point, states_lower_bound
 from charon_ir.target.cluster import load_cluster
 from charon_ir.target.hardware import load_gpu
 from charon_ir.testing import make_context
@@ -81,6 +81,12 @@ def _step(name: str, **options: Any) -> Step:
     return name, tuple(sorted(options.items()))
 
 
+_SETTING_FIELDS = tuple(k for k in TRAINING_DEFAULTS if k in {f.name for f in fields(TrainingConfig)}
+                        and k not in ("hardware", "gpus_per_node", "cluster", "engines", "blocking_comm"))
+"""The point settings that are TrainingConfig fields of the same name and value
+(every setting a preset decides among them: test_space)."""
+
+
 def training_config(config: dict[str, Any]):
     """The api's TrainingConfig of a point, with a synthesised cluster when the
     point sweeps network settings."""
@@ -88,54 +94,14 @@ def training_config(config: dict[str, Any]):
     if has_hardware_axes(config):
         cluster = cluster_file(config, config["gpus"])
     hardware = point_hardware(config)
-    engines = tuple(e.strip() for e in str(config["engines"]).split(",") if e.strip())
     return TrainingConfig(
-        model=config["model"],
+        **{k: config[k] for k in _SETTING_FIELDS},
         hardware="" if cluster and not hardware else hardware,
-        gpus=config["gpus"],
         gpus_per_node=0 if cluster else config["gpus_per_node"],
         cluster=cluster,
-        tp=config["tp"],
-        pp=config["pp"],
-        dp=config["dp"],
-        cp=config["cp"],
-        ep=config["ep"],
-        etp=config["etp"],
-        fused_cross_entropy=config["fused_cross_entropy"],
-        vpp=config["vpp"],
-        sequence_parallel=config["sequence_parallel"],
-        zero=config["zero"],
-        fsdp=config["fsdp"],
-        seq_len=config["seq_len"],
-        global_batch=config["global_batch"],
-        micro_batch=config["micro_batch"],
-        recompute=config["recompute"],
-        precision=config["precision"],
-        schedule=config["schedule"],
-        fuse=config["fuse"],
-        fuse_attention=config["fuse_attention"],
-        attention_kernel=config["attention_kernel"],
-        tp_comm_overlap=config["tp_comm_overlap"],
-        pipeline_scatter_gather=config["pipeline_scatter_gather"],
-        dp_bucket_mb=config["dp_bucket_mb"],
-        dp_overlap=config["dp_overlap"],
-        dp_overlap_param_gather=config["dp_overlap_param_gather"],
-        optimizer=config["optimizer"],
-        unfused_grad_accumulation=config["unfused_grad_accumulation"],
-        memory_limit_gb=config["memory_limit_gb"],
-        fp8_recipe=config["fp8_recipe"],
-        grad_bytes=config["grad_bytes"],
-        fp8_params=config["fp8_params"],
+        # comma-separated in a point
+        engines=tuple(e.strip() for e in str(config["engines"]).split(",") if e.strip()),
         blocking_comm=tuple(a.strip() for a in config["blocking_comm"].split(",") if a.strip()),
-        host_launch_s=float(config["host_launch_s"]),
-        fp8_weight_cache=config["fp8_weight_cache"],
-        zero3_live_params=config["zero3_live_params"],
-        zero3_keep_gathered=config["zero3_keep_gathered"],
-        keep_stage_outputs=config["keep_stage_outputs"],
-        fp32_param_shards=config["fp32_param_shards"],
-        expert_launches=float(config["expert_launches"]),
-        moe_host_sync=config["moe_host_sync"],
-        engines=engines,
     )
 
 
