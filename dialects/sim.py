@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from math import prod
-from typing import ClassVar, TypeVar, get_args, get_origin, get_type_hints
+from typing import ClassVar, TypeVar, final, get_args, get_origin, get_type_hints
 
 from xdsl.dialects.builtin import (
     I64,
@@ -33,7 +33,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
     DenseArrayBase,
-    DictionaryAttr,
     FloatAttr,
     FloatData,
     IntAttr,
@@ -297,7 +296,9 @@ class KeywordAttr(ParametrizedAttribute):
 
     A subclass declares its parameters with `param_def` (their order is the
     printed order) and `OPTIONAL`: fields that may be left out, the value they
-    then take (left out when printed, too)."""
+    then take (left out when printed, too). Its own rules go in `verify_fields`,
+    which runs after the checks every keyword attribute shares (a subclass that
+    overrode `verify` could forget them)."""
 
     OPTIONAL: ClassVar[dict[str, Attribute]] = {}
 
@@ -338,11 +339,16 @@ class KeywordAttr(ParametrizedAttribute):
         with printer.in_angle_brackets():
             printer.print_list(shown, print_field)
 
+    @final
     def verify(self) -> None:
+        self.verify_fields()
         for name, _ in _field_codecs(type(self)):
             value = getattr(self, name)
             if isinstance(value, FloatData) and not math.isfinite(value.data):
                 raise VerifyException(f"#{self.name}: {name} must be finite, got {value.data}")
+
+    def verify_fields(self) -> None:
+        """The attribute's own rules (none by default)."""
 
 
 @cache
@@ -373,14 +379,13 @@ class TargetAttr(KeywordAttr):
     def __init__(self, hardware: str, gpus: int, gpus_per_node: int, cluster: str = ""):
         super().__init__(StringAttr(hardware), IntAttr(gpus), IntAttr(gpus_per_node), StringAttr(cluster))
 
-    def verify(self) -> None:
+    def verify_fields(self) -> None:
         if not self.hardware.data:
             raise VerifyException("#sim.target: hardware must name a GPU")
         for field in ("gpus", "gpus_per_node"):
             value = getattr(self, field).data
             if value < 1:
                 raise VerifyException(f"#sim.target: {field} must be >= 1, got {value}")
-        super().verify()
 
 
 @irdl_attr_definition
@@ -405,14 +410,13 @@ class CostAttr(KeywordAttr):
             StringAttr(engine),
         )
 
-    def verify(self) -> None:
+    def verify_fields(self) -> None:
         for field in ("time_s", "flops", "bytes"):
             value = getattr(self, field).data
             if not 0 <= value < math.inf:  # NaN fails too
                 raise VerifyException(f"#sim.cost: {field} must be finite and >= 0, got {value}")
         if not self.engine.data:
             raise VerifyException("#sim.cost: engine must name the engine that priced the op")
-        super().verify()
 
 
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
@@ -448,7 +452,7 @@ class PipelineAttr(KeywordAttr):
     def layer_counts(self) -> list[int]:
         return [n.data for n in self.layers]
 
-    def verify(self) -> None:
+    def verify_fields(self) -> None:
         for field in ("pp", "vpp", "microbatches"):
             value = getattr(self, field).data
             if value < 1:
@@ -465,7 +469,6 @@ class PipelineAttr(KeywordAttr):
                 f"#sim.pipeline: layers must give each of the pp * vpp = {stages} virtual stages "
                 f"a count >= 0, got {counts}"
             )
-        super().verify()
 
 
 @irdl_attr_definition
@@ -491,7 +494,7 @@ class DataParallelAttr(KeywordAttr):
             BoolAttr.from_bool(overlap), BoolAttr.from_bool(overlap_param_gather),
         )
 
-    def verify(self) -> None:
+    def verify_fields(self) -> None:
         if self.dp.data < 1:
             raise VerifyException(f"#sim.data_parallel: dp must be >= 1, got {self.dp.data}")
         if self.zero.data not in (0, 1, 2, 3):
@@ -502,7 +505,6 @@ class DataParallelAttr(KeywordAttr):
             raise VerifyException(
                 f"#sim.data_parallel: overlap_param_gather needs zero 1 or 2, got zero {self.zero.data}"
             )
-        super().verify()
 
 
 @irdl_attr_definition
@@ -539,11 +541,10 @@ class StageMemoryAttr(KeywordAttr):
     def peak(self) -> int:
         return held_at_peak(self.field)
 
-    def verify(self) -> None:
+    def verify_fields(self) -> None:
         for name in self.field_names():
             if self.field(name) < 0:
                 raise VerifyException(f"#sim.memory: {name} must be >= 0, got {self.field(name)}")
-        super().verify()
 
 
 def held_at_peak(count: Callable[[str], int]) -> int:
@@ -560,25 +561,32 @@ class ReplicatedFlopsAttr(ParametrizedAttribute):
     (work every rank repeats; negative where a pass removes repeated work, as
     sequence parallelism does), on the module under REPLICATED_ATTR. The parallel
     accounting checks group x FLOPs per rank = unsharded FLOPs + their sum.
-    One dictionary of pass name to `FloatData`, printed in the order the passes
-    ran, each count exactly (`exact_float`)."""
+    Two parallel arrays (pass names, `FloatData` counts) in the order the passes
+    ran, so that equality follows the printed order (a dictionary's would not);
+    each count printed exactly (`exact_float`)."""
 
     name = "sim.replicated_flops"
 
-    flops: DictionaryAttr = param_def()
+    passes: ArrayAttr[StringAttr] = param_def()
+    flops: ArrayAttr[FloatData] = param_def()
 
     def __init__(self, by_pass: dict[str, float]):
-        super().__init__(DictionaryAttr({p: FloatData(float(f)) for p, f in by_pass.items()}))
+        super().__init__(ArrayAttr(StringAttr(p) for p in by_pass),
+                         ArrayAttr(FloatData(float(f)) for f in by_pass.values()))
 
     def by_pass(self) -> dict[str, float]:
-        return {p: f.data for p, f in self.flops.data.items()}  # pyright: ignore[reportAttributeAccessIssue]
+        return {p.data: f.data for p, f in zip(self.passes.data, self.flops.data)}
 
     def verify(self) -> None:
-        for name, count in self.flops.data.items():
+        names = [p.data for p in self.passes.data]
+        if len(names) != len(self.flops.data):
+            raise VerifyException(f"#sim.replicated_flops: {len(names)} pass names for "
+                                  f"{len(self.flops.data)} counts")
+        if len(set(names)) != len(names):
+            raise VerifyException(f"#sim.replicated_flops names a pass twice: {names}")
+        for name, count in zip(names, self.flops.data):
             if not name:
                 raise VerifyException("#sim.replicated_flops: a pass name must not be empty")
-            if not isinstance(count, FloatData):
-                raise VerifyException(f"#sim.replicated_flops: {name} must be a float count, got {count}")
             if not math.isfinite(count.data):
                 raise VerifyException(f"#sim.replicated_flops: {name} must be finite, got {count.data}")
 
@@ -593,7 +601,7 @@ class ReplicatedFlopsAttr(ParametrizedAttribute):
         names = [n for n, _ in entries]
         if len(set(names)) != len(names):
             parser.raise_error(f"#sim.replicated_flops names a pass twice: {names}")
-        return [DictionaryAttr({n: FloatData(f) for n, f in entries})]
+        return [ArrayAttr(StringAttr(n) for n in names), ArrayAttr(FloatData(f) for _, f in entries)]
 
     def print_parameters(self, printer: Printer) -> None:
         def print_entry(entry: tuple[str, float]) -> None:

@@ -120,8 +120,8 @@ def _count_attr(value: float, what: str, op: Operation) -> IntegerAttr:
 
 
 @functools.cache
-def _link_attr(kind: str) -> event.LinkAttr:
-    return event.LinkAttr(event.Link(kind))
+def _link_attr(kind: event.Link) -> event.LinkAttr:
+    return event.LinkAttr(kind)
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from math import prod
 
 from xdsl.dialects.builtin import ModuleOp
 
+from charon_ir.dialects.event import Link as LinkKind
 from charon_ir.dialects.sim import TARGET_ATTR, TargetAttr
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import Cluster, implicit_cluster, parse_cluster_cached
@@ -33,7 +34,7 @@ NETWORK_STEP_LATENCY_S = 6.0e-6
 class Link:
     """The bottleneck a group's collective crosses: per-GPU one-way bandwidth."""
 
-    kind: str  # "scale-up" or "scale-out"
+    kind: LinkKind
     bandwidth: float
     step_latency_s: float
 
@@ -107,19 +108,19 @@ class Target:
             outer = min(names.index(a) for a in axes)
             local = prod(axis_sizes[a] for a in names[outer:]) <= domain
         if self.cluster is None and local:
-            return Link("scale-up", self.gpu.scale_up_bandwidth, NVLINK_STEP_LATENCY_S)
+            return Link(LinkKind.SCALE_UP, self.gpu.scale_up_bandwidth, NVLINK_STEP_LATENCY_S)
         if self.cluster is None:
             return Link(
-                "scale-out", self.gpu.scale_out_bandwidth_per_gpu, NETWORK_STEP_LATENCY_S
+                LinkKind.SCALE_OUT, self.gpu.scale_out_bandwidth_per_gpu, NETWORK_STEP_LATENCY_S
             )
         placement = place(self.cluster, group_ranks(axis_sizes, axes, subgroup=subgroup))
         if placement.nic is None:
             return Link(
-                "scale-up", placement.scale_up.bandwidth,
+                LinkKind.SCALE_UP, placement.scale_up.bandwidth,
                 NVLINK_STEP_LATENCY_S + placement.scale_up.latency,
             )
         return Link(
-            "scale-out", placement.nic.bandwidth,
+            LinkKind.SCALE_OUT, placement.nic.bandwidth,
             NETWORK_STEP_LATENCY_S + placement.nic.latency,
         )
 

@@ -235,6 +235,44 @@ def test_replicated_flops_parse_back_to_the_last_digit(by_pass):
     assert list(again.by_pass()) == list(by_pass)
 
 
+def test_replicated_flops_are_equal_only_in_the_same_order():
+    """Equality follows what is printed: the order the passes ran."""
+    ab = sim.ReplicatedFlopsAttr({"shard-tensor": 1.0, "sequence-parallel": -2.0})
+    ba = sim.ReplicatedFlopsAttr({"sequence-parallel": -2.0, "shard-tensor": 1.0})
+    assert ab == sim.ReplicatedFlopsAttr({"shard-tensor": 1.0, "sequence-parallel": -2.0})
+    assert ab != ba and str(ab) != str(ba)
+
+
+def test_replicated_flops_name_each_pass_once():
+    with pytest.raises(VerifyException, match="names a pass twice"):
+        sim.ReplicatedFlopsAttr.new([ArrayAttr([StringAttr("a"), StringAttr("a")]),
+                                     ArrayAttr([FloatData(1.0), FloatData(2.0)])])
+    with pytest.raises(VerifyException, match="2 pass names for 1 counts"):
+        sim.ReplicatedFlopsAttr.new([ArrayAttr([StringAttr("a"), StringAttr("b")]), ArrayAttr([FloatData(1.0)])])
+
+
+@irdl_attr_definition
+class PositiveAttr(sim.KeywordAttr):
+    """A plugin's keyword attribute with a rule of its own."""
+
+    name = "kwtest.positive"
+
+    amount: FloatData = param_def()
+
+    def verify_fields(self) -> None:
+        if self.amount.data < 0:
+            raise VerifyException("#kwtest.positive: amount must be >= 0")
+
+
+def test_a_keyword_attribute_keeps_the_shared_checks_beside_its_own():
+    """`verify_fields` is the subclass's hook; the finite check still runs."""
+    with pytest.raises(VerifyException, match="amount must be >= 0"):
+        PositiveAttr(FloatData(-1.0))
+    with pytest.raises(VerifyException, match="amount must be finite"):
+        PositiveAttr(FloatData(math.inf))
+    assert PositiveAttr(FloatData(2.0)).amount.data == 2.0
+
+
 def test_replicated_flops_are_finite():
     with pytest.raises(VerifyException, match="shard-tensor must be finite"):
         sim.ReplicatedFlopsAttr({"shard-tensor": math.inf})
