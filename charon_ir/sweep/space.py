@@ -697,7 +697,8 @@ def states_lower_bound(config: dict[str, Any], shape: ModelShape | None) -> int:
     above the GPU's memory cannot fit whatever memory-analysis would add."""
     if shape is None or not shape.params:
         return 0
-    dp, zero = config["dp"], config["zero"]
+    dp = config["dp"]
+    zero = 3 if config.get("fsdp") else config["zero"]  # FSDP is ZeRO-3 (`normalise`)
     per_rank = shape.params / (config["tp"] * config["pp"] * config["ep"])
     # FSDP2's fp32 shard is the master copy: 4 B sharded, Adam's m and v 8 B
     fp32_shards = zero >= 3 and config.get("fp32_param_shards", False)

@@ -66,3 +66,20 @@ def charon_cli(monkeypatch, capsys):
         return CliResult(code, out.out, out.err)
 
     return run
+
+
+GPT3_PADDED = Path(__file__).with_name("gpt3_175b_padded_vocab.json")
+"""GPT-3 175B's config, its vocabulary padded to 51200 as Megatron-LM pads it so
+that tp = 8 divides it."""
+
+
+@pytest.fixture(scope="session")
+def gpt3_175b():
+    """GPT-3 175B imported once per session by the torch frontend (fake tensors, no
+    weights, sequence 2048; the memory and recompute tests share it). Tests clone it
+    before running passes on it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from charon_ir.frontend import import_model
+
+    return import_model(str(GPT3_PADDED), seq_len=2048, batch=1, mode="train", use_cache=False)

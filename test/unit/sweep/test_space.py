@@ -183,6 +183,8 @@ def test_states_bound_is_sixteen_bytes_per_parameter_sharded_by_zero():
     # FSDP2's fp32 shards are the master copy: 4 + 2 + 8 B, sharded (memory-analysis counts no less)
     assert states_lower_bound({**base, "zero": 3, "fp32_param_shards": True}, LLAMA) == int(10**9 / 4 * 14 / 4)
     assert states_lower_bound({**base, "zero": 0}, None) == 0
+    # --fsdp spells ZeRO-3: bounded as ZeRO-3 even before `normalise` rewrites it
+    assert states_lower_bound({**base, "zero": 0, "fsdp": True}, LLAMA) == int(10**9 / 4 * 4)
 
 
 def test_bad_spaces_are_one_line_errors(tmp_path):
