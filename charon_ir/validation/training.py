@@ -77,10 +77,23 @@ def megatron_core_flops(
     return 12 * b * s * l * h * h * (attention + mlp + logits)
 
 
+def nemo_llama_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int, heads: int,
+                     kv_heads: int, ffn: int) -> float:
+    """NeMo's `FLOPsMeasurementCallback._llama2` (NVIDIA/NeMo
+    nemo/collections/common/metrics/perf_metrics.py), the formula behind its
+    "TFLOPS / GPU" tables: B s l h^2 (12 + 12 kv/heads + 18 ffn/h + 12 s/h +
+    6 V/lh), V the unpadded vocabulary (`LLM_VOCAB_SIZE_MAP["llama2"]` 32000).
+    Causal attention counted as full (the 12 s/h term), no recompute."""
+    b, s, l, h, v = batch, seq, layers, hidden, vocab
+    return b * s * l * h * h * (12 + 12 * kv_heads / heads + 18 * ffn / h + 12 * s / h + 6 * v / (l * h))
+
+
 SOURCE_FLOPS: dict[str, str] = {
     "narayanan21": "eq. (3) of the paper, F = 96Bslh^2(1 + s/6h + V/16lh) (record notes)",
     "megatron_readme": "Megatron-LM num_floating_point_operations (training.py, r0.8.0): "
     "12Bslh^2(1 + kv/heads + s/h + ffn/h + V/2lh); MFU = TFLOP/s / 989",
+    "nemo_longseq": "NeMo FLOPsMeasurementCallback._llama2 (common/metrics/perf_metrics.py): "
+    "Bslh^2(12 + 12kv/heads + 18ffn/h + 12s/h + 6V/lh), V unpadded; causal attention counted full",
 }
 
 
@@ -246,6 +259,27 @@ nemotron_340b.yaml, commit 3be81fc), which NeMo 1.0 turns into
 'fp32')`): bf16 gradient buffers, not the preset's fp32 main gradients."""
 
 
+NEMO_LONGSEQ_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
+    ("llama-2-7b", "H100"): {"micro_batch": 1, "recompute": "none"},
+}
+"""What the NeMo long-sequence table's runs left unstated (its rows give the layout,
+and a later revision of the page the global batch), from the NeMo Framework
+Launcher's training config of the model, the one its performance runs start from:
+Llama-2-7B `micro_batch_size: 1` and `activations_checkpoint_granularity: null`
+with `activations_checkpoint_num_layers: 0`, no recomputation
+(NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/llama/llama2_7b.yaml).
+Both are also what a 4K-1024K row must run at to fit: micro-batch 2 is predicted
+over 80 GB at 4K and 16K."""
+
+
+PERF_CONFIG_LABEL: dict[str, str] = {
+    "mbridge": "performance config",
+    "nemo2407": "performance config",
+    "nemo_longseq": "not stated; NeMo-Framework-Launcher llama2_7b.yaml",
+}
+"""How a case's notes name where a setting of `_perf_config` came from."""
+
+
 def batch_doubt(strategy: dict[str, Any], dp: int, global_batch: int) -> str | None:
     """Why a record's own batch fields contradict each other (micro-batch x
     grad-accum x dp is not its global batch), or None when they agree or it
@@ -258,7 +292,8 @@ def batch_doubt(strategy: dict[str, Any], dp: int, global_batch: int) -> str | N
 
 
 def _perf_config(record: dict[str, Any], hardware: str) -> dict[str, Any]:
-    configs = {"mbridge": MBRIDGE_PERF_CONFIGS, "nemo2407": NEMO_LAUNCHER_CONFIGS}.get(source_of(record))
+    configs = {"mbridge": MBRIDGE_PERF_CONFIGS, "nemo2407": NEMO_LAUNCHER_CONFIGS,
+               "nemo_longseq": NEMO_LONGSEQ_CONFIGS}.get(source_of(record))
     if configs is None:
         return {}
     model = str(record["model"].get("name", "")).lower()
@@ -452,6 +487,10 @@ def _measured_iteration_s(record: dict[str, Any], source: str, tokens: int, gpus
 def _source_flops(source: str) -> Callable[[dict[str, Any]], float]:
     if source == "narayanan21":
         return lambda d: narayanan_eq3_flops(d["batch"], d["seq"], d["layers"], d["hidden"], d["vocab"])
+    if source == "nemo_longseq":
+        return lambda d: nemo_llama_flops(
+            d["batch"], d["seq"], d["layers"], d["hidden"], d["vocab"], d["heads"], d["kv_heads"], d["ffn"],
+        )
     if source == "megatron_readme":
         return lambda d: megatron_core_flops(
             d["batch"], d["seq"], d["layers"], d["hidden"], d["padded_vocab"], d["heads"],
@@ -498,6 +537,8 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
     global_batch = _int_in(strategy.get("global_batch"))
     if not global_batch:
         raise Unsupported(f"no global batch (strategy.global_batch {strategy.get('global_batch')!r})")
+    if isinstance(strategy["global_batch"], str):  # a figure with where it was read
+        assumptions.append(f"global batch {strategy['global_batch']}")
     micro_batch = _int_in(strategy.get("micro_batch"))
     if micro_batch is None:
         micro_batch = DEFAULT_MICRO_BATCH
@@ -517,19 +558,20 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         **_stated_settings(strategy, tp),
     }
     perf_config = _perf_config(record, options["hardware"])
+    label = PERF_CONFIG_LABEL.get(source, "performance config")
     if "recompute" in perf_config:
         assumptions[:] = [a for a in assumptions if not a.startswith("recompute ")]
-        assumptions.append(f"recompute {perf_config['recompute']} "
-                           f"{','.join(perf_config.get('recompute_modules', ()))} (performance config)")
+        modules = ",".join(perf_config.get("recompute_modules", ()))
+        assumptions.append(f"recompute {perf_config['recompute']} {modules} ({label})".replace("  ", " "))
     doubt = batch_doubt(strategy, dp, global_batch)
     if "micro_batch" in perf_config:
         assumptions[:] = [a for a in assumptions if not a.startswith("micro-batch ")]
-        assumptions.append(f"micro-batch {perf_config['micro_batch']} (performance config"
+        assumptions.append(f"micro-batch {perf_config['micro_batch']} ({label}"
                            + (f"; {doubt})" if doubt else ")"))
     elif doubt:
         assumptions.append(f"batch doubt: {doubt}")
     if "pp_layout" in perf_config:
-        assumptions.append(f"pp layout {','.join(map(str, perf_config['pp_layout']))} (performance config)")
+        assumptions.append(f"pp layout {','.join(map(str, perf_config['pp_layout']))} ({label})")
     options.update(perf_config)
     config = hf_config(model, tp)
     dims = {
