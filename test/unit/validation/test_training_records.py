@@ -13,8 +13,10 @@ from charon_ir.validation.training import (
     Unsupported,
     batch_doubt,
     hf_config,
+    SOURCE_FLOPS,
     megatron_core_flops,
     narayanan_eq3_flops,
+    nemo_llama_flops,
     padded_vocab,
     source_of,
     training_case,
@@ -30,23 +32,68 @@ def training_records() -> list[dict]:
 
 
 def test_every_training_record_maps_to_a_run():
-    """Every record but those that leave their batch unstated (NeMo's long-sequence
-    table gives TFLOP/s only) maps to a run under its framework's preset."""
-    unsupported = []
+    """Every training record maps to a run under its framework's preset."""
     for r in training_records():
-        try:
-            case = training_case(r)
-        except Unsupported as e:
-            unsupported.append((r["id"], str(e)))
-            continue
+        case = training_case(r)
         o = case.options
         assert o["tp"] * o["pp"] * o["cp"] * o["dp"] == o["gpus"], r["id"]
         assert o["global_batch"] % (o["dp"] * o["micro_batch"]) == 0, r["id"]
         assert case.measured_iteration_s > 0
         assert case.framework in FRAMEWORKS
-    assert [rid for rid, _ in unsupported] == [r["id"] for r in training_records()
-                                               if r["id"].startswith("nemo_longseq")]
-    assert all("no global batch" in why for _, why in unsupported)
+    assert len(training_records()) == 91
+
+
+def test_a_record_without_a_global_batch_is_refused():
+    bare = record("nemo_longseq_llama2_7b_4k")
+    bare = {**bare, "strategy": {**bare["strategy"], "global_batch": "not stated"}}
+    with pytest.raises(Unsupported, match=r"^no global batch \(strategy.global_batch 'not stated'\)$"):
+        training_case(bare)
+
+
+LONGSEQ = {"4k": (1024, 1, 4), "16k": (256, 1, 16), "64k": (64, 2, 64), "256k": (16, 8, 256),
+           "1024k": (4, 32, 1024)}
+"""NeMo's long-sequence rows: global batch (the page's later revision), cp, GPUs."""
+
+
+@pytest.mark.parametrize("size", list(LONGSEQ))
+def test_nemo_long_sequence_rows_run_with_their_assumptions_named(size):
+    """The five rows of NeMo 24.03's long-sequence table are compared: the batch
+    read from the page's later revision (4,194,304 tokens a step in every row), the
+    micro-batch and recomputation the table leaves out taken from the launcher's
+    llama2_7b.yaml and named in the notes, under the nemo-24.07 preset."""
+    rec = record(f"nemo_longseq_llama2_7b_{size}")
+    case = training_case(rec)
+    o = case.options
+    global_batch, cp, gpus = LONGSEQ[size]
+    assert (o["global_batch"], o["cp"], o["gpus"], o["micro_batch"]) == (global_batch, cp, gpus, 1)
+    assert o["global_batch"] * o["seq_len"] == 4 * 2**20
+    assert o["recompute"] == "none" and o["precision"] == "fp8"
+    assert case.framework == "nemo-24.07" and case.settings["fp8_recipe"] == "delayed"
+    notes = "; ".join(case.assumptions)
+    assert f"global batch {global_batch} (the 'Batch Size' column of the page's later revision" in notes
+    assert "micro-batch 1 (not stated; NeMo-Framework-Launcher llama2_7b.yaml)" in notes
+    assert "recompute none (not stated; NeMo-Framework-Launcher llama2_7b.yaml)" in notes
+    assert "9421f21" in rec["notes"]
+
+
+def test_nemo_llama_formula_counts_causal_attention_as_full():
+    """NeMo's `_llama2` is Megatron-Core's count with a gated MLP and the unpadded
+    vocabulary: 12 s/h per layer for attention, the full square, whatever the mask."""
+    b, s, l, h, v, ffn = 4, 2**20, 32, 4096, 32000, 11008
+    nemo = nemo_llama_flops(b, s, l, h, v, heads=32, kv_heads=32, ffn=ffn)
+    assert nemo == pytest.approx(megatron_core_flops(b, s, l, h, v, 32, 32, ffn, swiglu=True), rel=1e-12)
+    attention = 12 * b * s * l * h * h * s / h
+    assert attention / nemo == pytest.approx(256 / (1 + 1 + 1.5 * ffn / h + 256 + v / (2 * l * h)))
+
+
+def test_nemo_long_sequence_tflops_convert_with_nemos_formula():
+    """536 TFLOP/s per GPU on 1024 GPUs at 1024K tokens: step = F / (GPUs x rate),
+    F by NeMo's formula with the unpadded vocabulary (tp 8 would pad it to 32768)."""
+    rec = record("nemo_longseq_llama2_7b_1024k")
+    s = 2**20
+    flops = 4 * s * 32 * 4096**2 * (12 + 12 + 18 * 11008 / 4096 + 12 * s / 4096 + 6 * 32000 / (32 * 4096))
+    assert training_case(rec).measured_iteration_s == pytest.approx(flops / (1024 * 536e12), rel=1e-12)
+    assert "nemo_longseq" in SOURCE_FLOPS
 
 
 def test_records_run_under_their_framework():

@@ -30,6 +30,17 @@ def test_a_small_training_record_is_reproduced(tmp_path, monkeypatch):
     assert "micro-batch 1 (not stated)" in result.note
 
 
+def test_the_nemo_million_token_row_is_compared(tmp_path, monkeypatch):
+    """NeMo's 1024K row (tp 8 x cp 32 x dp 4) is compared, not skipped, and its
+    note names what the table leaves unstated."""
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "ir"))
+    [result] = run_training(records("nemo_longseq_llama2_7b_1024k"), jobs=1)
+    assert result.status == "ok", result.note
+    assert abs(result.error) < 0.25 and result.memory_margin > 0
+    assert "global batch 4 (" in result.note and "micro-batch 1 (not stated;" in result.note
+    assert "framework nemo-24.07" in result.note
+
+
 def test_a_host_cost_per_launch_prices_the_records_host(tmp_path, monkeypatch):
     """`--host-launch-us`: every launch of the record's step costs the host that
     long; the step is no shorter, and the note says so."""
