@@ -131,6 +131,13 @@ class TrainingConfig:
     """With `host_launch_s`: the host waits for each forward MoE dispatch
     (`lower-to-events{moe-host-sync=true}`), as Megatron-Core's dropless
     dispatchers read the tokens per expert back (`tokens_per_expert.tolist()`)."""
+    moe_a2a_overlap: bool = True
+    """The expert-parallel dispatch and combine all_to_alls run beside whatever
+    compute does not need them (another micro-batch's, as Megatron-Core's
+    `overlap_moe_expert_parallel_comm` schedules it); False: each is synchronous,
+    issued after the compute before it and waited for by all later compute
+    (`lower-to-events{sync-expert-a2a=true}`), as Megatron-Core's token
+    dispatchers run without that schedule."""
     mtp: bool = True
     """Train the multi-token-prediction modules a model's config asks for
     (DeepSeek-V3's `num_nextn_predict_layers`), after the layers on the last
@@ -279,10 +286,11 @@ class TrainingConfig:
 
 
 def lowering_options(config: TrainingConfig) -> dict[str, Any]:
-    """`lower-to-events`' options for `config`: blocking collectives and the
-    host's issue model."""
+    """`lower-to-events`' options for `config`: blocking collectives (the
+    expert-parallel all_to_alls among them) and the host's issue model."""
     return {"blocking": tuple(config.blocking_comm), "host_launch": config.host_launch_s,
-            "expert_launches": config.expert_launches, "moe_host_sync": config.moe_host_sync}
+            "expert_launches": config.expert_launches, "moe_host_sync": config.moe_host_sync,
+            "sync_expert_a2a": not config.moe_a2a_overlap}
 
 
 def make_pass(name: str, **options):

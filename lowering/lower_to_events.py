@@ -29,8 +29,15 @@ fractional counts are a mean over the layer's expert GEMMs (docs/calibration.md,
 the host reads the tokens per expert back after each forward dispatch
 (Megatron-Core's `tokens_per_expert.tolist()`, a dropless dispatcher's
 device-to-host sync), so it issues nothing after a forward dispatch all_to_all
-until that has completed on the GPU. Every compute op and collective must carry
-a `cost` attribute (run `cost-annotate` first).
+until that has completed on the GPU. `sync-expert-a2a` (default false): the
+expert-parallel all_to_alls (a `coll.all_to_all` over grid axes holding `ep`: the
+tokens' dispatch and combine) are issued synchronously, as `blocking` issues a
+whole axis's collectives, while the other collectives of those axes (the dense
+gradients' reductions over dp x ep) stay asynchronous: Megatron-Core's token
+dispatchers call the all_to_all in the layer's forward and backward and the
+next kernel waits for it, unless `overlap_moe_expert_parallel_comm` schedules
+another micro-batch's compute beside it. Every compute op and collective must
+carry a `cost` attribute (run `cost-annotate` first).
 """
 
 from __future__ import annotations
@@ -133,6 +140,15 @@ def comm_stream_name(axes: list[str]) -> str:
     return "comm_" + "_".join(axes)
 
 
+EXPERT_AXIS = "ep"
+
+
+def is_expert_a2a(op: Operation) -> bool:
+    """Whether `op` is an expert-parallel all_to_all (a token dispatch or
+    combine): one over grid axes holding `ep`."""
+    return isinstance(op, AllToAllOp) and EXPERT_AXIS in op.axis_names()
+
+
 @dataclass
 class _Emitter:
     """Appends events to one block; maps each sim value to the token after which
@@ -178,6 +194,9 @@ class _Emitter:
     """The barrier the host last waited at: its next launch comes after it."""
     expert_launches: float = 0.0
     """Launches per local expert of a routed-expert GEMM (0: one an op)."""
+    sync_expert_a2a: bool = False
+    """The expert-parallel all_to_alls (over axes holding `ep`) block the
+    compute stream as a `blocking` axis's collectives do."""
     moe_host_sync: bool = False
     """The host waits for each forward dispatch all_to_all (tokens per expert)."""
     forward: bool = True
@@ -284,7 +303,7 @@ class _Emitter:
             and isinstance(op, CollectiveOp)
             and not isinstance(op, RecvOp)
             and not self.blocking.isdisjoint(op.axis_names())
-        )
+        ) or (self.sync_expert_a2a and is_expert_a2a(op))
         if blocking and not isinstance(op, SendOp):
             issue = self.emit(event.ComputeOp(COMPUTE_STREAM, "comm_issue", 0.0, deps))
             deps = [issue]
@@ -512,7 +531,7 @@ def _phase(stage: StageOp, kind: PhaseKind) -> PhaseOp | None:
 
 def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = frozenset(),
                    host_launch: float = 0.0, expert_launches: float = 0.0,
-                   moe_host_sync: bool = False) -> list[event.ProgramOp]:
+                   moe_host_sync: bool = False, sync_expert_a2a: bool = False) -> list[event.ProgramOp]:
     """One program per physical stage: its schedule's runs of forward (F) and
     backward (B) micro-batches as loops over the lowered phases of its chunks."""
     attr = module.attributes[PIPELINE_ATTR]
@@ -570,6 +589,7 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
                         host_launch=host_launch,
                         expert_launches=expert_launches,
                         moe_host_sync=moe_host_sync,
+                        sync_expert_a2a=sync_expert_a2a,
                         forward=kind[0] == "F",
                     )
                     emitter.lower_block(phase.body.block)
@@ -600,7 +620,8 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
             if opt is not None:
                 emitter = _Emitter(body, streams, virtual_stage=chunk * pp + s, target=target,
                                    groups=groups, blocking=blocking, host_launch=host_launch,
-                                   expert_launches=expert_launches, moe_host_sync=moe_host_sync)
+                                   expert_launches=expert_launches, moe_host_sync=moe_host_sync,
+                                   sync_expert_a2a=sync_expert_a2a)
                 emitter.lower_op(opt)
         recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], PhaseKind.BACKWARD)) for c in range(vpp))
         kind = by_virtual[s].attributes.get(NODE_KIND_ATTR)
@@ -636,6 +657,11 @@ class LowerToEventsPass(ModulePass):
     """With host-launch: the host waits for each forward dispatch all_to_all
     (a dropless dispatcher reading its tokens per expert back)."""
 
+    sync_expert_a2a: bool = False
+    """The expert-parallel all_to_alls (dispatch and combine: over axes holding
+    `ep`) block the compute stream, as `blocking` does for a whole axis; the
+    other collectives of those axes stay asynchronous."""
+
     def blocking_axes(self) -> frozenset[str]:
         names = (self.blocking,) if isinstance(self.blocking, str) else self.blocking
         axes = frozenset(n for n in names if n)
@@ -662,7 +688,8 @@ class LowerToEventsPass(ModulePass):
         if any(isinstance(o, event.ProgramOp) for o in op.body.block.ops):
             raise CharonError("lower-to-events: the module is already lowered")
         if PIPELINE_ATTR in op.attributes:
-            programs = lower_pipeline(op, target, blocking, host_launch, expert_launches, self.moe_host_sync)
+            programs = lower_pipeline(op, target, blocking, host_launch, expert_launches, self.moe_host_sync,
+                                      self.sync_expert_a2a)
             for top in reversed([o for o in op.body.block.ops if isinstance(o, StageOp)]):
                 top.detach()
                 top.erase(safe_erase=False)
@@ -672,7 +699,8 @@ class LowerToEventsPass(ModulePass):
         body = Block()
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
         emitter = _Emitter(body, streams, target=target, blocking=blocking, host_launch=host_launch,
-                           expert_launches=expert_launches, moe_host_sync=self.moe_host_sync)
+                           expert_launches=expert_launches, moe_host_sync=self.moe_host_sync,
+                           sync_expert_a2a=self.sync_expert_a2a)
         tokens = count_tokens(op) * data_parallel_replicas(op)
         recomputed = sum(recomputed_flops(top) for top in op.body.block.ops
                          if isinstance(top, PhaseOp) and top.kind.data == PhaseKind.BACKWARD)

@@ -111,6 +111,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "fp32_param_shards": False,
     "expert_launches": 0.0,
     "moe_host_sync": False,
+    "moe_a2a_overlap": True,
     "framework": "megatron-core",
 }
 """Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
@@ -143,6 +144,7 @@ LATER_SETTINGS = (
     "fp32_param_shards",
     "expert_launches",
     "moe_host_sync",
+    "moe_a2a_overlap",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charon_ir.api import TrainingConfig, configure
+from charon_ir.api import TrainingConfig, configure, lowering_options
 from charon_ir.errors import CharonError
 from charon_ir.frameworks import (
     DEFAULT_FRAMEWORK,
@@ -85,6 +85,23 @@ def test_moe_host_settings_only_with_experts():
     assert report["settings"]["expert_launches"]["from"] == "default"
     bare, _ = configure("m", "none", gpus=16, ep=8)
     assert bare.expert_launches == 0.0 and not bare.moe_host_sync
+
+
+def test_megatron_core_dispatch_is_synchronous():
+    """Megatron-Core's token dispatchers wait for each expert all_to_all unless
+    overlap_moe_expert_parallel_comm is set: its presets turn the free overlap off
+    where experts are spread, lower it as synchronous, and a flag wins."""
+    for name in ("megatron-core", "nemo-24.07", "megatron-bridge"):
+        moe, report = configure("m", name, gpus=16, ep=8)
+        assert not moe.moe_a2a_overlap
+        assert report["settings"]["moe_a2a_overlap"]["from"] == f"framework {name}"
+        assert lowering_options(moe)["sync_expert_a2a"] is True
+    dense, _ = configure("m", "megatron-core", gpus=16)
+    assert dense.moe_a2a_overlap and lowering_options(dense)["sync_expert_a2a"] is False
+    for name in ("none", "deepspeed", "fsdp2"):
+        assert configure("m", name, gpus=16, ep=8)[0].moe_a2a_overlap
+    overlapped, report = configure("m", "megatron-bridge", gpus=16, ep=8, moe_a2a_overlap=True)
+    assert overlapped.moe_a2a_overlap and report["settings"]["moe_a2a_overlap"]["from"] == "flag"
 
 
 def test_megatron_lm_2021_and_2022_differ_in_the_tp_all_reduce():
