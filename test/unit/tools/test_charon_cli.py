@@ -3,6 +3,7 @@ not bad input) still ends in one line and a non-zero exit, unless CHARON_DEBUG a
 for the traceback; and bad input the commands share (usage errors, impossible
 counts, unreadable IR, unwritable outputs) is one line."""
 
+import json
 import os
 import subprocess
 import sys
@@ -133,6 +134,24 @@ def test_flags_a_hand_written_step_cannot_take_are_one_line(charon_fails, flag):
     assert charon_fails("simulate", "--model", MLP, "--gpus", "1", *flag) == (
         f"error: {flag[0] if flag[0] != '--no-fuse' else '--fuse/--no-fuse'}: {MLP} is simulated as "
         "written (no flag asks for a pass): its shapes, kernels and schedule are the file's")
+
+
+def test_moe_a2a_overlap_flag_overrides_the_preset(charon_cli):
+    """--moe-a2a-overlap wins over the Megatron-Core preset's synchronous expert
+    all-to-alls (its report says so), and is refused by name on a hand-written step."""
+    common = ("simulate", "--model", "qwen3-30b-a3b", "--gpus", "8", "--ep", "8", "--seq-len", "256",
+              "--global-batch", "8", "--json")
+    free = json.loads(charon_cli(*common, "--moe-a2a-overlap").stdout)
+    waited = json.loads(charon_cli(*common).stdout)
+    assert free["framework"]["settings"]["moe_a2a_overlap"] == {"value": True, "from": "flag"}
+    assert waited["framework"]["settings"]["moe_a2a_overlap"]["value"] is False
+    assert free["iteration_time_s"] < waited["iteration_time_s"]
+
+
+def test_moe_a2a_overlap_on_a_hand_written_step_is_one_line(charon_fails):
+    assert charon_fails("simulate", "--model", MLP, "--gpus", "1", "--no-moe-a2a-overlap") == (
+        f"error: --moe-a2a-overlap/--no-moe-a2a-overlap: {MLP} is simulated as written (no flag asks "
+        "for a pass): its shapes, kernels and schedule are the file's")
 
 
 @pytest.mark.parametrize(
