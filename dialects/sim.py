@@ -1479,6 +1479,61 @@ def dim_sources_of(attr: ArrayAttr | None) -> list[list[int]] | None:
     return [[d.value.data for d in group.data] for group in attr.data]
 
 
+class GenericCallee(StrEnum):
+    """The `sim.generic` callees Charon itself makes, each read by a later pass
+    (an unknown aten op keeps its own name as the callee: any text is a valid
+    callee, only these have a meaning passes rely on). The callee prints as the
+    string literal it always had (`sim.generic "grad_bucket"(...)`). Test a
+    generic's callee with `GenericOp.calls`, never by its text."""
+
+    LAYER_NORM_STATS = "layer_norm_stats"
+    """Made by the frontend beside a LayerNorm's `sim.norm`: the mean and 1/std the
+    norm kernel writes for its backward (free but for their writes). `fuse` folds
+    it into the fused norm; sequence-parallel splits it with the norm's input."""
+    MOE_COMBINE_WEIGHT_GRAD = "moe_combine_weight_grad"
+    """Made by the frontend in an MoE combine's backward: the gradient of the
+    routing weights (per token, per chosen expert). shard-expert moves it onto
+    the expert-parallel side of the dispatch (its expert input is local)."""
+    SHARD_SLICE = "shard.slice"
+    """A free local slice of a replicated value to the piece one rank holds (a
+    sharding conversion: parallel/sharding/conversions, sequence-parallel,
+    shard-context); sequence-parallel recognises its own to move gathers."""
+    SHARD_ROW_STATS = "shard.row_stats"
+    """One fp32 statistic per row of a vocabulary-split value (max, sum of
+    exponentials, target logit), all-reduced over the split (a sharding
+    conversion); sequence-parallel leaves its all_reduce alone."""
+    MOE_LOCAL_ROWS = "moe.local_rows"
+    """Made by shard-expert under MoE parallel folding: a rank's own rows of a
+    per-expert buffer of its tp group's tokens, and back. Memory analysis counts
+    it as a view (no storage of its own)."""
+    GRAD_BUCKET = "grad_bucket"
+    """Made by data-parallel: gradients packed into flat buckets for their dp
+    all_reduce / reduce_scatter (free: Megatron-Core's gradients live in the
+    bucket). The screen tier reads the buckets' sizes."""
+    ZERO_SHARD = "zero_shard"
+    """Made by data-parallel for ZeRO >= 1: the 1/dp shard of the parameters
+    (or gradients) a replica's optimizer updates. Memory analysis counts a
+    parameter shard it yields as the replica's parameter state."""
+    PARAM_BUCKET = "param_bucket"
+    """Made by data-parallel for ZeRO >= 1: the updated parameter shards packed
+    into buckets that are all_gathered after the optimizer step."""
+    PARAM_SHARD_BUCKET = "param_shard_bucket"
+    """Made by data-parallel for ZeRO-3 (and overlap-param-gather): a layer's
+    parameter shards packed for the all_gather before the layer runs. Recompute
+    finds a full-recompute layer's gathers from it."""
+    PARAM_UNPACK = "param_unpack"
+    """Made by data-parallel after such an all_gather: the gathered buckets seen
+    as the layer's full parameters. Cost-annotate prices it as a parameter read;
+    recompute re-gathers it in backward."""
+
+
+DATA_PARALLEL_CALLEES = frozenset({
+    GenericCallee.GRAD_BUCKET, GenericCallee.PARAM_BUCKET, GenericCallee.ZERO_SHARD,
+    GenericCallee.PARAM_SHARD_BUCKET, GenericCallee.PARAM_UNPACK,
+})
+"""The free packing and unpacking data-parallel makes around its collectives."""
+
+
 @irdl_op_definition
 class GenericOp(ComputeOp):
     """Anything without a named op (an unknown aten op, a custom kernel): carries
@@ -1504,7 +1559,7 @@ class GenericOp(ComputeOp):
 
     def __init__(
         self,
-        callee: str,
+        callee: GenericCallee | str,
         inputs: Sequence[SSAValue],
         result_types: Sequence[Attribute],
         flops: float,
@@ -1512,13 +1567,17 @@ class GenericOp(ComputeOp):
         view_dims: Sequence[Iterable[int]] | None = None,
     ):
         props: dict[str, Attribute] = {
-            "callee": StringAttr(callee),
+            "callee": StringAttr(str(callee)),
             "flop_count": FloatAttr(float(flops), 64),
             "byte_count": FloatAttr(float(bytes), 64),
         }
         if view_dims is not None:
             props["view_dims"] = dim_sources_attr(view_dims)
         super().__init__(operands=[inputs], result_types=[result_types], properties=props)
+
+    def calls(self, *callees: GenericCallee) -> bool:
+        """Whether this generic is one of Charon's own `callees`."""
+        return self.callee.data in callees
 
     def dim_sources(self) -> list[list[int]] | None:
         """Input dims of each result dim of a view-like generic, or None."""
@@ -1537,6 +1596,11 @@ class GenericOp(ComputeOp):
 
     def bytes_moved(self) -> float:
         return self.byte_count.value.data
+
+
+def is_generic(op: Operation, *callees: GenericCallee) -> bool:
+    """Whether `op` is a `sim.generic` calling one of `callees`."""
+    return isinstance(op, GenericOp) and op.calls(*callees)
 
 
 @irdl_op_definition

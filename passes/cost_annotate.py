@@ -59,12 +59,14 @@ from charon_ir.dialects.sim import (
     PIPELINE_ATTR,
     ComputeOp,
     CostAttr,
+    GenericCallee,
     GenericOp,
     MatmulOp,
     ParamOp,
     PipelineAttr,
     RepeatOp,
     StageOp,
+    is_generic,
 )
 from charon_ir.engines.analytic import FP8_RECIPES, AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
@@ -139,7 +141,7 @@ def _is_weight(value: SSAValue) -> bool:
             return False
         value = owner.operands[value.index]
     op = value.owner
-    return isinstance(op, ParamOp) or (isinstance(op, GenericOp) and op.callee.data == "param_unpack")
+    return isinstance(op, ParamOp) or is_generic(op, GenericCallee.PARAM_UNPACK)
 
 
 def _in_layers(op: Operation) -> bool:

@@ -77,7 +77,7 @@ def _tensor(v: SSAValue) -> TensorType:
     return v.type
 
 
-def _free(callee: str, inputs: Sequence[SSAValue], types: Sequence[TensorType]) -> sim.GenericOp:
+def _free(callee: sim.GenericCallee, inputs: Sequence[SSAValue], types: Sequence[TensorType]) -> sim.GenericOp:
     return sim.GenericOp(callee, inputs, types, flops=0.0, bytes=0.0)
 
 
@@ -118,7 +118,7 @@ class _Sync:
         """Insert after `after`: pack `grads` into buckets and reduce each over dp."""
         if not grads or self.dp == 1:
             return
-        pack = _free("grad_bucket", grads, self.bucket_types(grads))
+        pack = _free(sim.GenericCallee.GRAD_BUCKET, grads, self.bucket_types(grads))
         ops: list[Operation] = [pack]
         for bucket in pack.outputs:
             if self.zero == 0:
@@ -139,7 +139,7 @@ class _Sync:
         if not params or self.dp == 1:
             return
         shards = [self.shard_of(t) for t in self.bucket_types(params)]
-        pack = _free("param_shard_bucket", params, shards)
+        pack = _free(sim.GenericCallee.PARAM_SHARD_BUCKET, params, shards)
         gathers = [
             coll.AllGatherOp(
                 s, MESH, list(self.axes), TensorType(_tensor(s).element_type, [_tensor(s).get_shape()[0] * self.dp]),
@@ -147,7 +147,7 @@ class _Sync:
             )
             for s in pack.outputs
         ]
-        unpack = _free("param_unpack", [g.result for g in gathers], [_tensor(p) for p in params])
+        unpack = _free(sim.GenericCallee.PARAM_UNPACK, [g.result for g in gathers], [_tensor(p) for p in params])
         first = block.first_op
         assert first is not None
         for op in (pack, *gathers, unpack):
@@ -177,8 +177,8 @@ class _Sync:
             t = _tensor(v)
             return TensorType(t.element_type, [ceil(sim.numel(v) / self.dp)])
 
-        p_shards = _free("zero_shard", list(step.params), [shard(p) for p in step.params])
-        g_shards = _free("zero_shard", list(step.grads), [shard(p) for p in step.params])
+        p_shards = _free(sim.GenericCallee.ZERO_SHARD, list(step.params), [shard(p) for p in step.params])
+        g_shards = _free(sim.GenericCallee.ZERO_SHARD, list(step.grads), [shard(p) for p in step.params])
         new = sim.OptimizerStepOp.build(
             operands=[list(p_shards.outputs), list(g_shards.outputs)],
             result_types=[[shard(p) for p in step.params]],
@@ -190,7 +190,7 @@ class _Sync:
         if resident:
             buckets = self.bucket_types([step.params[i] for i in resident])
             shards = [self.shard_of(b) for b in buckets]
-            pack = _free("param_bucket", [new.updated[i] for i in resident], shards)
+            pack = _free(sim.GenericCallee.PARAM_BUCKET, [new.updated[i] for i in resident], shards)
             block.insert_op_before(pack, step)
             for shard_bucket, bucket in zip(pack.outputs, buckets):
                 block.insert_op_before(

@@ -487,7 +487,7 @@ class FuseNormBias(FusionPattern):
         group: list[Operation] = [op, add]
         for use in op.input.uses:
             stats = use.operation
-            if isinstance(stats, sim.GenericOp) and stats.callee.data == "layer_norm_stats":
+            if sim.is_generic(stats, sim.GenericCallee.LAYER_NORM_STATS):
                 group.append(stats)
         self.fuse(group, "fused.layer_norm", rewriter)
 

@@ -625,12 +625,12 @@ def _components(ops: list[Operation]) -> list[list[Operation]]:
 def _unpacked(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
     """(parameter, gathered parameter) pairs of a ZeRO `param_unpack`: the
     outputs of the unpacker and the inputs of the shard packer its gather read."""
-    if not (isinstance(op, sim.GenericOp) and op.callee.data == "param_unpack"):
+    if not sim.is_generic(op, sim.GenericCallee.PARAM_UNPACK):
         return []
     source = op.inputs[0].owner
     while isinstance(source, Operation) and not isinstance(source, sim.GenericOp) and source.operands:
         source = source.operands[0].owner
-    if not (isinstance(source, sim.GenericOp) and source.callee.data == "param_shard_bucket"):
+    if not (isinstance(source, sim.GenericOp) and source.calls(sim.GenericCallee.PARAM_SHARD_BUCKET)):
         return []
     if len(source.inputs) != len(op.outputs):
         return []
@@ -686,8 +686,8 @@ def _leading_gathers(block: Block) -> list[Operation]:
 def _gathered(ops: list[Operation]) -> list[tuple[SSAValue, SSAValue]]:
     """(parameter, gathered parameter) pairs of a ZeRO-3 gather sequence: the
     shard packer's inputs, in order, and the unpacker's outputs."""
-    packs = [op for op in ops if isinstance(op, sim.GenericOp) and op.callee.data == "param_shard_bucket"]
-    unpacks = [op for op in ops if isinstance(op, sim.GenericOp) and op.callee.data == "param_unpack"]
+    packs = [op for op in ops if sim.is_generic(op, sim.GenericCallee.PARAM_SHARD_BUCKET)]
+    unpacks = [op for op in ops if sim.is_generic(op, sim.GenericCallee.PARAM_UNPACK)]
     if len(packs) != 1 or len(unpacks) != 1 or len(packs[0].inputs) != len(unpacks[0].outputs):
         return []
     return list(zip(packs[0].inputs, unpacks[0].outputs))

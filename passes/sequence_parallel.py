@@ -139,7 +139,7 @@ def _split_type(value: SSAValue, dim: int, tp: int) -> TensorType:
 
 
 def _local_slice(value: SSAValue, dim: int, tp: int) -> sim.GenericOp:
-    return sim.GenericOp("shard.slice", [value], [_split_type(value, dim, tp)], 0.0, 0.0)
+    return sim.GenericOp(sim.GenericCallee.SHARD_SLICE, [value], [_split_type(value, dim, tp)], 0.0, 0.0)
 
 
 def _share(value: SSAValue, dim: int, tp: int) -> tuple[SSAValue, Operation | None]:
@@ -166,7 +166,7 @@ class SplitAllReduce(RewritePattern):
         src = op.input.owner
         while isinstance(src, sim.ViewOp):
             src = src.input.owner
-        if isinstance(src, sim.GenericOp) and src.callee.data == "shard.row_stats":
+        if sim.is_generic(src, sim.GenericCallee.SHARD_ROW_STATS):
             return
         if isinstance(src, sim.AttentionGradOp):
             return  # the gradient of a kv head shared by several ranks
@@ -186,7 +186,7 @@ TOKEN_LOCAL_GENERICS: dict[str, frozenset[int]] = {
     # token), aten's own kernel when it has no sim.norm form, and its backward
     # (dx per token; the weight and bias gradients, results 1 and 2, are sums over
     # the tokens). Megatron-SP runs all of them on the rank's own tokens.
-    "layer_norm_stats": frozenset(),
+    sim.GenericCallee.LAYER_NORM_STATS: frozenset(),
     "aten.native_layer_norm": frozenset(),
     "aten.native_layer_norm_backward": frozenset({1, 2}),
 }
@@ -435,7 +435,7 @@ class FoldSliceOfGather(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.GenericOp, rewriter: PatternRewriter) -> None:
-        if op.callee.data != "shard.slice" or len(op.operands) != 1:
+        if not op.calls(sim.GenericCallee.SHARD_SLICE) or len(op.operands) != 1:
             return
         g = _gathered(op.operands[0])
         if g is not None and g.input.type == op.results[0].type:

@@ -79,7 +79,7 @@ def _slice(value: SSAValue, dim: int, size: int) -> sim.GenericOp:
     """A free local view of part of `value` along `dim` (half the local queries)."""
     new = list(shape(value))
     new[dim] = size
-    return sim.GenericOp("shard.slice", [value], [with_shape(value.type, new)], 0.0, 0.0)
+    return sim.GenericOp(sim.GenericCallee.SHARD_SLICE, [value], [with_shape(value.type, new)], 0.0, 0.0)
 
 
 def _merge(name: str, parts: list[SSAValue], result_type) -> sim.GenericOp:

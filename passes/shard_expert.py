@@ -113,7 +113,7 @@ class DispatchToExperts(ShardPattern):
             st.read(use.operation, use.index, sent)
 
 
-LOCAL_ROWS = "moe.local_rows"
+LOCAL_ROWS = sim.GenericCallee.MOE_LOCAL_ROWS
 """With tp folded into the expert group: the rows of a rank's own 1/tp of the
 tokens in a per-expert buffer of the tp group's tokens, and back. Free: Megatron
 dispatches and combines the sequence-parallel share itself; the IR's router and
@@ -151,7 +151,7 @@ class CombineFromExperts(ShardPattern):
     folded: int = 1
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if isinstance(op, sim.GenericOp) and op.callee.data != "moe_combine_weight_grad":
+        if isinstance(op, sim.GenericOp) and not op.calls(sim.GenericCallee.MOE_COMBINE_WEIGHT_GRAD):
             return
         super().match_and_rewrite(op, rewriter)
 
@@ -250,7 +250,7 @@ def _expert_region(dispatches: list[sim.MoeDispatchOp], experts: int, capacity: 
         for use in value.uses:
             user = use.operation
             if isinstance(user, (sim.MoeCombineOp, sim.MoeDispatchOp)) or (
-                isinstance(user, sim.GenericOp) and user.callee.data == "moe_combine_weight_grad"
+                sim.is_generic(user, sim.GenericCallee.MOE_COMBINE_WEIGHT_GRAD)
             ):
                 continue
             if isinstance(user, sim.YieldOp):
@@ -290,8 +290,8 @@ def _expert_flops(region: list[SSAValue]) -> float:
     combine, which read the tokens."""
     ops = {v.owner for v in region if isinstance(v.owner, sim.ComputeOp)}
     ops |= {u.operation for v in region for u in v.uses if isinstance(u.operation, sim.ComputeOp)}
-    ops = {o for o in ops if not isinstance(o, (sim.MoeDispatchOp, sim.MoeCombineOp)) and not (
-        isinstance(o, sim.GenericOp) and o.callee.data == "moe_combine_weight_grad")}
+    ops = {o for o in ops if not isinstance(o, (sim.MoeDispatchOp, sim.MoeCombineOp)) and not sim.is_generic(
+        o, sim.GenericCallee.MOE_COMBINE_WEIGHT_GRAD)}
     return sum(o.flops() * multiplicity(o) for o in ops)  # pyright: ignore[reportAttributeAccessIssue]
 
 

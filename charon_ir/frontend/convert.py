@@ -510,7 +510,7 @@ class GraphConverter:
         # they cost only their own (small) writes
         stats_types = [type_of(mean), type_of(rstd)]
         stats = self.add(sim.GenericOp(
-            "layer_norm_stats", [x], stats_types, 0.0, sum(sim.tensor_bytes(t) for t in stats_types),
+            sim.GenericCallee.LAYER_NORM_STATS, [x], stats_types, 0.0, sum(sim.tensor_bytes(t) for t in stats_types),
         ))
         self.env[node] = [Lazy(result, _shape(result)), *(Lazy(r, _shape(r)) for r in stats.results)]
         return True
@@ -637,7 +637,7 @@ class GraphConverter:
         tokens_k = prod(_shape(idx))
         hidden = _shape(grad)[-1]
         weight_grad = self.add(sim.GenericOp(
-            "moe_combine_weight_grad", [expert_out, grad, idx], [grad_w_t],
+            sim.GenericCallee.MOE_COMBINE_WEIGHT_GRAD, [expert_out, grad, idx], [grad_w_t],
             2.0 * tokens_k * hidden, _io_bytes([expert_out, grad, idx]) + sim.tensor_bytes(grad_w_t),
         ))
         self.env[node] = [Lazy(dispatch.results[0], _shape(dispatch.results[0])),

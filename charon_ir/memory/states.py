@@ -94,7 +94,7 @@ def _unsharded(param: SSAValue) -> SSAValue:
     """The whole parameter behind a ZeRO shard the data-parallel pass feeds to
     the optimizer step (the stage divides by dp itself)."""
     owner = param.owner
-    if isinstance(owner, sim.GenericOp) and owner.callee.data == "zero_shard":
+    if isinstance(owner, sim.GenericOp) and owner.calls(sim.GenericCallee.ZERO_SHARD):
         return owner.inputs[list(owner.outputs).index(param)]
     return param
 

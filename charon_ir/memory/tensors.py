@@ -32,7 +32,7 @@ ALIAS_CALLEES = frozenset(
         # parallel folding (etp 1, tp > 1): a layout of the all-to-all's rows, not
         # storage of its own; Megatron-Core's unpermutation keeps the rank's own
         # rows (its sequence-parallel share), which the all-to-all returned
-        "moe.local_rows",
+        sim.GenericCallee.MOE_LOCAL_ROWS,
     }
 )
 
@@ -121,9 +121,7 @@ def transient_bytes(op: Operation) -> int:
     return 0
 
 
-MODEL_STATE_CALLEES = frozenset(
-    {"grad_bucket", "param_bucket", "zero_shard", "param_shard_bucket", "param_unpack"}
-)
+MODEL_STATE_CALLEES = sim.DATA_PARALLEL_CALLEES
 """The `data-parallel` pass's packing ops: views into Megatron-style contiguous
 gradient and parameter buffers, whose bytes are model states, not activations."""
 

@@ -688,7 +688,7 @@ def _is_dp(op, coll) -> bool:
 def _gradient_group(op, coll, sim) -> GradientGroup | None:
     """The gradients a `grad_bucket` pack of data-parallel gathers, with the
     axes its buckets are reduced over; None for any other op."""
-    if not (isinstance(op, sim.GenericOp) and op.callee.data == "grad_bucket"):
+    if not sim.is_generic(op, sim.GenericCallee.GRAD_BUCKET):
         return None
     reduce = next(use.operation for use in op.outputs[0].uses if _is_dp(use.operation, coll))
     elements = sum(sim.numel(v) for v in op.inputs)

@@ -26,8 +26,8 @@ from charon_ir.errors import CharonError
 from charon_ir.parallel.mesh import MESH
 from charon_ir.parallel.sharding.layout import REPLICATED, Shard, with_shape
 
-SLICE = "shard.slice"
-ROW_STATS = "shard.row_stats"
+SLICE = sim.GenericCallee.SHARD_SLICE
+ROW_STATS = sim.GenericCallee.SHARD_ROW_STATS
 
 
 class StepKind(Enum):

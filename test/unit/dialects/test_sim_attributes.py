@@ -285,3 +285,19 @@ def test_a_target_parses_back_to_itself(hardware, gpus, per_node, cluster):
     target = sim.TargetAttr(hardware, gpus, per_node, cluster)
     assert_round_trip(target)
     assert ("cluster" in str(target)) == bool(cluster)
+
+
+@given(st.sampled_from(list(sim.GenericCallee)), texts)
+def test_a_generic_is_one_of_charons_callees_only_by_its_member(callee, other):
+    """Charon's own callees print as the string literal they always had and are
+    recognised after a round trip; any other text stays a valid callee that is
+    none of them."""
+    t = TensorType(bf16, [4])
+    ours = sim.GenericOp(callee, [], [t], 0.0, 0.0)
+    text = str(ours)
+    assert f'sim.generic "{callee.value}"()' in text
+    again = Parser(CONTEXT, text).parse_module().body.block.first_op
+    assert sim.is_generic(again, callee) and not sim.is_generic(again, *(set(sim.GenericCallee) - {callee}))
+    theirs = sim.GenericOp(other, [], [t], 0.0, 0.0)
+    assert not sim.is_generic(theirs)
+    assert sim.is_generic(theirs, *sim.GenericCallee) == (other in set(sim.GenericCallee))

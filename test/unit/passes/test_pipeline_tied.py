@@ -129,15 +129,14 @@ def test_the_embedding_group_is_the_first_and_last_stage(pp):
         assert isinstance(phase, sim.PhaseOp) and phase.kind.data == "optimizer"
         # ZeRO-1 shards the summed gradient, and data-parallel reduced the partial
         # over dp in the backward, before the sum
-        assert any(isinstance(u.operation, sim.GenericOp) and u.operation.callee.data == "zero_shard"
-                   for u in total.result.uses)
+        assert any(sim.is_generic(u.operation, sim.GenericCallee.ZERO_SHARD) for u in total.result.uses)
         backward = total.input.owner
         assert isinstance(backward, sim.PhaseOp)
         term = backward.body.block.last_op
         assert isinstance(term, sim.YieldOp)
         partial = term.values[list(backward.outputs).index(total.input)]
         buckets = [u.operation for u in partial.uses if isinstance(u.operation, sim.GenericOp)]
-        assert [b.callee.data for b in buckets] == ["grad_bucket"]
+        assert [b.callee.data for b in buckets] == [sim.GenericCallee.GRAD_BUCKET]
         assert any(isinstance(u.operation, coll.ReduceScatterOp) and u.operation.axis_names() == ["dp"]
                    for r in buckets[0].results for u in r.uses)
 
