@@ -56,6 +56,7 @@ class _Builder(LoopFolding):
         self.busy: dict[int, float] = {}
         self.link: dict[int, int] = {}
         self.folded_exposed: dict[int, dict[str, float]] = {}
+        self.folded_heads: dict[int, float] = {}
         self.loop_summaries: dict[tuple, LoopSummary] = {}
         self.keys: dict[int, tuple[LoopIns, tuple]] = {}
         self.unrolled: dict[int, tuple[list[Instruction], int]] = {}
@@ -210,6 +211,7 @@ class _Builder(LoopFolding):
             event_program=np.asarray(self.program, dtype=np.int64),
             busy=busy,
             folded_exposed=dict(self.folded_exposed),
+            folded_heads=dict(self.folded_heads),
             link=dict(self.link),
         )
 

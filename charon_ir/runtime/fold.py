@@ -223,6 +223,7 @@ class LoopFolding:
                 length = gain + offset - head_start
                 after = [self.add(-1, KIND_JOIN, head_start, [marker], "delay")]
                 h = self.add(stream, kind, length, after, f"repeat x{count} (head)")
+                self.folded_heads[h] = gain
                 self.folded(h, min(head_work, work), kind, {a: 0.0 for a in exposed})
                 work -= min(head_work, work)
                 begin = gain + offset

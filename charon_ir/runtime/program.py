@@ -70,6 +70,10 @@ class FlatProgram:
     folded loop, which spans the loop's window but works only part of it."""
     folded_exposed: dict[int, dict[str, float]] = field(default_factory=dict)
     """Folded compute events: the communication (per axis) exposed inside them."""
+    folded_heads: dict[int, float] = field(default_factory=dict)
+    """Head events of folded loops (work that does not wait for the loop's input,
+    `fold.LoopSummary.heads`): how much earlier their stream ends for it when the
+    input comes late (its gain)."""
     link: dict[int, int] = field(default_factory=dict)
     """Communication events and the link they cross (LINK_SCALE_UP, LINK_SCALE_OUT)."""
 

@@ -20,8 +20,10 @@ once, as a probe, and composes each point from it:
   fast tier runs, `runtime.interpreter`): per stage, one compute event per
   item of `charon_ir.parallel.schedules.stage_order` with the probe's
   durations, waiting for its input (activations and gradients cross stages on
-  the sender's send stream, priced by the collective engine); the last
-  backward of a chunk runs layer by layer, each layer's gradient buckets
+  the sender's send stream, priced by the collective engine on the link
+  between the two stages); what a B runs before it needs the gradient (a
+  recomputed layer's forward, `Phase.head`) runs while the gradient is on its
+  way; the last backward of a chunk runs layer by layer, each layer's gradient buckets
   reduced on the stage's dp stream as it ends (the interpreter's overlap
   contention slowing both); the optimizer step (and under ZeRO-1/2 the
   all-gather of the updated shards) closes each stage. Long steps are
@@ -119,6 +121,13 @@ class Phase:
     tp_pre: float = 0.0
     tp_layer: float = 0.0
     tp_post: float = 0.0
+    head: float = 0.0
+    """Seconds of the layers' work that does not wait for the item's input:
+    under full recomputation a backward first re-runs its first layer's forward
+    from the saved checkpoint, which runs while the gradient from the next
+    stage is still on its way (the fast tier's folded loop head,
+    `FlatProgram.folded_heads`: how much earlier the compute stream ends when
+    the input comes late)."""
 
     def time(self, layers: int, first: bool, last: bool, backward: bool) -> float:
         # the embedding comes first in forward and last in backward
@@ -550,14 +559,14 @@ def _time_probe(probe: Probe, ctx, module, config, steps: list[tuple[str, dict[s
     def phase(kind: str) -> Phase | None:
         if kind not in a:
             return None
-        (pre_a, span_a, post_a, tp_a), (_, span_b, _, tp_b) = a[kind], b[kind]
+        (pre_a, span_a, post_a, tp_a, head), (_, span_b, _, tp_b, _) = a[kind], b[kind]
         per_layer = (span_b - span_a) / k
         tp_layer = (tp_b["layer"] - tp_a["layer"]) / k
         # what the fold leaves beside the layers (a partial first layer) is the
         # layers' part: layer x n0 + (span_a - per_layer x n0)
         extra = span_a - per_layer * n0
         return Phase(pre=pre_a + extra / 2, layer=per_layer, post=post_a + extra / 2,
-                     tp_pre=tp_a["pre"], tp_layer=tp_layer, tp_post=tp_a["post"])
+                     tp_pre=tp_a["pre"], tp_layer=tp_layer, tp_post=tp_a["post"], head=head)
 
     probe.forward = phase("F")  # pyright: ignore[reportAttributeAccessIssue]
     probe.backward = phase("B")  # pyright: ignore[reportAttributeAccessIssue]
@@ -728,8 +737,9 @@ def _param_split(forward, repeat) -> tuple[float, float, float]:
 
 def _run_items(ctx, lowered, config, layers: int, loop_cache: dict | None = None) -> dict[str, Any]:
     """Run the lowered probe with its layer repeats at `layers`: per item kind
-    (pre, layers, post, exposed tp) seconds, the optimizer's and the FLOPs
-    (`loop_cache`: flatten's, shared by runs of this event IR)."""
+    (pre, layers, post, exposed tp, the layers' head: `Phase.head`) seconds, the
+    optimizer's and the FLOPs (`loop_cache`: flatten's, shared by runs of this
+    event IR)."""
     module = lowered  # only loop counts change, and each run sets them
     for op in module.walk():
         if isinstance(op, event.LoopOp) and op.is_layer_repeat():
@@ -756,7 +766,8 @@ def _run_items(ctx, lowered, config, layers: int, loop_cache: dict | None = None
             else:
                 l0 = l1 = item_start
             tp = _exposed_tp(flat, tl, current, compute, item_start, l0, l1, t_end)
-            out[kind] = (l0 - item_start, l1 - l0, t_end - l1, tp)
+            head = sum(flat.folded_heads.get(j, 0.0) for j in loop)
+            out[kind] = (l0 - item_start, l1 - l0, t_end - l1, tp, head)
             item_start, current = t_end, []
             t = t_end
         else:
@@ -880,10 +891,17 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
                   + probe.backward.exposed_tp(counts[v], v == 0, v == V - 1, True)
                   + (probe.weight.exposed_tp(counts[v], v == 0, v == V - 1, True) if split and probe.weight else 0.0)
                   for v in range(V)]
-    send = 0.0
+    # each stage's sends to its two neighbours (the last stage's next is the
+    # first, interleaved): on one node or across nodes, each its own link
+    send, send_back = [0.0] * pp, [0.0] * pp
     if pp > 1:
         ranks = group_ranks(sizes, ("pp",))
-        send = cached_plan("send", probe.activation_bytes, (ranks[0], ranks[1]), cluster).time_s
+
+        def hop(a: int, b: int) -> float:
+            return cached_plan("send", probe.activation_bytes, (ranks[a], ranks[b]), cluster).time_s
+
+        send = [hop(s, (s + 1) % pp) for s in range(pp)]
+        send_back = [hop(s, (s - 1) % pp) for s in range(pp)]
     layer_sync, pre_sync, post_sync = probe.sync(config.dp_bucket_mb)
     sync_layer = _sync_time(layer_sync, sizes, cluster, config.zero) if dp > 1 else []
     sync_post = _sync_time(post_sync, sizes, cluster, config.zero) if dp > 1 else []
@@ -915,10 +933,11 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
     else:
         gathers = [gather_time(stage_params(s)) if zero_gathers else 0.0 for s in range(pp)]
 
-    items = StepItems(F, B, W, split, send, opt, reduce=dp > 1,
+    items = StepItems(F, B, W, split, send, opt, send_back=send_back, reduce=dp > 1,
                       sync_phase=probe.backward if not split else probe.weight,
                       sync_layer=tuple(sync_layer), sync_pre=tuple(sync_pre), sync_post=tuple(sync_post),
-                      gathers=gathers, layer_gather=layer_gather)
+                      gathers=gathers, layer_gather=layer_gather,
+                      head=min(probe.backward.head, probe.backward.layer))
 
     def run(microbatches: int) -> StepRun:
         return run_step(schedule, pp, vpp, microbatches, counts, items, overlap)
@@ -952,7 +971,7 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
 
 class StepItems(NamedTuple):
     """What a screened step's event program is built from: the probe's seconds
-    for each item of each virtual stage, a send between neighbour stages, the
+    for each item of each virtual stage, the sends between neighbour stages, the
     data-parallel collectives and each stage's optimizer step."""
 
     forward: list[float]
@@ -962,11 +981,14 @@ class StepItems(NamedTuple):
     weight: list[float]
     """W of each virtual stage (split backward only)."""
     split: bool
-    send: float
-    """An activation (forward) or its gradient (backward) sent to the neighbour
-    virtual stage, on the sender's send stream."""
+    send: list[float]
+    """Per physical stage, an activation sent to the next stage (its forward's
+    output), on the sender's send stream."""
     optimizer: list[float]
     """Each physical stage's optimizer step."""
+    send_back: list[float] | None = None
+    """Per physical stage, a gradient sent to the previous stage (its backward's
+    input gradients); None: as `send`."""
     reduce: bool = False
     """Gradients are reduced over data-parallel replicas (dp > 1)."""
     sync_phase: Phase | None = None
@@ -985,6 +1007,10 @@ class StepItems(NamedTuple):
     layer_gather: list[float | None] | None = None
     """Per virtual stage, one layer's parameter gather in its first forward
     (`--overlap-param-gather`); None: none."""
+    head: float = 0.0
+    """Seconds at the start of every B that do not wait for its input (the
+    probe's `Phase.head`: a recomputed first layer's forward), run while the
+    gradient is on its way; 0: none."""
 
 
 class StepRun(NamedTuple):
@@ -1029,7 +1055,7 @@ class _StepShape(NamedTuple):
 def _shape_key(schedule: str, pp: int, vpp: int, m: int, counts: list[int], items: StepItems) -> tuple:
     return (schedule, pp, vpp, m, tuple(counts), items.split, items.reduce,
             tuple(g is not None for g in items.layer_gather) if items.layer_gather else (),
-            bool(items.sync_layer), bool(items.sync_pre), bool(items.sync_post))
+            bool(items.sync_layer), bool(items.sync_pre), bool(items.sync_post), items.head > 0)
 
 
 STEP_SHAPES = 256
@@ -1042,10 +1068,13 @@ def _durations(pp: int, vpp: int, counts: list[int], items: StepItems) -> np.nda
     """The duration vector `_step_shape` indexes, its entries computed as the
     events' own seconds: F, B, W, the rest of each chunk's last backward past its
     layers and the first forward's per-layer part of each virtual stage (V
-    each), the send, the per-layer backward, one layer's, the head's and the
+    each), the per-layer backward, one layer's, the head's and the
     embedding's (whole and half) gradient reductions, the last stage's
     pre-layer backward, 0, then the optimizer step and the gathers of each
-    stage, and one layer's parameter gather of each virtual stage."""
+    stage, one layer's parameter gather of each virtual stage, the B's head
+    (`StepItems.head`), the first layer's backward after it and each virtual
+    stage's B after it, then each stage's send to the next stage and to the
+    previous one."""
     V = pp * vpp
     sync_phase = items.sync_phase
     per_layer = sync_phase.layer if sync_phase else 0.0
@@ -1056,12 +1085,15 @@ def _durations(pp: int, vpp: int, counts: list[int], items: StepItems) -> np.nda
     sync_post = sum(items.sync_post) if items.sync_post else 0.0
     layer_gather = items.layer_gather or [None] * V
     values = [*items.forward, *items.backward, *items.weight, *rest, *first_forward,
-              items.send, per_layer,
+              per_layer,
               sum(items.sync_layer) if items.sync_layer else 0.0,
               sum(items.sync_pre) if items.sync_pre else 0.0,
               sync_post * 1.0, sync_post * 0.5, pre_last, 0.0,
               *items.optimizer, *(items.gathers or [0.0] * pp),
-              *(0.0 if g is None else g for g in layer_gather)]
+              *(0.0 if g is None else g for g in layer_gather),
+              items.head, max(per_layer - items.head, 0.0),
+              *(max(b - items.head, 0.0) for b in items.backward),
+              *items.send, *(items.send if items.send_back is None else items.send_back)]
     return np.asarray(values, dtype=np.float64)
 
 
@@ -1069,11 +1101,14 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
     """See `step_program`; the entries of `_durations` each event takes."""
     V = pp * vpp
     F, B, W, REST, FIRST = 0, V, 2 * V, 3 * V, 4 * V
-    SEND, PER_LAYER, SYNC_LAYER, SYNC_PRE, SYNC_POST, SYNC_POST_HALF, PRE_LAST, ZERO = range(5 * V, 5 * V + 8)
-    OPT = 5 * V + 8
+    PER_LAYER, SYNC_LAYER, SYNC_PRE, SYNC_POST, SYNC_POST_HALF, PRE_LAST, ZERO = range(5 * V, 5 * V + 7)
+    OPT = 5 * V + 7
     GATHERS = OPT + pp
     LAYER_GATHER = GATHERS + pp
+    HEAD, PER_LAYER_AFTER_HEAD, B_AFTER_HEAD = LAYER_GATHER + V, LAYER_GATHER + V + 1, LAYER_GATHER + V + 2
+    SEND, SEND_BACK = B_AFTER_HEAD + V, B_AFTER_HEAD + V + pp
     split, reduce = items.split, items.reduce
+    headed = items.head > 0
     layer_gather = items.layer_gather or [None] * V
     takes: list[int] = []
     stream: list[int] = []
@@ -1105,6 +1140,11 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
             elif k == "B":
                 needs = ("F!", v, i) if v == V - 1 else ("B", v + 1, i)
                 d = B + v
+                if headed:
+                    # what does not wait for the gradient runs first, the
+                    # rest of the B once it is there
+                    add(s, HEAD, [])
+                    d = B_AFTER_HEAD + v
             else:
                 needs = ("W", v, i)
                 d = W + v
@@ -1129,8 +1169,8 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
                 # sum ends where the last of them would (contention included)
                 if is_last and items.sync_pre:
                     last_dp[s] = add(dp_stream, SYNC_PRE, [e])
-                for _ in range(counts[v]):
-                    e = add(s, PER_LAYER, [e])
+                for layer in range(counts[v]):
+                    e = add(s, PER_LAYER_AFTER_HEAD if headed and k == "B" and layer == 0 else PER_LAYER, [e])
                     if items.sync_layer:
                         last_dp[s] = add(dp_stream, SYNC_LAYER, [e])
                 e = add(s, REST + v, [e])
@@ -1145,11 +1185,11 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
             last_compute[s] = e
             if k == "F":
                 output[("F!", v, i)] = e
-                output[("F", v, i)] = add(send_stream, SEND, [e]) if v < V - 1 else e
+                output[("F", v, i)] = add(send_stream, SEND + s, [e]) if v < V - 1 else e
             elif k == "B":
                 output[("W", v, i)] = e
                 if v > 0:
-                    output[("B", v, i)] = add(send_stream, SEND, [e])
+                    output[("B", v, i)] = add(send_stream, SEND_BACK + s, [e])
     for e, needs in waits:
         if needs is not None:
             deps[e].append(output[needs])

@@ -92,7 +92,7 @@ def test_uniform_pipeline_takes_its_closed_form(pp, m, f, b, schedule):
     GPipe and 1F1B alike (Narayanan et al. 2021, sec. 2.2)."""
     counts = [1] * pp
     t, _, busy, exposed = run_step(schedule, pp, 1, m, counts,
-                                   StepItems([f] * pp, [b] * pp, [0.0] * pp, False, 0.0, [0.0] * pp))
+                                   StepItems([f] * pp, [b] * pp, [0.0] * pp, False, [0.0] * pp, [0.0] * pp))
     assert abs(t - (m + pp - 1) * (f + b)) <= 1e-9 * t
     assert all(abs(x - m * (f + b)) <= 1e-9 * t for x in busy)
     assert exposed == [0.0] * pp
@@ -107,7 +107,7 @@ def test_uniform_interleaved_pipeline_takes_its_closed_form(pp, vpp, k, f, b):
     (Narayanan et al. 2021, sec. 2.2.2); m a multiple of pp."""
     m, chunks = pp * k, pp * vpp
     t, *_ = run_step("interleaved", pp, vpp, m, [1] * chunks,
-                     StepItems([f] * chunks, [b] * chunks, [0.0] * chunks, False, 0.0, [0.0] * pp))
+                     StepItems([f] * chunks, [b] * chunks, [0.0] * chunks, False, [0.0] * pp, [0.0] * pp))
     assert abs(t - (m * vpp + pp - 1) * (f + b)) <= 1e-9 * t
 
 
@@ -118,7 +118,7 @@ def test_uniform_zero_bubble_pipeline_takes_its_closed_form(pp, extra, t_item):
     - T_W) of Qi et al. 2023 (m >= pp)."""
     m = pp + extra
     t, *_ = run_step("zb-h1", pp, 1, m, [1] * pp,
-                     StepItems([t_item] * pp, [t_item] * pp, [t_item] * pp, True, 0.0, [0.0] * pp))
+                     StepItems([t_item] * pp, [t_item] * pp, [t_item] * pp, True, [0.0] * pp, [0.0] * pp))
     assert abs(t - (3 * m + pp - 1) * t_item) <= 1e-9 * t
 
 
@@ -280,7 +280,7 @@ def test_a_step_shape_built_once_times_every_point_of_it(pp, m, layers, times, r
 
     def items(scale: float) -> StepItems:
         f, b, w, send, opt, sync, gather_s, pre = (t * scale for t in times)
-        return StepItems([f] * pp, [b] * pp, [w] * pp, split, send, [opt] * pp, reduce=reduce,
+        return StepItems([f] * pp, [b] * pp, [w] * pp, split, [send] * pp, [opt] * pp, reduce=reduce,
                          sync_phase=Phase(pre=pre, layer=b / (layers + 1), post=0.0),
                          sync_layer=(sync,), sync_pre=(sync / 2,), sync_post=(sync / 3,),
                          gathers=[gather_s] * pp, layer_gather=[gather_s / layers if gather else None] * pp)
