@@ -4,7 +4,7 @@ an empty results file, in-process unless --jobs says otherwise.
 
     .venv/bin/python bench/bench_sweep.py [--space FILE] [--jobs N] [--limit N | --sample N]
         [--tier screen|fast] [--db FILE] [--json] [--records FILE] [--expect FILE]
-    .venv/bin/python bench/bench_sweep.py --compare FAST.sqlite   # FAST: a --tier fast --db run
+    .venv/bin/python bench/bench_sweep.py --compare FAST.sqlite [--beyond PERCENT]   # FAST: a --tier fast --db run
     .venv/bin/python bench/bench_sweep.py --jobs 2 --expect bench/expected/training-sweep.json
 
 Targets on a 2-core machine: 1,000 configurations in <= 60 s in-process (issue
@@ -13,7 +13,11 @@ It prints the legal configurations per minute of wall time and of CPU time
 (this process and its finished workers). `--compare` screens every point
 (nothing re-timed), prints its rate, and the
 screening tier's error against a results file of the fast tier: step time,
-peak memory, fit decisions and ranking. The report splits the time by what happened to each point (pruned
+peak memory, fit decisions and ranking, then every point whose step time is
+off by more than `--beyond` percent (default 1, the issue's bound) with the
+settings the space varies, both tiers' step times and the parts of the
+step that differ (compute, exposed communication per axis, bubble, the stage
+reported). The report splits the time by what happened to each point (pruned
 by rule, pruned by the memory model, timed, failed), because a timed point costs
 orders of magnitude more than a pruned one, and gives CPU seconds beside wall
 seconds: on a shared machine the wall clock also counts the neighbours.
@@ -59,6 +63,8 @@ def main() -> None:
     parser.add_argument("--compare", default="",
                         help="a results file of the same space run with --tier fast: screen every point "
                              "(nothing re-timed) and print the screening tier's error against it")
+    parser.add_argument("--beyond", type=float, default=1.0,
+                        help="with --compare: list every point whose step time is off by more than this percent")
     parser.add_argument("--retime", type=int, default=0,
                         help="screened points re-timed by the fast tier (0: the sweep's default; -1: none)")
     parser.add_argument("--json", action="store_true")
@@ -90,7 +96,7 @@ def main() -> None:
              f"load average {load:.1f} before the run)")
     if args.compare:
         print(f"screened, nothing re-timed: {rates}")
-        _compare(result.records, args.compare)
+        _compare(result.records, args.compare, args.beyond / 100)
         return
     summary = summarise(result)
     by_status: dict[str, list[float]] = {}
@@ -126,8 +132,9 @@ def main() -> None:
     print(f"best: {out['best']}")
 
 
-def _compare(screened: list[dict], fast_db: str) -> None:
-    """The screening tier's error against the fast tier, point by point."""
+def _compare(screened: list[dict], fast_db: str, beyond: float = 0.01) -> None:
+    """The screening tier's error against the fast tier, point by point; every
+    point off by more than `beyond` listed with the parts of its step."""
     from charon_ir.sweep.store import ResultStore
 
     store = ResultStore(fast_db)
@@ -150,7 +157,7 @@ def _compare(screened: list[dict], fast_db: str) -> None:
             errors.append(rm["iteration_time_s"] / fm["iteration_time_s"] - 1)
             memory.append(rm["max_peak_memory_bytes"] / fm["max_peak_memory_bytes"] - 1)
             times.append((fm["iteration_time_s"], rm["iteration_time_s"], r["key"]))
-            worst.append((abs(errors[-1]), errors[-1], r.get("config") or {}))
+            worst.append((abs(errors[-1]), errors[-1], r.get("config") or {}, rm, fm))
     if not errors:
         print("no screened point to compare")
         return
@@ -160,14 +167,39 @@ def _compare(screened: list[dict], fast_db: str) -> None:
           f"range {min(errors) * 100:+.1f}% .. {max(errors) * 100:+.1f}%")
     varied = [k for k in ("tp", "pp", "vpp", "dp", "zero", "micro_batch", "sequence_parallel", "recompute",
                           "schedule", "dp_bucket_mb") if len({str(w[2].get(k)) for w in worst}) > 1]
-    for _, error, config in sorted(worst, key=lambda w: -w[0])[:5]:  # where the tail is
+    off = sorted((w for w in worst if w[0] > beyond), key=lambda w: -w[0])
+    print(f"{len(off)} point(s) off by more than {beyond * 100:g}%" + (":" if off else ""))
+    for _, error, config, rm, fm in off:  # where the tail is, and what part of the step
         print(f"  {error * 100:+.2f}%  " + ", ".join(f"{k} {config.get(k)}" for k in varied))
+        print(f"      step {rm['iteration_time_s'] * 1e3:.3f} ms (screen) vs {fm['iteration_time_s'] * 1e3:.3f} ms (fast): "
+              + (", ".join(_parts(rm["breakdown"], fm["breakdown"])) or "no part differs by 0.1 ms"))
     print(f"composed peak memory vs memory-analysis: {min(memory) * 100:+.1f}% .. {max(memory) * 100:+.1f}%")
     print("fit decisions: " + ", ".join(f"{k} {v}" for k, v in decisions.items()))
     by_fast = sorted(times)
     by_screen = sorted(times, key=lambda t: (t[1], t[2]))
     print(f"the fast tier's best is the screen's #{by_screen.index(by_fast[0]) + 1}; "
           f"its top 10 within the screen's top 10: {len({t[2] for t in by_fast[:10]} & {t[2] for t in by_screen[:10]})}")
+
+
+def _parts(screen: dict, fast: dict) -> list[str]:
+    """The parts of a step's breakdown two tiers give differently (by 0.1 ms or
+    more): compute, exposed communication per axis, bubble, and the stage
+    reported. Waiting for a pipeline send is exposed pp in the fast tier and
+    bubble in the screen."""
+    out = []
+
+    def part(name: str, a: float, b: float) -> None:
+        if abs(a - b) >= 1e-4:
+            out.append(f"{name} {a * 1e3:.1f} vs {b * 1e3:.1f} ms ({(a - b) * 1e3:+.1f})")
+
+    part("compute", screen["compute_s"], fast["compute_s"])
+    exposed_screen, exposed_fast = screen["exposed_comm_s"], fast["exposed_comm_s"]
+    for axis in sorted(exposed_screen.keys() | exposed_fast.keys()):
+        part(f"exposed {axis}", exposed_screen.get(axis, 0.0), exposed_fast.get(axis, 0.0))
+    part("bubble", screen["bubble_s"], fast["bubble_s"])
+    if screen["stage"] != fast["stage"]:
+        out.append(f"stage {screen['stage']} vs {fast['stage']}")
+    return out
 
 
 def _digest(record: dict) -> str:
