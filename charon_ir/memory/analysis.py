@@ -140,25 +140,40 @@ def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots, zero3
 
 
 @dataclass
-class _StageClass:
+class StageClass:
+    """What memory-analysis counts of one virtual stage's block, its schedule
+    aside: a physical stage adds up its chunks' states and buffers and walks
+    their `phases` through its schedule (`scheduled_activations`). Bytes per
+    rank."""
+
     block: Block
     phases: PhaseMemory
+    """Saved activations per micro-batch and the forward and backward peaks
+    beyond them (`liveness.phase_memory`)."""
     params: int
     grads: int
     optimizer: int
+    """Parameters, gradients and optimizer states, ZeRO-sharded as the module's
+    data-parallel says (`states.model_states`)."""
     comm_buffers: int
+    """The largest buffer a collective of the block writes that is not an
+    activation (module docstring)."""
 
 
-def _stage_class(
+def stage_class(
     block: Block, data_parallel: DataParallel, grad_bytes: int, split_backward: bool = False,
     fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0, zero3_keep_gathered: bool = False,
     keep_stage_outputs: bool = False, fp32_param_shards: bool = False,
-) -> _StageClass:
+) -> StageClass:
+    """The StageClass of a virtual stage's `block` (a `sim.stage`'s body, or a
+    module's whole step); the options are `analyze_memory`'s (`split_backward`:
+    the schedule runs each backward as B and W items). The sweep's screening tier
+    composes a point's stages from these (`charon_ir.sweep.screen`)."""
     states = model_states(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered, fp32_param_shards)
     roots = Roots()
     if fp8:
         roots = Roots(fp8_saved_gemm_inputs(block, roots))
-    return _StageClass(
+    return StageClass(
         block,
         phase_memory(block, roots, split_backward=split_backward, keep_stage_outputs=keep_stage_outputs),
         states.params,
@@ -205,15 +220,15 @@ def analyze_memory(
                           f"(data-parallel{{zero=3}}), the module has zero {data_parallel.zero}")
     stages = [op for op in module.body.block.ops if isinstance(op, sim.StageOp)]
     if not stages:
-        cls = _stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8, fp8_params=fp8_params,
+        cls = stage_class(module.body.block, data_parallel, grad_bytes, fp8=fp8, fp8_params=fp8_params,
                            zero3_live_params=zero3_live_params, zero3_keep_gathered=zero3_keep_gathered,
                            keep_stage_outputs=keep_stage_outputs, fp32_param_shards=fp32_param_shards)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
         return [_result(0, [cls], acts)]
     pp, vpp, schedule, microbatches = _pipeline(module)
-    by_virtual: dict[int, _StageClass] = {}
+    by_virtual: dict[int, StageClass] = {}
     for op in stages:
-        cls = _stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8, fp8_params,
+        cls = stage_class(op.body.block, data_parallel, grad_bytes, schedule in SPLIT_BACKWARD, fp8, fp8_params,
                            zero3_live_params, zero3_keep_gathered, keep_stage_outputs, fp32_param_shards)
         for v in op.stage_ids():
             by_virtual[v] = cls
@@ -230,7 +245,7 @@ def analyze_memory(
     return results
 
 
-def _result(stage: int, chunks: list[_StageClass], acts: ScheduledActivations) -> StageMemory:
+def _result(stage: int, chunks: list[StageClass], acts: ScheduledActivations) -> StageMemory:
     return StageMemory(
         stage=stage,
         params=sum(c.params for c in chunks),

@@ -40,7 +40,7 @@ from charon_ir.errors import CharonError
 from charon_ir.profile.store import default_db_path
 from charon_ir.sweep.evaluate import STATUS_ILLEGAL, record, sharing_order
 from charon_ir.sweep.screen import class_order
-from charon_ir.sweep.space import Point, Space, _defaults, load_space
+from charon_ir.sweep.space import Point, Space, load_space, point_defaults
 from charon_ir.sweep.store import ResultStore, simulator_fingerprint
 from charon_ir.sweep.workers import evaluate_points, evaluator, forget_outcomes, point_kind
 from charon_ir.target.hardware import split_variant
@@ -366,7 +366,7 @@ def run_sweep(
 def _space_points(space: Space) -> list[Point]:
     """Stand-ins for the points of `space` for what its settings' values decide
     (the files it reads, the engines): one per value, without enumerating it."""
-    values = {**_defaults(space.kind), **space.fixed, **{k: v[0] for k, v in space.axes.items()}}
+    values = {**point_defaults(space.kind), **space.fixed, **{k: v[0] for k, v in space.axes.items()}}
     stand_ins = [Point({**values, key: value}, "", "") for key, axis in space.axes.items() for value in axis]
     return stand_ins or [Point(values, "", "")]
 

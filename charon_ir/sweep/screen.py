@@ -71,7 +71,7 @@ from charon_ir.dialects import coll, event, sim
 from charon_ir.engines.collectives import cached_plan
 from charon_ir.errors import CharonError
 from charon_ir.lowering.lower_to_events import count_tokens, recomputed_flops
-from charon_ir.memory.analysis import _stage_class
+from charon_ir.memory.analysis import stage_class
 from charon_ir.memory.liveness import PhaseMemory, layer_saved_values
 from charon_ir.memory.schedule import scheduled_activations
 from charon_ir.memory.states import DataParallel
@@ -196,7 +196,7 @@ class Probe:
     saved_layer: float = 0.0
     saved_last: float = 0.0
     stage_memory: dict[str, Any] = field(default_factory=dict)
-    """memory-analysis's own per-stage-class numbers (`_StageClass`): "whole"
+    """memory-analysis's own per-stage-class numbers (`memory.analysis.StageClass`): "whole"
     (the model on one stage) and, for models of >= 5 layers, "first" (1
     layer), "middle" (1 and 2 layers) and "last" (L - 4 layers) of a 4-stage
     split, from which any stage's are moved along the per-layer slope."""
@@ -587,7 +587,7 @@ def _stage_classes(module, split: bool, config) -> dict[int, Any]:
     for op in module.body.block.ops:
         if isinstance(op, sim.StageOp):
             fp8 = config.precision == "fp8"
-            cls = _stage_class(op.body.block, DataParallel(), config.grad_bytes, split, fp8,
+            cls = stage_class(op.body.block, DataParallel(), config.grad_bytes, split, fp8,
                                fp8 and config.fp8_params, keep_stage_outputs=config.keep_stage_outputs)
             for v in op.stage_ids():
                 classes[v] = cls

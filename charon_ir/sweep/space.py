@@ -253,7 +253,7 @@ class Space:
         """The points of `points()`, one at a time (a 10^6-point space takes
         minutes to enumerate: `--limit` takes the first ones as they come). The
         values are checked before the first point is yielded."""
-        defaults = _defaults(self.kind)
+        defaults = point_defaults(self.kind)
         names = list(self.axes)
         seen: set[str] = set()
         model_info: dict[str, ModelShape | None] = {}
@@ -285,7 +285,7 @@ class Space:
 def with_framework(config: dict[str, Any], given: set[str]) -> dict[str, Any]:
     """A training point's settings under its framework's preset: the space's
     own settings (`given`) win, the preset fills what it decides of the rest."""
-    defaults = _defaults("training")
+    defaults = point_defaults("training")
     typed = {key: _typed(key, config[key], defaults[key]) for key in config}
     resolved, _ = resolve(typed["framework"], {k: typed[k] for k in given if k in typed}, typed)
     # a point's settings are scalars: the blocking axes as "tp,pp"
@@ -294,7 +294,9 @@ def with_framework(config: dict[str, Any], given: set[str]) -> dict[str, Any]:
     return resolved
 
 
-def _defaults(kind: str) -> dict[str, Any]:
+def point_defaults(kind: str) -> dict[str, Any]:
+    """Every setting a point of a `kind` ("training" or "serving") space has,
+    at its default: what a space leaves out."""
     base = TRAINING_DEFAULTS if kind == "training" else SERVING_DEFAULTS
     return {**base, **HARDWARE_AXES}
 
@@ -341,7 +343,7 @@ def load_space(source: str | Path | dict[str, Any], where: str = "space",
     except (TypeError, ValueError):
         raise CharonError(f"{where}: 'top' must be an integer >= 1 (rows of the ranked table), got {top!r}") from None
     raw.pop("objective", None)
-    defaults = _defaults(kind)
+    defaults = point_defaults(kind)
     fixed: dict[str, Any] = {}
     axes: dict[str, list[Any]] = {}
     for key, value in raw.items():
@@ -498,7 +500,7 @@ def check_value(kind: str, key: str, value: Any, shapes: dict[str, ModelShape | 
             raise CharonError(f"'{key}' must be {_one_of(choices)}, got {value!r}")
         return
     if kind == "serving" and key in SERVING_UNUSED:
-        if value != _defaults(kind)[key]:
+        if value != point_defaults(kind)[key]:
             raise CharonError(f"'{key}' is not a setting of `charon serve` (it models the implicit "
                               f"cluster of one GPU type, 'hardware'), got {value!r}")
         return
@@ -533,7 +535,7 @@ def normalise(kind: str, config: dict[str, Any]) -> dict[str, Any]:
     """The canonical form of a point: typed values, derived dp, and settings that
     cannot matter reset to their default so equivalent points share one key."""
     out = dict(config)
-    defaults = _defaults(kind)
+    defaults = point_defaults(kind)
     for key, default in defaults.items():
         out[key] = _typed(key, out.get(key, default), default)
     if kind == "training":
