@@ -37,3 +37,23 @@ def unflashed_step(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("steps") / "llama_tiny_unflashed_step.mlir"
     path.write_text(text.replace("{causal, flash}", "{causal}"))
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def deep_step(tmp_path_factory) -> str:
+    """The tiny step with 8 layers instead of 2: enough for a 4-stage pipeline of
+    2 chunks a stage. Only the layer stacks change: the leading 2 of every type
+    outside the repeat bodies (a stacked weight or saved activation; inside a
+    body the leading 2 is the micro-batch), the repeat counts and the
+    parameters' layer ranges."""
+    lines = []
+    for line in Path(TINY_STEP).read_text().splitlines():
+        if len(line) - len(line.lstrip()) < 6:  # not inside a repeat body
+            line = line.replace("tensor<2x", "tensor<8x").replace("sim.repeat 2 ", "sim.repeat 8 ")
+            line = line.replace("[0:2]", "[0:8]")
+        lines.append(line)
+    text = "\n".join(lines) + "\n"
+    assert text.count("sim.repeat 8 ") == 2
+    path = tmp_path_factory.mktemp("steps") / "llama_tiny_8_layers_step.mlir"
+    path.write_text(text)
+    return str(path)
