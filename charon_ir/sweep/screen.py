@@ -35,7 +35,9 @@ once, as a probe, and composes each point from it:
   `scheduled_activations`, ZeRO-sharded over dp.
 
 It is an approximation of the fast tier (no bandwidth sharing between
-concurrent collectives, an item starts only once its whole input is there); the
+concurrent collectives; an item but for a B's head starts only once its whole
+input is there, where the fast tier starts each of its events once that
+event's own inputs are); the
 sweep uses it to rank, and re-times the top points and any point whose memory
 is within `MEMORY_BAND` of the GPU with the fast tier. `bench/bench_sweep.py
 --compare FILE` measures its error against the fast tier.
