@@ -1,6 +1,7 @@
 // RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB gpus=8},cost-annotate,lower-to-events{sync-expert-a2a=true}' | filecheck %s
 // RUN: charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB gpus=8},cost-annotate,lower-to-events' | filecheck %s --check-prefix=ASYNC
 // RUN: charon-opt %S/Inputs/moe_layer.mlir -p 'shard-expert{ep=4},set-target{hardware=H100-SXM5-80GB gpus=4},cost-annotate,lower-to-events{sync-expert-a2a=true}' | filecheck %s --check-prefix=MOE
+// RUN: not charon-opt %s -p 'set-target{hardware=H100-SXM5-80GB gpus=8},cost-annotate,lower-to-events{sync-expert-a2a=maybe}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // Megatron-Core's token dispatchers call the expert-parallel all_to_all
 // synchronously: it starts after the compute issued before it (a zero-length
@@ -32,6 +33,9 @@
 // MOE:      %[[A4:.*]] = event.comm "all_to_all" on @comm_ep
 // MOE-NEXT: event.compute "comm_wait" on @compute duration 0.000000e+00 after(%[[A4]])
 // MOE-NOT:  event.comm "all_to_all"
+
+// BAD: charon-opt: error: invalid pass pipeline {{.*}}lower-to-events{sync-expert-a2a=maybe}': Incompatible types: given ('maybe',), expected <class 'bool'>
+// BAD-NOT: Traceback
 
 builtin.module {
   coll.grid @mesh(axes = ["dp", "ep"], shape = 2x4)
