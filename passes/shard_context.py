@@ -12,9 +12,14 @@ Options:
     step is exactly half a block's work (half the queries against the whole kv
     block): each rank does 1/cp of the causal work. The backward sends the kv
     blocks again and their gradients back to their owners. The steps' partial
-    results are joined by `sim.generic "ring_attention.merge*"`, with no FLOPs of
-    their own: the online-softmax rescaling and the gradient sums run inside the
-    attention kernels.
+    results are joined by `sim.generic "ring_attention.merge*"`, memory-bound
+    kernels outside the attention kernels as Transformer Engine's `AttnFuncWithCP`
+    runs them (`merge_bytes`): the forward rescales each step's output by its
+    softmax statistics and adds it into the output (`flash_attn_fwd_out_correction`:
+    `out.add_(out_per_step * exp(lse_per_step - lse))`), the backward adds each
+    step's dq and dk/dv into their accumulators (`dq.add_(dq_)`, `dkv.add_(dkv_)`),
+    the first step's copied in (`copy_`). Their FLOPs (an exp and a multiply an
+    element) are not counted.
   - `ulysses`: DeepSpeed-Ulysses. all_to_all turns q, k, v from split on the
     sequence into split on the heads, attention runs on the whole sequence for
     1/cp of the heads, and an all_to_all turns the output back (the backward does
@@ -82,10 +87,17 @@ def _slice(value: SSAValue, dim: int, size: int) -> sim.GenericOp:
     return sim.GenericOp(sim.GenericCallee.SHARD_SLICE, [value], [with_shape(value.type, new)], 0.0, 0.0)
 
 
+def merge_bytes(parts: list[SSAValue]) -> float:
+    """HBM traffic of accumulating the ring steps' partial results as Transformer
+    Engine does, one elementwise kernel a step: the first part copied into the
+    accumulator (read it, write it), every later part added in place (read the
+    part, read and write the accumulator's region of the part's size)."""
+    first, *rest = (sim.tensor_bytes(part) for part in parts)
+    return 2 * first + 3 * sum(rest)
+
+
 def _merge(name: str, parts: list[SSAValue], result_type) -> sim.GenericOp:
-    # the online-softmax rescaling (forward) and the gradient accumulation are done
-    # inside the attention kernels; the merge only names the dataflow
-    return sim.GenericOp(name, parts, [result_type], 0.0, 0.0)
+    return sim.GenericOp(name, parts, [result_type], 0.0, merge_bytes(parts))
 
 
 @dataclass

@@ -20,7 +20,9 @@
 // RING-NEXT:   %[[O0:.*]] = sim.attention %qr, %kr, %v4 {causal} : (tensor<1x16x4x16xbf16>, tensor<1x16x2x16xbf16>, tensor<1x16x2x16xbf16>) -> tensor<1x16x4x16xbf16>
 // RING-NEXT:   %[[QH:.*]] = sim.generic "shard.slice"(%qr) {{.*}} -> tensor<1x8x4x16xbf16>
 // RING-NEXT:   %[[O1:.*]] = sim.attention %[[QH]], %[[K1]], %[[V1]] : (tensor<1x8x4x16xbf16>, tensor<1x16x2x16xbf16>, tensor<1x16x2x16xbf16>) -> tensor<1x8x4x16xbf16>
-// RING-NEXT:   %[[O:.*]] = sim.generic "ring_attention.merge"(%[[O0]], %[[O1]])
+// The merge is Transformer Engine's per-step output correction: the causal step's
+// output copied in (2 x 2048 bytes), the half step's added in place (3 x 1024).
+// RING-NEXT:   %[[O:.*]] = sim.generic "ring_attention.merge"(%[[O0]], %[[O1]]) {flop_count = 0.000000e+00 : f64, byte_count = 7.168000e+03 : f64}
 // RING-NEXT:   sim.view %[[O]] : tensor<1x16x4x16xbf16> -> tensor<16x64xbf16>
 // RING-LABEL:  sim.phase "backward"
 // Weight gradients are summed over the context-parallel ranks (and marked for the
@@ -33,7 +35,8 @@
 // RING-NEXT:   coll.send %{{.*}} on @mesh ["cp"] shift -1 : tensor<1x16x2x16xbf16>
 // RING-NEXT:   coll.recv on @mesh ["cp"] shift 1 : tensor<1x16x2x16xbf16>
 // RING-NEXT:   coll.recv on @mesh ["cp"] shift 1 : tensor<1x16x2x16xbf16>
-// RING:        "ring_attention.merge_dq"
+// RING:        "ring_attention.merge_dq"({{.*}}) {flop_count = 0.000000e+00 : f64, byte_count = 7.168000e+03 : f64}
+// RING:        "ring_attention.merge_dk"({{.*}}) {flop_count = 0.000000e+00 : f64, byte_count = 5.120000e+03 : f64}
 // RING:        coll.all_reduce %dwq on @mesh ["cp"] {coll.grad_sync} : tensor<64x64xbf16>
 
 // Ulysses: all_to_all from split on tokens to split on heads around attention.

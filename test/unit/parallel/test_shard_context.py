@@ -58,6 +58,18 @@ def test_ring(case):
     # backward: the kv blocks again, and their gradients back to their owners
     bwd = phase(module, "backward")
     assert len([op for op, _ in collective_calls(module, "send", "cp") if bwd.is_ancestor(op)]) == 4 * (cp - 1)
+    # the merges: Transformer Engine's per-step accumulation, the first step's part
+    # copied (2x its bytes), each later one added in place (3x): the output and dq
+    # from the causal step's whole block and cp-1 half blocks, dk and dv from cp blocks
+    q_block = 2 * (tokens // cp) * hkv * case["group"] * d
+    merges = [(op.callee.data, op.bytes_moved()) for op in module.walk()
+              if isinstance(op, sim.GenericOp) and op.callee.data.startswith("ring_attention.merge")]
+    assert dict(merges) == {
+        "ring_attention.merge": 2 * q_block + 3 * (cp - 1) * q_block / 2,
+        "ring_attention.merge_dq": 2 * q_block + 3 * (cp - 1) * q_block / 2,
+        "ring_attention.merge_dk": 2 * block + 3 * (cp - 1) * block,
+        "ring_attention.merge_dv": 2 * block + 3 * (cp - 1) * block,
+    } and len(merges) == 4
 
 
 @settings(max_examples=20, deadline=None)
