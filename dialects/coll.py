@@ -51,7 +51,14 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import HasCanonicalizationPatternsTrait, MemoryWriteEffect, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from charon_ir.dialects.sim import OffStageOperand, shape_of, tensor_bytes
+from charon_ir.dialects.sim import (
+    HasShardingRule,
+    OffStageOperand,
+    ShardingRule,
+    indexed_factors,
+    shape_of,
+    tensor_bytes,
+)
 
 AnyTensor = base(TensorType)
 
@@ -123,7 +130,7 @@ class GridOp(IRDLOperation):
         return prod(self.shape.get_values())
 
 
-class CollectiveOp(IRDLOperation, abc.ABC):
+class CollectiveOp(IRDLOperation, HasShardingRule):
     """A collective over `grid_axes` of `grid`. Subclasses state their shape rule
     and their ring traffic per rank.
 
@@ -226,6 +233,13 @@ class _UnaryCollective(CollectiveOp, abc.ABC):
                 **props,
             },
         )
+
+    def sharding_rule(self) -> ShardingRule:
+        """`([d..]) -> ([d..])`: a split over another grid axis is carried
+        through; the dim the op concatenates or cuts over its own group is one
+        factor all the same (its per-rank size scales with the op's)."""
+        dims = indexed_factors("d", len(shape_of(self.input)))
+        return ShardingRule((dims,), (dims,))
 
     def payload_bytes(self) -> float:
         return tensor_bytes(self.input)
@@ -416,6 +430,11 @@ class SendOp(CollectiveOp):
         "$input `on` $grid $grid_axes `shift` $shift attr-dict `:` type($input)"
     )
 
+    def sharding_rule(self) -> None:
+        """None: made by the pipeline pass, after the sharding passes (its peer
+        runs in another stage's program)."""
+        return None
+
     def verify_(self) -> None:
         _verify_point_to_point(self, self.shift.value.data)
 
@@ -446,6 +465,10 @@ class RecvOp(CollectiveOp):
     shift = prop_def(IntegerAttr[I64])
 
     assembly_format = "`on` $grid $grid_axes `shift` $shift attr-dict `:` type($result)"
+
+    def sharding_rule(self) -> None:
+        """None: made by the pipeline pass, after the sharding passes."""
+        return None
 
     def verify_(self) -> None:
         _verify_point_to_point(self, self.shift.value.data)

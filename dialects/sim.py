@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from math import prod
-from typing import ClassVar, TypeVar, final, get_args, get_origin, get_type_hints
+from typing import ClassVar, NamedTuple, TypeVar, final, get_args, get_origin, get_type_hints
 
 from xdsl.dialects.builtin import (
     I64,
@@ -907,11 +907,74 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
 
 
 # ---------------------------------------------------------------------------
+# Sharding rules
+# ---------------------------------------------------------------------------
+
+
+Factors = tuple[str | None, ...]
+"""A factor name for each dim of one operand or result (None: a dim in no factor,
+a size-1 dim broadcast against a larger one)."""
+
+
+class ShardingRule(NamedTuple):
+    """How an op's work divides when its dims are split, as data (Shardy's
+    `OpShardingRule`, e.g. `([i, k], [k, j])->([i, j]) reduction={k}`; MLIR's
+    `ShardingInterface`). Each dim of each operand and result is named by a
+    factor: dims with the same factor are one index space, split together. A
+    split factor that appears in the results keeps them split there; one in
+    `reduction` leaves each rank a partial sum. The sharding propagation
+    (`charon_ir.parallel.sharding`) applies the rule; an op's FLOPs divide by the
+    ways any factor it may split is split."""
+
+    operands: tuple[Factors | None, ...]
+    """Per operand, its dims' factors (None: not a tensor)."""
+    results: tuple[Factors, ...]
+    reduction: tuple[str, ...] = ()
+    """Factors summed over (a matmul's K, a reduce's dims): split, each rank holds
+    a partial sum of the results."""
+    need_replication: tuple[str, ...] = ()
+    """Factors that cannot be split (a norm's hidden dim): an operand split on
+    one is gathered."""
+    row_stats: tuple[tuple[str, int], ...] = ()
+    """(factor, count): a factor reduced inside the op and kept in its results
+    (softmax's dim). Split, `count` fp32 statistics per row are all-reduced over
+    the group before the op."""
+    linear: bool = False
+    """Linear in each operand (add, sub, neg, copy): partial-sum operands give a
+    partial-sum result."""
+
+    @property
+    def pointwise(self) -> bool:
+        """Every operand factor is kept in the results and none is summed or
+        needs replication: any split of an operand can be the results' split."""
+        kept = {f for dims in self.results for f in dims if f is not None}
+        return not self.reduction and not self.need_replication and all(
+            f is None or f in kept for dims in self.operands if dims is not None for f in dims
+        )
+
+
+def indexed_factors(prefix: str, rank: int) -> Factors:
+    """`prefix0 .. prefix{rank-1}`: one factor per dim."""
+    return tuple(f"{prefix}{i}" for i in range(rank))
+
+
+class HasShardingRule(abc.ABC):
+    """An op that states how its work divides over split dims (MLIR's
+    `ShardingInterface`): `sharding_rule()` returns its `ShardingRule`, or None
+    where no factor rule says it (a pattern of the sharding propagation that the
+    op's docstring names lays it out)."""
+
+    @abc.abstractmethod
+    def sharding_rule(self) -> ShardingRule | None:
+        """The op's sharding rule, or None (see the op's own docstring)."""
+
+
+# ---------------------------------------------------------------------------
 # Op families
 # ---------------------------------------------------------------------------
 
 
-class ComputeOp(IRDLOperation, abc.ABC):
+class ComputeOp(IRDLOperation, HasShardingRule):
     """An op that runs on a GPU's compute units and can be priced from its shapes.
     One that only computes its results (`Pure`) and reads an off-stage value is
     off-stage itself (`OffStageOperand`)."""
@@ -1063,6 +1126,15 @@ class MatmulOp(ComputeOp):
     def flops(self) -> float:
         batch, m, n, k = self.dims()
         return 2.0 * batch * m * n * k
+
+    def sharding_rule(self) -> ShardingRule:
+        """`([b.., m, k], [b.., k, n]) -> ([b.., m, n]) reduction={k}`, the last
+        two dims of an operand swapped when it is transposed; a rank-2 rhs has no
+        batch factors (a weight shared over the batch)."""
+        ra, rb = len(shape_of(self.lhs)), len(shape_of(self.rhs))
+        lhs = (*indexed_factors("b", ra - 2), *(("k", "m") if self.transpose_lhs else ("m", "k")))
+        rhs = (*indexed_factors("b", rb - 2), *(("n", "k") if self.transpose_rhs else ("k", "n")))
+        return ShardingRule((lhs, rhs), ((*indexed_factors("b", ra - 2), "m", "n"),), reduction=("k",))
 
     def bytes_moved(self) -> float:
         return self._io_bytes()
@@ -1225,6 +1297,13 @@ class AttentionOp(_AttentionBase):
     def flops(self) -> float:
         return self.forward_flops()
 
+    def sharding_rule(self) -> None:
+        """None: heads split with fewer kv heads than ranks (a kv head shared,
+        or read whole) and context parallelism's ring or all-to-all over the
+        sequence are more than factors say (`ShardAttention`, shard-context's
+        handler)."""
+        return None
+
     def bytes_moved(self) -> float:
         return self._io_bytes() + self.score_bytes()
 
@@ -1268,6 +1347,11 @@ class AttentionGradOp(_AttentionBase):
     def flops(self) -> float:
         return 2.5 * self.forward_flops()
 
+    def sharding_rule(self) -> None:
+        """None: as `sim.attention` (`ShardAttention`); a kv head shared by
+        several ranks gets a partial gradient from each."""
+        return None
+
     def bytes_moved(self) -> float:
         return self._io_bytes() + self.score_bytes()
 
@@ -1301,6 +1385,12 @@ class EmbeddingOp(ComputeOp):
 
     def flops(self) -> float:
         return 0.0
+
+    def sharding_rule(self) -> ShardingRule:
+        """`([v, h], [i..]) -> ([i.., h]) reduction={v}`: a rank holding some
+        rows of the table looks those up and zeros the rest (vocab-parallel)."""
+        ids = indexed_factors("i", len(shape_of(self.ids)))
+        return ShardingRule((("v", "h"), ids), ((*ids, "h"),), reduction=("v",))
 
     def bytes_moved(self) -> float:
         # reads only the rows it gathers, not the whole table
@@ -1346,6 +1436,12 @@ class NormOp(ComputeOp):
     def flops(self) -> float:
         return float(self.KINDS[self.kind.data] * numel(self.input))
 
+    def sharding_rule(self) -> ShardingRule:
+        """`([d.., h], [h]) -> ([d.., h])`, h needing replication: the norm's
+        statistics are over the whole hidden dim."""
+        dims = (*indexed_factors("d", len(shape_of(self.input)) - 1), "h")
+        return ShardingRule((dims, ("h",)), (dims,), need_replication=("h",))
+
     def bytes_moved(self) -> float:
         return self._io_bytes()
 
@@ -1384,6 +1480,26 @@ class ElementwiseOp(ComputeOp):
 
     def flops(self) -> float:
         return float(ELEMENTWISE_FLOPS[self.kind.data] * numel(self.result))
+
+    def sharding_rule(self) -> ShardingRule:
+        """Pointwise: one factor per result dim, an input's dims aligned to the
+        result's last ones (numpy broadcasting); a size-1 input dim broadcast
+        against a larger one is in no factor. Linear kinds (add, sub; neg and
+        copy of one input) pass partial sums through."""
+        out = shape_of(self.result)
+        result = indexed_factors("d", len(out))
+        inputs: list[Factors] = []
+        for v in self.inputs:
+            dims = shape_of(v)
+            lead = len(out) - len(dims)
+            inputs.append(tuple(
+                result[lead + j] if dims[j] == out[lead + j] else None for j in range(len(dims))
+            ))
+        kind = self.kind.data
+        linear = kind in (ElementwiseKind.ADD, ElementwiseKind.SUB) or (
+            len(self.inputs) == 1 and kind in (ElementwiseKind.NEG, ElementwiseKind.COPY)
+        )
+        return ShardingRule(tuple(inputs), (result,), linear=linear)
 
     def bytes_moved(self) -> float:
         return self._io_bytes()
@@ -1433,6 +1549,16 @@ class ReduceOp(ComputeOp):
     def flops(self) -> float:
         return float(numel(self.input))
 
+    def sharding_rule(self) -> ShardingRule:
+        """`([d..]) -> ([d.. but dims])` reduction={dims}; a kept reduced dim
+        (size 1) is in no factor."""
+        rank = len(shape_of(self.input))
+        dims = {int(d) for d in self.dims.get_values()}
+        factors = indexed_factors("d", rank)
+        keeps = len(shape_of(self.result)) == rank
+        result = tuple(None if i in dims else f for i, f in enumerate(factors) if keeps or i not in dims)
+        return ShardingRule((factors,), (result,), reduction=tuple(factors[i] for i in sorted(dims)))
+
     def bytes_moved(self) -> float:
         return self._io_bytes()
 
@@ -1460,6 +1586,12 @@ class SoftmaxOp(ComputeOp):
     def flops(self) -> float:
         # max, subtract, exp, sum, divide
         return 5.0 * numel(self.input)
+
+    def sharding_rule(self) -> ShardingRule:
+        """Pointwise over `([d..]) -> ([d..])`; split along `dim` (vocab-parallel),
+        each row's max and sum of exponentials are all-reduced first."""
+        factors = indexed_factors("d", len(shape_of(self.input)))
+        return ShardingRule((factors,), (factors,), row_stats=((factors[self.dim.value.data], 2),))
 
     def bytes_moved(self) -> float:
         return self._io_bytes()
@@ -1594,6 +1726,12 @@ class GenericOp(ComputeOp):
     def flops(self) -> float:
         return self.flop_count.value.data
 
+    def sharding_rule(self) -> None:
+        """None: an opaque op's dims are known by size only; `ShardGeneric` lays
+        out its results by matching sizes (and `view_dims`), its FLOPs and bytes
+        scaled with them, and gives cross-entropy's pieces their row statistics."""
+        return None
+
     def bytes_moved(self) -> float:
         return self.byte_count.value.data
 
@@ -1645,6 +1783,12 @@ class OptimizerStepOp(ComputeOp):
 
     def flops(self) -> float:
         return float(self.KINDS[self.kind.data] * self.num_elements())
+
+    def sharding_rule(self) -> None:
+        """None: each rank updates the shards it holds, every grad laid out
+        as its own param (`ShardOptimizer`); params need not agree with each
+        other, which one rule's shared factors would say."""
+        return None
 
     def bytes_moved(self) -> float:
         n = self.num_elements()
@@ -1725,7 +1869,7 @@ class InputOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ViewOp(IRDLOperation):
+class ViewOp(IRDLOperation, HasShardingRule):
     """A reshape, transpose or slice view that moves no data (a layout change).
     Free: it is never priced; the element count is kept.
 
@@ -1743,6 +1887,12 @@ class ViewOp(IRDLOperation):
     traits = lazy_traits_def(lambda: (Pure(), OffStageSpreads()))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def sharding_rule(self) -> None:
+        """None: a reshape moves a split to the result dim made of it, chosen by
+        size and by the split's kind where a dim is split in parts (heads of
+        heads x head_dim) (`ShardView`); partial sums pass through."""
+        return None
 
     def __init__(
         self, input: SSAValue, result_type: Attribute, dims: Sequence[Iterable[int]] | None = None
@@ -1811,7 +1961,7 @@ class StageOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(IRDLOperation, HasShardingRule):
     """Ends a `sim.phase` or `sim.repeat` body."""
 
     name = "sim.yield"
@@ -1820,6 +1970,11 @@ class YieldOp(IRDLOperation):
 
     traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(PhaseOp, RepeatOp)))
     assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def sharding_rule(self) -> None:
+        """None: carried values go back in the layout they came in and partial sums
+        are summed (`ShardYield`)."""
+        return None
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[values])
@@ -1915,7 +2070,7 @@ def _verify_scoped_uses(op: Operation) -> None:
 
 
 @irdl_op_definition
-class RepeatOp(IRDLOperation):
+class RepeatOp(IRDLOperation, HasShardingRule):
     """
     Run the body `count` times (the identical layers of a model; `reverse` walks the
     slices last to first, as a backward pass does). A count of 0 is the empty repeat
@@ -1942,6 +2097,11 @@ class RepeatOp(IRDLOperation):
         " `slices` `(` $slices `:` type($slices) `)` attr-dict"
         " `->` `(` type($outputs) `)` $body"
     )
+
+    def sharding_rule(self) -> None:
+        """None: its block arguments take the layout of what they receive, a sliced
+        one without the layer dim (`ShardRepeat`)."""
+        return None
 
     def __init__(
         self,
@@ -2051,6 +2211,10 @@ class TopKOp(ComputeOp):
         # one comparison per input element per selected entry
         return float(numel(self.input) * self.k.value.data)
 
+    def sharding_rule(self) -> None:
+        """None: routing scores are laid out by size (`ShardGeneric`)."""
+        return None
+
     def bytes_moved(self) -> float:
         return self._io_bytes()
 
@@ -2084,6 +2248,12 @@ class MoeDispatchOp(ComputeOp):
 
     def flops(self) -> float:
         return 0.0
+
+    def sharding_rule(self) -> None:
+        """None: tokens split over the ranks fill smaller per-expert buffers (the
+        capacity dim, ceil-divided), which is no factor of the input
+        (`ShardMoe`; shard-expert's `DispatchToExperts` routes the buffers)."""
+        return None
 
     def bytes_moved(self) -> float:
         return self._io_bytes()
@@ -2125,6 +2295,11 @@ class MoeCombineOp(ComputeOp):
         # a multiply-add per element of each of a token's k copies
         return 2.0 * numel(self.indices) * shape_of(self.result)[1]
 
+    def sharding_rule(self) -> None:
+        """None: the inverse of `sim.moe_dispatch` (`ShardMoe`; shard-expert's
+        `CombineFromExperts`)."""
+        return None
+
     def bytes_moved(self) -> float:
         return self._io_bytes()
 
@@ -2150,6 +2325,10 @@ class KVCacheWriteOp(ComputeOp):
 
     def flops(self) -> float:
         return 0.0
+
+    def sharding_rule(self) -> None:
+        """None: a cache of local heads is written as is (`ShardGeneric`)."""
+        return None
 
     def bytes_moved(self) -> float:
         # read once, written once into the cache
@@ -2185,6 +2364,10 @@ class KVCacheReadOp(ComputeOp):
 
     def flops(self) -> float:
         return 0.0
+
+    def sharding_rule(self) -> None:
+        """None: laid out by size (`ShardGeneric`)."""
+        return None
 
     def bytes_moved(self) -> float:
         return 0.0

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from charon_ir.dialects import coll, sim
@@ -40,127 +40,122 @@ class ShardPattern(RewritePattern):
         raise NotImplementedError
 
 
-@dataclass
-class ShardMatmul(ShardPattern):
-    """Column/row parallel matmuls, their backward and weight gradients: from where
-    each operand is split (batch, M, N or K), where the result is split or whether
-    it is a partial sum."""
-
-    op_types: tuple[type[Operation], ...] = (sim.MatmulOp,)
-
-    @staticmethod
-    def roles(op: sim.MatmulOp) -> tuple[list[str], list[str]]:
-        ra, rb = len(shape(op.lhs)), len(shape(op.rhs))
-        lhs = [f"b{i}" for i in range(ra - 2)] + (["K", "M"] if op.transpose_lhs else ["M", "K"])
-        rhs = [f"b{i}" for i in range(rb - 2)] + (["N", "K"] if op.transpose_rhs else ["K", "N"])
-        return lhs, rhs
-
-    def shard_op(self, op: sim.MatmulOp, rewriter: PatternRewriter) -> None:
-        st = self.state
-        st.resolve_partials(op)
-        for _ in range(3):
-            lhs_roles, rhs_roles = self.roles(op)
-            sl, sr = st.shard(st.operand(op, 0)), st.shard(st.operand(op, 1))
-            rl = lhs_roles[sl.dim] if sl.dim is not None else None
-            rr = rhs_roles[sr.dim] if sr.dim is not None else None
-            out = self.result(op, sl, sr, rl, rr)
-            if out is not None:
-                break
-            # incompatible splits: gather one side (the sequence first, else the rhs)
-            if sl.tag in st.gather_first and sl.dim is not None:
-                st.use(op, 0, REPLICATED)
-            elif sr.dim is not None:
-                st.use(op, 1, REPLICATED)
-            else:
-                st.use(op, 0, REPLICATED)
-        else:  # pragma: no cover
-            raise AssertionError("matmul sharding did not settle")
-        lhs, rhs = st.rank_shape(st.operand(op, 0)), st.rank_shape(st.operand(op, 1))
-        m = lhs[-1] if op.transpose_lhs else lhs[-2]
-        n = rhs[-2] if op.transpose_rhs else rhs[-1]
-        st.assign(op.result, out, (*lhs[:-2], m, n))
-
-    def result(self, op: sim.MatmulOp, sl: Shard, sr: Shard, rl: str | None, rr: str | None) -> Shard | None:
-        st = self.state
-        rank = len(shape(op.result))
-        rb = len(shape(op.rhs))
-        if rl is None and rr is None:
-            return REPLICATED
-        if rl == "M" and rr is None:
-            return split(rank - 2, sl.factor, sl.tag)
-        if rl is None and rr == "N":
-            return split(rank - 1, sr.factor, sr.tag)
-        if rl == "K" and rr == "K":
-            return Shard(partial=True, tag=sl.tag) if sl.factor == sr.factor else None
-        if rl == "K" and rr is None:
-            st.use(op, 1, split(self.roles(op)[1].index("K"), sl.factor, sl.tag))
-            return Shard(partial=True, tag=sl.tag)
-        if rl is None and rr == "K":
-            st.use(op, 0, split(self.roles(op)[0].index("K"), sr.factor, sr.tag))
-            return Shard(partial=True, tag=sr.tag)
-        if rl is not None and rl.startswith("b"):
-            i = int(rl[1:])
-            if rr is None and rb == 2:
-                return split(i, sl.factor, sl.tag)
-            if rr is None:
-                st.use(op, 1, split(i, sl.factor, sl.tag))
-                return split(i, sl.factor, sl.tag)
-            if rr == rl and sl.factor == sr.factor:
-                return split(i, sl.factor, sl.tag)
-            return None
-        if rr is not None and rr.startswith("b") and rl is None:
-            i = int(rr[1:])
-            st.use(op, 0, split(i, sr.factor, sr.tag))
-            return split(i, sr.factor, sr.tag)
-        return None
-
-
-LINEAR_KINDS = frozenset({sim.ElementwiseKind.ADD, sim.ElementwiseKind.SUB})
+def position(dims: sim.Factors | None, factor: str) -> int | None:
+    """The dim of `dims` that `factor` names, or None."""
+    return dims.index(factor) if dims is not None and factor in dims else None
 
 
 @dataclass
-class ShardElementwise(ShardPattern):
-    """Pointwise ops follow their split operands; whole operands broadcast or are
-    sliced locally; partial sums pass through sums of partial sums only."""
+class ShardByRule(ShardPattern):
+    """The ops that declare a factor rule (`op.sharding_rule()`, beside
+    `flops()`): matmuls, pointwise ops, norms, reductions, softmax, lookups,
+    collectives on other axes. One split factor is chosen from the operands'
+    layouts; every operand that has it is split on it, the others are whole; the
+    results are split where they have it, or partial sums when it is a
+    `reduction` factor.
 
-    op_types: tuple[type[Operation], ...] = (sim.ElementwiseOp,)
+    Where operands are split on different factors, a pointwise rule (every
+    factor kept in the results) follows the first split operand and converts the
+    others to it; any other rule gathers one operand (one whose kind is in
+    `gather_first`, else the last) and chooses again, so a weight stays split."""
 
-    def shard_op(self, op: sim.ElementwiseOp, rewriter: PatternRewriter) -> None:
+    op_types: tuple[type[Operation], ...] = (sim.HasShardingRule,)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         st = self.state
-        out_full = list(shape(op.result))
-        rank = len(out_full)
-        tensors = [i for i, v in enumerate(op.operands) if isinstance(v.type, TensorType)]
-        shards = [st.shard(st.operand(op, i)) for i in tensors]
-        if shards and all(s.partial and s.dim is None for s in shards) and (
-            op.kind.data in LINEAR_KINDS or len(tensors) == 1 and op.kind.data in (sim.ElementwiseKind.NEG, sim.ElementwiseKind.COPY)
-        ):
-            st.assign(op.result, Shard(partial=True, tag=shards[0].tag))
+        if op in st.done or not isinstance(op, self.op_types):
             return
-        target: Shard | None = None
+        rule = op.sharding_rule()
+        if rule is None:
+            return  # a family pattern's op
+        st.done.add(op)
+        self.apply(op, rule)
+
+    def apply(self, op: Operation, rule: sim.ShardingRule) -> None:
+        tensors = [i for i, v in enumerate(op.operands) if isinstance(v.type, TensorType) and rule.operands[i] is not None]
+        i0, factor, s0 = self.follow(op, rule, tensors) if rule.pointwise else self.settle(op, rule, tensors)
+        for r, dims in zip(op.results, rule.results):
+            if not isinstance(r.type, TensorType):
+                continue
+            if factor is None:
+                s = s0
+            elif factor in rule.reduction:
+                s = Shard(partial=True, tag=s0.tag)
+            else:
+                d = position(dims, factor)
+                s = split(d, s0.factor, s0.tag) if d is not None else REPLICATED
+            self.state.assign(r, s, self.result_shape(op, rule, r, dims))
+        stats = dict(rule.row_stats)
+        if factor in stats:
+            self.state.row_stats(op, i0, position(rule.operands[i0], factor), stats[factor])
+
+    def follow(self, op: Operation, rule: sim.ShardingRule, tensors: list[int]) -> tuple[int, str | None, Shard]:
+        """Pointwise: the results take the split of the first operand split on a
+        factor the results keep (larger than 1); the others are converted to it.
+        Linear ops pass partial sums through."""
+        st = self.state
+        shards = [st.shard(st.operand(op, i)) for i in tensors]
+        if rule.linear and shards and all(s.partial and s.dim is None for s in shards):
+            return tensors[0], None, Shard(partial=True, tag=shards[0].tag)
+        sizes = {f: n for r, dims in zip(op.results, rule.results) for f, n in zip(dims, shape(r))}
         for i in tensors:
             s = st.shard(st.operand(op, i))
-            if s.dim is not None:
-                v_rank = len(shape(op.operands[i]))
-                rd = s.dim + rank - v_rank
-                if 0 <= rd < rank and out_full[rd] > 1:
-                    target = split(rd, s.factor, s.tag)
-                    break
-        if target is None:
+            if s.dim is not None and sizes.get(rule.operands[i][s.dim], 0) > 1:
+                i0, factor, s0 = i, rule.operands[i][s.dim], s
+                break
+        else:
             st.resolve_partials(op)
             st.gather_all(op, "split dim broadcast away")
-            return
+            return tensors[0] if tensors else 0, None, REPLICATED
         for i in tensors:
-            v = op.operands[i]
-            v_rank = len(shape(v))
-            od = target.dim - (rank - v_rank)
-            s = st.shard(st.operand(op, i))
-            if od < 0 or st.full_shape(st.operand(op, i))[od] == 1:
-                # broadcast along the split dim: the operand must be whole there
-                if not s.replicated:
+            d = position(rule.operands[i], factor)
+            if d is None:
+                if not st.shard(st.operand(op, i)).replicated:
                     st.use(op, i, REPLICATED)
                 continue
-            st.use(op, i, Shard(od, target.factor, False, target.tag))
-        st.assign(op.result, target)
+            st.use(op, i, Shard(d, s0.factor, False, s0.tag))
+        return i0, factor, st.shard(st.operand(op, i0))
+
+    def settle(self, op: Operation, rule: sim.ShardingRule, tensors: list[int]) -> tuple[int, str | None, Shard]:
+        """Not pointwise: partial sums are summed first and operands split on a
+        factor that must stay whole are gathered; operands split on different
+        factors are gathered one at a time until they agree; the others that
+        have the chosen factor are split on it."""
+        st = self.state
+        st.resolve_partials(op)
+        for i in tensors:
+            s = st.shard(st.operand(op, i))
+            if s.dim is not None and rule.operands[i][s.dim] in (None, *rule.need_replication):
+                st.use(op, i, REPLICATED)
+        for _ in range(len(tensors) + 1):
+            splits = [(i, st.shard(st.operand(op, i))) for i in tensors]
+            splits = [(i, s, rule.operands[i][s.dim]) for i, s in splits if s.dim is not None]
+            if not splits:
+                return tensors[0] if tensors else 0, None, REPLICATED
+            i0, s0, factor = splits[0]
+            if all(f == factor and s.factor == s0.factor for _, s, f in splits):
+                break
+            gather = next((i for i, s, _ in splits if s.tag in st.gather_first), splits[-1][0])
+            st.use(op, gather, REPLICATED)
+        else:  # pragma: no cover
+            raise AssertionError(f"{op.name}: sharding did not settle")
+        for i in tensors:
+            d = position(rule.operands[i], factor)
+            if i != i0 and d is not None:
+                st.use(op, i, split(d, s0.factor, s0.tag))
+        return i0, factor, s0
+
+    def result_shape(self, op: Operation, rule: sim.ShardingRule, result: SSAValue, dims: sim.Factors) -> list[int]:
+        """The per-rank shape of `result`: each dim as the first operand dim of
+        its factor is on this rank (whole where no operand has it)."""
+        local = list(shape(result))
+        for d, factor in enumerate(dims):
+            for i, operand_dims in enumerate(rule.operands):
+                e = position(operand_dims, factor) if factor is not None else None
+                if e is not None:
+                    local[d] = self.state.rank_shape(self.state.operand(op, i))[e]
+                    break
+        return local
 
 
 @dataclass
@@ -187,80 +182,21 @@ class ShardView(ShardPattern):
         st.assign(op.result, Shard(d, s.factor, s.partial, s.tag))
 
 @dataclass
-class ShardNorm(ShardPattern):
-    """A norm reduces over the hidden dim: split elsewhere it stays split."""
-
-    op_types: tuple[type[Operation], ...] = (sim.NormOp,)
-
-    def shard_op(self, op: sim.NormOp, rewriter: PatternRewriter) -> None:
-        st = self.state
-        st.resolve_partials(op)
-        s = st.shard(st.operand(op, 0))
-        if s.dim is not None and s.dim == len(shape(op.input)) - 1:
-            st.use(op, 0, REPLICATED)
-            s = REPLICATED
-        st.use(op, 1, REPLICATED)
-        st.assign(op.result, s if s.dim is not None else REPLICATED, st.rank_shape(st.operand(op, 0)))
-
-
-@dataclass
-class ShardReduce(ShardPattern):
-    """A reduction over the split dim leaves a partial result."""
-
-    op_types: tuple[type[Operation], ...] = (sim.ReduceOp,)
-
-    def shard_op(self, op: sim.ReduceOp, rewriter: PatternRewriter) -> None:
-        st = self.state
-        st.resolve_partials(op)
-        s = st.shard(st.operand(op, 0))
-        if s.dim is None:
-            return
-        dims = [int(d) for d in op.dims.get_values()]
-        out_full = list(shape(op.result))
-        keeps = len(out_full) == len(shape(op.input))
-        if s.dim in dims:
-            st.assign(op.result, Shard(partial=True, tag=s.tag))
-            return
-        d = s.dim if keeps else s.dim - sum(1 for x in dims if x < s.dim)
-        st.assign(op.result, Shard(d, s.factor, False, s.tag))
-
-
-@dataclass
-class ShardSoftmax(ShardPattern):
-    """Softmax along a split dim (vocab-parallel): a local softmax plus the max and
-    the sum of exponentials all-reduced per row."""
-
-    op_types: tuple[type[Operation], ...] = (sim.SoftmaxOp,)
-
-    def shard_op(self, op: sim.SoftmaxOp, rewriter: PatternRewriter) -> None:
-        st = self.state
-        st.resolve_partials(op)
-        s = st.shard(st.operand(op, 0))
-        if s.dim is None:
-            return
-        st.assign(op.result, s, st.rank_shape(st.operand(op, 0)))
-        if s.dim == op.dim.value.data:
-            st.row_stats(op, 0, s.dim, 2)
-
-
-@dataclass
-class ShardEmbedding(ShardPattern):
-    """Vocab-parallel embedding: each rank looks up the rows it owns, zeros
-    elsewhere, so the result is a partial sum; split ids split the result."""
+class ShardEmbedding(ShardByRule):
+    """The embedding's rule (vocab-parallel: a partial sum; split ids split the
+    result), but for ids and table both split, which gathers both: a factor rule
+    would gather one and re-split it, where each rank's ids would need the rows
+    another rank owns."""
 
     op_types: tuple[type[Operation], ...] = (sim.EmbeddingOp,)
 
-    def shard_op(self, op: sim.EmbeddingOp, rewriter: PatternRewriter) -> None:
+    def apply(self, op: Operation, rule: sim.ShardingRule) -> None:
         st = self.state
-        t, ids = st.layout_of(op, op.table), st.layout_of(op, op.ids)
-        if ids.dim is not None and t.dim is None:
-            st.assign(op.result, ids)
-        elif t.dim == 0 and ids.dim is None:
-            st.assign(op.result, Shard(partial=True, tag=t.tag))
-        elif t.dim == 1 and ids.dim is None:
-            st.assign(op.result, split(len(shape(op.result)) - 1, t.factor, t.tag))
-        elif not (t.replicated and ids.replicated):
+        assert isinstance(op, sim.EmbeddingOp)
+        if st.layout_of(op, op.table).dim is not None and st.layout_of(op, op.ids).dim is not None:
             st.gather_all(op, "embedding split on table and ids")
+            return
+        super().apply(op, rule)
 
 
 @dataclass
@@ -514,23 +450,25 @@ class ShardYield(ShardPattern):
 
 
 @dataclass
-class ShardCollective(ShardPattern):
-    """Collectives an earlier pass put on another axis carry the split through."""
+class ShardCollective(ShardByRule):
+    """Collectives an earlier pass put on another axis carry the split through
+    (their rule); one on this pass's own axis is the pass's own doing, left as
+    it is. Beyond the rule: the per-rank result follows from the local input
+    and the op's own resizing (a gather along our split dim concatenates local
+    pieces)."""
 
     op_types: tuple[type[Operation], ...] = (
         coll.AllReduceOp, coll.BroadcastOp, coll.AllGatherOp, coll.ReduceScatterOp, coll.AllToAllOp,
     )
 
-    def shard_op(self, op: coll.CollectiveOp, rewriter: PatternRewriter) -> None:
-        st = self.state
-        if st.axis in op.axis_names():
-            return
-        st.resolve_partials(op)
-        s = st.shard(st.operand(op, 0))
-        local = st.rank_shape(st.operand(op, 0))
-        n = op.group_size()
-        # per-rank shapes follow from the local input alone: a gather or an
-        # all_to_all along our split dim concatenates (or cuts) local pieces
+    def apply(self, op: Operation, rule: sim.ShardingRule) -> None:
+        assert isinstance(op, coll.CollectiveOp)
+        if self.state.axis not in op.axis_names():
+            super().apply(op, rule)
+
+    def result_shape(self, op: Operation, rule: sim.ShardingRule, result: SSAValue, dims: sim.Factors) -> list[int]:
+        local = super().result_shape(op, rule, result, dims)
+        n = op.group_size()  # pyright: ignore[reportAttributeAccessIssue]
         if isinstance(op, coll.AllGatherOp):
             local[op.axis.value.data] *= n
         elif isinstance(op, coll.ReduceScatterOp):
@@ -538,13 +476,12 @@ class ShardCollective(ShardPattern):
         elif isinstance(op, coll.AllToAllOp):
             local[op.split_axis.value.data] //= n
             local[op.concat_axis.value.data] *= n
-        st.assign(op.result, s, local)
+        return local
 
 
 def default_rules(st: Sharding) -> list[ShardPattern]:
     """The rules every propagation has, after the pass's own."""
     return [
-        ShardMatmul(st), ShardElementwise(st), ShardView(st), ShardNorm(st),
-        ShardReduce(st), ShardSoftmax(st), ShardEmbedding(st), ShardOptimizer(st), ShardMoe(st),
-        ShardRepeat(st), ShardYield(st), ShardCollective(st),
+        ShardView(st), ShardEmbedding(st), ShardOptimizer(st), ShardMoe(st),
+        ShardRepeat(st), ShardYield(st), ShardCollective(st), ShardByRule(st),
     ]
