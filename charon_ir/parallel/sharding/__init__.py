@@ -2,7 +2,8 @@
 
 A pass seeds some values with a `Shard` (a weight split on a dim, the token ids
 split on the sequence) and propagates them over the module, walking it once in
-program order. Each op's rule reads its operands' layouts and decides the layouts
+program order. Each op's rule (the factors it declares, `sim.ShardingRule`, or a
+pattern where factors do not say it) reads its operands' layouts and decides the layouts
 of its results (a matmul of a replicated input by a column-split weight is split
 on its last dim; by a row-split weight, it is a partial sum) and the layout an
 operand that does not fit must be converted to, by the collective that fits
@@ -36,7 +37,9 @@ The modules, each importing only those before it:
 - layout.py       `Shard`, per-rank shapes, retyping a value through the rewriter
 - conversions.py  the steps a change of layout needs (planned from shapes), and their ops
 - state.py        `Sharding`: what the rules see and ask for; `Partition`
-- rules.py        one rule per op family (`ShardPattern`s) and the default set
+- rules.py        `ShardByRule`, which applies the factor rule each op declares
+                  (`sharding_rule()`, beside `flops()`), the patterns for what
+                  factors do not say, and the default set
 - analysis.py     `ShardingAnalysis`: the rules' requests recorded in a `ShardingPlan`
 - materialise.py  the patterns that make a plan IR (and apply partitions)
 - propagation.py  `analyse` (the walk), `propagate` (walk, materialise), the tally

@@ -1,5 +1,8 @@
 """The sharding propagation: the rules walk the module once, in program order
-(an op's operands are laid out before the op is), each deciding the layout of
+(an op's operands are laid out before the op is: SSA defines each operand
+before its reader, a block's arguments are laid out by its parent op, visited
+before its body, and a region op's results by the yield ending its body;
+test_sharding_propagation.py holds the walk to that), each deciding the layout of
 its results and of the operands that do not fit. The walk only records (a
 `ShardingAnalysis`'s `ShardingPlan`); the materialising patterns make it IR
 afterwards. Then the replicated work (the group's FLOPs beyond the unsharded FLOPs) is tallied, op

@@ -1,9 +1,16 @@
-"""One sharding rule per op family: given the layout of its operands, the layout
-of an op's results and the layout its operands must have (`Sharding.assign`,
+"""The sharding rules: given the layout of its operands, the layout of an op's
+results and the layout its operands must have (`Sharding.assign`,
 `Sharding.use`). A rule reads the module as it was (unsharded shapes,
 `Sharding.full_shape`, `Sharding.rank_shape`); what it asks for is recorded
-(`ShardingAnalysis`). A rule is a
-`ShardPattern`: a pass puts its own first (shard-context's attention,
+(`ShardingAnalysis`).
+
+An op declares its own rule as data beside its FLOPs (`sharding_rule()`, a
+`sim.ShardingRule` of factors, as Shardy's `OpShardingRule`): `ShardByRule`
+applies it, the default for every op that has one. A family pattern is kept
+only where factors do not say what to do (a view's reshape, attention's shared
+kv heads, routing, a repeat's block arguments, a yield, the optimizer) and where
+an op's choice goes beyond its rule (`ShardEmbedding`, `ShardCollective`). Each
+is a `ShardPattern`; a pass puts its own first (shard-context's attention,
 shard-expert's dispatch and combine)."""
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ class ShardByRule(ShardPattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         st = self.state
-        if op in st.done or not isinstance(op, self.op_types):
+        if op in st.done or not isinstance(op, self.op_types) or not isinstance(op, sim.HasShardingRule):
             return
         rule = op.sharding_rule()
         if rule is None:
@@ -72,7 +79,9 @@ class ShardByRule(ShardPattern):
         self.apply(op, rule)
 
     def apply(self, op: Operation, rule: sim.ShardingRule) -> None:
-        tensors = [i for i, v in enumerate(op.operands) if isinstance(v.type, TensorType) and rule.operands[i] is not None]
+        tensors = [
+            i for i, v in enumerate(op.operands) if isinstance(v.type, TensorType) and rule.operands[i] is not None
+        ]
         i0, factor, s0 = self.follow(op, rule, tensors) if rule.pointwise else self.settle(op, rule, tensors)
         for r, dims in zip(op.results, rule.results):
             if not isinstance(r.type, TensorType):
@@ -90,9 +99,10 @@ class ShardByRule(ShardPattern):
             self.state.row_stats(op, i0, position(rule.operands[i0], factor), stats[factor])
 
     def follow(self, op: Operation, rule: sim.ShardingRule, tensors: list[int]) -> tuple[int, str | None, Shard]:
-        """Pointwise: the results take the split of the first operand split on a
-        factor the results keep (larger than 1); the others are converted to it.
-        Linear ops pass partial sums through."""
+        """Pointwise: the results take the split of the first operand split on
+        a factor the results keep (larger than 1); the others are converted to
+        it. Linear ops pass partial sums through. Returns (operand, factor, its
+        layout) for the results (factor None: that layout, whole or partial)."""
         st = self.state
         shards = [st.shard(st.operand(op, i)) for i in tensors]
         if rule.linear and shards and all(s.partial and s.dim is None for s in shards):
@@ -120,7 +130,7 @@ class ShardByRule(ShardPattern):
         """Not pointwise: partial sums are summed first and operands split on a
         factor that must stay whole are gathered; operands split on different
         factors are gathered one at a time until they agree; the others that
-        have the chosen factor are split on it."""
+        have the chosen factor are split on it. Returns as `follow`."""
         st = self.state
         st.resolve_partials(op)
         for i in tensors:
