@@ -170,7 +170,10 @@ class ShardByRule(ShardPattern):
 
 @dataclass
 class ShardView(ShardPattern):
-    """A view carries the split to the dim that holds it after the reshape."""
+    """A view carries the split to the dim that holds it after the reshape, by
+    size and by the split's kind where a dim is split in parts (heads of heads x
+    head_dim), a partial sum with it: more than factors say (`sim.view` declares
+    none)."""
 
     op_types: tuple[type[Operation], ...] = (sim.ViewOp,)
 
@@ -191,12 +194,13 @@ class ShardView(ShardPattern):
             return
         st.assign(op.result, Shard(d, s.factor, s.partial, s.tag))
 
+
 @dataclass
 class ShardEmbedding(ShardByRule):
     """The embedding's rule (vocab-parallel: a partial sum; split ids split the
-    result), but for ids and table both split, which gathers both: a factor rule
-    would gather one and re-split it, where each rank's ids would need the rows
-    another rank owns."""
+    result), but for ids and table both split, which gathers both where the
+    rule alone would gather one (the ids of a `gather_first` kind) and keep the
+    table split: a choice beyond the factors, kept as the passes make it."""
 
     op_types: tuple[type[Operation], ...] = (sim.EmbeddingOp,)
 
