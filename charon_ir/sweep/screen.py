@@ -1029,8 +1029,9 @@ class StepRun(NamedTuple):
 
 STEP_STREAMS = ("compute", "comm_dp", "comm_pp_send")
 """A screened stage's streams: its schedule's items, its data-parallel
-collectives (program of the stage: they contend with its compute) and its
-sends (a program of their own, contending with nothing)."""
+collectives and its sends, all of the stage's program as in the fast tier: a
+collective or a send running slows the stage's compute, and it is slowed by it
+(the interpreter's overlap contention)."""
 
 
 class _StepShape(NamedTuple):
@@ -1201,14 +1202,14 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
         ends.append(add(pp + s, GATHERS + s, [step]))
     n = len(takes)
     stream_kinds = [KIND_COMPUTE] * pp + [KIND_COMM] * (2 * pp)
-    stream_program = list(range(pp)) * 2 + [pp] * pp
+    stream_program = list(range(pp)) * 3
     stream_of = np.asarray(stream, dtype=np.int64)
     program = FlatProgram(
         name="screen", ranks=1, streams=[f"{name}{s}" for name in STEP_STREAMS for s in range(pp)],
         stream_kinds=stream_kinds, duration=np.zeros(n), stream=stream_of,
         kind=np.asarray(stream_kinds, dtype=np.int8)[stream_of], flops=np.zeros(n), bytes=np.zeros(n),
         labels=[""] * n, deps=deps,
-        programs=[ProgramInfo(f"stage{s}", 1) for s in range(pp)] + [ProgramInfo("sends", 1)],
+        programs=[ProgramInfo(f"stage{s}", 1) for s in range(pp)],
         stream_program=stream_program, event_program=np.asarray(stream_program, dtype=np.int64)[stream_of],
     )
     return _StepShape(program, np.asarray(takes, dtype=np.int64), last_compute, last_dp, ends,
