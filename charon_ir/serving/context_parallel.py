@@ -72,10 +72,10 @@ from charon_ir.serving.latency import (
     Curve,
     ReplicaShape,
     StepTimeModel,
-    _cache_dir,
-    _curve,
-    _table_key,
-    _write_atomically,
+    parse_curve,
+    serving_cache_dir,
+    table_key,
+    write_atomically,
 )
 from charon_ir.serving.requests import Request
 from charon_ir.target.hardware import load_gpu
@@ -214,8 +214,8 @@ class PrefillTable:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> PrefillTable:
-        return PrefillTable(int(d["degree"]), str(d["mode"]), _curve("local", d["local"]),
-                            _curve("attention", d["attention"]), _curve("comm", d["comm"]),
+        return PrefillTable(int(d["degree"]), str(d["mode"]), parse_curve("local", d["local"]),
+                            parse_curve("attention", d["attention"]), parse_curve("comm", d["comm"]),
                             float(d["p2p_s"]))
 
 
@@ -268,7 +268,7 @@ def _lengths(context: int) -> tuple[int, ...]:
 def _prefill_key(shape: ReplicaShape, degree: int, mode: str, lengths: tuple[int, ...]) -> str:
 
     digest = hashlib.sha256(Path(shard_context.__file__).read_bytes() + Path(__file__).read_bytes())
-    payload = json.dumps([CP_TABLE_VERSION, _table_key(shape), degree, mode, lengths, digest.hexdigest()])
+    payload = json.dumps([CP_TABLE_VERSION, table_key(shape), degree, mode, lengths, digest.hexdigest()])
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -282,7 +282,7 @@ def prefill_table(shape: ReplicaShape, degree: int, mode: str, context: int, p2p
     if key in _TABLES:
         return _TABLES[key]
     lengths = _lengths(context)
-    path = _cache_dir() / f"cp-{_prefill_key(shape, degree, mode, lengths)}.json" if use_cache else None
+    path = serving_cache_dir() / f"cp-{_prefill_key(shape, degree, mode, lengths)}.json" if use_cache else None
     table = None
     if path is not None and path.is_file():
         try:
@@ -298,7 +298,7 @@ def prefill_table(shape: ReplicaShape, degree: int, mode: str, context: int, p2p
         table = PrefillTable(degree, mode, Curve.through(local), Curve.through(attention),
                              Curve.through(comm), p2p_s)
         if path is not None:
-            _write_atomically(path, json.dumps(table.to_json()))
+            write_atomically(path, json.dumps(table.to_json()))
     # the pipeline hand-off is the rank's step model's, not part of the cached pricing
     table = PrefillTable(table.degree, table.mode, table.local, table.attention, table.comm, p2p_s)
     _TABLES[key] = table

@@ -192,7 +192,7 @@ class StepTimeModel:
         """The table `to_json` wrote; ValueError when a number is not a finite,
         non-negative float (a cache entry edited or damaged: NaN or negative
         latencies would stall the scheduler) or a curve's samples are not sorted."""
-        curves = {k: _curve(k, d[k]) for k in ("body", "decode_attention", "prefill_attention")}
+        curves = {k: parse_curve(k, d[k]) for k in ("body", "decode_attention", "prefill_attention")}
         rest = {k: v for k, v in d.items() if k not in curves and k != "shape"}
         for key, value in rest.items():
             _check_amount(key, value)
@@ -207,7 +207,9 @@ def _check_amount(key: str, value: Any) -> None:
         raise ValueError(f"'{key}' is {value!r}, not a finite non-negative number")
 
 
-def _curve(key: str, d: Any) -> Curve:
+def parse_curve(key: str, d: Any) -> Curve:
+    """The curve a cached table stores under `key` ({"xs": sizes, "ys": times});
+    ValueError naming `key` if it is not a valid curve."""
     xs, ys = tuple(d["xs"]), tuple(d["ys"])
     if not xs or len(xs) != len(ys):
         raise ValueError(f"'{key}' has {len(xs)} sizes and {len(ys)} times")
@@ -423,7 +425,8 @@ def build_step_model(shape: ReplicaShape) -> StepTimeModel:
 # --- on-disk cache --------------------------------------------------------------
 
 
-def _cache_dir() -> Path:
+def serving_cache_dir() -> Path:
+    """Where priced serving tables are cached (under the IR cache's root)."""
     return cache_root() / "serving"
 
 
@@ -453,7 +456,9 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
-def _table_key(shape: ReplicaShape) -> str:
+def table_key(shape: ReplicaShape) -> str:
+    """The cache key of a replica shape's priced table: what priced it (model
+    config, shape, GPU spec, the code, the import environment)."""
     _, config = load_config(shape.model)
     # the spec itself, not its name: a user's GPU file may change under one path
     gpu = load_gpu(shape.hardware)
@@ -490,7 +495,7 @@ def step_model(shape: ReplicaShape, use_cache: bool = True) -> StepTimeModel:
             f"{shape.model} does not fit on {gpu.name} with tp={shape.tp} pp={shape.pp}: "
             f"about {weights / 2**30:.0f} GiB of weights per GPU, {gpu.hbm_bytes / 2**30:.0f} GiB of HBM"
         )
-    path = _cache_dir() / f"{_table_key(shape)}.json" if use_cache else None
+    path = serving_cache_dir() / f"{table_key(shape)}.json" if use_cache else None
     model = None
     if path is not None and path.is_file():
         try:
@@ -504,7 +509,7 @@ def step_model(shape: ReplicaShape, use_cache: bool = True) -> StepTimeModel:
     if model is None:
         model = build_step_model(shape)
         if path is not None:
-            _write_atomically(path, json.dumps(model.to_json()))
+            write_atomically(path, json.dumps(model.to_json()))
     _MEMO[shape] = model
     return _with_kernel(model, kernel)
 
@@ -519,7 +524,9 @@ def _with_kernel(model: StepTimeModel, kernel: str) -> StepTimeModel:
                    shape=replace(model.shape, attention_kernel=kernel))
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """`text` into `path` through a temporary file and a rename: a reader never
+    sees half a table."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

@@ -156,7 +156,7 @@ def record(point: Point, status: str, *, error: str = "", metrics: dict | None =
     }
 
 
-class _Clock:
+class Clock:
     """Wall and CPU time since it was made."""
 
     def __init__(self) -> None:
@@ -394,7 +394,7 @@ class TrainingEvaluator:
                 if screened is not None:
                     yield screened
                     continue
-            clock = _Clock()
+            clock = Clock()
             following = next((s for _, _, s, _, _ in planned[i + 1 :] if s), ())
             collecting = gc.isenabled()
             # Building and timing a point allocate hundreds of thousands of IR
@@ -420,7 +420,7 @@ class TrainingEvaluator:
         other exception is a bug: the point's error record says where."""
         if not screen.screenable(config):
             return None
-        clock = _Clock()
+        clock = Clock()
         # no collection while composing (it makes no cycles; a probe built here
         # collects what it allocated, `screen.building`)
         collecting = gc.isenabled()

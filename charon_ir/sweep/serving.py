@@ -13,7 +13,7 @@ from typing import Any
 
 from charon_ir.errors import CharonError
 from charon_ir import serving
-from charon_ir.sweep.evaluate import STATUS_ERROR, STATUS_ILLEGAL, STATUS_OK, STATUS_OOM, _Clock, record
+from charon_ir.sweep.evaluate import STATUS_ERROR, STATUS_ILLEGAL, STATUS_OK, STATUS_OOM, Clock, record
 from charon_ir.sweep.hardware import point_hardware
 from charon_ir.sweep.space import Point
 
@@ -71,7 +71,7 @@ class ServingEvaluator:
             if point.pruned:
                 yield record(point, STATUS_ILLEGAL, error=point.pruned)
                 continue
-            clock = _Clock()
+            clock = Clock()
             try:
                 report = serving.serve(point.config["model"], **serve_options(point.config))
             except CharonError as e:

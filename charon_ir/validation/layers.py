@@ -30,7 +30,7 @@ from charon_ir.engines.compute_efficiency import overlap_slowdown
 from charon_ir.runtime.flatten import flatten_all
 from charon_ir.runtime.interpreter import OverlapModel, run
 from charon_ir.target.hardware import load_gpu
-from charon_ir.validation.training import Unsupported, _int_in, case_options, config_path, training_case
+from charon_ir.validation.training import Unsupported, int_in, case_options, config_path, training_case
 
 LAYER_CATEGORY = "training_microbenchmark"
 
@@ -62,7 +62,7 @@ def layer_case(record: dict[str, Any]) -> LayerCase:
     others = record.get("other_metrics") or {}
     if "forward_ms" not in others or "backward_ms" not in others:
         raise Unsupported("no forward_ms / backward_ms to compare")
-    pp = _int_in(record["strategy"].get("pp")) or 1
+    pp = int_in(record["strategy"].get("pp")) or 1
     if pp != 1:
         raise Unsupported(f"a per-layer record is one stage's layer: pp must be 1, got {pp}")
     steps = []
@@ -72,7 +72,7 @@ def layer_case(record: dict[str, Any]) -> LayerCase:
         step["model"]["layers"] = layers
         strategy = step["strategy"]
         # one micro-batch per data-parallel rank
-        dp = record["hardware"]["num_gpus"] // (_int_in(strategy.get("tp")) or 1)
+        dp = record["hardware"]["num_gpus"] // (int_in(strategy.get("tp")) or 1)
         strategy["global_batch"] = strategy["micro_batch"] * dp
         strategy["recompute"] = _recompute_text(str(strategy.get("recompute", "")))
         step["metric"], step["value"], step["unit"] = "iteration_time", 1.0, "s"

@@ -111,7 +111,7 @@ DEFAULT_RECOMPUTE = "none"
 and the NeMo / Megatron-Bridge performance tables state no recomputation."""
 
 
-def _int_in(value: Any) -> int | None:
+def int_in(value: Any) -> int | None:
     """The integer a field holds, or leads with ("8 (assumed, ...)" -> 8)."""
     if isinstance(value, bool):
         return None
@@ -284,7 +284,7 @@ def batch_doubt(strategy: dict[str, Any], dp: int, global_batch: int) -> str | N
     """Why a record's own batch fields contradict each other (micro-batch x
     grad-accum x dp is not its global batch), or None when they agree or it
     states no grad-accum."""
-    micro_batch, grad_accum = _int_in(strategy.get("micro_batch")), _int_in(strategy.get("grad_accum"))
+    micro_batch, grad_accum = int_in(strategy.get("micro_batch")), int_in(strategy.get("grad_accum"))
     if not micro_batch or not grad_accum or micro_batch * grad_accum * dp == global_batch:
         return None
     return (f"the record's micro-batch {micro_batch} x grad-accum {grad_accum} x dp {dp} = "
@@ -373,8 +373,8 @@ def hf_config(model: dict[str, Any], tp: int) -> dict[str, Any]:
             raise Unsupported(f"MoE model {model.get('name')!r}: no bundled config of its dimensions")
         return _importable(config)
     layers, hidden, heads = model["layers"], model["hidden"], model["heads"]
-    kv_heads = _int_in(model.get("kv_heads")) or heads
-    ffn = _int_in(model.get("ffn")) or 4 * hidden
+    kv_heads = int_in(model.get("kv_heads")) or heads
+    ffn = int_in(model.get("ffn")) or 4 * hidden
     seq = model["seq_len"]
     vocab = model["vocab"] if tp == 1 else padded_vocab(model["vocab"], tp)
     if _is_squared_relu(model):
@@ -521,34 +521,34 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
     gpus = int(hardware["num_gpus"])
     for key in ("tp", "pp", "cp", "ep"):
         value = strategy.get(key)
-        degree = _int_in(value)
+        degree = int_in(value)
         if value is not None and (degree is None or degree < 1):  # ran as 1 with only a note
             raise Unsupported(f"strategy.{key} {value!r} is not a degree >= 1")
-    tp = _int_in(strategy.get("tp")) or 1
-    pp = _int_in(strategy.get("pp")) or 1
-    cp = _int_in(strategy.get("cp")) or 1
-    ep = _int_in(strategy.get("ep")) or 1
+    tp = int_in(strategy.get("tp")) or 1
+    pp = int_in(strategy.get("pp")) or 1
+    cp = int_in(strategy.get("cp")) or 1
+    ep = int_in(strategy.get("ep")) or 1
     for key in ("tp", "pp", "dp"):
         if isinstance(strategy.get(key), str):
             assumptions.append(f"{key} {strategy[key]}")
     if gpus % (tp * pp * cp):
         raise Unsupported(f"{gpus} GPUs do not divide by tp x pp x cp = {tp} x {pp} x {cp}")
     dp = gpus // (tp * pp * cp)
-    global_batch = _int_in(strategy.get("global_batch"))
+    global_batch = int_in(strategy.get("global_batch"))
     if not global_batch:
         raise Unsupported(f"no global batch (strategy.global_batch {strategy.get('global_batch')!r})")
     if isinstance(strategy["global_batch"], str):  # a figure with where it was read
         assumptions.append(f"global batch {strategy['global_batch']}")
-    micro_batch = _int_in(strategy.get("micro_batch"))
+    micro_batch = int_in(strategy.get("micro_batch"))
     if micro_batch is None:
         micro_batch = DEFAULT_MICRO_BATCH
         assumptions.append(f"micro-batch {DEFAULT_MICRO_BATCH} (not stated)")
-    vpp = _int_in(strategy.get("interleaved_virtual_stages", strategy.get("vp"))) or 1
+    vpp = int_in(strategy.get("interleaved_virtual_stages", strategy.get("vp"))) or 1
     seq = int(model["seq_len"])
     options: dict[str, Any] = {
         "hardware": record_gpu(record),
         "gpus": gpus,
-        "gpus_per_node": _int_in(hardware.get("gpus_per_node")) or 0,
+        "gpus_per_node": int_in(hardware.get("gpus_per_node")) or 0,
         "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp,
         "seq_len": seq,
         "global_batch": global_batch,
@@ -577,8 +577,8 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
     dims = {
         "batch": global_batch, "seq": seq, "layers": model["layers"], "hidden": model["hidden"],
         "vocab": model["vocab"], "padded_vocab": padded_vocab(model["vocab"], tp),
-        "heads": model["heads"], "kv_heads": _int_in(model.get("kv_heads")) or model["heads"],
-        "ffn": _int_in(model.get("ffn")) or 4 * model["hidden"], "swiglu": _is_llama(model),
+        "heads": model["heads"], "kv_heads": int_in(model.get("kv_heads")) or model["heads"],
+        "ffn": int_in(model.get("ffn")) or 4 * model["hidden"], "swiglu": _is_llama(model),
     }
     measured = _measured_iteration_s(record, source, global_batch * seq, gpus, dims)
     return TrainingCase(

@@ -123,7 +123,7 @@ def test_group_layers_finds_runs_and_periods():
 def test_every_cache_lives_under_charon_cache_dir(tmp_path, monkeypatch):
     """The serving and validation caches went to the variable's parent folder,
     the sweep's clusters into the folder itself, the IR into it too."""
-    from charon_ir.serving.latency import _cache_dir as serving_cache
+    from charon_ir.serving.latency import serving_cache_dir as serving_cache
     from charon_ir.sweep.hardware import cluster_directory
     from charon_ir.validation.runner import cache_directory
 

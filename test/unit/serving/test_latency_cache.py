@@ -111,10 +111,10 @@ def test_a_table_is_keyed_on_what_its_imports_depend_on(monkeypatch):
     with the IR cache's (a stale table would otherwise outlive its IR)."""
     vllm, hf = ReplicaShape(f"vllm:{TINY}", "H100-SXM5-80GB"), ReplicaShape(TINY, "H100-SXM5-80GB")
     monkeypatch.setenv("CHARON_VLLM_PYTHON", "/envs/a/bin/python")
-    first, hf_first = latency._table_key(vllm), latency._table_key(hf)
-    assert latency._table_key(vllm) == first and hf_first != first
+    first, hf_first = latency.table_key(vllm), latency.table_key(hf)
+    assert latency.table_key(vllm) == first and hf_first != first
     monkeypatch.setenv("CHARON_VLLM_PYTHON", "/envs/b/bin/python")
-    assert latency._table_key(vllm) != first
-    assert latency._table_key(hf) == hf_first  # the vLLM Python is no part of an HF model's table
+    assert latency.table_key(vllm) != first
+    assert latency.table_key(hf) == hf_first  # the vLLM Python is no part of an HF model's table
     monkeypatch.setattr(frontend_cache, "FRONTEND_VERSION", "charon-frontend-next")
-    assert latency._table_key(hf) != hf_first
+    assert latency.table_key(hf) != hf_first
