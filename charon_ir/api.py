@@ -26,7 +26,7 @@ from charon_ir.frontend.configs import load_config
 from charon_ir.frontend import MEGATRON_PREFIX
 from charon_ir.frontend.user_modules import is_handle, lookup, model_name
 from charon_ir.memory import analyze_memory
-from charon_ir.passes import set_target
+from charon_ir.parallel.mesh import stage_gpus
 from charon_ir.parallel.schedules import SCHEDULES, ScheduleError, check_schedule
 from charon_ir.parallel.sub_blocks import MODULES as RECOMPUTE_MODULES
 from charon_ir.passes.recompute import POLICIES as RECOMPUTE_POLICIES, POLICY_CHOICES
@@ -629,8 +629,7 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
     message `charon simulate` prints."""
     if not memory:
         return None
-    stage_gpus = set_target.stage_gpus(module)
-    gpus = stage_gpus or [Target.from_module(module).gpu]
+    gpus = stage_gpus(module) or [Target.from_module(module).gpu]
 
     def capacity_of(stage: int) -> float:
         return limit_gb * GIB if limit_gb > 0 else gpus[stage % len(gpus)].hbm_bytes
@@ -671,12 +670,12 @@ def time_module(
     if memory is None:
         memory = _memory(module, config)
     target = Target.from_module(module)
-    stage_gpus = set_target.stage_gpus(module)  # read before lowering erases the stages
+    by_stage = stage_gpus(module)  # read before lowering erases the stages
     report = tiers.time_module(ctx, module, memory, overlap_model(config, target.gpu), pp=config.pp,
                                vpp=config.vpp, lowering=lowering_options(config), tier=tier,
                                trace=trace, plot=plot)
     # the energy of the step as timed (extrapolated from fewer micro-batches too)
-    return add_training_energy(report, target, stage_gpus)
+    return add_training_energy(report, target, by_stage)
 
 
 

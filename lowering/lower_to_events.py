@@ -98,11 +98,9 @@ from charon_ir.dialects.sim import (
 )
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.mesh import data_parallel_replicas
+from charon_ir.parallel.mesh import check_grids_fit, data_parallel_replicas, schedule_marks
 from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
-from charon_ir.passes.data_parallel import schedule_marks
-from charon_ir.passes.set_target import check_grids_fit
 from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"

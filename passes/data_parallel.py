@@ -58,18 +58,8 @@ from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.dialects.sim import DATA_PARALLEL_ATTR, FIRST_FORWARD_ATTR, OPTIMIZER_KERNELS_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.parallel.experts import is_expert_weight
-from charon_ir.parallel.mesh import MESH, data_parallel_replicas, ensure_axis, grid_axes
+from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
-
-
-def schedule_marks(module: ModuleOp) -> tuple[bool, bool]:
-    """(gradients, parameters): whether a schedule's items synchronise gradients
-    (B+/W+) and gather parameters (F+) over data-parallel replicas, the marks
-    `charon_ir.parallel.schedules.mark_data_parallel` puts on an order."""
-    sync = data_parallel_replicas(module) > 1
-    attr = module.attributes.get(DATA_PARALLEL_ATTR)
-    gather = isinstance(attr, sim.DataParallelAttr) and bool(attr.overlap_param_gather.value.data)
-    return sync, sync and gather
 
 
 def _tensor(v: SSAValue) -> TensorType:

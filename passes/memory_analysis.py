@@ -48,7 +48,7 @@ from charon_ir.dialects import sim
 from charon_ir.dialects.sim import MEMORY_ATTR, TARGET_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.memory import GIB, analyze_memory
-from charon_ir.passes.set_target import stage_gpus
+from charon_ir.parallel.mesh import stage_gpus
 from charon_ir.target.target import Target
 
 

@@ -73,9 +73,9 @@ from charon_ir.dialects import coll, sim
 from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.dialects.sim import OPTIMIZER_KERNELS_ATTR, PIPELINE_ATTR
 from charon_ir.errors import CharonError
+from charon_ir.parallel.accounting import step_tokens
 from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
 from charon_ir.parallel.schedules import check_schedule
-from charon_ir.passes.sequence_parallel import step_tokens
 
 
 def even_split(layers: int, parts: int) -> list[int]:

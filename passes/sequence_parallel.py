@@ -52,7 +52,7 @@ from charon_ir.dialects import coll, sim
 from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.dialects.sim import SEQUENCE_PARALLEL_ATTR, TP_COMM_OVERLAP_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.parallel.accounting import record_replicated_flops, total_flops
+from charon_ir.parallel.accounting import record_replicated_flops, step_tokens, total_flops
 from charon_ir.parallel.mesh import MESH, grid_axes
 from charon_ir.parallel.sharding.layout import reshape_groups, shape, with_shape
 
@@ -468,15 +468,6 @@ def carried_gathers_first(module: ModuleOp) -> None:
         for op in reversed(first):
             op.detach()
             block.insert_op_before(op, block.first_op) if block.first_op else block.add_op(op)
-
-
-def step_tokens(module: ModuleOp) -> tuple[int, int]:
-    """(sequence, batch) from the first attention op's queries."""
-    for op in module.walk():
-        if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)):
-            q = shape(op.q)
-            return q[1], q[0]
-    return 0, 0
 
 
 @dataclass(frozen=True)

@@ -34,28 +34,16 @@ from math import prod
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
-from charon_ir.dialects.coll import GridOp
 from charon_ir.dialects.sim import COST_ATTR, MEMORY_ATTR, NODE_KIND_ATTR, StageOp, TARGET_ATTR
 from charon_ir.dialects.event import ProgramOp
-from charon_ir.parallel.mesh import grid_axes
+from charon_ir.parallel.mesh import check_grids_fit, grid_axes
 from charon_ir.errors import CharonError
 from charon_ir.target.cluster import MAX_CLUSTER_COUNT, Cluster, load_cluster
-from charon_ir.target.hardware import GpuSpec, UnknownGpuError, load_gpu
+from charon_ir.target.hardware import UnknownGpuError, load_gpu
 from charon_ir.target.target import Target
 from charon_ir.target.topology import group_ranks
 
 DEFAULT_GPUS_WITHOUT_CLUSTER = 8
-
-
-def check_grids_fit(op: ModuleOp, gpus: int, where: str, what: str) -> None:
-    """Every device grid fits in the target's GPUs (a grid built after set-target
-    is checked again when the module is lowered)."""
-    for grid in op.walk():
-        if isinstance(grid, GridOp) and grid.num_devices() > gpus:
-            raise CharonError(
-                f"{where}: grid @{grid.sym_name.data} spans {grid.num_devices()} devices but "
-                f"{what} {gpus}"
-            )
 
 
 def _priced(op: ModuleOp) -> bool:
@@ -193,20 +181,3 @@ def place_stages(op: ModuleOp, cluster: Cluster, gpus: int) -> None:
             block.insert_op_before(part, stage)
         stage.detach()
         stage.erase()
-
-
-def stage_gpus(op: ModuleOp) -> list[GpuSpec] | None:
-    """The GPU of each physical pipeline stage of a module placed on a cluster of
-    several node kinds (`node_kind` on its stages), None on one kind of GPU."""
-    target = Target.from_module(op)
-    stages = [s for s in op.body.block.ops if isinstance(s, StageOp)]
-    if not target.heterogeneous or not stages or target.cluster is None:
-        return None
-    pp = grid_axes(op).get("pp", 1)
-    gpus: list[GpuSpec | None] = [None] * pp
-    for stage in stages:
-        kind = stage.attributes.get(NODE_KIND_ATTR)
-        if isinstance(kind, StringAttr):
-            for v in stage.stage_ids():
-                gpus[v % pp] = target.cluster.kind(kind.data).gpu
-    return [g or target.gpu for g in gpus]

@@ -48,9 +48,8 @@ from charon_ir.dialects import sim
 from charon_ir.dialects.sim import EXPERT_TP_ATTR, ParamRole, TENSOR_PARALLEL_ATTR, WeightSplit
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
-from charon_ir.parallel.experts import is_stacked
+from charon_ir.parallel.experts import expert_weight_dims, is_stacked
 from charon_ir.parallel.mesh import ensure_axis, find_grid
-from charon_ir.passes.shard_expert import expert_weight_dims
 from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import Shard, retype, shape, split, weight_layouts, with_shape
 from charon_ir.parallel.sharding.materialise import materialise

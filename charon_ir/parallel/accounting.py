@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from charon_ir.dialects.coll import CollectiveOp
+from charon_ir.dialects import sim
 from charon_ir.dialects.sim import ComputeOp, REPLICATED_ATTR, RepeatOp, ReplicatedFlopsAttr
 
 
@@ -88,3 +89,12 @@ def replicated_flops(module: ModuleOp) -> dict[str, float]:
 
 def record_replicated_flops(module: ModuleOp, pass_name: str, flops: float) -> None:
     module.attributes[REPLICATED_ATTR] = ReplicatedFlopsAttr(replicated_flops(module) | {pass_name: float(flops)})
+
+
+def step_tokens(module: ModuleOp) -> tuple[int, int]:
+    """(sequence, batch) from the first attention op's queries."""
+    for op in module.walk():
+        if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)):
+            q = sim.shape_of(op.q)
+            return q[1], q[0]
+    return 0, 0

@@ -4,15 +4,23 @@ Axes are kept in one canonical order, outermost first: dp, pp, cp, ep, tp. Ranks
 numbered with the last axis fastest, so tensor parallelism (the chattiest) lands on
 neighbouring GPUs of one node, then expert, context, pipeline and data parallelism
 (Megatron's default rank order).
+
+Also the queries several passes and the runtime ask of a module's grid: whether
+data parallelism marks a schedule (`schedule_marks`), whether every grid fits
+the target (`check_grids_fit`), each pipeline stage's GPU (`stage_gpus`). Passes
+share them here, not by importing each other.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
+from charon_ir.dialects import sim
 from charon_ir.dialects.coll import GridOp
-from charon_ir.dialects.sim import DATA_PARALLEL_ATTR
+from charon_ir.dialects.sim import DATA_PARALLEL_ATTR, NODE_KIND_ATTR, StageOp
 from charon_ir.errors import CharonError
+from charon_ir.target.hardware import GpuSpec
+from charon_ir.target.target import Target
 
 
 MESH = "mesh"
@@ -85,3 +93,41 @@ def ensure_axis(module: ModuleOp, axis: str, size: int, pass_name: str) -> GridO
         grid.detach()
         grid.erase()
     return new
+
+
+def schedule_marks(module: ModuleOp) -> tuple[bool, bool]:
+    """(gradients, parameters): whether a schedule's items synchronise gradients
+    (B+/W+) and gather parameters (F+) over data-parallel replicas, the marks
+    `charon_ir.parallel.schedules.mark_data_parallel` puts on an order."""
+    sync = data_parallel_replicas(module) > 1
+    attr = module.attributes.get(DATA_PARALLEL_ATTR)
+    gather = isinstance(attr, sim.DataParallelAttr) and bool(attr.overlap_param_gather.value.data)
+    return sync, sync and gather
+
+
+def check_grids_fit(op: ModuleOp, gpus: int, where: str, what: str) -> None:
+    """Every device grid fits in the target's GPUs (a grid built after set-target
+    is checked again when the module is lowered)."""
+    for grid in op.walk():
+        if isinstance(grid, GridOp) and grid.num_devices() > gpus:
+            raise CharonError(
+                f"{where}: grid @{grid.sym_name.data} spans {grid.num_devices()} devices but "
+                f"{what} {gpus}"
+            )
+
+
+def stage_gpus(op: ModuleOp) -> list[GpuSpec] | None:
+    """The GPU of each physical pipeline stage of a module placed on a cluster of
+    several node kinds (`node_kind` on its stages), None on one kind of GPU."""
+    target = Target.from_module(op)
+    stages = [s for s in op.body.block.ops if isinstance(s, StageOp)]
+    if not target.heterogeneous or not stages or target.cluster is None:
+        return None
+    pp = grid_axes(op).get("pp", 1)
+    gpus: list[GpuSpec | None] = [None] * pp
+    for stage in stages:
+        kind = stage.attributes.get(NODE_KIND_ATTR)
+        if isinstance(kind, StringAttr):
+            for v in stage.stage_ids():
+                gpus[v % pp] = target.cluster.kind(kind.data).gpu
+    return [g or target.gpu for g in gpus]

@@ -23,8 +23,8 @@ from charon_ir.dialects import event
 from charon_ir.dialects.sim import PIPELINE_ATTR, PipelineAttr
 from charon_ir.errors import CharonError
 from charon_ir.lowering.lower_to_events import LowerToEventsPass
+from charon_ir.parallel.mesh import schedule_marks
 from charon_ir.parallel.schedules import mark_data_parallel, run_lengths, stage_order
-from charon_ir.passes.data_parallel import schedule_marks
 from charon_ir.report.memory_timeline import memory_over_time
 from charon_ir.report.plots import write_plots
 from charon_ir.report.summary import summarize, utilization

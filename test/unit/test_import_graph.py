@@ -240,3 +240,47 @@ def test_the_lazy_entries_keep_torch_off_the_start_up_path():
     assert {"charon_ir.frontend.tracing", "charon_ir.profile.runner"} <= HEAVY_MODULES
     assert not seen & HEAVY_MODULES
 
+
+
+RUNTIME_LAYERS = ("program", "timeline", "interpreter", "fold", "flatten", "simulate_target", "tiers")
+"""The runtime's layers, lowest first: each imports only those below it. The
+first five are the simulator proper and import no pass, lowering or report;
+`simulate_target` (`charon-opt -t simulate`) and `tiers` drive it: they finish a
+module's pipeline (cost-annotate, lower-to-events) and summarise its run."""
+
+SIMULATOR = RUNTIME_LAYERS[:5]
+
+
+def _project_edges(module: str) -> set[str]:
+    return _graph(include_function_level=True)[module]
+
+
+def test_passes_share_code_through_the_library_not_each_other():
+    """A pass imports no other pass: what two passes share (a module query, a
+    layout rule) lives in parallel/, memory/ or the dialects, where a new pass
+    finds it too."""
+    edges = _graph(include_function_level=True)
+    crossing = {m: sorted(n for n in ns if n.startswith("charon_ir.passes.") and n != m)
+                for m, ns in edges.items() if m.startswith("charon_ir.passes.")}
+    assert not {m: ns for m, ns in crossing.items() if ns}
+
+
+def test_the_runtime_is_layered_and_the_leaves_stay_leaves():
+    edges = _graph(include_function_level=True)
+    for i, layer in enumerate(RUNTIME_LAYERS):
+        above = {f"charon_ir.runtime.{higher}" for higher in RUNTIME_LAYERS[i + 1:]}
+        assert not edges[f"charon_ir.runtime.{layer}"] & above, layer
+    upper = ("charon_ir.passes", "charon_ir.lowering", "charon_ir.report", "charon_ir.sweep",
+             "charon_ir.validation", "charon_ir.api")
+    for module, targets in edges.items():
+        if module.rpartition(".")[2] in SIMULATOR and module.startswith("charon_ir.runtime."):
+            assert not [t for t in targets if t.startswith(upper)], module
+        if module.startswith("charon_ir.engines."):
+            # a cost engine prices an op; it knows no pass, runtime, report or validation
+            assert not [t for t in targets if t.startswith(upper + ("charon_ir.runtime", "charon_ir.memory",
+                                                                    "charon_ir.parallel"))], module
+        if module.startswith("charon_ir.report."):
+            # the report only reads a simulation's results
+            assert not [t for t in targets if t.startswith(upper[:2] + ("charon_ir.sweep", "charon_ir.validation"))
+                        or t.startswith("charon_ir.runtime.") and t.rpartition(".")[2] not in
+                        ("program", "timeline")], module
