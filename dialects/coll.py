@@ -19,6 +19,7 @@ check against.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from math import prod
 from typing import ClassVar
 
@@ -200,6 +201,12 @@ class CollectiveOp(IRDLOperation, HasShardingRule):
     def op_kind(self) -> str:
         return self.name.removeprefix("coll.")
 
+    def result_shape_for(self, input_shape: Sequence[int], n: int) -> tuple[int, ...]:
+        """The result shape for an input of `input_shape` over a group of `n`
+        (the shape rule the op's verifier states): the input's, unless the op
+        gathers, scatters or exchanges along an axis."""
+        return tuple(input_shape)
+
     @abc.abstractmethod
     def payload_bytes(self) -> float:
         """The size S the closed forms are stated in (the full, unsplit buffer)."""
@@ -308,11 +315,15 @@ class AllGatherOp(_AxisCollective):
     def verify_(self) -> None:
         n = self._verify_axes()
         x, r, a = self._check_axis()
-        want = tuple(s * n if i == a else s for i, s in enumerate(x))
+        want = self.result_shape_for(x, n)
         if r != want:
             raise VerifyException(
                 f"result shape must be {list(want)} (axis {a} x group size {n}), got {list(r)}"
             )
+
+    def result_shape_for(self, input_shape: Sequence[int], n: int) -> tuple[int, ...]:
+        a = self.axis.value.data
+        return tuple(size * n if i == a else size for i, size in enumerate(input_shape))
 
     def payload_bytes(self) -> float:
         return tensor_bytes(self.result)
@@ -331,11 +342,16 @@ class ReduceScatterOp(_AxisCollective):
             raise VerifyException(
                 f"input dim {a} ({x[a]}) is not divisible by the group size {n}"
             )
-        want = tuple(s // n if i == a else s for i, s in enumerate(x))
+        want = self.result_shape_for(x, n)
         if r != want:
             raise VerifyException(
                 f"result shape must be {list(want)} (axis {a} / group size {n}), got {list(r)}"
             )
+
+
+    def result_shape_for(self, input_shape: Sequence[int], n: int) -> tuple[int, ...]:
+        a = self.axis.value.data
+        return tuple(size // n if i == a else size for i, size in enumerate(input_shape))
 
 
 @irdl_op_definition
@@ -376,12 +392,16 @@ class AllToAllOp(_UnaryCollective):
             raise VerifyException(
                 f"input dim {s} ({x[s]}) is not divisible by the group size {n}"
             )
-        want = list(x)
-        want[s] //= n
-        want[c] *= n
+        want = list(self.result_shape_for(x, n))
         if list(r) != want:
             raise VerifyException(f"result shape must be {want}, got {list(r)}")
         self._verify_route(n)
+
+    def result_shape_for(self, input_shape: Sequence[int], n: int) -> tuple[int, ...]:
+        shape = list(input_shape)
+        shape[self.split_axis.value.data] //= n
+        shape[self.concat_axis.value.data] *= n
+        return tuple(shape)
 
     def routed_experts(self) -> int | None:
         """The experts of an all_to_all of MoE tokens: dim 0 of the input of a

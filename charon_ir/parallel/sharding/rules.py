@@ -481,16 +481,9 @@ class ShardCollective(ShardByRule):
             super().apply(op, rule)
 
     def result_shape(self, op: Operation, rule: sim.ShardingRule, result: SSAValue, dims: sim.Factors) -> list[int]:
+        assert isinstance(op, coll.CollectiveOp)
         local = super().result_shape(op, rule, result, dims)
-        n = op.group_size()  # pyright: ignore[reportAttributeAccessIssue]
-        if isinstance(op, coll.AllGatherOp):
-            local[op.axis.value.data] *= n
-        elif isinstance(op, coll.ReduceScatterOp):
-            local[op.axis.value.data] //= n
-        elif isinstance(op, coll.AllToAllOp):
-            local[op.split_axis.value.data] //= n
-            local[op.concat_axis.value.data] *= n
-        return local
+        return list(op.result_shape_for(local, op.group_size()))
 
 
 def default_rules(st: Sharding) -> list[ShardPattern]:
