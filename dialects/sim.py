@@ -152,7 +152,30 @@ def _check_static(op_name: str, *values: SSAValue) -> None:
 # The names of the discardable attributes passes leave for later passes, each
 # defined here once (a pass and its readers import it).
 
-# On the module:
+# On the module, set by the frontend (what was imported, and how):
+MODEL_ATTR = "sim.model"
+"""The model's name as the import was asked for it (a preset, a Hugging Face id, a path)."""
+MODE_ATTR = "sim.mode"
+"""What was traced: train (forward, backward, optimizer) or a serving step (prefill, decode)."""
+SEQ_LEN_ATTR = "sim.seq_len"
+"""The traced sequence length (an integer)."""
+BATCH_ATTR = "sim.batch"
+"""The traced (micro-)batch (an integer)."""
+DTYPE_ATTR = "sim.dtype"
+"""The element type the model was traced in (bf16, fp16, ...)."""
+FRONTEND_ATTR = "sim.frontend"
+"""The frontend's version (FRONTEND_VERSION) that wrote the module."""
+HF_PARAM_COUNT_ATTR = "sim.hf_param_count"
+"""The model's parameter count as its Hugging Face module has it (an integer;
+absent where the model code is not a Hugging Face module): the sweep's memory
+bound reads it."""
+FREE_OPS_ATTR = "sim.free_ops"
+"""aten op -> count of the ops that became no op at all (listed so that nothing
+disappears silently)."""
+GENERIC_OPS_ATTR = "sim.generic_ops"
+"""aten op -> count of the ops priced only as a `sim.generic`."""
+
+# On the module, set by passes:
 TARGET_ATTR = "sim.target"
 """A `#sim.target`: the hardware or cluster the module is priced for (`set-target`)."""
 PIPELINE_ATTR = "sim.pipeline"

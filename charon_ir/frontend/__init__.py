@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import Builtin, DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.parser import Parser
 
 from charon_ir.dialects.coll import Coll
+from charon_ir.dialects import sim
 from charon_ir.dialects.sim import Sim
 from charon_ir.errors import CharonError
 from charon_ir.frontend import cache as ir_cache
@@ -128,19 +129,19 @@ def parse_ir(text: str) -> ModuleOp:
 
 def _annotate(module: ModuleOp, name: str, mode: str, seq_len: int, batch: int, dtype: str, summary, hf_count: int | None) -> None:
     attrs: dict[str, Any] = {
-        "sim.model": StringAttr(name),
-        "sim.mode": StringAttr(mode),
-        "sim.seq_len": IntegerAttr(seq_len, 64),
-        "sim.batch": IntegerAttr(batch, 64),
-        "sim.dtype": StringAttr(dtype),
-        "sim.frontend": StringAttr(ir_cache.FRONTEND_VERSION),
+        sim.MODEL_ATTR: StringAttr(name),
+        sim.MODE_ATTR: StringAttr(mode),
+        sim.SEQ_LEN_ATTR: IntegerAttr(seq_len, 64),
+        sim.BATCH_ATTR: IntegerAttr(batch, 64),
+        sim.DTYPE_ATTR: StringAttr(dtype),
+        sim.FRONTEND_ATTR: StringAttr(ir_cache.FRONTEND_VERSION),
     }
     if hf_count is not None:
-        attrs["sim.hf_param_count"] = IntegerAttr(hf_count, 64)
+        attrs[sim.HF_PARAM_COUNT_ATTR] = IntegerAttr(hf_count, 64)
     # aten ops that became no op at all, and those priced only as sim.generic:
     # listed so that nothing disappears silently
-    attrs["sim.free_ops"] = DictionaryAttr({k: IntegerAttr(v, 64) for k, v in sorted(summary.free.items())})
-    attrs["sim.generic_ops"] = DictionaryAttr({k: IntegerAttr(v, 64) for k, v in sorted(summary.generic.items())})
+    attrs[sim.FREE_OPS_ATTR] = DictionaryAttr({k: IntegerAttr(v, 64) for k, v in sorted(summary.free.items())})
+    attrs[sim.GENERIC_OPS_ATTR] = DictionaryAttr({k: IntegerAttr(v, 64) for k, v in sorted(summary.generic.items())})
     module.attributes.update(attrs)
 
 

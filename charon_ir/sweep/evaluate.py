@@ -49,6 +49,7 @@ from typing import Any
 from charon_ir import api
 from charon_ir.api import (TrainingConfig, imports_tensor_parallel, load_model_module, overlap_model, pass_plan,
                            time_module)
+from charon_ir.dialects.sim import HF_PARAM_COUNT_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.memory import peak_bytes_per_stage
 from charon_ir.passes import recompute as recompute_pass
@@ -234,7 +235,7 @@ class TrainingEvaluator:
             if shape is not None and not shape.params:
                 # the frontend records the HF parameter count on the imported module
                 imported = self._imported(model, point.config["seq_len"], point.config["micro_batch"])
-                count = imported.attributes.get("sim.hf_param_count")
+                count = imported.attributes.get(HF_PARAM_COUNT_ATTR)
                 if count is not None:
                     shape = replace(shape, params=count.value.data)
             self._shapes[model] = shape
