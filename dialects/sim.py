@@ -188,7 +188,8 @@ MEMORY_ATTR = "sim.memory"
 RECOMPUTE_POLICY_ATTR = "sim.recompute_policy"
 """A `#sim<recompute_policy ...>`: the policy `recompute` compiled the step with, for reports."""
 OPTIMIZER_KERNELS_ATTR = "sim.optimizer_kernels"
-"""Set by unfuse-optimizer: the optimizer step runs as separate kernels."""
+"""A unit attribute set by unfuse-optimizer: the optimizer step runs as separate
+kernels (pipeline and data-parallel refuse to run after it)."""
 ACCUMULATED_ATTR = "sim.accumulated_gradients"
 """Set by accumulate-gradients (it refuses a second run)."""
 TENSOR_PARALLEL_ATTR = "sim.tensor_parallel"
@@ -206,16 +207,17 @@ REPLICATED_ATTR = "sim.replicated_flops"
 # On ops:
 COST_ATTR = "sim.cost"
 """A `#sim.cost` on every op `cost-annotate` priced (per iteration in a repeat)."""
-NODE_KIND_ATTR = "node_kind"
+NODE_KIND_ATTR = "sim.node_kind"
 """On a `sim.stage` of a module targeted at a cluster of several node kinds: the
-kind (a `node` block's label) its ranks sit on, set by `set-target`."""
+kind (a `node` block's label, a string) its ranks sit on, set by `set-target`;
+the stage's verifier checks it, `StageOp.node_kind` reads it."""
 RECOMPUTE_ATTR = "sim.recompute"
 """A `#sim<recompute ...>` (`RecomputeKind`), set by the `recompute` pass:
 selective on a non-flash attention whose core is recomputed in backward (the
 forward one, its backward clone and its gradient) and on the clones of the
 sub-blocks it recomputes; full on a forward layer repeat whose body is re-run in
 backward and on the ops of that re-run. Read it with `recompute_kind`."""
-DROPOUT_ATTR = "dropout"
+DROPOUT_ATTR = "sim.dropout"
 """A unit attribute on `sim.attention`: the softmax is followed by dropout, whose
 mask (1 byte per score) and output are saved as well (Megatron's attention
 dropout, Korthikanti et al. 2022, eq. 2)."""
@@ -296,6 +298,22 @@ _SCALAR_CODECS: dict[object, _FieldCodec] = {
 }
 
 
+def _enum_codec(declared: type[EnumAttribute], where: str) -> _FieldCodec:
+    """An enum attribute field printed as its value's string literal (the text a
+    string field of the same value prints); a value outside the enum does not parse."""
+    enum_type = declared.enum_type
+    allowed = ", ".join(m.value for m in enum_type)
+
+    def parse(parser: AttrParser) -> Attribute:
+        pos = parser.pos
+        text = parse_text(parser)
+        if text not in enum_type.__members__.values():
+            parser.raise_error(f"{where} must be one of {allowed}, got '{text}'", pos, parser.pos)
+        return declared(enum_type(text))
+
+    return _FieldCodec(lambda printer, value: printer.print_string_literal(value.data.value), parse)  # pyright: ignore[reportAttributeAccessIssue]
+
+
 def _codec_of(declared: object, where: str) -> _FieldCodec:
     if get_origin(declared) is ArrayAttr:
         (element,) = get_args(declared)
@@ -303,8 +321,10 @@ def _codec_of(declared: object, where: str) -> _FieldCodec:
         return _FieldCodec(_print_list(element_codec), _parse_list(element_codec))
     if declared in _SCALAR_CODECS:
         return _SCALAR_CODECS[declared]
-    raise TypeError(f"{where}: a keyword attribute field must be IntAttr, FloatData, StringAttr, BoolAttr "
-                    f"or an ArrayAttr of one, got {declared}")
+    if isinstance(declared, type) and issubclass(declared, EnumAttribute):
+        return _enum_codec(declared, where)
+    raise TypeError(f"{where}: a keyword attribute field must be IntAttr, FloatData, StringAttr, BoolAttr, "
+                    f"an EnumAttribute or an ArrayAttr of one, got {declared}")
 
 
 class KeywordAttr(ParametrizedAttribute):
@@ -313,7 +333,8 @@ class KeywordAttr(ParametrizedAttribute):
     declared type, as xDSL's own parametrized attributes print theirs:
     `IntAttr` an integer, `FloatData` repr's digits (exact: text parses back to
     the same double), `StringAttr` a quoted, escaped string literal, `BoolAttr`
-    `true`/`false`, `ArrayAttr[...]` `[a, b]` of those. A float field is finite:
+    `true`/`false`, an `EnumAttribute` its value's string literal,
+    `ArrayAttr[...]` `[a, b]` of those. A float field is finite:
     inf and nan have no float literal (MLIR spells them as bit patterns), so the
     verifier refuses them rather than print text that does not parse back.
 
@@ -378,7 +399,7 @@ class KeywordAttr(ParametrizedAttribute):
 def _field_codecs(cls: type[KeywordAttr]) -> tuple[tuple[str, _FieldCodec], ...]:
     """`cls`'s parameters in their declared order, each with its codec."""
     hints = get_type_hints(cls, include_extras=True)
-    return tuple((name, _codec_of(hints[name], f"#{cls.name}.{name}"))
+    return tuple((name, _codec_of(hints[name], f"#{cls.name}: {name}"))
                  for name, _ in cls.get_irdl_definition().parameters)
 
 
@@ -442,8 +463,53 @@ class CostAttr(KeywordAttr):
             raise VerifyException("#sim.cost: engine must name the engine that priced the op")
 
 
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
-"""The pipeline schedules a `#sim.pipeline` may name (parallel/schedules builds them)."""
+class _QuotedKind:
+    """Prints an enum attribute's value as a string literal (see "Op kinds" below)."""
+
+    data: StrEnum
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string_literal(self.data.value)
+
+
+_Kind = TypeVar("_Kind", bound=StrEnum)
+
+
+def kind_of(enum_type: type[_Kind], kind: str) -> _Kind:
+    """`kind` as a member of `enum_type`, or a VerifyException naming the allowed kinds."""
+    if kind not in enum_type.__members__.values():
+        raise VerifyException(
+            f"kind must be one of {sorted(m.value for m in enum_type)}, got '{kind}'"
+        )
+    return enum_type(kind)
+
+
+class PipelineSchedule(StrEnum):
+    """The pipeline schedules a `#sim.pipeline` may name (parallel/schedules
+    builds each stage's order of forwards and backwards from it)."""
+
+    GPIPE = "gpipe"
+    """Every micro-batch's forward, then every backward."""
+    ONE_F_ONE_B = "1f1b"
+    """PipeDream-Flush / Megatron's 1F1B: a warm-up of forwards, then one
+    forward and one backward alternating."""
+    INTERLEAVED = "interleaved"
+    """Megatron's interleaved 1F1B over vpp model chunks per stage."""
+    ZB_H1 = "zb-h1"
+    """Zero-bubble H1 (Qi et al. 2024): a backward split into its input
+    gradients (B) and its weight gradients (W), W deferred into the bubble."""
+
+
+@irdl_attr_definition
+class PipelineScheduleAttr(_QuotedKind, EnumAttribute[PipelineSchedule], SpacedOpaqueSyntaxAttribute):
+    """A `#sim.pipeline`'s schedule (`PipelineSchedule`), printed in it as a
+    string literal (`schedule = "1f1b"`)."""
+
+    name = "sim.pipeline_schedule"
+
+
+PIPELINE_SCHEDULES = tuple(PipelineSchedule)
+"""The pipeline schedules a `#sim.pipeline` may name, in their printed order."""
 
 
 @irdl_attr_definition
@@ -458,13 +524,13 @@ class PipelineAttr(KeywordAttr):
 
     pp: IntAttr = param_def()
     vpp: IntAttr = param_def()
-    schedule: StringAttr = param_def()
+    schedule: PipelineScheduleAttr = param_def()
     microbatches: IntAttr = param_def()
     layers: ArrayAttr[IntAttr] = param_def()
 
-    def __init__(self, pp: int, vpp: int, schedule: str, microbatches: int, layers: Sequence[int]):
+    def __init__(self, pp: int, vpp: int, schedule: PipelineSchedule | str, microbatches: int, layers: Sequence[int]):
         super().__init__(
-            IntAttr(pp), IntAttr(vpp), StringAttr(schedule), IntAttr(microbatches),
+            IntAttr(pp), IntAttr(vpp), PipelineScheduleAttr(kind_of(PipelineSchedule, schedule)), IntAttr(microbatches),
             ArrayAttr([IntAttr(n) for n in layers]),
         )
 
@@ -480,11 +546,6 @@ class PipelineAttr(KeywordAttr):
             value = getattr(self, field).data
             if value < 1:
                 raise VerifyException(f"#sim.pipeline: {field} must be >= 1, got {value}")
-        if self.schedule.data not in PIPELINE_SCHEDULES:
-            raise VerifyException(
-                f"#sim.pipeline: schedule must be one of {', '.join(PIPELINE_SCHEDULES)}, "
-                f"got '{self.schedule.data}'"
-            )
         stages = self.pp.data * self.vpp.data
         counts = self.layer_counts()
         if len(counts) != stages or min(counts) < 0:
@@ -715,27 +776,6 @@ class WeightSplitAttr(_AngledKind, EnumAttribute[WeightSplit]):
 # reads `#sim<phase_kind "forward">`. An unknown kind does not parse, and the
 # builders refuse one naming the allowed kinds.
 # ---------------------------------------------------------------------------
-
-
-class _QuotedKind:
-    """Prints an enum attribute's value as a string literal (see above)."""
-
-    data: StrEnum
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string_literal(self.data.value)
-
-
-_Kind = TypeVar("_Kind", bound=StrEnum)
-
-
-def kind_of(enum_type: type[_Kind], kind: str) -> _Kind:
-    """`kind` as a member of `enum_type`, or a VerifyException naming the allowed kinds."""
-    if kind not in enum_type.__members__.values():
-        raise VerifyException(
-            f"kind must be one of {sorted(m.value for m in enum_type)}, got '{kind}'"
-        )
-    return enum_type(kind)
 
 
 class PhaseKind(StrEnum):
@@ -1977,10 +2017,19 @@ class StageOp(IRDLOperation):
     def stage_ids(self) -> tuple[int, ...]:
         return tuple(int(v) for v in self.virtual_stages.get_values())
 
+    def node_kind(self) -> str | None:
+        """The node kind `set-target` placed the stage on (NODE_KIND_ATTR), None
+        on a cluster of one kind."""
+        kind = self.attributes.get(NODE_KIND_ATTR)
+        return kind.data if isinstance(kind, StringAttr) else None
+
     def verify_(self) -> None:
         ids = self.stage_ids()
         if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
             raise VerifyException(f"virtual_stages must be distinct and >= 0, got {list(ids)}")
+        kind = self.attributes.get(NODE_KIND_ATTR)
+        if kind is not None and not (isinstance(kind, StringAttr) and kind.data):
+            raise VerifyException(f"{NODE_KIND_ATTR} must be a node kind's name (a non-empty string), got {kind}")
 
 
 @irdl_op_definition

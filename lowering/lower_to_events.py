@@ -82,7 +82,6 @@ from charon_ir.dialects.sim import (
     MatmulOp,
     MoeCombineOp,
     MoeDispatchOp,
-    NODE_KIND_ATTR,
     PIPELINE_ATTR,
     ParamOp,
     PhaseKind,
@@ -622,11 +621,11 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
                                    sync_expert_a2a=sync_expert_a2a)
                 emitter.lower_op(opt)
         recomputed = m * sum(recomputed_flops(_phase(by_virtual[c * pp + s], PhaseKind.BACKWARD)) for c in range(vpp))
-        kind = by_virtual[s].attributes.get(NODE_KIND_ATTR)
+        kind = by_virtual[s].node_kind()
         hardware = None
-        if target.heterogeneous and isinstance(kind, StringAttr) and target.cluster is not None:
+        if target.heterogeneous and kind is not None and target.cluster is not None:
             # a stage on a cluster of several node kinds names its GPU for the report
-            hardware = target.cluster.kind(kind.data).gpu.ref
+            hardware = target.cluster.kind(kind).gpu.ref
         programs.append(_program(
             f"stage{s}", target.gpus // pp, body, streams, stage=s,
             tokens=tokens if s == 0 and tokens else None, recompute_flops=recomputed or None, hardware=hardware,

@@ -29,7 +29,8 @@ then moves 56 B (fp16) or 44 B (bf16) instead of 30; the element-wise passes are
 its shard, and so do the passes. The gradient-norm all-reduce over the model- and
 data-parallel groups (a few bytes) is not modelled.
 
-The pass marks the module (`sim.optimizer_kernels`) and rejects a second run;
+The pass marks the module (`sim.optimizer_kernels`, a unit attribute: the ops
+it makes say which variant ran) and rejects a second run;
 `pipeline` and `data-parallel`, which change what the step updates, refuse to run
 after it.
 """
@@ -40,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -99,5 +100,5 @@ class UnfuseOptimizerPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if OPTIMIZER_KERNELS_ATTR in op.attributes:
             raise CharonError("unfuse-optimizer: the optimizer step is already unfused")
-        op.attributes[OPTIMIZER_KERNELS_ATTR] = StringAttr("fp16" if self.loss_scale else "bf16")
+        op.attributes[OPTIMIZER_KERNELS_ATTR] = UnitAttr()
         PatternRewriteWalker(SplitOptimizerStep(self.loss_scale), apply_recursively=False).rewrite_module(op)

@@ -22,7 +22,7 @@ from dataclasses import replace
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
-from charon_ir.dialects.coll import AllToAllOp, CollectiveOp, RecvOp, SendOp
+from charon_ir.dialects.coll import AllGatherOp, AllReduceOp, AllToAllOp, CollectiveOp, RecvOp, ReduceScatterOp, SendOp
 from charon_ir.dialects.sim import (
     AttentionGradOp,
     AttentionOp,
@@ -65,7 +65,7 @@ def compute_dtype(op: Operation) -> str:
 def ring_steps(op: CollectiveOp, n: int) -> int:
     if isinstance(op, (SendOp, RecvOp)):
         return 1
-    if op.op_kind() == "all_reduce":
+    if isinstance(op, AllReduceOp):
         return 2 * (n - 1)
     return n - 1
 
@@ -288,7 +288,7 @@ class AnalyticEngine(CostEngine):
 
 
 def tp_comm_overlap_enabled(op: CollectiveOp) -> bool:
-    if op.op_kind() not in ("all_gather", "reduce_scatter") or op.axis_names() != ["tp"]:
+    if not isinstance(op, (AllGatherOp, ReduceScatterOp)) or op.axis_names() != ["tp"]:
         return False
     top = op.get_toplevel_object()
     return isinstance(top, Operation) and TP_COMM_OVERLAP_ATTR in top.attributes
@@ -321,7 +321,7 @@ def overlapped_gemms(op: CollectiveOp) -> list[MatmulOp]:
     `--tp-comm-overlap` (Transformer Engine userbuffers): an all-gather with the
     GEMMs that consume what it gathers, a reduce-scatter with the GEMMs whose
     partial sums it reduces."""
-    if op.op_kind() == "all_gather":
+    if isinstance(op, AllGatherOp):
         ops = [u for r in op.results for u in _users_through_views(r)]
     else:
         ops = [o for v in op.operands for o in _through_views(v)]

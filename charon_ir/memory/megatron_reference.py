@@ -1,7 +1,7 @@
 """A reference GPT step, written in the sim dialect, that saves exactly what
 Megatron-LM saves for its backward (Korthikanti et al. 2022, section 4.1):
 LayerNorm inputs, the QKV input, Q/K/V, the softmax output, the attention dropout
-mask and output (a `sim.attention {dropout}`), the projection input, two dropout
+mask and output (a `sim.attention {sim.dropout}`), the projection input, two dropout
 masks (1 byte per element), the MLP input, the GeLU input and output.
 
 With `tp > 1` the weights are Megatron's column/row splits; with `sp` the
@@ -97,7 +97,7 @@ def gpt_step(shape: GptShape) -> str:
         gather("n1"),
         f"%qkv = sim.matmul %n1f, %wqkv : ({XF}, {WQKV}) -> {QKV}",
         *(f"%{v} = " + gen("aten.split", "%qkv", QKV, HD, bytes_=0.0) for v in "qkv"),
-        f"%att = sim.attention %q, %k, %v {{causal, dropout}} : ({HD}, {HD}, {HD}) -> {HD}",
+        f"%att = sim.attention %q, %k, %v {{causal, sim.dropout}} : ({HD}, {HD}, {HD}) -> {HD}",
         f"%ao = sim.view %att : {HD} -> {AO}",
         f"%po = sim.matmul %ao, %wo : ({AO}, {WO}) -> {XF}",
         reduce("po", "pr"),

@@ -63,19 +63,18 @@ def total_bytes_moved(module: ModuleOp) -> float:
 
 
 def collective_calls(
-    module: ModuleOp, kind: str | None = None, axis: str | None = None
+    module: ModuleOp, kind: type[CollectiveOp] = CollectiveOp, axis: str | None = None
 ) -> list[tuple[CollectiveOp, int]]:
-    """(collective, multiplicity) pairs, filtered by op kind (`all_reduce`) and axis."""
+    """(collective, multiplicity) pairs, filtered by op class (`coll.AllReduceOp`) and axis."""
     return [
         (op, mult)
         for op, mult in walk_with_multiplicity(module)
-        if isinstance(op, CollectiveOp)
-        and (kind is None or op.op_kind() == kind)
+        if isinstance(op, kind)
         and (axis is None or axis in op.axis_names())
     ]
 
 
-def collective_bytes(module: ModuleOp, kind: str | None = None, axis: str | None = None) -> float:
+def collective_bytes(module: ModuleOp, kind: type[CollectiveOp] = CollectiveOp, axis: str | None = None) -> float:
     """Ring bytes sent per rank per step by the matching collectives."""
     return sum(op.ring_bytes_per_rank() * mult for op, mult in collective_calls(module, kind, axis))
 

@@ -13,11 +13,11 @@ share them here, not by importing each other.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 
 from charon_ir.dialects import sim
 from charon_ir.dialects.coll import GridOp
-from charon_ir.dialects.sim import DATA_PARALLEL_ATTR, NODE_KIND_ATTR, StageOp
+from charon_ir.dialects.sim import DATA_PARALLEL_ATTR, StageOp
 from charon_ir.errors import CharonError
 from charon_ir.target.hardware import GpuSpec
 from charon_ir.target.target import Target
@@ -118,7 +118,7 @@ def check_grids_fit(op: ModuleOp, gpus: int, where: str, what: str) -> None:
 
 def stage_gpus(op: ModuleOp) -> list[GpuSpec] | None:
     """The GPU of each physical pipeline stage of a module placed on a cluster of
-    several node kinds (`node_kind` on its stages), None on one kind of GPU."""
+    several node kinds (`sim.node_kind` on its stages), None on one kind of GPU."""
     target = Target.from_module(op)
     stages = [s for s in op.body.block.ops if isinstance(s, StageOp)]
     if not target.heterogeneous or not stages or target.cluster is None:
@@ -126,8 +126,8 @@ def stage_gpus(op: ModuleOp) -> list[GpuSpec] | None:
     pp = grid_axes(op).get("pp", 1)
     gpus: list[GpuSpec | None] = [None] * pp
     for stage in stages:
-        kind = stage.attributes.get(NODE_KIND_ATTR)
-        if isinstance(kind, StringAttr):
+        kind = stage.node_kind()
+        if kind is not None:
             for v in stage.stage_ids():
-                gpus[v % pp] = target.cluster.kind(kind.data).gpu
+                gpus[v % pp] = target.cluster.kind(kind).gpu
     return [g or target.gpu for g in gpus]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from charon_ir.dialects.sim import PIPELINE_SCHEDULES
+from charon_ir.dialects.sim import PIPELINE_SCHEDULES, PipelineSchedule
 from charon_ir.errors import CharonError
 
 Kind = Literal["F", "F+", "B", "B+", "W", "W+"]
@@ -35,7 +35,7 @@ F+: the first F of a chunk in the step, the one that also gathers the parameters
 the last step updated (`data-parallel{overlap-param-gather}`)."""
 Item = tuple[Kind, int, int]
 SCHEDULES = PIPELINE_SCHEDULES
-SPLIT_BACKWARD = ("zb-h1",)
+SPLIT_BACKWARD = (PipelineSchedule.ZB_H1,)
 """Schedules that run a backward as two items, B then W."""
 
 
@@ -57,7 +57,7 @@ def check_schedule(schedule: str, pp: int, vpp: int, microbatches: int) -> None:
         )
     if microbatches < 1:
         raise ScheduleError("microbatches", f"pipeline: option 'microbatches' must be >= 1, got {microbatches}")
-    if schedule == "interleaved":
+    if schedule == PipelineSchedule.INTERLEAVED:
         if vpp < 2:
             raise ScheduleError("interleaved-vpp", "pipeline: schedule 'interleaved' needs option 'vpp' >= 2")
         if microbatches % pp:
@@ -68,7 +68,7 @@ def check_schedule(schedule: str, pp: int, vpp: int, microbatches: int) -> None:
             )
     elif vpp != 1:
         raise ScheduleError("vpp-needs-interleaved", f"pipeline: option 'vpp' ({vpp}) needs schedule=interleaved")
-    if schedule in ("1f1b", "zb-h1") and microbatches < pp:
+    if schedule in (PipelineSchedule.ONE_F_ONE_B, PipelineSchedule.ZB_H1) and microbatches < pp:
         raise ScheduleError(
             "too-few",
             f"pipeline: schedule '{schedule}' needs at least as many micro-batches as stages: "
@@ -88,16 +88,16 @@ def _chunk_step(k: int, pp: int, vpp: int, forward: bool) -> tuple[int, int]:
 
 def stage_order(schedule: str, pp: int, vpp: int, microbatches: int, stage: int) -> list[Item]:
     m = microbatches
-    if schedule == "gpipe":
+    if schedule == PipelineSchedule.GPIPE:
         return [("F", 0, i) for i in range(m)] + [("B", 0, i) for i in range(m)]
-    if schedule == "1f1b":
+    if schedule == PipelineSchedule.ONE_F_ONE_B:
         warmup = min(pp - stage - 1, m)
         order: list[Item] = [("F", 0, i) for i in range(warmup)]
         for i in range(m - warmup):
             order += [("F", 0, warmup + i), ("B", 0, i)]
         order += [("B", 0, i) for i in range(m - warmup, m)]
         return order
-    if schedule == "zb-h1":
+    if schedule == PipelineSchedule.ZB_H1:
         warmup = min(pp - stage - 1, m)
         lag = stage
         order = [("F", 0, i) for i in range(warmup)]
@@ -111,7 +111,7 @@ def stage_order(schedule: str, pp: int, vpp: int, microbatches: int, stage: int)
                 weights += 1
         order += [("W", 0, i) for i in range(weights, m)]
         return order
-    if schedule == "interleaved":
+    if schedule == PipelineSchedule.INTERLEAVED:
         total = m * vpp
         warmup = min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
         order = [("F", *_chunk_step(k, pp, vpp, True)) for k in range(warmup)]

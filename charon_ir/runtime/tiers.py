@@ -20,7 +20,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
 
 from charon_ir.dialects import event
-from charon_ir.dialects.sim import PIPELINE_ATTR, PipelineAttr
+from charon_ir.dialects.sim import PIPELINE_ATTR, PipelineAttr, PipelineSchedule
 from charon_ir.errors import CharonError
 from charon_ir.lowering.lower_to_events import LowerToEventsPass
 from charon_ir.parallel.mesh import schedule_marks
@@ -98,7 +98,7 @@ def fold_points(schedule: str, pp: int, microbatches: int) -> tuple[int, int] | 
     or None when the step is too short to be worth folding: simulating both costs
     about as much as simulating the whole step once it is no longer than both
     together (a 16-stage interleaved schedule settles only from 32)."""
-    step = pp if schedule == "interleaved" else 1
+    step = pp if schedule == PipelineSchedule.INTERLEAVED else 1
     # one stage: 1F1B's runs settle from 3 micro-batches on (F B F B+ at 2)
     first = max(2 * pp, 3)
     first += -first % step

@@ -94,7 +94,7 @@ builtin.module {
       %q = sim.generic "aten.split"(%qkv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<1x2048x12288xbf16>) -> tensor<1x2048x32x128xbf16>
       %k = sim.generic "aten.split"(%qkv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<1x2048x12288xbf16>) -> tensor<1x2048x32x128xbf16>
       %v = sim.generic "aten.split"(%qkv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<1x2048x12288xbf16>) -> tensor<1x2048x32x128xbf16>
-      %att = sim.attention %q, %k, %v {causal, dropout} : (tensor<1x2048x32x128xbf16>, tensor<1x2048x32x128xbf16>, tensor<1x2048x32x128xbf16>) -> tensor<1x2048x32x128xbf16>
+      %att = sim.attention %q, %k, %v {causal, sim.dropout} : (tensor<1x2048x32x128xbf16>, tensor<1x2048x32x128xbf16>, tensor<1x2048x32x128xbf16>) -> tensor<1x2048x32x128xbf16>
       %ao = sim.view %att : tensor<1x2048x32x128xbf16> -> tensor<1x2048x4096xbf16>
       %po = sim.matmul %ao, %wo : (tensor<1x2048x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<1x2048x4096xbf16>
       %pr = sim.view %po : tensor<1x2048x4096xbf16> -> tensor<1x2048x4096xbf16>

@@ -13,7 +13,7 @@
 // RUN: not charon-opt %examples/mlp.mlir -p 'recompute{policy=full}' 2>&1 | filecheck %s --check-prefix=NO-LAYERS
 
 // Two GPT layers that save what Megatron-LM saves (the attention's softmax,
-// dropout mask and output ride on `sim.attention {dropout}`).
+// dropout mask and output ride on `sim.attention {sim.dropout}`).
 
 // NONE:      builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "none">}
 // NONE-NOT:  sim.recompute =
@@ -24,10 +24,10 @@
 // gradient, which reads the recomputed output. Running the pass twice changes
 // nothing (the marked gradient is not matched again).
 // SEL:       sim.phase "forward"
-// SEL:       %[[ATT:.*]] = sim.attention %{{.*}}, %{{.*}}, %{{.*}} {dropout, sim.recompute = #sim<recompute "selective">, causal}
+// SEL:       %[[ATT:.*]] = sim.attention %{{.*}}, %{{.*}}, %{{.*}} {sim.dropout, sim.recompute = #sim<recompute "selective">, causal}
 // SEL:       sim.phase "backward"
 // SEL:       ^bb0(%{{.*}}, %[[Q:[^:]*]]: tensor<1x8x2x8xbf16>, %[[K:[^:]*]]: tensor<1x8x2x8xbf16>, %[[V:[^:]*]]: tensor<1x8x2x8xbf16>, %[[SAVED:[^:]*]]: tensor<1x8x2x8xbf16>,
-// SEL:       %[[RE:.*]] = sim.attention %[[Q]], %[[K]], %[[V]] {dropout, sim.recompute = #sim<recompute "selective">, causal}
+// SEL:       %[[RE:.*]] = sim.attention %[[Q]], %[[K]], %[[V]] {sim.dropout, sim.recompute = #sim<recompute "selective">, causal}
 // SEL-NEXT:  sim.attention_grad %[[Q]], %[[K]], %[[V]], %[[RE]], %{{.*}} {sim.recompute = #sim<recompute "selective">, causal}
 // SEL-NOT:   sim.attention
 // SEL:       sim.phase "optimizer"
@@ -43,7 +43,7 @@
 // FULL-NEXT:   sim.repeat 2 iter(%{{.*}} : tensor<1x8x16xbf16>) slices(%p_ln1, %p_wqkv, %p_wo, %p_ln2, %p_w1, %p_w2, %[[XS]] : {{.*}}, tensor<2x1x8x16xbf16>) {reverse}
 // FULL-NEXT:   ^bb0(%{{[^:]*}}: tensor<1x8x16xbf16>, %[[LN1:[^:]*]]: tensor<16xbf16>, {{.*}}, %[[XB:[^:]*]]: tensor<1x8x16xbf16>):
 // FULL-NEXT:     sim.norm "layer" %[[XB]], %[[LN1]] {sim.recompute = #sim<recompute "full">}
-// FULL:          sim.attention %{{.*}} {dropout, sim.recompute = #sim<recompute "full">, causal}
+// FULL:          sim.attention %{{.*}} {sim.dropout, sim.recompute = #sim<recompute "full">, causal}
 // FULL:          sim.elementwise "dropout" {{.*}} {sim.recompute = #sim<recompute "full">}
 // FULL:          sim.elementwise "dropout" {{.*}} {sim.recompute = #sim<recompute "full">}
 // FULL-NEXT:     sim.elementwise "add" {{.*}} {sim.recompute = #sim<recompute "full">}
@@ -96,7 +96,7 @@
 // modules=core_attn,layernorm: both rewrites, each re-run where its backward starts.
 // BOTH:      sim.phase "backward"
 // BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = #sim<recompute "selective">}
-// BOTH:      %[[RE:.*]] = sim.attention %{{.*}} {dropout, sim.recompute = #sim<recompute "selective">, causal}
+// BOTH:      %[[RE:.*]] = sim.attention %{{.*}} {sim.dropout, sim.recompute = #sim<recompute "selective">, causal}
 // BOTH-NEXT: sim.attention_grad %{{.*}}, %[[RE]], %{{.*}} {sim.recompute = #sim<recompute "selective">, causal}
 // BOTH:      sim.norm "layer" %{{.*}} {sim.recompute = #sim<recompute "selective">}
 
@@ -128,7 +128,7 @@ builtin.module {
       %q = sim.generic "aten.split"(%qkv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<1x8x48xbf16>) -> tensor<1x8x2x8xbf16>
       %k = sim.generic "aten.split"(%qkv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<1x8x48xbf16>) -> tensor<1x8x2x8xbf16>
       %v = sim.generic "aten.split"(%qkv) {flop_count = 0.0 : f64, byte_count = 0.0 : f64} : (tensor<1x8x48xbf16>) -> tensor<1x8x2x8xbf16>
-      %att = sim.attention %q, %k, %v {causal, dropout} : (tensor<1x8x2x8xbf16>, tensor<1x8x2x8xbf16>, tensor<1x8x2x8xbf16>) -> tensor<1x8x2x8xbf16>
+      %att = sim.attention %q, %k, %v {causal, sim.dropout} : (tensor<1x8x2x8xbf16>, tensor<1x8x2x8xbf16>, tensor<1x8x2x8xbf16>) -> tensor<1x8x2x8xbf16>
       %ao = sim.view %att : tensor<1x8x2x8xbf16> -> tensor<1x8x16xbf16>
       %po = sim.matmul %ao, %wo : (tensor<1x8x16xbf16>, tensor<16x16xbf16>) -> tensor<1x8x16xbf16>
       %pr = sim.view %po : tensor<1x8x16xbf16> -> tensor<1x8x16xbf16>

@@ -9,7 +9,7 @@
 // (fp16), the gradients are copied to fp32 (6 B each), unscaled (8) and their
 // norm taken (4) before the step (8 x 160768 = 1286144, which xDSL prints in hex); after it the fp32 masters are copied back to
 // the model's parameters (6) and the fp16 gradient buffer zeroed (2).
-// FP16:      builtin.module attributes {sim.optimizer_kernels = "fp16"}
+// FP16:      builtin.module attributes {sim.optimizer_kernels}
 // FP16:      sim.phase "optimizer" {
 // FP16-NEXT:   sim.generic "main_grads_from_half"(%[[G0:.*]], %[[G1:.*]], %[[G2:.*]]) {{.*}}byte_count = 9.646080e+05
 // FP16-NEXT:   sim.generic "unscale_check_finite"(%[[G0]], %[[G1]], %[[G2]]) {{.*}}byte_count = 0x4133A00000000000
@@ -21,7 +21,7 @@
 
 // bf16: the fp32 gradient accumulation buffer is the main gradient; no copy, no
 // unscale, and zeroing it is 4 B per element.
-// BF16:      builtin.module attributes {sim.optimizer_kernels = "bf16"}
+// BF16:      builtin.module attributes {sim.optimizer_kernels}
 // BF16:      sim.phase "optimizer" {
 // BF16-NEXT:   sim.generic "grad_norm"({{.*}}byte_count = 6.430720e+05
 // BF16-NEXT:   sim.optimizer_step "adamw"

@@ -130,6 +130,29 @@ def test_a_pipeline_parses_back_to_itself(fields, microbatches):
         pipeline.pp, pipeline.vpp, pipeline.schedule, pipeline.layers)
 
 
+def test_a_pipeline_names_its_schedule_by_the_enum():
+    pipeline = sim.PipelineAttr(2, 1, "zb-h1", 8, [1, 1])
+    assert pipeline.schedule.data is sim.PipelineSchedule.ZB_H1
+    assert 'schedule = "zb-h1"' in str(pipeline)
+    with pytest.raises(VerifyException, match="must be one of .*got '2f2b'"):
+        sim.PipelineAttr(2, 1, "2f2b", 8, [1, 1])
+    with pytest.raises(ParseError, match="#sim.pipeline: schedule must be one of gpipe, 1f1b, interleaved, zb-h1, got 'ZB-H1'"):
+        parse_attribute('#sim.pipeline<pp = 2, vpp = 1, schedule = "ZB-H1", microbatches = 8, layers = [1, 1]>')
+
+
+def test_a_stage_refuses_a_node_kind_that_is_not_a_name():
+    stage = sim.StageOp([0], Region(Block([sim.InputOp("a", TensorType(bf16, [4]))])))
+    stage.verify()
+    assert stage.node_kind() is None
+    stage.attributes[sim.NODE_KIND_ATTR] = StringAttr("h100")
+    stage.verify()
+    assert stage.node_kind() == "h100"
+    for bad in (IntAttr(3), StringAttr("")):
+        stage.attributes[sim.NODE_KIND_ATTR] = bad
+        with pytest.raises(VerifyException, match="sim.node_kind must be a node kind's name"):
+            stage.verify()
+
+
 def test_a_pipeline_gives_every_virtual_stage_its_layers():
     with pytest.raises(VerifyException, match="pp \\* vpp = 4 virtual stages"):
         sim.PipelineAttr(2, 2, "interleaved", 8, [4, 4])

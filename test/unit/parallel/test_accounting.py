@@ -1,5 +1,6 @@
 """FLOPs and collective bytes weighted by repeat counts."""
 
+from charon_ir.dialects import coll
 from charon_ir.parallel.accounting import (
     collective_bytes,
     record_replicated_flops,
@@ -27,7 +28,7 @@ builtin.module {
 def test_repeat_counts_multiply():
     module = parse_module(TEXT)
     assert total_flops(module) == 3 * 2 * 8 * 16 * 16 + 8 * 16
-    assert collective_bytes(module, "all_reduce", "tp") == 3 * 2 * 3 / 4 * 8 * 16 * 2
+    assert collective_bytes(module, coll.AllReduceOp, "tp") == 3 * 2 * 3 / 4 * 8 * 16 * 2
 
 
 def test_replicated_work_per_pass():

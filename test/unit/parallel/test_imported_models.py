@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("torch")
 
-from charon_ir.dialects import sim  # noqa: E402
+from charon_ir.dialects import coll, sim  # noqa: E402
 from charon_ir.parallel.accounting import (  # noqa: E402
     collective_calls,
     multiplicity,
@@ -53,29 +53,29 @@ def test_tensor_and_sequence_parallel(import_config, tp, heads, kv_div, seq):
     assert tp * total_flops(tp_mod) == pytest.approx(total_flops(before) + rep, rel=1e-12)
     # Korthikanti: per layer, 2 forward and 2 backward all_reduces of 2*b*s*h bytes
     layer_reduces = [
-        (op, mult) for op, mult in collective_calls(tp_mod, "all_reduce", "tp")
+        (op, mult) for op, mult in collective_calls(tp_mod, coll.AllReduceOp, "tp")
         if mult == 2 and op.payload_bytes() == 2 * seq * hidden
     ]
     assert sum(m for op, m in layer_reduces if phase_of(op) == "forward") == 2 * 2
     assert sum(m for op, m in layer_reduces if phase_of(op) == "backward") == 2 * 2
     # the vocabulary-parallel embedding: one more forward all_reduce
-    stem = [op for op, m in collective_calls(tp_mod, "all_reduce", "tp") if m == 1 and phase_of(op) == "forward"
+    stem = [op for op, m in collective_calls(tp_mod, coll.AllReduceOp, "tp") if m == 1 and phase_of(op) == "forward"
             and op.payload_bytes() == 2 * seq * hidden]
     assert len(stem) == 1
     # and the cross-entropy: max, sum of exponentials, target logit (fp32 per token)
-    stats = [op for op, _ in collective_calls(tp_mod, "all_reduce", "tp") if op.payload_bytes() == 4 * seq]
+    stats = [op for op, _ in collective_calls(tp_mod, coll.AllReduceOp, "tp") if op.payload_bytes() == 4 * seq]
     assert len(stats) == 3
 
     sp_mod = apply_pipeline(tp_mod.clone(), "sequence-parallel")
-    ar_bytes = sum(op.ring_bytes_per_rank() * m for op, m in collective_calls(tp_mod, "all_reduce", "tp")
+    ar_bytes = sum(op.ring_bytes_per_rank() * m for op, m in collective_calls(tp_mod, coll.AllReduceOp, "tp")
                    if op.payload_bytes() == 2 * seq * hidden)
-    rs_bytes = sum(op.ring_bytes_per_rank() * m for op, m in collective_calls(sp_mod, "reduce_scatter", "tp"))
+    rs_bytes = sum(op.ring_bytes_per_rank() * m for op, m in collective_calls(sp_mod, coll.ReduceScatterOp, "tp"))
     assert 2 * rs_bytes == pytest.approx(ar_bytes)
     # Megatron's backward per layer gathers the incoming gradient before each
     # block's column-parallel GEMMs and the saved normed input once per block for
     # its weight gradients: 4 all_gathers of b*s*h (not one per projection)
     gathers = [
-        (op, m) for op, m in collective_calls(sp_mod, "all_gather", "tp")
+        (op, m) for op, m in collective_calls(sp_mod, coll.AllGatherOp, "tp")
         if m == 2 and phase_of(op) == "backward" and op.payload_bytes() == 2 * seq * hidden
     ]
     assert sum(m for _, m in gathers) == 2 * 4
@@ -124,9 +124,6 @@ from charon_ir.parallel.accounting import walk_with_multiplicity  # noqa: E402
 
 
 def walk_collectives(module):
-    from charon_ir.dialects import coll
-    from charon_ir.parallel.accounting import walk_with_multiplicity
-
     return [(op, m) for op, m in walk_with_multiplicity(module) if isinstance(op, coll.CollectiveOp)]
 
 
@@ -141,7 +138,7 @@ def test_context_parallel(import_config, cp, mode, kv_heads):
     rep = replicated_flops(module)["shard-context"]
     assert cp * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
     if mode == "ring":
-        sends = [(op, m) for op, m in collective_calls(module, "send", "cp") if phase_of(op) == "forward"]
+        sends = [(op, m) for op, m in collective_calls(module, coll.SendOp, "cp") if phase_of(op) == "forward"]
         block = 2 * (seq // cp) * kv_heads * 16
         assert sum(op.ring_bytes_per_rank() * m for op, m in sends) == 2 * (cp - 1) * 2 * block
 
@@ -154,7 +151,7 @@ def test_expert_parallel(import_config, ep, top_k):
     config.update(num_local_experts=4, num_experts_per_tok=top_k)
     before = import_config("mixtral-8x7b", seq, **config)
     module = apply_pipeline(before.clone(), f"shard-expert{{ep={ep}}}")
-    calls = collective_calls(module, "all_to_all", "ep")
+    calls = collective_calls(module, coll.AllToAllOp, "ep")
     assert sum(m for _, m in calls) == 4 * 2  # dispatch and combine, fwd and bwd, 2 layers
     for op, _ in calls:
         assert op.payload_bytes() == seq * top_k * 64 * 2
@@ -188,7 +185,7 @@ def test_expert_tensor_parallel_fold(import_config, ep, top_k):
 
     assert token_flops(folded) == pytest.approx(token_flops(split), rel=1e-12)
     assert replicated_flops(folded) == pytest.approx(replicated_flops(split), rel=1e-12)
-    calls = collective_calls(folded, "all_to_all")
+    calls = collective_calls(folded, coll.AllToAllOp)
     assert sum(m for _, m in calls) == 4 * 2 and all(op.axis_names() == ["ep", "tp"] for op, _ in calls)
     for op, _ in calls:
         assert op.payload_bytes() == seq * top_k * 64 * 2 / 2
@@ -209,7 +206,7 @@ def test_gpt_conv1d_and_padded_vocabulary(import_config):
     assert params["transformer.wpe.weight"] == (64, 64)  # positions stay whole
     assert params["transformer.h[0:2].attn.c_attn.weight"] == (2, 64, 96)  # [in, out/2]
     assert params["transformer.h[0:2].attn.c_proj.weight"] == (2, 32, 64)  # [in/2, out]
-    assert not collective_calls(module, "all_gather")
+    assert not collective_calls(module, coll.AllGatherOp)
     rep = replicated_flops(module)["shard-tensor"]
     assert 2 * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
 

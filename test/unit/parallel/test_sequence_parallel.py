@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charon_ir.dialects import sim
+from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import collective_calls, replicated_flops, total_flops
 from charon_ir.parallel.examples import apply_pipeline, llama_layer, parse
@@ -37,10 +37,10 @@ def test_same_bytes_as_all_reduce(tp, hidden, head_dim, kv_heads, tokens_per_ran
     sp = apply_pipeline(parse(text), f"shard-tensor{{tp={tp}}},sequence-parallel")
 
     hidden_bytes = 2 * tokens * hidden
-    reduces = [op for op, _ in collective_calls(tp_only, "all_reduce", "tp") if op.payload_bytes() == hidden_bytes]
+    reduces = [op for op, _ in collective_calls(tp_only, coll.AllReduceOp, "tp") if op.payload_bytes() == hidden_bytes]
     # no all_reduce of an activation is left
-    assert not [op for op, _ in collective_calls(sp, "all_reduce", "tp") if op.payload_bytes() == hidden_bytes]
-    scatters = [op for op, _ in collective_calls(sp, "reduce_scatter", "tp")]
+    assert not [op for op, _ in collective_calls(sp, coll.AllReduceOp, "tp") if op.payload_bytes() == hidden_bytes]
+    scatters = [op for op, _ in collective_calls(sp, coll.ReduceScatterOp, "tp")]
     assert len(scatters) == len(reduces) == 4
     for rs in scatters:
         assert rs.payload_bytes() == hidden_bytes
@@ -49,7 +49,7 @@ def test_same_bytes_as_all_reduce(tp, hidden, head_dim, kv_heads, tokens_per_ran
     assert 2 * sum(rs.ring_bytes_per_rank() for rs in scatters) == pytest.approx(ar_bytes)
     # every gather brings back a whole activation (what a scatter split); in the
     # forward, one before the attention block's and one before the MLP's matmuls
-    gathers = [op for op, _ in collective_calls(sp, "all_gather", "tp")]
+    gathers = [op for op, _ in collective_calls(sp, coll.AllGatherOp, "tp")]
     assert all(op.payload_bytes() == hidden_bytes for op in gathers)
     fwd = phase(sp, "forward")
     assert len([op for op in scatters if fwd.is_ancestor(op)]) == 2
@@ -140,7 +140,6 @@ def test_imported_layer_collectives_are_megatrons(import_config, model, tp):
     the saved norm outputs for the weight gradients, 2 reduce_scatters, and the
     all_reduces of the norm weights' gradients. Nothing else: the norms, their
     backward and the residual path run on s/tp tokens."""
-    from charon_ir.dialects import coll
 
     module = apply_pipeline(import_config(model, SEQ, **SMALL[model]), f"shard-tensor{{tp={tp}}},sequence-parallel")
     h = HEADS * HEAD_DIM

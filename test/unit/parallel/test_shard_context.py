@@ -51,13 +51,13 @@ def test_ring(case):
     assert cp * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
     # forward: cp-1 steps, each sending the local k and v blocks
     fwd = phase(module, "forward")
-    sends = [op for op, _ in collective_calls(module, "send", "cp") if fwd.is_ancestor(op)]
+    sends = [op for op, _ in collective_calls(module, coll.SendOp, "cp") if fwd.is_ancestor(op)]
     block = 2 * (tokens // cp) * hkv * d  # bytes of one [1, s/cp, hkv, d] bf16 block
     assert len(sends) == 2 * (cp - 1)
     assert sum(op.ring_bytes_per_rank() for op in sends) == (cp - 1) * 2 * block
     # backward: the kv blocks again, and their gradients back to their owners
     bwd = phase(module, "backward")
-    assert len([op for op, _ in collective_calls(module, "send", "cp") if bwd.is_ancestor(op)]) == 4 * (cp - 1)
+    assert len([op for op, _ in collective_calls(module, coll.SendOp, "cp") if bwd.is_ancestor(op)]) == 4 * (cp - 1)
     # the merges: Transformer Engine's per-step accumulation, the first step's part
     # copied (2x its bytes), each later one added in place (3x): the output and dq
     # from the causal step's whole block and cp-1 half blocks, dk and dv from cp blocks
@@ -86,7 +86,7 @@ def test_ulysses(case):
     rep = replicated_flops(module)["shard-context"]
     assert cp * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
     fwd = phase(module, "forward")
-    a2a = [op for op, _ in collective_calls(module, "all_to_all", "cp") if fwd.is_ancestor(op)]
+    a2a = [op for op, _ in collective_calls(module, coll.AllToAllOp, "cp") if fwd.is_ancestor(op)]
     local = tokens // cp
     q_bytes = 2 * local * heads * d
     kv_bytes = 2 * local * hkv * d
@@ -96,14 +96,14 @@ def test_ulysses(case):
         assert sum(op.ring_bytes_per_rank() for op in a2a) == (cp - 1) / cp * (2 * q_bytes + 2 * kv_bytes)
     else:  # too few kv heads: q and the output go by all_to_all, k and v are gathered
         assert len(a2a) == 2
-        gathers = [op for op, _ in collective_calls(module, "all_gather", "cp") if fwd.is_ancestor(op)]
+        gathers = [op for op, _ in collective_calls(module, coll.AllGatherOp, "cp") if fwd.is_ancestor(op)]
         assert len(gathers) == 2
 
 
 def test_weight_gradients_summed_over_cp():
     module = apply_pipeline(parse(llama_layer(32, 64, 4, 2, 16, 128)), "shard-context{cp=2}")
     bwd = phase(module, "backward")
-    reduces = [op for op, _ in collective_calls(module, "all_reduce", "cp") if bwd.is_ancestor(op)]
+    reduces = [op for op, _ in collective_calls(module, coll.AllReduceOp, "cp") if bwd.is_ancestor(op)]
     # q, k, v, o, gate, up, down and both norm weights
     assert len(reduces) == 9
     assert all("coll.grad_sync" in op.attributes for op in reduces)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charon_ir.dialects import sim
+from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import collective_calls, replicated_flops, total_flops
 from charon_ir.parallel.examples import apply_pipeline, moe_layer, parse
@@ -51,7 +51,7 @@ def test_all_to_all_bytes_and_flops(ep, experts_per_rank, top_k, hidden, tokens_
     text = moe_layer(tokens, hidden, experts, top_k, ffn)
     before = parse(text)
     module = apply_pipeline(parse(text), f"shard-expert{{ep={ep}}}")
-    calls = [op for op, _ in collective_calls(module, "all_to_all", "ep")]
+    calls = [op for op, _ in collective_calls(module, coll.AllToAllOp, "ep")]
     assert len(calls) == 4  # dispatch, combine; and both again in the backward
     for op in calls:
         assert op.payload_bytes() == tokens * top_k * hidden * 2
@@ -123,7 +123,7 @@ def test_expert_tensor_parallel():
     params = {op.sym_name.data: sim.shape_of(op.result) for op in module.walk() if isinstance(op, sim.ParamOp)}
     assert params["mlp.experts.gate_up_proj"] == (4, 48, 32)
     assert params["mlp.experts.down_proj"] == (4, 32, 24)
-    reduces = [op for op, _ in collective_calls(module, "all_reduce", "tp")]
+    reduces = [op for op, _ in collective_calls(module, coll.AllReduceOp, "tp")]
     assert reduces  # the row-parallel down projection's partial sums
 
 
@@ -160,13 +160,13 @@ def test_etp_1_folds_tensor_parallel_ranks_into_the_expert_group():
     assert grid.axis_sizes() == {"ep": 2, "tp": 2}
     params = {op.sym_name.data: sim.shape_of(op.result) for op in folded.walk() if isinstance(op, sim.ParamOp)}
     assert params["model.layers[0:32].mlp.experts.gate_up_proj"] == (32, 2, 28672, 4096)
-    a2a = [op for op, _ in collective_calls(folded, "all_to_all")]
+    a2a = [op for op, _ in collective_calls(folded, coll.AllToAllOp)]
     assert len(a2a) == 4 and all(op.axis_names() == ["ep", "tp"] for op in a2a)
     # 64 tokens, top-2 of 8: 16 rows an expert, 8 of them this rank's; 4 ranks send
     # 8 rows for each of its 2 experts
     assert {sim.shape_of(op.input) for op in a2a} == {(8, 8, 4096), (2, 32, 4096)}
     assert all(op.token_replicas is None for op in a2a)
-    assert not [op for op, _ in collective_calls(folded, "all_reduce", "tp")
+    assert not [op for op, _ in collective_calls(folded, coll.AllReduceOp, "tp")
                 if sim.shape_of(op.input)[:1] == (2,)]  # no expert output reduced over tp
 
     def token_flops(m):

@@ -66,7 +66,7 @@ def test_flops_and_all_reduce_bytes(case):
     for phase in ("forward", "backward"):
         body = next(p for p in module.walk() if isinstance(p, sim.PhaseOp) and p.kind.data == phase)
         hidden_reduces = [
-            op for op, _ in collective_calls(module, "all_reduce", "tp")
+            op for op, _ in collective_calls(module, coll.AllReduceOp, "tp")
             if body.is_ancestor(op) and sim.shape_of(op.input) == (tokens, hidden)
         ]
         assert len(hidden_reduces) == 2

@@ -14,7 +14,7 @@ from xdsl.parser import Parser
 from rich.console import Console
 
 from charon_ir.api import simulate
-from charon_ir.dialects.sim import NODE_KIND_ATTR, StageOp
+from charon_ir.dialects.sim import StageOp
 from charon_ir.passes.pipeline import PipelinePass
 from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.testing import make_context
@@ -146,8 +146,7 @@ def test_set_target_places_every_stage_on_its_kind(kinds_of_stages):
         if isinstance(stage, StageOp):
             for v in stage.stage_ids():
                 assert v not in placed
-                kind = stage.attributes.get(NODE_KIND_ATTR)
-                placed[v] = kind.data if kind is not None else None
+                placed[v] = stage.node_kind()
     if len(set(kinds_of_stages)) == 1:  # one kind is the plain cluster: nothing to tag
         assert placed == dict.fromkeys(range(4))
     else:

@@ -78,7 +78,7 @@ def test_running_twice_is_running_once(policy: str):
 
 
 def test_selective_leaves_flash_attention_alone():
-    text = gpt_step(SHAPE).replace("{causal, dropout}", "{causal, flash}")
+    text = gpt_step(SHAPE).replace("{causal, sim.dropout}", "{causal, flash}")
     module = parse_module(text)
     before = str(module)
     recompute(module, "selective")

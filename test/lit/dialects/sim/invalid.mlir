@@ -223,3 +223,10 @@ sim.phase "forward" {
 %a = sim.input "a" : tensor<4xbf16>
 %b = "sim.off_stage"(%a) : (tensor<4xbf16>) -> tensor<4xbf16>
 // CHECK: error: 'sim.off_stage' op Expected 0 operands, but got 1
+
+// -----
+
+sim.stage [0] attributes {sim.node_kind = 3 : i64} {
+  %a = sim.input "a" : tensor<4xbf16>
+}
+// CHECK: error: 'sim.stage' op sim.node_kind must be a node kind's name (a non-empty string), got 3 : i64
