@@ -6,38 +6,41 @@ collective an `event.comm` on the lane of its grid axes (`@comm_tp`, `@comm_dp`,
 ...). SSA uses become event dependencies; a `sim.repeat` becomes an `event.loop`
 (never unrolled); phases are flattened in order. The result is one
 `event.program` for the module's rank class; the `sim` ops are consumed, the
-grids and the target stay.
+grids and the target stay. Every compute op and collective must carry a `cost`
+attribute (run `cost-annotate` first).
 
-Options: `blocking` (grid axes, default none): collectives on these axes are
-issued synchronously: each starts after the compute issued before it and all
-later compute waits for it (zero-length `comm_issue` / `comm_wait` events on the
-compute stream around it), as a framework that waits on every NCCL call
-(Megatron-LM 2021's tensor-parallel all-reduces); with `pp`, the compute stream
-waits for each point-to-point send to complete (a `comm_wait` after it), as
-Megatron-LM 2021-22's pipeline did. `host-launch` (seconds, default 0: not
-modelled): the host issues every kernel and collective, one after another, for
-this long each (an `event.launch` on a `@host` stream that the event waits for);
-the host waits for nothing on the GPU but the optimizer's barrier, so it runs
-ahead of long kernels and holds back short ones (a step of small kernels is
-bound by its launches). `expert-launches` (default 0: one launch an op):
-with `host-launch`, the launches the host issues per local expert for each
-GEMM of the routed experts (an op reading the rows `sim.moe_dispatch` filled,
-[experts, rows, ...]), as Transformer Engine's `GroupedLinear` runs one cuBLAS
-GEMM per expert and, in fp8, quantizes each expert's operand on its own;
-fractional counts are a mean over the layer's expert GEMMs (docs/calibration.md,
-"Host launches of a Megatron-Core MoE layer"). `moe-host-sync` (default false):
-the host reads the tokens per expert back after each forward dispatch
-(Megatron-Core's `tokens_per_expert.tolist()`, a dropless dispatcher's
-device-to-host sync), so it issues nothing after a forward dispatch all_to_all
-until that has completed on the GPU. `sync-expert-a2a` (default false): the
-expert-parallel all_to_alls (a `coll.all_to_all` over grid axes holding `ep`: the
-tokens' dispatch and combine) are issued synchronously, as `blocking` issues a
-whole axis's collectives, while the other collectives of those axes (the dense
-gradients' reductions over dp x ep) stay asynchronous: Megatron-Core's token
-dispatchers call the all_to_all in the layer's forward and backward and the
-next kernel waits for it, unless `overlap_moe_expert_parallel_comm` schedules
-another micro-batch's compute beside it. Every compute op and collective must
-carry a `cost` attribute (run `cost-annotate` first).
+Options:
+- blocking (grid axes, default none): collectives on these axes are issued
+  synchronously: each starts after the compute issued before it and all later
+  compute waits for it (zero-length `comm_issue` / `comm_wait` events on the
+  compute stream around it), as a framework that waits on every NCCL call
+  (Megatron-LM 2021's tensor-parallel all-reduces); with `pp`, the compute
+  stream waits for each point-to-point send to complete (a `comm_wait` after
+  it), as Megatron-LM 2021-22's pipeline did.
+- host-launch (seconds, default 0: not modelled): the host issues every kernel
+  and collective, one after another, for this long each (an `event.launch` on a
+  `@host` stream that the event waits for); the host waits for nothing on the
+  GPU but the optimizer's barrier, so it runs ahead of long kernels and holds
+  back short ones (a step of small kernels is bound by its launches).
+- expert-launches (default 0: one launch an op): with `host-launch`, the
+  launches the host issues per local expert for each GEMM of the routed experts
+  (an op reading the rows `sim.moe_dispatch` filled, [experts, rows, ...]), as
+  Transformer Engine's `GroupedLinear` runs one cuBLAS GEMM per expert and, in
+  fp8, quantizes each expert's operand on its own; fractional counts are a mean
+  over the layer's expert GEMMs (docs/calibration.md, "Host launches of a
+  Megatron-Core MoE layer").
+- moe-host-sync (default false): the host reads the tokens per expert back
+  after each forward dispatch (Megatron-Core's `tokens_per_expert.tolist()`, a
+  dropless dispatcher's device-to-host sync), so it issues nothing after a
+  forward dispatch all_to_all until that has completed on the GPU.
+- sync-expert-a2a (default false): the expert-parallel all_to_alls (a
+  `coll.all_to_all` over grid axes holding `ep`: the tokens' dispatch and
+  combine) are issued synchronously, as `blocking` issues a whole axis's
+  collectives, while the other collectives of those axes (the dense gradients'
+  reductions over dp x ep) stay asynchronous: Megatron-Core's token dispatchers
+  call the all_to_all in the layer's forward and backward and the next kernel
+  waits for it, unless `overlap_moe_expert_parallel_comm` schedules another
+  micro-batch's compute beside it.
 """
 
 from __future__ import annotations

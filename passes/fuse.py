@@ -2,7 +2,7 @@
 Kernel fusion: groups of ops that real training stacks run as one kernel become one
 op whose intermediate tensors never reach device memory.
 
-Options (each on by default):
+Options (each on by default but `loss`):
 - attention: flash attention; `sim.attention` / `sim.attention_grad` get `flash`,
   so the score matrix is never written or read back (`attention-kernel`, default
   empty: the flash kernel's name, flash2 / flash3 / triton, for the cost engine).
@@ -19,6 +19,12 @@ Options (each on by default):
   (its fused weighted-SwiGLU with `activation_func_clamp_value`).
 - rope: rotary embeddings imported as x * cos + rotate_half(x) * sin (slices, neg,
   cat, two muls and an add) become one `sim.generic "fused.rope"`.
+- loss (default false): the loss as Megatron-Core's vocab-parallel cross entropy
+  runs it: the fp32 logits' log-softmax and NLL forward become one
+  `sim.generic "fused.cross_entropy"` that writes the softmax it saves, and the
+  backward one kernel computing the gradient in place of that softmax. Off by
+  default: the stacks outside Megatron run PyTorch's log-softmax and NLL as they
+  import.
 
 A fusion changes bytes moved, never the model's FLOPs: the fused op carries the
 sum of its parts' FLOPs, and reads each outside input once and writes each value
