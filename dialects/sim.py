@@ -1871,13 +1871,16 @@ class ParamOp(IRDLOperation):
     (`#sim.role<...>`; absent: `other`); an embedding, a head or the routed
     experts have two dims at least. `split` says where tensor parallelism splits
     a layer's weight (`#sim.split<...>`; absent: nowhere); a table of role
-    embedding or head, split on the vocabulary, has none."""
+    embedding or head, split on the vocabulary, has none. `stacked` (set by the
+    frontend) says the leading dim is the layers' (the parameter is sliced by a
+    `sim.repeat`): passes read that, never the parameter's name."""
 
     name = "sim.param"
 
     sym_name = prop_def(StringAttr)
     role = opt_prop_def(ParamRoleAttr)
     split = opt_prop_def(WeightSplitAttr)
+    stacked = opt_prop_def(UnitAttr)
     result = result_def(AnyTensor)
 
     traits = traits_def(Pure())
@@ -1885,13 +1888,19 @@ class ParamOp(IRDLOperation):
     assembly_format = "$sym_name attr-dict `:` type($result)"
 
     def __init__(self, name: str, result_type: Attribute, role: ParamRole = ParamRole.OTHER,
-                 split: WeightSplit | None = None):
+                 split: WeightSplit | None = None, stacked: bool = False):
         properties: dict[str, Attribute] = {"sym_name": StringAttr(name)}
         if role != ParamRole.OTHER:
             properties["role"] = ParamRoleAttr(role)
         if split is not None:
             properties["split"] = WeightSplitAttr(split)
+        if stacked:
+            properties["stacked"] = UnitAttr()
         super().__init__(result_types=[result_type], properties=properties)
+
+    def is_stacked(self) -> bool:
+        """Whether the leading dim is the layers' (a `sim.repeat` slices it)."""
+        return self.stacked is not None
 
     def param_role(self) -> ParamRole:
         return self.role.data if self.role is not None else ParamRole.OTHER
@@ -1901,6 +1910,8 @@ class ParamOp(IRDLOperation):
 
     def verify_(self) -> None:
         t = self.result.type
+        if self.is_stacked() and isinstance(t, TensorType) and not t.get_shape():
+            raise VerifyException(f"a stacked parameter needs a leading layers dim, got {t}")
         if (self.param_role() in ROLES_WITH_A_TABLE and isinstance(t, TensorType)
                 and len(t.get_shape()) < 2):
             raise VerifyException(

@@ -8,15 +8,15 @@ builtin.module {
   %cos_kv = sim.input "rope_cos_kv" : tensor<512x128xbf16>
   %sin_kv = sim.input "rope_sin_kv" : tensor<512x128xbf16>
   %onehot = sim.input "labels_onehot" : tensor<512x1024xbf16>
-  %ln1 = sim.param "model.layers[0:2].input_layernorm.weight" {role = #sim.role<norm>} : tensor<2x256xbf16>
-  %wq = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x256x256xbf16>
-  %wk = sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x128x256xbf16>
-  %wv = sim.param "model.layers[0:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x128x256xbf16>
-  %wo = sim.param "model.layers[0:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<2x256x256xbf16>
-  %ln2 = sim.param "model.layers[0:2].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<2x256xbf16>
-  %wg = sim.param "model.layers[0:2].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x688x256xbf16>
-  %wu = sim.param "model.layers[0:2].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x688x256xbf16>
-  %wd = sim.param "model.layers[0:2].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<2x256x688xbf16>
+  %ln1 = sim.param "model.layers[0:2].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<2x256xbf16>
+  %wq = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<2x256x256xbf16>
+  %wk = sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<2x128x256xbf16>
+  %wv = sim.param "model.layers[0:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<2x128x256xbf16>
+  %wo = sim.param "model.layers[0:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<2x256x256xbf16>
+  %ln2 = sim.param "model.layers[0:2].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<2x256xbf16>
+  %wg = sim.param "model.layers[0:2].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<2x688x256xbf16>
+  %wu = sim.param "model.layers[0:2].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<2x688x256xbf16>
+  %wd = sim.param "model.layers[0:2].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>, stacked} : tensor<2x256x688xbf16>
   %fwd:16 = sim.phase "forward" -> tensor<512x256xbf16>, tensor<512x1024xbf16>, tensor<512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x2x256x4x64xbf16>, tensor<2x2x256x2x64xbf16>, tensor<2x2x256x2x64xbf16>, tensor<2x2x256x4x64xbf16>, tensor<2x512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x512x688xbf16>, tensor<2x512x688xbf16>, tensor<2x512x688xbf16>, tensor<2x512x688xbf16> {
     %x0 = sim.embedding %embed, %tokens : (tensor<1024x256xbf16>, tensor<512xi64>) -> tensor<512x256xbf16>
     %layers:14 = sim.repeat 2 iter(%x0 : tensor<512x256xbf16>) slices(%ln1, %wq, %wk, %wv, %wo, %ln2, %wg, %wu, %wd : tensor<2x256xbf16>, tensor<2x256x256xbf16>, tensor<2x128x256xbf16>, tensor<2x128x256xbf16>, tensor<2x256x256xbf16>, tensor<2x256xbf16>, tensor<2x688x256xbf16>, tensor<2x688x256xbf16>, tensor<2x256x688xbf16>) -> (tensor<512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x2x256x4x64xbf16>, tensor<2x2x256x2x64xbf16>, tensor<2x2x256x2x64xbf16>, tensor<2x2x256x4x64xbf16>, tensor<2x512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x512x256xbf16>, tensor<2x512x688xbf16>, tensor<2x512x688xbf16>, tensor<2x512x688xbf16>, tensor<2x512x688xbf16>) {

@@ -97,7 +97,8 @@ class ModuleBuilder:
     def param(self, name: str, type_: TensorType) -> SSAValue:
         if name not in self.params:
             rank = len(type_.get_shape())
-            op = sim.ParamOp(name, type_, param_role(name, rank), weight_split(name, rank))
+            # a stacked parameter is named by its layers' range, `prefix[start:end].local`
+            op = sim.ParamOp(name, type_, param_role(name, rank), weight_split(name, rank), stacked="[" in name)
             self.top.add_op(op)
             self.params[name] = op.results[0]
             self.param_order.append(name)

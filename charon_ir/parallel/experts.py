@@ -13,9 +13,9 @@ from charon_ir.dialects.sim import ParamRole, WeightSplit
 
 
 def is_stacked(param: sim.ParamOp) -> bool:
-    """Whether `param` carries a `sim.repeat`'s leading layers dim: the frontend
-    names a stacked parameter by its layers' range, `prefix[start:end].local`."""
-    return "[" in param.sym_name.data
+    """Whether `param` carries a `sim.repeat`'s leading layers dim (its
+    `stacked` property, set by the frontend)."""
+    return param.is_stacked()
 
 
 def expert_weight_dims(param: sim.ParamOp, out_first: bool = True) -> tuple[int, int | None] | None:

@@ -5,8 +5,8 @@
 // backward, stacked weights as slices, an AdamW step over every weight.
 
 // CHECK:      sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<256x64xbf16>
-// CHECK:      sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x64x64xbf16>
-// CHECK-NEXT: sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x32x64xbf16>
+// CHECK:      sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<2x64x64xbf16>
+// CHECK-NEXT: sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<2x32x64xbf16>
 
 // CHECK-LABEL: sim.phase "forward"
 // CHECK:       sim.embedding

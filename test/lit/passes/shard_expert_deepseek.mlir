@@ -10,9 +10,9 @@
 // experts a rank; the shared expert and the dense layers stay whole.
 
 // CHECK:       coll.grid @mesh(axes = ["ep"], shape = 32)
-// CHECK:       sim.param "model.layers[3:61].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<58x8x4096x7168xbf16>
-// CHECK-NEXT:  sim.param "model.layers[3:61].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<58x8x7168x2048xbf16>
-// CHECK:       sim.param "model.layers[3:61].mlp.shared_experts.gate_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>} : tensor<58x2048x7168xbf16>
+// CHECK:       sim.param "model.layers[3:61].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<58x8x4096x7168xbf16>
+// CHECK-NEXT:  sim.param "model.layers[3:61].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>, stacked} : tensor<58x8x7168x2048xbf16>
+// CHECK:       sim.param "model.layers[3:61].mlp.shared_experts.gate_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>, stacked} : tensor<58x2048x7168xbf16>
 // CHECK-LABEL: sim.phase "forward"
 // CHECK:       %[[D:.*]] = sim.moe_dispatch {{.*}} : (tensor<384x7168xbf16>, tensor<384x8xi64>) -> tensor<256x12x7168xbf16>
 // CHECK-NEXT:  coll.all_to_all %[[D]] on @mesh ["ep"] split 0 concat 1 : tensor<256x12x7168xbf16> -> tensor<8x384x7168xbf16>

@@ -6,7 +6,7 @@
 // (shard-expert once gave it 256 rows and the view after it failed verification).
 
 // CHECK:       sim.replicated_flops = #sim.replicated_flops<"shard-expert" = 0.0>
-// CHECK:       sim.param "model.layers[0:2].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<2x2x128x64xbf16>
+// CHECK:       sim.param "model.layers[0:2].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<2x2x128x64xbf16>
 // CHECK-LABEL: sim.phase "forward"
 // CHECK:       %[[D:.*]] = sim.moe_dispatch {{.*}} -> tensor<4x128x64xbf16>
 // CHECK-NEXT:  coll.all_to_all %[[D]] on @mesh ["ep"] split 0 concat 1 : tensor<4x128x64xbf16> -> tensor<2x256x64xbf16>

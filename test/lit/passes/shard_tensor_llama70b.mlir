@@ -10,14 +10,14 @@
 // CHECK:       coll.grid @mesh(axes = ["tp"], shape = 8)
 // CHECK:       sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<16032x8192xbf16>
 // CHECK:       sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<16032x8192xbf16>
-// CHECK:       sim.param "model.layers[0:80].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<80x1024x8192xbf16>
-// CHECK-NEXT:  sim.param "model.layers[0:80].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<80x128x8192xbf16>
-// CHECK-NEXT:  sim.param "model.layers[0:80].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<80x128x8192xbf16>
-// CHECK-NEXT:  sim.param "model.layers[0:80].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<80x8192x1024xbf16>
-// CHECK-NEXT:  sim.param "model.layers[0:80].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<80x3584x8192xbf16>
-// CHECK-NEXT:  sim.param "model.layers[0:80].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<80x3584x8192xbf16>
-// CHECK-NEXT:  sim.param "model.layers[0:80].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<80x8192x3584xbf16>
-// CHECK-NEXT:  sim.param "model.layers[0:80].input_layernorm.weight" {role = #sim.role<norm>} : tensor<80x8192xbf16>
+// CHECK:       sim.param "model.layers[0:80].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<80x1024x8192xbf16>
+// CHECK-NEXT:  sim.param "model.layers[0:80].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<80x128x8192xbf16>
+// CHECK-NEXT:  sim.param "model.layers[0:80].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<80x128x8192xbf16>
+// CHECK-NEXT:  sim.param "model.layers[0:80].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<80x8192x1024xbf16>
+// CHECK-NEXT:  sim.param "model.layers[0:80].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<80x3584x8192xbf16>
+// CHECK-NEXT:  sim.param "model.layers[0:80].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<80x3584x8192xbf16>
+// CHECK-NEXT:  sim.param "model.layers[0:80].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>, stacked} : tensor<80x8192x3584xbf16>
+// CHECK-NEXT:  sim.param "model.layers[0:80].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<80x8192xbf16>
 // CHECK-LABEL: sim.phase "forward"
 // CHECK:       %[[EMB:.*]] = sim.embedding {{.*}} : (tensor<16032x8192xbf16>, tensor<1x32xi64>) -> tensor<1x32x8192xbf16>
 // CHECK-NEXT:  %[[EMBR:.*]] = coll.all_reduce %[[EMB]] on @mesh ["tp"] : tensor<1x32x8192xbf16>
@@ -49,8 +49,8 @@
 // CHECK-LABEL: sim.phase "optimizer"
 
 // TP16 exceeds the 8 kv heads: 4 query heads and 1 kv head per rank.
-// TP16:       sim.param "model.layers[0:80].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<80x512x8192xbf16>
-// TP16-NEXT:  sim.param "model.layers[0:80].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<80x128x8192xbf16>
+// TP16:       sim.param "model.layers[0:80].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<80x512x8192xbf16>
+// TP16-NEXT:  sim.param "model.layers[0:80].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<80x128x8192xbf16>
 // TP16:       sim.attention {{.*}} : (tensor<1x32x4x128xbf16>, tensor<1x32x1x128xbf16>, tensor<1x32x1x128xbf16>) -> tensor<1x32x4x128xbf16>
 
 // ERR: charon-opt: error: shard-tensor: option 'tp' (3) does not divide the attention heads (64)

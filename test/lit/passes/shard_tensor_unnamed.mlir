@@ -9,7 +9,7 @@
 // CHECK: charon-opt: error: shard-tensor: option 'tp' (2) splits no weight: none has a split (#sim.split<column|kv|row>) or the role embedding, head or expert (the frontend sets them); the module's: w_in, w_out
 
 // TINY: coll.grid @mesh(axes = ["tp"], shape = 2)
-// TINY: %{{.*}} = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x128x256xbf16>
+// TINY: %{{.*}} = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<2x128x256xbf16>
 // TINY: coll.all_reduce
 
 // ONE: sim.param "w_in" : tensor<64x32xbf16>

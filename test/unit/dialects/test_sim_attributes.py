@@ -324,3 +324,12 @@ def test_a_generic_is_one_of_charons_callees_only_by_its_member(callee, other):
     theirs = sim.GenericOp(other, [], [t], 0.0, 0.0)
     assert not sim.is_generic(theirs)
     assert sim.is_generic(theirs, *sim.GenericCallee) == (other in set(sim.GenericCallee))
+
+
+def test_a_stacked_parameter_says_so_by_its_property_not_its_name():
+    stacked = sim.ParamOp("layers.w", TensorType(bf16, [3, 8, 8]), stacked=True)
+    named = sim.ParamOp("model.layers[0:3].w", TensorType(bf16, [3, 8, 8]))
+    assert stacked.is_stacked() and not named.is_stacked()
+    assert str(stacked).startswith('%0 = sim.param "layers.w" {stacked} :')
+    with pytest.raises(VerifyException, match="a stacked parameter needs a leading layers dim"):
+        sim.ParamOp("w", TensorType(bf16, []), stacked=True).verify()

@@ -230,3 +230,8 @@ sim.stage [0] attributes {sim.node_kind = 3 : i64} {
   %a = sim.input "a" : tensor<4xbf16>
 }
 // CHECK: error: 'sim.stage' op sim.node_kind must be a node kind's name (a non-empty string), got 3 : i64
+
+// -----
+
+%w = sim.param "w" {stacked} : tensor<bf16>
+// CHECK: error: 'sim.param' op a stacked parameter needs a leading layers dim, got tensor<bf16>

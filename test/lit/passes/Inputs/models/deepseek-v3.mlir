@@ -10,33 +10,33 @@ builtin.module attributes {sim.model = "deepseek-v3", sim.mode = "train", sim.se
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<7168xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<129280x7168xbf16>
   %7 = sim.input "labels" : tensor<1x384xi64>
-  %8 = sim.param "model.layers[0:3].self_attn.q_a_proj.weight" {role = #sim.role<attention>} : tensor<3x1536x7168xbf16>
-  %9 = sim.param "model.layers[0:3].self_attn.q_a_layernorm.weight" {role = #sim.role<norm>} : tensor<3x1536xbf16>
-  %10 = sim.param "model.layers[0:3].self_attn.q_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<3x24576x1536xbf16>
-  %11 = sim.param "model.layers[0:3].self_attn.kv_a_proj_with_mqa.weight" {role = #sim.role<attention>} : tensor<3x576x7168xbf16>
-  %12 = sim.param "model.layers[0:3].self_attn.kv_a_layernorm.weight" {role = #sim.role<norm>} : tensor<3x512xbf16>
-  %13 = sim.param "model.layers[0:3].self_attn.kv_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<3x32768x512xbf16>
-  %14 = sim.param "model.layers[0:3].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<3x7168x16384xbf16>
-  %15 = sim.param "model.layers[0:3].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<3x18432x7168xbf16>
-  %16 = sim.param "model.layers[0:3].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<3x18432x7168xbf16>
-  %17 = sim.param "model.layers[0:3].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<3x7168x18432xbf16>
-  %18 = sim.param "model.layers[0:3].input_layernorm.weight" {role = #sim.role<norm>} : tensor<3x7168xbf16>
-  %19 = sim.param "model.layers[0:3].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<3x7168xbf16>
-  %20 = sim.param "model.layers[3:61].self_attn.q_a_proj.weight" {role = #sim.role<attention>} : tensor<58x1536x7168xbf16>
-  %21 = sim.param "model.layers[3:61].self_attn.q_a_layernorm.weight" {role = #sim.role<norm>} : tensor<58x1536xbf16>
-  %22 = sim.param "model.layers[3:61].self_attn.q_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<58x24576x1536xbf16>
-  %23 = sim.param "model.layers[3:61].self_attn.kv_a_proj_with_mqa.weight" {role = #sim.role<attention>} : tensor<58x576x7168xbf16>
-  %24 = sim.param "model.layers[3:61].self_attn.kv_a_layernorm.weight" {role = #sim.role<norm>} : tensor<58x512xbf16>
-  %25 = sim.param "model.layers[3:61].self_attn.kv_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<58x32768x512xbf16>
-  %26 = sim.param "model.layers[3:61].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<58x7168x16384xbf16>
-  %27 = sim.param "model.layers[3:61].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<58x256x4096x7168xbf16>
-  %28 = sim.param "model.layers[3:61].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<58x256x7168x2048xbf16>
-  %29 = sim.param "model.layers[3:61].mlp.gate.weight" {role = #sim.role<router>} : tensor<58x256x7168xbf16>
-  %30 = sim.param "model.layers[3:61].mlp.shared_experts.gate_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>} : tensor<58x2048x7168xbf16>
-  %31 = sim.param "model.layers[3:61].mlp.shared_experts.up_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>} : tensor<58x2048x7168xbf16>
-  %32 = sim.param "model.layers[3:61].mlp.shared_experts.down_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<row>} : tensor<58x7168x2048xbf16>
-  %33 = sim.param "model.layers[3:61].input_layernorm.weight" {role = #sim.role<norm>} : tensor<58x7168xbf16>
-  %34 = sim.param "model.layers[3:61].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<58x7168xbf16>
+  %8 = sim.param "model.layers[0:3].self_attn.q_a_proj.weight" {role = #sim.role<attention>, stacked} : tensor<3x1536x7168xbf16>
+  %9 = sim.param "model.layers[0:3].self_attn.q_a_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<3x1536xbf16>
+  %10 = sim.param "model.layers[0:3].self_attn.q_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<3x24576x1536xbf16>
+  %11 = sim.param "model.layers[0:3].self_attn.kv_a_proj_with_mqa.weight" {role = #sim.role<attention>, stacked} : tensor<3x576x7168xbf16>
+  %12 = sim.param "model.layers[0:3].self_attn.kv_a_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<3x512xbf16>
+  %13 = sim.param "model.layers[0:3].self_attn.kv_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<3x32768x512xbf16>
+  %14 = sim.param "model.layers[0:3].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<3x7168x16384xbf16>
+  %15 = sim.param "model.layers[0:3].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<3x18432x7168xbf16>
+  %16 = sim.param "model.layers[0:3].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<3x18432x7168xbf16>
+  %17 = sim.param "model.layers[0:3].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>, stacked} : tensor<3x7168x18432xbf16>
+  %18 = sim.param "model.layers[0:3].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<3x7168xbf16>
+  %19 = sim.param "model.layers[0:3].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<3x7168xbf16>
+  %20 = sim.param "model.layers[3:61].self_attn.q_a_proj.weight" {role = #sim.role<attention>, stacked} : tensor<58x1536x7168xbf16>
+  %21 = sim.param "model.layers[3:61].self_attn.q_a_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<58x1536xbf16>
+  %22 = sim.param "model.layers[3:61].self_attn.q_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<58x24576x1536xbf16>
+  %23 = sim.param "model.layers[3:61].self_attn.kv_a_proj_with_mqa.weight" {role = #sim.role<attention>, stacked} : tensor<58x576x7168xbf16>
+  %24 = sim.param "model.layers[3:61].self_attn.kv_a_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<58x512xbf16>
+  %25 = sim.param "model.layers[3:61].self_attn.kv_b_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<58x32768x512xbf16>
+  %26 = sim.param "model.layers[3:61].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<58x7168x16384xbf16>
+  %27 = sim.param "model.layers[3:61].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<58x256x4096x7168xbf16>
+  %28 = sim.param "model.layers[3:61].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>, stacked} : tensor<58x256x7168x2048xbf16>
+  %29 = sim.param "model.layers[3:61].mlp.gate.weight" {role = #sim.role<router>, stacked} : tensor<58x256x7168xbf16>
+  %30 = sim.param "model.layers[3:61].mlp.shared_experts.gate_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>, stacked} : tensor<58x2048x7168xbf16>
+  %31 = sim.param "model.layers[3:61].mlp.shared_experts.up_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<column>, stacked} : tensor<58x2048x7168xbf16>
+  %32 = sim.param "model.layers[3:61].mlp.shared_experts.down_proj.weight" {role = #sim.role<shared_expert>, split = #sim.split<row>, stacked} : tensor<58x7168x2048xbf16>
+  %33 = sim.param "model.layers[3:61].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<58x7168xbf16>
+  %34 = sim.param "model.layers[3:61].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<58x7168xbf16>
   %35 = sim.input "buffer:model.layers[3:61].mlp.gate.e_score_correction_bias" : tensor<58x256xbf16>
   %36 = sim.input "grad_loss" : tensor<f32>
   %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124 = sim.phase "forward" -> tensor<f32>, tensor<1x384xi64>, tensor<3x1x384x7168xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x7168xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x1536xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1536xbf16>, tensor<3x384x1536xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x512xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x512xbf16>, tensor<3x384x512xbf16>, tensor<3x1x384x128x192xbf16>, tensor<3x1x384x128x128xbf16>, tensor<3x1x384x128x192xbf16>, tensor<3x1x384x128x128xbf16>, tensor<3x384x16384xbf16>, tensor<3x1x384x7168xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x1xf32>, tensor<3x1x384x7168xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x18432xbf16>, tensor<3x1x384x18432xbf16>, tensor<3x384x7168xbf16>, tensor<3x1x384x18432xbf16>, tensor<3x384x18432xbf16>, tensor<58x1x384x7168xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x7168xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x1536xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1536xbf16>, tensor<58x384x1536xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x512xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x512xbf16>, tensor<58x384x512xbf16>, tensor<58x1x384x128x192xbf16>, tensor<58x1x384x128x128xbf16>, tensor<58x1x384x128x192xbf16>, tensor<58x1x384x128x128xbf16>, tensor<58x384x16384xbf16>, tensor<58x1x384x7168xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x1xf32>, tensor<58x1x384x7168xbf16>, tensor<58x384x7168xf32>, tensor<58x7168x256xf32>, tensor<58x384x256xf32>, tensor<58x384x8xi64>, tensor<58x384x1xf32>, tensor<58x384x8xf32>, tensor<58x256x12x7168xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x2048xbf16>, tensor<58x256x12x7168xbf16>, tensor<58x384x8xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x2048xbf16>, tensor<58x1x384x2048xbf16>, tensor<58x384x7168xbf16>, tensor<58x1x384x2048xbf16>, tensor<58x384x2048xbf16>, tensor<1x384x7168xf32>, tensor<1x384x1xf32>, tensor<1x384x1xf32>, tensor<1x384x7168xbf16>, tensor<384x7168xbf16>, tensor<384xi64>, tensor<384x129280xf32>, tensor<384x129280xf32>, tensor<f32>, tensor<1x384x64xbf16>, tensor<1x384x64xbf16> {

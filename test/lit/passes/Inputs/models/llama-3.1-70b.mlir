@@ -10,15 +10,15 @@ builtin.module attributes {sim.model = "llama-3.1-70b", sim.mode = "train", sim.
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<8192xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<128256x8192xbf16>
   %7 = sim.input "labels" : tensor<1x32xi64>
-  %8 = sim.param "model.layers[0:80].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<80x8192x8192xbf16>
-  %9 = sim.param "model.layers[0:80].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<80x1024x8192xbf16>
-  %10 = sim.param "model.layers[0:80].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<80x1024x8192xbf16>
-  %11 = sim.param "model.layers[0:80].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<80x8192x8192xbf16>
-  %12 = sim.param "model.layers[0:80].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<80x28672x8192xbf16>
-  %13 = sim.param "model.layers[0:80].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<80x28672x8192xbf16>
-  %14 = sim.param "model.layers[0:80].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<80x8192x28672xbf16>
-  %15 = sim.param "model.layers[0:80].input_layernorm.weight" {role = #sim.role<norm>} : tensor<80x8192xbf16>
-  %16 = sim.param "model.layers[0:80].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<80x8192xbf16>
+  %8 = sim.param "model.layers[0:80].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<80x8192x8192xbf16>
+  %9 = sim.param "model.layers[0:80].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<80x1024x8192xbf16>
+  %10 = sim.param "model.layers[0:80].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<80x1024x8192xbf16>
+  %11 = sim.param "model.layers[0:80].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<80x8192x8192xbf16>
+  %12 = sim.param "model.layers[0:80].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<80x28672x8192xbf16>
+  %13 = sim.param "model.layers[0:80].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<80x28672x8192xbf16>
+  %14 = sim.param "model.layers[0:80].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>, stacked} : tensor<80x8192x28672xbf16>
+  %15 = sim.param "model.layers[0:80].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<80x8192xbf16>
+  %16 = sim.param "model.layers[0:80].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<80x8192xbf16>
   %17 = sim.input "grad_loss" : tensor<f32>
   %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52 = sim.phase "forward" -> tensor<f32>, tensor<1x32xi64>, tensor<80x1x32x8192xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x64x128xbf16>, tensor<80x1x32x8x128xbf16>, tensor<80x1x32x8x128xbf16>, tensor<80x1x32x64x128xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x8192xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x1xf32>, tensor<80x1x32x8192xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x28672xbf16>, tensor<80x1x32x28672xbf16>, tensor<80x32x8192xbf16>, tensor<80x1x32x28672xbf16>, tensor<80x32x28672xbf16>, tensor<1x32x8192xf32>, tensor<1x32x1xf32>, tensor<1x32x1xf32>, tensor<1x32x8192xbf16>, tensor<32x8192xbf16>, tensor<32xi64>, tensor<32x128256xf32>, tensor<32x128256xf32>, tensor<f32>, tensor<1x32x128xbf16>, tensor<1x32x128xbf16> {
     %53 = sim.embedding %0, %3 : (tensor<128256x8192xbf16>, tensor<1x32xi64>) -> tensor<1x32x8192xbf16>

@@ -10,15 +10,15 @@ builtin.module attributes {sim.model = "mixtral-8x7b", sim.mode = "train", sim.s
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<4096xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<32000x4096xbf16>
   %7 = sim.input "labels" : tensor<1x64xi64>
-  %8 = sim.param "model.layers[0:32].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<32x4096x4096xbf16>
-  %9 = sim.param "model.layers[0:32].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x1024x4096xbf16>
-  %10 = sim.param "model.layers[0:32].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<32x1024x4096xbf16>
-  %11 = sim.param "model.layers[0:32].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<32x4096x4096xbf16>
-  %12 = sim.param "model.layers[0:32].mlp.gate.weight" {role = #sim.role<router>} : tensor<32x8x4096xbf16>
-  %13 = sim.param "model.layers[0:32].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<32x8x28672x4096xbf16>
-  %14 = sim.param "model.layers[0:32].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<32x8x4096x14336xbf16>
-  %15 = sim.param "model.layers[0:32].input_layernorm.weight" {role = #sim.role<norm>} : tensor<32x4096xbf16>
-  %16 = sim.param "model.layers[0:32].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<32x4096xbf16>
+  %8 = sim.param "model.layers[0:32].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<32x4096x4096xbf16>
+  %9 = sim.param "model.layers[0:32].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<32x1024x4096xbf16>
+  %10 = sim.param "model.layers[0:32].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<32x1024x4096xbf16>
+  %11 = sim.param "model.layers[0:32].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<32x4096x4096xbf16>
+  %12 = sim.param "model.layers[0:32].mlp.gate.weight" {role = #sim.role<router>, stacked} : tensor<32x8x4096xbf16>
+  %13 = sim.param "model.layers[0:32].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<32x8x28672x4096xbf16>
+  %14 = sim.param "model.layers[0:32].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>, stacked} : tensor<32x8x4096x14336xbf16>
+  %15 = sim.param "model.layers[0:32].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<32x4096xbf16>
+  %16 = sim.param "model.layers[0:32].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<32x4096xbf16>
   %17 = sim.input "grad_loss" : tensor<f32>
   %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58 = sim.phase "forward" -> tensor<f32>, tensor<1x64xi64>, tensor<32x1x64x4096xf32>, tensor<32x1x64x1xf32>, tensor<32x1x64x1xf32>, tensor<32x1x64x4096xbf16>, tensor<32x64x4096xbf16>, tensor<32x64x4096xbf16>, tensor<32x64x4096xbf16>, tensor<32x1x64x32x128xbf16>, tensor<32x1x64x8x128xbf16>, tensor<32x1x64x8x128xbf16>, tensor<32x1x64x32x128xbf16>, tensor<32x64x4096xbf16>, tensor<32x1x64x4096xf32>, tensor<32x1x64x1xf32>, tensor<32x1x64x1xf32>, tensor<32x1x64x4096xbf16>, tensor<32x64x4096xbf16>, tensor<32x64x8xf32>, tensor<32x64x2xi64>, tensor<32x64x1xf32>, tensor<32x64x2xf32>, tensor<32x8x16x4096xbf16>, tensor<32x8x16x14336xbf16>, tensor<32x8x16x14336xbf16>, tensor<32x8x16x14336xbf16>, tensor<32x8x16x14336xbf16>, tensor<32x8x16x4096xbf16>, tensor<32x64x2xbf16>, tensor<1x64x4096xf32>, tensor<1x64x1xf32>, tensor<1x64x1xf32>, tensor<1x64x4096xbf16>, tensor<64x4096xbf16>, tensor<64xi64>, tensor<64x32000xf32>, tensor<64x32000xf32>, tensor<f32>, tensor<1x64x128xbf16>, tensor<1x64x128xbf16> {
     %59 = sim.embedding %0, %3 : (tensor<32000x4096xbf16>, tensor<1x64xi64>) -> tensor<1x64x4096xbf16>

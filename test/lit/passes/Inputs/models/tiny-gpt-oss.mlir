@@ -7,40 +7,40 @@ builtin.module attributes {sim.model = "tiny-gpt-oss", sim.mode = "train", sim.s
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<128x64xbf16>
   %7 = sim.input "labels" : tensor<1x64xi64>
-  %8 = sim.param "model.layers[0:1].self_attn.sinks" {role = #sim.role<attention>} : tensor<1x4xbf16>
-  %9 = sim.param "model.layers[0:1].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<1x64x64xbf16>
-  %10 = sim.param "model.layers[0:1].self_attn.q_proj.bias" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<1x64xbf16>
-  %11 = sim.param "model.layers[0:1].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32x64xbf16>
-  %12 = sim.param "model.layers[0:1].self_attn.k_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32xbf16>
-  %13 = sim.param "model.layers[0:1].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32x64xbf16>
-  %14 = sim.param "model.layers[0:1].self_attn.v_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32xbf16>
-  %15 = sim.param "model.layers[0:1].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<1x64x64xbf16>
-  %16 = sim.param "model.layers[0:1].self_attn.o_proj.bias" {role = #sim.role<attention>} : tensor<1x64xbf16>
-  %17 = sim.param "model.layers[0:1].mlp.router.weight" {role = #sim.role<router>} : tensor<1x4x64xbf16>
-  %18 = sim.param "model.layers[0:1].mlp.router.bias" {role = #sim.role<router>} : tensor<1x4xbf16>
-  %19 = sim.param "model.layers[0:1].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<1x4x64x128xbf16>
-  %20 = sim.param "model.layers[0:1].mlp.experts.gate_up_proj_bias" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<1x4x128xbf16>
-  %21 = sim.param "model.layers[0:1].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<1x4x64x64xbf16>
-  %22 = sim.param "model.layers[0:1].mlp.experts.down_proj_bias" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<1x4x64xbf16>
-  %23 = sim.param "model.layers[0:1].input_layernorm.weight" {role = #sim.role<norm>} : tensor<1x64xbf16>
-  %24 = sim.param "model.layers[0:1].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<1x64xbf16>
-  %25 = sim.param "model.layers[1:2].self_attn.sinks" {role = #sim.role<attention>} : tensor<1x4xbf16>
-  %26 = sim.param "model.layers[1:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<1x64x64xbf16>
-  %27 = sim.param "model.layers[1:2].self_attn.q_proj.bias" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<1x64xbf16>
-  %28 = sim.param "model.layers[1:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32x64xbf16>
-  %29 = sim.param "model.layers[1:2].self_attn.k_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32xbf16>
-  %30 = sim.param "model.layers[1:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32x64xbf16>
-  %31 = sim.param "model.layers[1:2].self_attn.v_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<1x32xbf16>
-  %32 = sim.param "model.layers[1:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<1x64x64xbf16>
-  %33 = sim.param "model.layers[1:2].self_attn.o_proj.bias" {role = #sim.role<attention>} : tensor<1x64xbf16>
-  %34 = sim.param "model.layers[1:2].mlp.router.weight" {role = #sim.role<router>} : tensor<1x4x64xbf16>
-  %35 = sim.param "model.layers[1:2].mlp.router.bias" {role = #sim.role<router>} : tensor<1x4xbf16>
-  %36 = sim.param "model.layers[1:2].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<1x4x64x128xbf16>
-  %37 = sim.param "model.layers[1:2].mlp.experts.gate_up_proj_bias" {role = #sim.role<expert>, split = #sim.split<column>} : tensor<1x4x128xbf16>
-  %38 = sim.param "model.layers[1:2].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<1x4x64x64xbf16>
-  %39 = sim.param "model.layers[1:2].mlp.experts.down_proj_bias" {role = #sim.role<expert>, split = #sim.split<row>} : tensor<1x4x64xbf16>
-  %40 = sim.param "model.layers[1:2].input_layernorm.weight" {role = #sim.role<norm>} : tensor<1x64xbf16>
-  %41 = sim.param "model.layers[1:2].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<1x64xbf16>
+  %8 = sim.param "model.layers[0:1].self_attn.sinks" {role = #sim.role<attention>, stacked} : tensor<1x4xbf16>
+  %9 = sim.param "model.layers[0:1].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<1x64x64xbf16>
+  %10 = sim.param "model.layers[0:1].self_attn.q_proj.bias" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<1x64xbf16>
+  %11 = sim.param "model.layers[0:1].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32x64xbf16>
+  %12 = sim.param "model.layers[0:1].self_attn.k_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32xbf16>
+  %13 = sim.param "model.layers[0:1].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32x64xbf16>
+  %14 = sim.param "model.layers[0:1].self_attn.v_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32xbf16>
+  %15 = sim.param "model.layers[0:1].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<1x64x64xbf16>
+  %16 = sim.param "model.layers[0:1].self_attn.o_proj.bias" {role = #sim.role<attention>, stacked} : tensor<1x64xbf16>
+  %17 = sim.param "model.layers[0:1].mlp.router.weight" {role = #sim.role<router>, stacked} : tensor<1x4x64xbf16>
+  %18 = sim.param "model.layers[0:1].mlp.router.bias" {role = #sim.role<router>, stacked} : tensor<1x4xbf16>
+  %19 = sim.param "model.layers[0:1].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<1x4x64x128xbf16>
+  %20 = sim.param "model.layers[0:1].mlp.experts.gate_up_proj_bias" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<1x4x128xbf16>
+  %21 = sim.param "model.layers[0:1].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>, stacked} : tensor<1x4x64x64xbf16>
+  %22 = sim.param "model.layers[0:1].mlp.experts.down_proj_bias" {role = #sim.role<expert>, split = #sim.split<row>, stacked} : tensor<1x4x64xbf16>
+  %23 = sim.param "model.layers[0:1].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<1x64xbf16>
+  %24 = sim.param "model.layers[0:1].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<1x64xbf16>
+  %25 = sim.param "model.layers[1:2].self_attn.sinks" {role = #sim.role<attention>, stacked} : tensor<1x4xbf16>
+  %26 = sim.param "model.layers[1:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<1x64x64xbf16>
+  %27 = sim.param "model.layers[1:2].self_attn.q_proj.bias" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<1x64xbf16>
+  %28 = sim.param "model.layers[1:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32x64xbf16>
+  %29 = sim.param "model.layers[1:2].self_attn.k_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32xbf16>
+  %30 = sim.param "model.layers[1:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32x64xbf16>
+  %31 = sim.param "model.layers[1:2].self_attn.v_proj.bias" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<1x32xbf16>
+  %32 = sim.param "model.layers[1:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<1x64x64xbf16>
+  %33 = sim.param "model.layers[1:2].self_attn.o_proj.bias" {role = #sim.role<attention>, stacked} : tensor<1x64xbf16>
+  %34 = sim.param "model.layers[1:2].mlp.router.weight" {role = #sim.role<router>, stacked} : tensor<1x4x64xbf16>
+  %35 = sim.param "model.layers[1:2].mlp.router.bias" {role = #sim.role<router>, stacked} : tensor<1x4xbf16>
+  %36 = sim.param "model.layers[1:2].mlp.experts.gate_up_proj" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<1x4x64x128xbf16>
+  %37 = sim.param "model.layers[1:2].mlp.experts.gate_up_proj_bias" {role = #sim.role<expert>, split = #sim.split<column>, stacked} : tensor<1x4x128xbf16>
+  %38 = sim.param "model.layers[1:2].mlp.experts.down_proj" {role = #sim.role<expert>, split = #sim.split<row>, stacked} : tensor<1x4x64x64xbf16>
+  %39 = sim.param "model.layers[1:2].mlp.experts.down_proj_bias" {role = #sim.role<expert>, split = #sim.split<row>, stacked} : tensor<1x4x64xbf16>
+  %40 = sim.param "model.layers[1:2].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<1x64xbf16>
+  %41 = sim.param "model.layers[1:2].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<1x64xbf16>
   %42 = sim.input "grad_loss" : tensor<f32>
   %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99 = sim.phase "forward" -> tensor<f32>, tensor<1x1x64x64xf32>, tensor<1x1x64x1xf32>, tensor<1x1x64x64xf32>, tensor<1x64x64xbf16>, tensor<1x1x64x4x16xbf16>, tensor<1x1x64x2x16xbf16>, tensor<1x1x64x2x16xbf16>, tensor<1x1x64x4x16xbf16>, tensor<1x64x64xbf16>, tensor<1x1x64x64xf32>, tensor<1x1x64x1xf32>, tensor<1x1x64x64xf32>, tensor<1x64x64xbf16>, tensor<1x64x4xi64>, tensor<1x64x4xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x1x64x64xf32>, tensor<1x1x64x1xf32>, tensor<1x1x64x64xf32>, tensor<1x64x64xbf16>, tensor<1x1x64x4x16xbf16>, tensor<1x1x64x2x16xbf16>, tensor<1x1x64x2x16xbf16>, tensor<1x1x64x4x16xbf16>, tensor<1x64x64xbf16>, tensor<1x1x64x64xf32>, tensor<1x1x64x1xf32>, tensor<1x1x64x64xf32>, tensor<1x64x64xbf16>, tensor<1x64x4xi64>, tensor<1x64x4xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16>, tensor<1x64x64xf32>, tensor<1x64x1xf32>, tensor<1x64x64xf32>, tensor<64x64xbf16>, tensor<64x128xf32>, tensor<f32>, tensor<1x64x8xbf16>, tensor<1x64x8xbf16> {
     %100 = sim.embedding %0, %3 : (tensor<128x64xbf16>, tensor<1x64xi64>) -> tensor<1x64x64xbf16>

@@ -9,18 +9,18 @@ builtin.module attributes {sim.model = "tiny-gpt", sim.mode = "train", sim.seq_l
   %4 = sim.param "transformer.ln_f.weight" {role = #sim.role<norm>} : tensor<64xbf16>
   %5 = sim.param "transformer.ln_f.bias" {role = #sim.role<norm>} : tensor<64xbf16>
   %6 = sim.input "labels" : tensor<1x24xi64>
-  %7 = sim.param "transformer.h[0:2].ln_1.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
-  %8 = sim.param "transformer.h[0:2].ln_1.bias" {role = #sim.role<norm>} : tensor<2x64xbf16>
-  %9 = sim.param "transformer.h[0:2].attn.c_attn.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x64x192xbf16>
-  %10 = sim.param "transformer.h[0:2].attn.c_attn.bias" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x192xbf16>
-  %11 = sim.param "transformer.h[0:2].attn.c_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<2x64x64xbf16>
-  %12 = sim.param "transformer.h[0:2].attn.c_proj.bias" {role = #sim.role<attention>} : tensor<2x64xbf16>
-  %13 = sim.param "transformer.h[0:2].ln_2.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
-  %14 = sim.param "transformer.h[0:2].ln_2.bias" {role = #sim.role<norm>} : tensor<2x64xbf16>
-  %15 = sim.param "transformer.h[0:2].mlp.c_fc.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x64x256xbf16>
-  %16 = sim.param "transformer.h[0:2].mlp.c_fc.bias" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x256xbf16>
-  %17 = sim.param "transformer.h[0:2].mlp.c_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<2x256x64xbf16>
-  %18 = sim.param "transformer.h[0:2].mlp.c_proj.bias" {role = #sim.role<mlp>} : tensor<2x64xbf16>
+  %7 = sim.param "transformer.h[0:2].ln_1.weight" {role = #sim.role<norm>, stacked} : tensor<2x64xbf16>
+  %8 = sim.param "transformer.h[0:2].ln_1.bias" {role = #sim.role<norm>, stacked} : tensor<2x64xbf16>
+  %9 = sim.param "transformer.h[0:2].attn.c_attn.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<2x64x192xbf16>
+  %10 = sim.param "transformer.h[0:2].attn.c_attn.bias" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<2x192xbf16>
+  %11 = sim.param "transformer.h[0:2].attn.c_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<2x64x64xbf16>
+  %12 = sim.param "transformer.h[0:2].attn.c_proj.bias" {role = #sim.role<attention>, stacked} : tensor<2x64xbf16>
+  %13 = sim.param "transformer.h[0:2].ln_2.weight" {role = #sim.role<norm>, stacked} : tensor<2x64xbf16>
+  %14 = sim.param "transformer.h[0:2].ln_2.bias" {role = #sim.role<norm>, stacked} : tensor<2x64xbf16>
+  %15 = sim.param "transformer.h[0:2].mlp.c_fc.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<2x64x256xbf16>
+  %16 = sim.param "transformer.h[0:2].mlp.c_fc.bias" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<2x256xbf16>
+  %17 = sim.param "transformer.h[0:2].mlp.c_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>, stacked} : tensor<2x256x64xbf16>
+  %18 = sim.param "transformer.h[0:2].mlp.c_proj.bias" {role = #sim.role<mlp>, stacked} : tensor<2x64xbf16>
   %19 = sim.input "grad_loss" : tensor<f32>
   %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44 = sim.phase "forward" -> tensor<f32>, tensor<2x1x24x64xbf16>, tensor<2x1x24x1xbf16>, tensor<2x1x24x1xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x64xbf16>, tensor<2x1x24x1xbf16>, tensor<2x1x24x1xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x256xbf16>, tensor<2x1x24x256xbf16>, tensor<2x1x24x256xbf16>, tensor<2x1x24x256xbf16>, tensor<2x24x256xbf16>, tensor<1x24x64xbf16>, tensor<1x24x1xbf16>, tensor<1x24x1xbf16>, tensor<24x64xbf16>, tensor<24x256xf32>, tensor<f32> {
     %45 = sim.embedding %0, %2 : (tensor<256x64xbf16>, tensor<1x24xi64>) -> tensor<1x24x64xbf16>

@@ -10,15 +10,15 @@ builtin.module attributes {sim.model = "tiny-llama", sim.mode = "train", sim.seq
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<256x64xbf16>
   %7 = sim.input "labels" : tensor<1x24xi64>
-  %8 = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>} : tensor<2x64x64xbf16>
-  %9 = sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x32x64xbf16>
-  %10 = sim.param "model.layers[0:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>} : tensor<2x32x64xbf16>
-  %11 = sim.param "model.layers[0:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>} : tensor<2x64x64xbf16>
-  %12 = sim.param "model.layers[0:2].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x128x64xbf16>
-  %13 = sim.param "model.layers[0:2].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>} : tensor<2x128x64xbf16>
-  %14 = sim.param "model.layers[0:2].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>} : tensor<2x64x128xbf16>
-  %15 = sim.param "model.layers[0:2].input_layernorm.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
-  %16 = sim.param "model.layers[0:2].post_attention_layernorm.weight" {role = #sim.role<norm>} : tensor<2x64xbf16>
+  %8 = sim.param "model.layers[0:2].self_attn.q_proj.weight" {role = #sim.role<attention>, split = #sim.split<column>, stacked} : tensor<2x64x64xbf16>
+  %9 = sim.param "model.layers[0:2].self_attn.k_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<2x32x64xbf16>
+  %10 = sim.param "model.layers[0:2].self_attn.v_proj.weight" {role = #sim.role<attention>, split = #sim.split<kv>, stacked} : tensor<2x32x64xbf16>
+  %11 = sim.param "model.layers[0:2].self_attn.o_proj.weight" {role = #sim.role<attention>, split = #sim.split<row>, stacked} : tensor<2x64x64xbf16>
+  %12 = sim.param "model.layers[0:2].mlp.gate_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<2x128x64xbf16>
+  %13 = sim.param "model.layers[0:2].mlp.up_proj.weight" {role = #sim.role<mlp>, split = #sim.split<column>, stacked} : tensor<2x128x64xbf16>
+  %14 = sim.param "model.layers[0:2].mlp.down_proj.weight" {role = #sim.role<mlp>, split = #sim.split<row>, stacked} : tensor<2x64x128xbf16>
+  %15 = sim.param "model.layers[0:2].input_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<2x64xbf16>
+  %16 = sim.param "model.layers[0:2].post_attention_layernorm.weight" {role = #sim.role<norm>, stacked} : tensor<2x64xbf16>
   %17 = sim.input "grad_loss" : tensor<f32>
   %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50 = sim.phase "forward" -> tensor<f32>, tensor<2x1x24x64xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x1x24x2x16xbf16>, tensor<2x1x24x2x16xbf16>, tensor<2x1x24x4x16xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x64xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x1xf32>, tensor<2x1x24x64xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x128xbf16>, tensor<2x1x24x128xbf16>, tensor<2x24x64xbf16>, tensor<2x1x24x128xbf16>, tensor<2x24x128xbf16>, tensor<1x24x64xf32>, tensor<1x24x1xf32>, tensor<1x24x1xf32>, tensor<1x24x64xbf16>, tensor<24x64xbf16>, tensor<24x256xf32>, tensor<24x256xf32>, tensor<f32>, tensor<1x24x16xbf16>, tensor<1x24x16xbf16> {
     %51 = sim.embedding %0, %3 : (tensor<256x64xbf16>, tensor<1x24xi64>) -> tensor<1x24x64xbf16>
