@@ -138,6 +138,11 @@ class TrainingConfig:
     issued after the compute before it and waited for by all later compute
     (`lower-to-events{sync-expert-a2a=true}`), as Megatron-Core's token
     dispatchers run without that schedule."""
+    pp_send_overlap: bool = True
+    """A pipeline stage's sends run beside its next compute (Megatron-Core's
+    `overlap_p2p_comm` in the interleaved schedule); False: the stage's compute
+    waits for each send to complete (`lower-to-events{blocking=pp}`), as
+    Megatron-Core's non-interleaved 1F1B waits on every batched isend/irecv."""
     mtp: bool = True
     """Train the multi-token-prediction modules a model's config asks for
     (DeepSeek-V3's `num_nextn_predict_layers`), after the layers on the last
@@ -288,7 +293,10 @@ class TrainingConfig:
 def lowering_options(config: TrainingConfig) -> dict[str, Any]:
     """`lower-to-events`' options for `config`: blocking collectives (the
     expert-parallel all_to_alls among them) and the host's issue model."""
-    return {"blocking": tuple(config.blocking_comm), "host_launch": config.host_launch_s,
+    blocking = tuple(config.blocking_comm)
+    if not config.pp_send_overlap and "pp" not in blocking:
+        blocking = (*blocking, "pp")
+    return {"blocking": blocking, "host_launch": config.host_launch_s,
             "expert_launches": config.expert_launches, "moe_host_sync": config.moe_host_sync,
             "sync_expert_a2a": not config.moe_a2a_overlap}
 

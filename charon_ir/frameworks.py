@@ -87,6 +87,10 @@ def _is_fp8(resolved: Resolved) -> bool:
     return resolved.get("precision") == "fp8"
 
 
+def _non_interleaved_pipeline(resolved: Resolved) -> bool:
+    return resolved.get("pp", 1) > 1 and resolved.get("vpp", 1) <= 1
+
+
 _MEGATRON_CORE: tuple[Rule, ...] = (
     Rule("fp8_weight_cache", lambda r: True,
          "TE modules called with is_first_microbatch, set on each chunk's first micro-batch of a step "
@@ -115,6 +119,15 @@ _MEGATRON_CORE: tuple[Rule, ...] = (
          "dispatchers call the all_to_all synchronously (tensor_parallel/mappings.py _AllToAll: "
          "all_to_all_single without async_op; transformer/moe/fused_a2a.py FusedDispatch/FusedCombine "
          "async_finish=False), so no compute runs beside a dispatch or combine", applies=_has_experts),
+    Rule("pp_send_overlap", lambda r: False,
+         "non-interleaved 1F1B waits for every send: forward_backward_pipelining_without_interleaving "
+         "calls send_forward / send_forward_recv_backward / send_backward_recv_forward, whose "
+         "_communicate runs with wait_on_reqs=True (req.wait() on each batch_isend_irecv request, then "
+         "torch.cuda.synchronize() under batch_p2p_sync; megatron/core/pipeline_parallel/"
+         "p2p_communication.py); overlap_p2p_comm only reaches the interleaved schedule (validate_args "
+         "sets it False without vpp; with vpp it defaults on: --no-overlap-p2p-communication, and "
+         "Megatron-Bridge/NeMo comm_overlap set overlap_p2p_comm=True, batch_p2p_comm=False)",
+         applies=_non_interleaved_pipeline),
 )
 
 

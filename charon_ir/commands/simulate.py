@@ -24,6 +24,7 @@ HAND_WRITTEN_IGNORES = (
     ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"), ("fp8_params", "--fp8-params/--no-fp8-params"),
     ("moe_dispatcher", "--moe-dispatcher"), ("etp", "--etp"), ("fused_cross_entropy", "--fused-cross-entropy/--no-fused-cross-entropy"),
     ("moe_a2a_overlap", "--moe-a2a-overlap/--no-moe-a2a-overlap"),
+    ("pp_send_overlap", "--pp-send-overlap/--no-pp-send-overlap"),
 )
 """Flags that shape what the passes build: a .mlir step simulated as written has
 its own shapes, kernels and schedule, and its one run is the fine tier's."""
@@ -87,6 +88,7 @@ def simulate_command(
     fused_cross_entropy: Annotated[bool, Opt("--fused-cross-entropy/--no-fused-cross-entropy", help="with --fuse: the loss as Transformer Engine's parallel cross entropy (bf16 logits saved, gradient in place; megatron-bridge: on)")] = False,
     etp: Annotated[int, Opt("--etp", help="with --ep: expert tensor parallel, 1 or --tp (megatron-core: tp; megatron-bridge: 1, the tp ranks folded into the expert group)")] = 0,
     moe_a2a_overlap: Annotated[bool, Opt("--moe-a2a-overlap/--no-moe-a2a-overlap", help="with --ep: the expert all-to-alls run beside compute that does not need them (Megatron-Core's overlap_moe_expert_parallel_comm); --no-moe-a2a-overlap: each is waited for (megatron-core, nemo, megatron-bridge: off)")] = True,
+    pp_send_overlap: Annotated[bool, Opt("--pp-send-overlap/--no-pp-send-overlap", help="with --pp: a stage's sends run beside its next compute (Megatron-Core's overlap_p2p_comm, interleaved schedule); --no-pp-send-overlap: the compute waits for each send (megatron-core, nemo, megatron-bridge without --vpp: off)")] = True,
     moe_dispatcher: Annotated[str, Opt("--moe-dispatcher", help="with --ep: alltoall (NCCL, every token copy) | flex (DeepEP / HybridEP: once per destination node and rank)")] = "alltoall",
     fuse: Annotated[bool, Opt("--fuse/--no-fuse", help="flash attention and fused kernels")] = True,
     tp_comm_overlap: Annotated[bool, Opt("--tp-comm-overlap/--no-tp-comm-overlap", help="pipeline tp all-gathers / reduce-scatters with their GEMMs (Megatron-Core; needs --sequence-parallel)")] = False,
@@ -155,6 +157,7 @@ PRESET_SETTINGS = (
     "sequence_parallel", "zero", "fsdp", "dp_overlap_param_gather", "dp_overlap", "dp_bucket_mb",
     "tp_comm_overlap", "attention_kernel", "optimizer", "unfused_grad_accumulation", "fp8_recipe",
     "fp8_params", "moe_dispatcher", "etp", "fused_cross_entropy", "moe_a2a_overlap",
+    "pp_send_overlap",
 )
 """TrainingConfig settings a framework preset decides: passed only when their flag is given."""
 

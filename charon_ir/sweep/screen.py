@@ -44,7 +44,7 @@ is within `MEMORY_BAND` of the GPU with the fast tier. `bench/bench_sweep.py
 
 Points it does not model (context or expert parallelism, ZeRO-3/FSDP, models
 with more than one kind of layer, gradients reduced after the whole backward
-(`dp_overlap` false), the blocking collectives, scatter/gather sends and
+(`dp_overlap` false), the blocking collectives but pipeline sends, scatter/gather sends and
 unfused optimizer of the Megatron-LM 2021 validation runs) return None: the
 caller runs the fast tier. The kernel and tensor-parallel overlap settings
 (`fuse_attention`, `attention_kernel`, `tp_comm_overlap`) are the probe's own
@@ -310,7 +310,8 @@ def screenable(config) -> bool:
     """Whether the screening tier models this TrainingConfig."""
     return (config.cp == 1 and config.ep == 1 and config.zero < 3 and not config.fsdp
             and config.dp_overlap
-            and not getattr(config, "blocking_comm", ())
+            # a blocking pp send is the step program's (`StepItems.blocking_sends`)
+            and not set(getattr(config, "blocking_comm", ())) - {"pp"}
             and not getattr(config, "host_launch_s", 0.0)
             and not getattr(config, "pipeline_scatter_gather", False)
             and getattr(config, "optimizer", "fused") == "fused"
@@ -936,6 +937,8 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
         gathers = [gather_time(stage_params(s)) if zero_gathers else 0.0 for s in range(pp)]
 
     items = StepItems(F, B, W, split, send, opt, send_back=send_back, reduce=dp > 1,
+                      blocking_sends=("pp" in getattr(config, "blocking_comm", ())
+                                      or not getattr(config, "pp_send_overlap", True)),
                       sync_phase=probe.backward if not split else probe.weight,
                       sync_layer=tuple(sync_layer), sync_pre=tuple(sync_pre), sync_post=tuple(sync_post),
                       gathers=gathers, layer_gather=layer_gather,
@@ -1013,6 +1016,9 @@ class StepItems(NamedTuple):
     """Seconds at the start of every B that do not wait for its input (the
     probe's `Phase.head`: a recomputed first layer's forward), run while the
     gradient is on its way; 0: none."""
+    blocking_sends: bool = False
+    """The stage's compute waits for each of its sends to complete (`blocking`
+    `pp` of lower-to-events: Megatron-Core's non-interleaved 1F1B)."""
 
 
 class StepRun(NamedTuple):
@@ -1058,7 +1064,8 @@ class _StepShape(NamedTuple):
 def _shape_key(schedule: str, pp: int, vpp: int, m: int, counts: list[int], items: StepItems) -> tuple:
     return (schedule, pp, vpp, m, tuple(counts), items.split, items.reduce,
             tuple(g is not None for g in items.layer_gather) if items.layer_gather else (),
-            bool(items.sync_layer), bool(items.sync_pre), bool(items.sync_post), items.head > 0)
+            bool(items.sync_layer), bool(items.sync_pre), bool(items.sync_post), items.head > 0,
+            items.blocking_sends)
 
 
 STEP_SHAPES = 256
@@ -1117,7 +1124,14 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
     stream: list[int] = []
     deps: list[list[int]] = []
 
+    # a blocking send: the stage's next compute event waits for it, as the
+    # fast tier's `comm_wait` after it
+    unwaited_send = [-1] * pp
+
     def add(s: int, entry: int, after: list[int]) -> int:
+        if s < pp and unwaited_send[s] >= 0:
+            after = [*after, unwaited_send[s]]
+            unwaited_send[s] = -1
         takes.append(entry)
         stream.append(s)
         deps.append(after)
@@ -1189,10 +1203,14 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
             if k == "F":
                 output[("F!", v, i)] = e
                 output[("F", v, i)] = add(send_stream, SEND + s, [e]) if v < V - 1 else e
+                if v < V - 1 and items.blocking_sends:
+                    unwaited_send[s] = output[("F", v, i)]
             elif k == "B":
                 output[("W", v, i)] = e
                 if v > 0:
                     output[("B", v, i)] = add(send_stream, SEND_BACK + s, [e])
+                    if items.blocking_sends:
+                        unwaited_send[s] = output[("B", v, i)]
     for e, needs in waits:
         if needs is not None:
             deps[e].append(output[needs])

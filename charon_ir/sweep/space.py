@@ -112,6 +112,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "expert_launches": 0.0,
     "moe_host_sync": False,
     "moe_a2a_overlap": True,
+    "pp_send_overlap": True,
     "framework": "megatron-core",
 }
 """Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
@@ -145,6 +146,7 @@ LATER_SETTINGS = (
     "expert_launches",
     "moe_host_sync",
     "moe_a2a_overlap",
+    "pp_send_overlap",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that

@@ -104,6 +104,33 @@ def test_megatron_core_dispatch_is_synchronous():
     assert overlapped.moe_a2a_overlap and report["settings"]["moe_a2a_overlap"]["from"] == "flag"
 
 
+def test_megatron_core_non_interleaved_pipeline_waits_for_its_sends():
+    """Megatron-Core's 1F1B without interleaving waits on every batched
+    isend/irecv (`_communicate(wait_on_reqs=True)`); overlap_p2p_comm reaches only
+    the interleaved schedule: its presets turn the free overlap off with pp > 1 and
+    no vpp, lower the sends as blocking, and a flag wins."""
+    for name in ("megatron-core", "nemo-24.07", "megatron-bridge"):
+        piped, report = configure("m", name, gpus=16, pp=4)
+        assert not piped.pp_send_overlap
+        assert report["settings"]["pp_send_overlap"]["from"] == f"framework {name}"
+        assert "wait_on_reqs=True" in report["settings"]["pp_send_overlap"]["why"]
+        assert lowering_options(piped)["blocking"] == ("pp",)
+        interleaved, report = configure("m", name, gpus=16, pp=4, vpp=2)
+        assert interleaved.pp_send_overlap and report["settings"]["pp_send_overlap"]["from"] == "default"
+        assert lowering_options(interleaved)["blocking"] == ()
+    flat, _ = configure("m", "megatron-core", gpus=16)
+    assert flat.pp_send_overlap and lowering_options(flat)["blocking"] == ()
+    for name in ("none", "deepspeed", "fsdp2"):
+        assert configure("m", name, gpus=16, pp=4)[0].pp_send_overlap
+    free, report = configure("m", "megatron-core", gpus=16, pp=4, pp_send_overlap=True)
+    assert free.pp_send_overlap and report["settings"]["pp_send_overlap"]["from"] == "flag"
+    waited, _ = configure("m", "megatron-core", gpus=16, pp=4, vpp=2, pp_send_overlap=False)
+    assert lowering_options(waited)["blocking"] == ("pp",)
+    # Megatron-LM 2022 already waits for pp: the axis is named once
+    old, _ = configure("m", "megatron-lm-2022", gpus=16, pp=4, pp_send_overlap=False)
+    assert lowering_options(old)["blocking"] == ("pp",)
+
+
 def test_megatron_lm_2021_and_2022_differ_in_the_tp_all_reduce():
     old, _ = configure("m", "megatron-lm-2021", gpus=8, tp=8)
     new, _ = configure("m", "megatron-lm-2022", gpus=8, tp=8)

@@ -154,6 +154,25 @@ def test_moe_a2a_overlap_on_a_hand_written_step_is_one_line(charon_fails):
         "for a pass): its shapes, kernels and schedule are the file's")
 
 
+def test_pp_send_overlap_flag_overrides_the_preset(charon_cli):
+    """--pp-send-overlap wins over the Megatron-Core preset's waited-for pipeline
+    sends (its report says so)."""
+    tiny = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json")
+    common = ("simulate", "--model", tiny, "--hardware", "A100-SXM4-80GB", "--gpus", "4", "--tp", "2",
+              "--pp", "2", "--seq-len", "256", "--global-batch", "8", "--micro-batch", "1", "--json")
+    free = json.loads(charon_cli(*common, "--pp-send-overlap").stdout)
+    waited = json.loads(charon_cli(*common).stdout)
+    assert free["framework"]["settings"]["pp_send_overlap"] == {"value": True, "from": "flag"}
+    assert waited["framework"]["settings"]["pp_send_overlap"]["value"] is False
+    assert free["iteration_time_s"] < waited["iteration_time_s"]
+
+
+def test_pp_send_overlap_on_a_hand_written_step_is_one_line(charon_fails):
+    assert charon_fails("simulate", "--model", MLP, "--gpus", "1", "--no-pp-send-overlap") == (
+        f"error: --pp-send-overlap/--no-pp-send-overlap: {MLP} is simulated as written (no flag asks "
+        "for a pass): its shapes, kernels and schedule are the file's")
+
+
 @pytest.mark.parametrize(
     "model, flag, make_path, line",
     [
