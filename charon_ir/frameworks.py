@@ -210,6 +210,12 @@ _DEEPSPEED_STAGE_OUTPUTS = Rule(
     "_exec_backward_pass sets it to None after its backward (deepspeed/runtime/pipe/engine.py); with "
     "tp > 1 it keeps a 1/tp PartitionedTensor of the first output, counted here whole")
 
+_DEEPSPEED_BLOCKING_SENDS = Rule(
+    "pp_send_overlap", lambda r: False,
+    "PipelineEngine's SendActivation / SendGrad call p2p.send, which asserts async_op == False and "
+    "runs dist.send (deepspeed/runtime/pipe/p2p.py): the stage's compute waits for each send",
+    applies=lambda r: r.get("pp", 1) > 1)
+
 _DEEPSPEED_LIVE_PARAMETERS = Rule(
     "zero3_live_params", lambda r: 1_000_000_000 + 50_000_000,
     "ZeRO-3 gathers module by module: stage3_max_live_parameters 1e9 plus stage3_prefetch_bucket_size "
@@ -265,12 +271,12 @@ FRAMEWORKS: dict[str, Framework] = {
             "DeepSpeed 0.3-0.5 with Megatron-LM (2021): ZeRO stage as given, no flash attention",
             (Rule("fuse_attention", lambda r: False,
                   "Megatron-LM's fused scale-mask-softmax around materialised scores (before 2023)"),
-             _DEEPSPEED_LIVE_PARAMETERS, _DEEPSPEED_STAGE_OUTPUTS),
+             _DEEPSPEED_LIVE_PARAMETERS, _DEEPSPEED_STAGE_OUTPUTS, _DEEPSPEED_BLOCKING_SENDS),
         ),
         Framework(
             "deepspeed",
             "DeepSpeed ZeRO (0.10 on): ZeRO stage as given, flash attention",
-            (_DEEPSPEED_LIVE_PARAMETERS, _DEEPSPEED_STAGE_OUTPUTS),
+            (_DEEPSPEED_LIVE_PARAMETERS, _DEEPSPEED_STAGE_OUTPUTS, _DEEPSPEED_BLOCKING_SENDS),
         ),
         Framework(
             "fsdp2",

@@ -120,8 +120,12 @@ def test_megatron_core_non_interleaved_pipeline_waits_for_its_sends():
         assert lowering_options(interleaved)["blocking"] == ()
     flat, _ = configure("m", "megatron-core", gpus=16)
     assert flat.pp_send_overlap and lowering_options(flat)["blocking"] == ()
-    for name in ("none", "deepspeed", "fsdp2"):
+    for name in ("none", "fsdp2"):
         assert configure("m", name, gpus=16, pp=4)[0].pp_send_overlap
+    # DeepSpeed's pipeline engine sends with a blocking dist.send
+    for name in ("deepspeed-0.3", "deepspeed"):
+        assert not configure("m", name, gpus=16, pp=4)[0].pp_send_overlap
+        assert configure("m", name, gpus=16)[0].pp_send_overlap
     free, report = configure("m", "megatron-core", gpus=16, pp=4, pp_send_overlap=True)
     assert free.pp_send_overlap and report["settings"]["pp_send_overlap"]["from"] == "flag"
     waited, _ = configure("m", "megatron-core", gpus=16, pp=4, vpp=2, pp_send_overlap=False)
