@@ -9,6 +9,7 @@ peak the memory analysis reports includes it.
 
 from __future__ import annotations
 
+from charon_ir.dialects.event import ScheduleItem
 from charon_ir.runtime.timeline import Timeline
 
 
@@ -23,12 +24,11 @@ def memory_over_time(timeline: Timeline, stages: list, vpp: int = 1) -> dict[int
         static = s.params + s.grads + s.optimizer + s.comm_buffers
         per_item = s.saved_per_microbatch // max(1, vpp)
         residual = s.weight_grad_residual_per_microbatch // max(1, vpp)
-        deltas = {"end F": per_item, "end B": residual - per_item, "end W": -residual}
+        deltas = {ScheduleItem.F: per_item, ScheduleItem.B: residual - per_item, ScheduleItem.W: -residual}
         marks = sorted(
-            (float(timeline.end[i]), deltas[program.labels[i]])
-            for i in range(program.num_events)
+            (float(timeline.end[i]), deltas[item])
+            for i, item in program.item_ends.items()
             if program.event_program[i] == index  # pyright: ignore[reportOptionalSubscript]
-            and program.labels[i] in deltas
         )
         held, points = 0, [(0.0, static)]
         for t, delta in marks:

@@ -55,6 +55,7 @@ class _Builder(LoopFolding):
         self.overlap = overlap
         self.busy: dict[int, float] = {}
         self.link: dict[int, int] = {}
+        self.item_ends: dict[int, event.ScheduleItem] = {}
         self.folded_exposed: dict[int, dict[str, float]] = {}
         self.folded_heads: dict[int, float] = {}
         self.loop_summaries: dict[tuple, LoopSummary] = {}
@@ -127,8 +128,9 @@ class _Builder(LoopFolding):
                     slot(op.token),
                 ))
             elif isinstance(op, event.WaitOp):
-                label = f"end {op.item.data}" if op.item is not None else "wait"
-                code.append(JoinIns(tuple(slot(d) for d in op.deps), label, slot(op.token)))
+                item = op.item.data if op.item is not None else None
+                label = f"end {item}" if item is not None else "wait"
+                code.append(JoinIns(tuple(slot(d) for d in op.deps), label, item, slot(op.token)))
             elif isinstance(op, event.BarrierOp):
                 code.append(BarrierIns(slot(op.token)))
             elif isinstance(op, event.LoopOp):
@@ -155,8 +157,10 @@ class _Builder(LoopFolding):
                 if p2p is not None:
                     (self.sends if p2p[0] else self.recvs)[p2p[1]].append(i)
             elif tag is JoinIns:
-                deps, label, out = ins
+                deps, label, item, out = ins
                 env[out] = self.add(-1, KIND_JOIN, 0.0, [env[d] for d in deps], label)
+                if item is not None:
+                    self.item_ends[env[out]] = item
             elif tag is BarrierIns:
                 # streams run in order, so the last event of each stream so far
                 # completes after every earlier one of that stream
@@ -213,6 +217,7 @@ class _Builder(LoopFolding):
             folded_exposed=dict(self.folded_exposed),
             folded_heads=dict(self.folded_heads),
             link=dict(self.link),
+            item_ends=dict(self.item_ends),
         )
 
     def run_block(self, block: Block) -> None:

@@ -151,7 +151,7 @@ class LoopFolding:
                                 op.label, op.flops, op.nbytes, op.p2p))
                     define(op.out)
                 elif type(op) is JoinIns:
-                    out.append((tuple(map(name, op.deps)), op.label))
+                    out.append((tuple(map(name, op.deps)), op.label, op.item))
                     define(op.out)
                 elif type(op) is LoopIns:
                     init = name(op.init)

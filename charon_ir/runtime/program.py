@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from charon_ir.dialects.event import ScheduleItem
+
 KIND_JOIN, KIND_COMPUTE, KIND_COMM, KIND_HOST = 0, 1, 2, 3
 """Event kinds: a join (no stream, no time), a kernel, a communication, and the
 host issuing a kernel (`event.launch`: a CPU thread's time, contending with
@@ -76,6 +78,9 @@ class FlatProgram:
     input comes late (its gain)."""
     link: dict[int, int] = field(default_factory=dict)
     """Communication events and the link they cross (LINK_SCALE_UP, LINK_SCALE_OUT)."""
+    item_ends: dict[int, ScheduleItem] = field(default_factory=dict)
+    """Join events that mark where a schedule item (a micro-batch's F, B or W)
+    ends on its stage (`event.wait`'s `item`): memory over time counts them."""
 
     def __post_init__(self) -> None:
         if not self.programs:
@@ -116,10 +121,12 @@ class EventIns(NamedTuple):
 
 
 class JoinIns(NamedTuple):
-    """An `event.wait`: zero time, after `deps`."""
+    """An `event.wait`: zero time, after `deps`; `item` the schedule item whose
+    end it marks, if any."""
 
     deps: tuple[int, ...]
     label: str
+    item: ScheduleItem | None
     out: int
 
 

@@ -30,7 +30,7 @@ from charon_ir.engines.compute_efficiency import overlap_slowdown
 from charon_ir.runtime.flatten import flatten_all
 from charon_ir.runtime.interpreter import OverlapModel, run
 from charon_ir.target.hardware import load_gpu
-from charon_ir.validation.training import Unsupported, int_in, case_options, config_path, training_case
+from charon_ir.validation.training import Unsupported, case_options, config_path, int_in, training_case
 
 LAYER_CATEGORY = "training_microbenchmark"
 
@@ -108,9 +108,8 @@ def _build_flat_step(case: Any, directory: str):
 
 def _phase_ends(flat, slowdown: float) -> tuple[float, float]:
     timeline = run(flat, OverlapModel(slowdown, slowdown))
-    ends = {label: float(timeline.end[i]) for i, label in enumerate(flat.labels)
-            if label in ("end F", "end B")}
-    return ends["end F"], ends["end B"]
+    ends = {item: float(timeline.end[i]) for i, item in flat.item_ends.items()}
+    return ends[event.ScheduleItem.F], ends[event.ScheduleItem.B]
 
 
 def predicted_layer(case: LayerCase, directory: str) -> tuple[float, float, float]:

@@ -41,3 +41,24 @@ def test_links_and_stream_kinds_are_numbered_from_the_enums():
     assert [flat.link.get(i, NO_LINK) for i in comms] == [LINK_SCALE_UP, LINK_SCALE_OUT, NO_LINK]
     assert NO_LINK == flat.link.get(index["matmul"], NO_LINK)
     assert flat.stream_kinds == [KIND_COMPUTE, KIND_COMM, KIND_HOST]
+
+
+ITEMS = """
+event.program @stage0 ranks 1 {
+  event.stream @compute compute
+  %f = event.compute "forward" on @compute duration 1.0e-03
+  %ef = event.wait(%f) {item = #event<item F>}
+  %b = event.compute "backward" on @compute duration 2.0e-03 after(%ef)
+  %eb = event.wait(%b) {item = #event<item B>}
+  %w = event.wait(%eb)
+}
+"""
+
+
+def test_the_schedule_item_a_wait_ends_is_typed_in_the_flat_program():
+    """Readers (memory over time, the layer records) ask `item_ends`, not labels."""
+    module = parse_module(ITEMS, make_context())
+    flat = flatten_all([op for op in module.walk() if isinstance(op, event.ProgramOp)])
+    assert {flat.labels[i]: item for i, item in flat.item_ends.items()} == {
+        "end F": event.ScheduleItem.F, "end B": event.ScheduleItem.B}
+    assert "wait" in flat.labels and flat.labels.index("wait") not in flat.item_ends
