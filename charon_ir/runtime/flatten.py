@@ -63,6 +63,7 @@ class _Builder(LoopFolding):
         self.unrolled: dict[int, tuple[list[Instruction], int]] = {}
         self.streams: list[str] = []
         self.stream_kinds: list[int] = []
+        self.stream_axes: list[str] = []
         self.duration: list[float] = []
         self.stream: list[int] = []
         self.kind: list[int] = []
@@ -202,6 +203,7 @@ class _Builder(LoopFolding):
             ranks=first.ranks,
             streams=list(streams),
             stream_kinds=list(stream_kinds),
+            stream_axes=list(self.stream_axes),
             duration=np.asarray(self.duration, dtype=np.float64),
             stream=np.asarray(self.stream, dtype=np.int64),
             kind=np.asarray(self.kind, dtype=np.int8),
@@ -255,6 +257,17 @@ def folds_microbatches(programs: list[event.ProgramOp]) -> bool:
     return True
 
 
+def stream_axes(op: event.StreamOp) -> str:
+    """The axes a comm stream serves, joined by "_" (what its exposed time is
+    reported under); "" for a compute or host stream. A comm stream written
+    without `axes` (hand-written IR) goes by its name: `comm_tp` serves tp."""
+    if op.axes is not None:
+        return "_".join(a.data for a in op.axes.data)
+    if op.kind.data != event.StreamKind.COMM:
+        return ""
+    return op.sym_name.data.removeprefix("comm_").removesuffix("_send").removesuffix("_recv")
+
+
 def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=None,
                 loop_cache: dict | None = None) -> FlatProgram:
     """The fine tier expands every loop; with `fold`, the fast tier folds loops of
@@ -277,6 +290,7 @@ def flatten_all(programs: list[event.ProgramOp], fold: bool = False, overlap=Non
                 builder.stream_index[op.sym_name.data] = len(builder.streams)
                 builder.streams.append(op.sym_name.data)
                 builder.stream_kinds.append(_KIND_OF_STREAM[op.kind.data])
+                builder.stream_axes.append(stream_axes(op))
                 stream_program.append(index)
         builder.run_block(program.body.block)
         infos.append(

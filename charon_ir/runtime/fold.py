@@ -55,7 +55,7 @@ class LoopFolding:
             # input (the previous item's result) arrives only at t=late
             sub = type(self)(fold=self.fold, overlap=self.overlap)
             sub.stream_index = self.stream_index
-            sub.streams, sub.stream_kinds = self.streams, self.stream_kinds
+            sub.streams, sub.stream_kinds, sub.stream_axes = self.streams, self.stream_kinds, self.stream_axes
             sub.loop_summaries, sub.keys = self.loop_summaries, self.keys
             start = sub.add(-1, KIND_JOIN, 0.0, [], "start")
             env = [start] * n_slots

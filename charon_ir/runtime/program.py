@@ -78,6 +78,10 @@ class FlatProgram:
     input comes late (its gain)."""
     link: dict[int, int] = field(default_factory=dict)
     """Communication events and the link they cross (LINK_SCALE_UP, LINK_SCALE_OUT)."""
+    stream_axes: list[str] = field(default_factory=list)
+    """Per stream, the grid axes a comm stream serves joined by "_" (`event.stream`'s
+    `axes`: "tp", "dp_tp"), what its exposed time is reported under; "" for a
+    compute or host stream."""
     item_ends: dict[int, ScheduleItem] = field(default_factory=dict)
     """Join events that mark where a schedule item (a micro-batch's F, B or W)
     ends on its stage (`event.wait`'s `item`): memory over time counts them."""
@@ -87,6 +91,8 @@ class FlatProgram:
             self.programs = [ProgramInfo(self.name, self.ranks)]
         if not self.stream_program:
             self.stream_program = [0] * len(self.streams)
+        if not self.stream_axes:
+            self.stream_axes = [""] * len(self.streams)
         if self.event_program is None:
             self.event_program = np.zeros(len(self.labels), dtype=np.int64)
         if self.busy is None:

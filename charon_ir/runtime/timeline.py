@@ -83,14 +83,6 @@ def subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> floa
     return total
 
 
-def axis_of(stream: str) -> str:
-    """comm_tp -> tp, comm_pp_send -> pp, comm_dp_tp -> dp_tp."""
-    name = stream.removeprefix("comm_")
-    for suffix in ("_send", "_recv"):
-        name = name.removesuffix(suffix)
-    return name
-
-
 ANY_AXIS = "*"
 """The time any axis's communication runs with no compute beside it; the axes'
 exposures are exclusive (EXPOSURE_PRIORITY), so they add up to it."""
@@ -121,11 +113,11 @@ def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
     by_axis: dict[str, list[tuple[float, float]]] = {}
     # folded loops report their inner exposure themselves (folded_exposed)
     not_folded = program.busy == program.duration
-    for s, name in enumerate(program.streams):
+    for s in range(len(program.streams)):
         if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
             continue
         mask = (program.stream == s) & not_folded
-        by_axis.setdefault(axis_of(name), []).extend(zip(timeline.start[mask], timeline.end[mask]))
+        by_axis.setdefault(program.stream_axes[s], []).extend(zip(timeline.start[mask], timeline.end[mask]))
     exposed: dict[str, float] = {}
     covered = union(list(compute))
     for axis in sorted(by_axis, key=_exposure_rank):

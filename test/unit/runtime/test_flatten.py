@@ -62,3 +62,18 @@ def test_the_schedule_item_a_wait_ends_is_typed_in_the_flat_program():
     assert {flat.labels[i]: item for i, item in flat.item_ends.items()} == {
         "end F": event.ScheduleItem.F, "end B": event.ScheduleItem.B}
     assert "wait" in flat.labels and flat.labels.index("wait") not in flat.item_ends
+
+
+def test_a_comm_stream_is_reported_under_the_axes_it_declares():
+    """Exposure per axis reads `event.stream`'s `axes`, not the stream's name;
+    a comm stream written without axes goes by its name."""
+    module = parse_module("""
+event.program @stage0 ranks 8 {
+  event.stream @compute compute
+  event.stream @ring comm {axes = ["dp", "tp"]}
+  event.stream @comm_pp_send comm
+  event.stream @host host
+}
+""", make_context())
+    flat = flatten_all([op for op in module.walk() if isinstance(op, event.ProgramOp)])
+    assert flat.stream_axes == ["", "dp_tp", "pp", ""]
