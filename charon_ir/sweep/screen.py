@@ -758,9 +758,10 @@ def _run_items(ctx, lowered, config, layers: int, loop_cache: dict | None = None
     t = 0.0
     item_start = 0.0
     current: list[int] = []
-    for i, label in enumerate(labels):
-        if label.startswith("end "):
-            kind = label[4:]
+    for i in range(len(labels)):
+        item = flat.item_ends.get(i)
+        if item is not None:
+            kind = item.value
             t_end = float(end[i])
             loop = [j for j in current if labels[j].startswith("repeat x") and j in compute]
             if loop:
