@@ -54,7 +54,7 @@ SETTING_WORDS = {
     "attention_kernel": "{} attention", "fuse_attention": "unfused attention",
     "optimizer": "{} optimizer", "unfused_grad_accumulation": "unfused grad accumulation",
     "pipeline_scatter_gather": "pipeline scatter-gather", "blocking_comm": "blocking {} comm",
-    "fp8_params": "fp8 weights",
+    "fp8_params": "fp8 weights", "pp_send_overlap": "waited-for pipeline sends",
 }
 """How the table names a setting a framework preset turned on."""
 
@@ -67,7 +67,7 @@ def _framework_defaults(framework: dict) -> str:
         value = entry["value"]
         if not entry["from"].startswith("framework"):
             continue
-        if setting == "fuse_attention":  # only its off state is news
+        if setting in ("fuse_attention", "pp_send_overlap"):  # only their off state is news
             value = not value
         if setting == "grad_bytes":
             words.append("fp32 main gradients" if value == 4 else "bf16 gradients")

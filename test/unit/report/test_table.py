@@ -5,7 +5,7 @@ from io import StringIO
 
 from rich.console import Console
 
-from charon_ir.report.table import print_report
+from charon_ir.report.table import _framework_defaults, print_report
 
 
 def report(stages: int) -> dict:
@@ -44,3 +44,12 @@ def test_no_stage_table_without_a_pipeline():
     text = render(report(1))
     assert "per pipeline stage" not in text
     assert "iteration time" in text
+
+
+def test_waited_for_pipeline_sends_are_named_among_the_framework_defaults():
+    settings = {"pp_send_overlap": {"value": False, "from": "framework megatron-core"},
+                "zero": {"value": 1, "from": "framework megatron-core"}}
+    assert _framework_defaults({"name": "megatron-core", "settings": settings}) == (
+        "megatron-core: waited-for pipeline sends, ZeRO-1")
+    settings["pp_send_overlap"] = {"value": True, "from": "default"}
+    assert _framework_defaults({"name": "megatron-core", "settings": settings}) == "megatron-core: ZeRO-1"
