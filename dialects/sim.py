@@ -1926,20 +1926,30 @@ class ParamOp(IRDLOperation):
 
 @irdl_op_definition
 class InputOp(IRDLOperation):
-    """A step input that is not a parameter (token ids, labels)."""
+    """A step input that is not a parameter (token ids, labels). `tokens` (set
+    by the frontend) marks the input that stands for the step's tokens: token ids
+    [batch, seq], or hidden states [..., hidden]; the lowering counts a step's
+    tokens from it, never from an input's name."""
 
     name = "sim.input"
 
     sym_name = prop_def(StringAttr)
+    tokens = opt_prop_def(UnitAttr)
     result = result_def(AnyTensor)
 
     traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name attr-dict `:` type($result)"
 
-    def __init__(self, name: str, result_type: Attribute):
-        super().__init__(
-            result_types=[result_type], properties={"sym_name": StringAttr(name)}
-        )
+    def __init__(self, name: str, result_type: Attribute, tokens: bool = False):
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name)}
+        if tokens:
+            properties["tokens"] = UnitAttr()
+        super().__init__(result_types=[result_type], properties=properties)
+
+    def is_tokens(self) -> bool:
+        """Whether this input stands for the step's tokens."""
+        return self.tokens is not None
 
 
 @irdl_op_definition

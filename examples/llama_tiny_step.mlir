@@ -1,5 +1,5 @@
 builtin.module {
-  %tokens = sim.input "tokens" : tensor<512xi64>
+  %tokens = sim.input "tokens" {tokens} : tensor<512xi64>
   %embed = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<1024x256xbf16>
   %head = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<1024x256xbf16>
   %ln_f = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<256xbf16>

@@ -473,11 +473,12 @@ def _values_used_in(op: Operation) -> set[SSAValue]:
 
 
 def count_tokens(module: Operation) -> int:
-    """Tokens one step processes on one rank class, read off the `tokens` input:
+    """Tokens one step processes on one rank class, read off the input marked
+    `tokens`:
     token ids [batch, seq] count every element; hidden states [..., hidden] count
     all but the last dim."""
     for op in module.walk():
-        if isinstance(op, InputOp) and op.sym_name.data == "tokens":
+        if isinstance(op, InputOp) and op.is_tokens():
             t = op.result.type
             assert isinstance(t, TensorType)
             if isinstance(t.element_type, IntegerType):

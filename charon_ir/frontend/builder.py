@@ -89,7 +89,7 @@ class ModuleBuilder:
 
     def input(self, name: str, type_: TensorType) -> SSAValue:
         if name not in self.inputs:
-            op = sim.InputOp(name, type_)
+            op = sim.InputOp(name, type_, tokens=name == "tokens")
             self.top.add_op(op)
             self.inputs[name] = op.results[0]
         return self.inputs[name]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FRONTEND_VERSION = "charon-frontend-13"
+FRONTEND_VERSION = "charon-frontend-14"
 """Bump when the emitted IR changes for the same config and options."""
 
 

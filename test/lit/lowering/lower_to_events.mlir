@@ -23,7 +23,7 @@
 // UNPRICED: charon-opt: error: lower-to-events: 'sim.matmul' has no cost; run cost-annotate first
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
-  %x = sim.input "tokens" : tensor<4096x1024xbf16>
+  %x = sim.input "tokens" {tokens} : tensor<4096x1024xbf16>
   %ws = sim.param "w" : tensor<4x1024x1024xbf16>
   %wn = sim.param "wn" : tensor<1024xbf16>
   %out = sim.phase "forward" -> tensor<4096x1024xbf16> {

@@ -6,7 +6,7 @@
 // Llama-3.1-70B, seq 32: each of 4 ranks holds 8 tokens (two load-balanced chunks of 4).
 
 // RING:       coll.grid @mesh(axes = ["cp"], shape = 4)
-// RING:       sim.input "tokens" : tensor<1x8xi64>
+// RING:       sim.input "tokens" {tokens} : tensor<1x8xi64>
 // RING:       sim.input "positions" : tensor<1x8xi64>
 // RING:       sim.input "labels" : tensor<1x8xi64>
 // RING-LABEL: sim.phase "forward"

@@ -333,3 +333,12 @@ def test_a_stacked_parameter_says_so_by_its_property_not_its_name():
     assert str(stacked).startswith('%0 = sim.param "layers.w" {stacked} :')
     with pytest.raises(VerifyException, match="a stacked parameter needs a leading layers dim"):
         sim.ParamOp("w", TensorType(bf16, []), stacked=True).verify()
+
+
+def test_the_token_input_is_marked_not_named():
+    from_frontend = sim.InputOp("tokens", TensorType(bf16, [2, 16]), tokens=True)
+    named_only = sim.InputOp("tokens", TensorType(bf16, [2, 16]))
+    assert from_frontend.is_tokens() and not named_only.is_tokens()
+    assert str(from_frontend) == '%0 = sim.input "tokens" {tokens} : tensor<2x16xbf16>'
+    again = Parser(CONTEXT, str(from_frontend)).parse_module().body.block.first_op
+    assert isinstance(again, sim.InputOp) and again.is_tokens()

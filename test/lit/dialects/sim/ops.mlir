@@ -9,15 +9,15 @@
 // target (#sim.target, its cluster's text optional).
 // CHECK: builtin.module attributes {sim.pipeline = #sim.pipeline<pp = 2, vpp = 2, schedule = "interleaved", microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, in_flight = 4, comm_buffers = 8, weight_grad_residual = 0>], sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = 42500.0, "sequence-parallel" = -1.0e+20>, sim.target = #sim.target<hardware = "H100-SXM5-80GB", gpus = 16, gpus_per_node = 8, cluster = "name = \22two\22 nodes = 2">}
 builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved", pp = 2, vpp = 2, microbatches = 8, layers = [1, 2, 0, 3]>, sim.data_parallel = #sim.data_parallel<dp = 4, zero = 1, bucket_mb = 25, overlap = true, overlap_param_gather = true>, sim.memory = [#sim.memory<in_flight = 4, stage = 0, params = 100, grads = 100, optimizer = 600, activations = 2000, saved_per_microbatch = 500, comm_buffers = 8, weight_grad_residual = 0>], sim.replicated_flops = #sim.replicated_flops<"shard-tensor" = 4.25e+04, "sequence-parallel" = -1.0e+20>, sim.target = #sim.target<gpus_per_node = 8, hardware = "H100-SXM5-80GB", cluster = "name = \22two\22 nodes = 2", gpus = 16>} {
-  %ids = sim.input "tokens" : tensor<2x16xi64>
+  %ids = sim.input "tokens" {tokens} : tensor<2x16xi64>
   %table = sim.param "embed" : tensor<1000x64xbf16>
   %ws = sim.param "layers.w" {stacked} : tensor<3x64x64xbf16>
   %wn = sim.param "norm.w" : tensor<64xbf16>
-  // CHECK:      %[[IDS:.*]] = sim.input "tokens" : tensor<2x16xi64>
+  // CHECK:      %[[IDS:.*]] = sim.input "tokens" {tokens} : tensor<2x16xi64>
   // CHECK-NEXT: %[[TABLE:.*]] = sim.param "embed" : tensor<1000x64xbf16>
   // CHECK-NEXT: %[[WS:.*]] = sim.param "layers.w" {stacked} : tensor<3x64x64xbf16>
   // CHECK-NEXT: %[[WN:.*]] = sim.param "norm.w" : tensor<64xbf16>
-  // GENERIC: "sim.input"() <{sym_name = "tokens"}> : () -> tensor<2x16xi64>
+  // GENERIC: "sim.input"() <{sym_name = "tokens", tokens}> : () -> tensor<2x16xi64>
 
   %f:2 = sim.phase "forward" -> tensor<2x16x64xbf16>, tensor<3x2x16x64xbf16> {
     %x = sim.embedding %table, %ids : (tensor<1000x64xbf16>, tensor<2x16xi64>) -> tensor<2x16x64xbf16>

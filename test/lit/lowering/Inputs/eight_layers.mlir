@@ -1,6 +1,6 @@
 // Eight identical layers, an embedding and a head: forward, backward, optimizer.
 builtin.module {
-  %ids = sim.input "tokens" : tensor<1x64xi64>
+  %ids = sim.input "tokens" {tokens} : tensor<1x64xi64>
   %table = sim.param "embed" : tensor<1000x64xbf16>
   %ws = sim.param "layers.w" : tensor<8x64x64xbf16>
   %head = sim.param "head" : tensor<1000x64xbf16>

@@ -1,7 +1,7 @@
 // Eight identical layers between an embedding and a head that share one weight (tied
 // input and output embeddings): its gradient is the head's partial plus the embedding's.
 builtin.module {
-  %ids = sim.input "tokens" : tensor<1x64xi64>
+  %ids = sim.input "tokens" {tokens} : tensor<1x64xi64>
   %table = sim.param "embed" : tensor<1000x64xbf16>
   %ws = sim.param "layers.w" : tensor<8x64x64xbf16>
   %f:3 = sim.phase "forward" -> tensor<1x64x64xbf16>, tensor<8x1x64x64xbf16>, tensor<1x64x1000xbf16> {

@@ -1,7 +1,7 @@
 // eight_layers.mlir with a 32768-token vocabulary: 4 MiB embedding and head, so
 // that MiB-sized buckets split them.
 builtin.module {
-  %ids = sim.input "tokens" : tensor<1x64xi64>
+  %ids = sim.input "tokens" {tokens} : tensor<1x64xi64>
   %table = sim.param "embed" : tensor<32768x64xbf16>
   %ws = sim.param "layers.w" : tensor<8x64x64xbf16>
   %head = sim.param "head" : tensor<32768x64xbf16>

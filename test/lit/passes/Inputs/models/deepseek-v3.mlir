@@ -5,7 +5,7 @@ builtin.module attributes {sim.model = "deepseek-v3", sim.mode = "train", sim.se
   %0 = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<129280x7168xbf16>
   %1 = sim.input "buffer:model.rotary_emb.inv_freq" : tensor<32xf32>
   %2 = sim.input "buffer:model.rotary_emb.original_inv_freq" : tensor<32xf32>
-  %3 = sim.input "tokens" : tensor<1x384xi64>
+  %3 = sim.input "tokens" {tokens} : tensor<1x384xi64>
   %4 = sim.input "positions" : tensor<1x384xi64>
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<7168xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<129280x7168xbf16>

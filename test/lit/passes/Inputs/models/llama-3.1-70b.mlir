@@ -5,7 +5,7 @@ builtin.module attributes {sim.model = "llama-3.1-70b", sim.mode = "train", sim.
   %0 = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<128256x8192xbf16>
   %1 = sim.input "buffer:model.rotary_emb.inv_freq" : tensor<64xf32>
   %2 = sim.input "buffer:model.rotary_emb.original_inv_freq" : tensor<64xf32>
-  %3 = sim.input "tokens" : tensor<1x32xi64>
+  %3 = sim.input "tokens" {tokens} : tensor<1x32xi64>
   %4 = sim.input "positions" : tensor<1x32xi64>
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<8192xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<128256x8192xbf16>

@@ -4,7 +4,7 @@
 builtin.module attributes {sim.model = "tiny-gpt", sim.mode = "train", sim.seq_len = 24 : i64, sim.batch = 1 : i64, sim.dtype = "bf16", sim.frontend = "charon-frontend-4", sim.hf_param_count = 120576 : i64, sim.free_ops = {aten._unsafe_view = 1 : i64, aten.clone = 2 : i64, aten.detach = 6 : i64, aten.split = 1 : i64, aten.t = 13 : i64, aten.transpose = 12 : i64, aten.view = 34 : i64}, sim.generic_ops = {aten._log_softmax = 1 : i64, aten._log_softmax_backward_data = 1 : i64, aten.cat = 1 : i64, aten.embedding_dense_backward = 2 : i64, aten.native_layer_norm_backward = 3 : i64, aten.nll_loss_backward = 1 : i64, aten.nll_loss_forward = 1 : i64}} {
   %0 = sim.param "transformer.wte.weight" {role = #sim.role<embedding>} : tensor<256x64xbf16>
   %1 = sim.param "transformer.wpe.weight" : tensor<64x64xbf16>
-  %2 = sim.input "tokens" : tensor<1x24xi64>
+  %2 = sim.input "tokens" {tokens} : tensor<1x24xi64>
   %3 = sim.input "positions" : tensor<1x24xi64>
   %4 = sim.param "transformer.ln_f.weight" {role = #sim.role<norm>} : tensor<64xbf16>
   %5 = sim.param "transformer.ln_f.bias" {role = #sim.role<norm>} : tensor<64xbf16>

@@ -2,7 +2,7 @@ builtin.module attributes {sim.model = "tiny-mixtral", sim.mode = "train", sim.s
   %0 = sim.param "model.embed_tokens.weight" {role = #sim.role<embedding>} : tensor<128x64xbf16>
   %1 = sim.input "buffer:model.rotary_emb.inv_freq" : tensor<8xf32>
   %2 = sim.input "buffer:model.rotary_emb.original_inv_freq" : tensor<8xf32>
-  %3 = sim.input "tokens" : tensor<1x256xi64>
+  %3 = sim.input "tokens" {tokens} : tensor<1x256xi64>
   %4 = sim.input "positions" : tensor<1x256xi64>
   %5 = sim.param "model.norm.weight" {role = #sim.role<norm>} : tensor<64xbf16>
   %6 = sim.param "lm_head.weight" {role = #sim.role<head>} : tensor<128x64xbf16>
