@@ -102,7 +102,7 @@ def llama_step_mlir(s: LlamaShape = LlamaShape()) -> str:
 
     w.emit("builtin.module {")
     w.indent += 1
-    w.emit(f'%tokens = sim.input "tokens" {tokens} : {w.t(T, dtype="i64")}')
+    w.emit(f'%tokens = sim.input "tokens" {{tokens}} : {w.t(T, dtype="i64")}')
     w.emit(f'%embed = sim.param "embed" : {w.t(V, H)}')
     w.emit(f'%head = sim.param "head" : {w.t(V, H)}')
     w.emit(f'%ln_f = sim.param "ln_f" : {vec}')

@@ -21,7 +21,7 @@ def uniform_model(layers: int) -> str:
     """Only layers (no embedding, no head): every stage does the same work."""
     h = 256
     return f"""
-    %x = sim.input "tokens" {tokens} : tensor<1x128x{h}xbf16>
+    %x = sim.input "tokens" {{tokens}} : tensor<1x128x{h}xbf16>
     %ws = sim.param "w" : tensor<{layers}x{h}x{h}xbf16>
     %f:2 = sim.phase "forward" -> tensor<1x128x{h}xbf16>, tensor<{layers}x1x128x{h}xbf16> {{
       %r:2 = sim.repeat {layers} iter(%x : tensor<1x128x{h}xbf16>) slices(%ws : tensor<{layers}x{h}x{h}xbf16>) -> (tensor<1x128x{h}xbf16>, tensor<{layers}x1x128x{h}xbf16>) {{
@@ -197,7 +197,7 @@ def embedded_model(extra_backward: str = "", slices: str = "%f#1, %ws") -> str:
     t = "tensor<1x16x32xbf16>"
     return f"""
     coll.grid @mesh(axes = ["tp"], shape = 2)
-    %ids = sim.input "tokens" {tokens} : tensor<1x16xi64>
+    %ids = sim.input "tokens" {{tokens}} : tensor<1x16xi64>
     %pos = sim.input "positions" : {t}
     %table = sim.param "embed" : tensor<500x32xbf16>
     %ws = sim.param "w" : tensor<4x32x32xbf16>

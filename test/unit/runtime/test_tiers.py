@@ -26,7 +26,7 @@ def tp_model(layers: int, tp: int, h: int = 4096, s: int = 4096) -> str:
     acts = f"tensor<{layers}x1x{s}x{h}xbf16>"
     return f"""
     coll.grid @mesh(axes = ["tp"], shape = {tp})
-    %x = sim.input "tokens" {tokens} : {t}
+    %x = sim.input "tokens" {{tokens}} : {t}
     %ws = sim.param "w" : {w}
     %f:2 = sim.phase "forward" -> {t}, {acts} {{
       %r:2 = sim.repeat {layers} iter(%x : {t}) slices(%ws : {w}) -> ({t}, {acts}) {{
