@@ -30,7 +30,7 @@ training-sweep-screened.json the `--retime -1` run's (every point screened,
 nothing re-timed), both of the simulator at 0327f42 (e1df768, memory-analysis
 freeing a stage's unread forward output as Megatron-LM does, moved 688 points'
 memory; 8a6bb3b..e1df768~1 gave the files before), but for the screened points
-whose step time the screen's backward head and per-link sends (4b3c687) moved:
+whose step time the screen's backward head and per-link sends (3105cf3) moved:
 259 of the --retime -1 file, 257 of the full run's (-2.5 .. +0.4 %; no status,
 memory, re-timed set or fast-tier record moved), and but for the pipeline
 points whose sends the megatron-core preset now waits for (`pp_send_overlap`

@@ -346,6 +346,12 @@ class KeywordAttr(ParametrizedAttribute):
 
     OPTIONAL: ClassVar[dict[str, Attribute]] = {}
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "verify" in cls.__dict__:
+            raise TypeError(f"{cls.__name__}: a keyword attribute states its rules in verify_fields "
+                            "(verify runs them and the checks every keyword attribute shares)")
+
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         return tuple(name for name, _ in _field_codecs(cls))

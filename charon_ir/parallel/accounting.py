@@ -20,8 +20,15 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from charon_ir.dialects.coll import CollectiveOp
-from charon_ir.dialects import sim
-from charon_ir.dialects.sim import ComputeOp, REPLICATED_ATTR, RepeatOp, ReplicatedFlopsAttr
+from charon_ir.dialects.sim import (
+    REPLICATED_ATTR,
+    AttentionGradOp,
+    AttentionOp,
+    ComputeOp,
+    RepeatOp,
+    ReplicatedFlopsAttr,
+    shape_of,
+)
 
 
 def walk_with_multiplicity(op: Operation, mult: int = 1) -> Iterator[tuple[Operation, int]]:
@@ -93,7 +100,7 @@ def record_replicated_flops(module: ModuleOp, pass_name: str, flops: float) -> N
 def step_tokens(module: ModuleOp) -> tuple[int, int]:
     """(sequence, batch) from the first attention op's queries."""
     for op in module.walk():
-        if isinstance(op, (sim.AttentionOp, sim.AttentionGradOp)):
-            q = sim.shape_of(op.q)
+        if isinstance(op, (AttentionOp, AttentionGradOp)):
+            q = shape_of(op.q)
             return q[1], q[0]
     return 0, 0

@@ -81,7 +81,8 @@ class FlatProgram:
     stream_axes: list[str] = field(default_factory=list)
     """Per stream, the grid axes a comm stream serves joined by "_" (`event.stream`'s
     `axes`: "tp", "dp_tp"), what its exposed time is reported under; "" for a
-    compute or host stream."""
+    compute or host stream. A program built by hand names them (`flatten` reads
+    them from the IR); left out, every stream counts as serving none."""
     item_ends: dict[int, ScheduleItem] = field(default_factory=dict)
     """Join events that mark where a schedule item (a micro-batch's F, B or W)
     ends on its stage (`event.wait`'s `item`): memory over time counts them."""

@@ -234,7 +234,7 @@ class TrainingEvaluator:
             shape = ModelShape.of(model)
             if shape is not None and not shape.params:
                 # the frontend records the HF parameter count on the imported module
-                imported = self._imported(model, point.config["seq_len"], point.config["micro_batch"])
+                imported = self.imported_model(model, point.config["seq_len"], point.config["micro_batch"])
                 count = imported.attributes.get(HF_PARAM_COUNT_ATTR)
                 if count is not None:
                     shape = replace(shape, params=count.value.data)
@@ -255,7 +255,7 @@ class TrainingEvaluator:
 
     # -- the pipeline ---------------------------------------------------------
 
-    def _imported(self, model: str, seq_len: int, batch: int, **split: Any):
+    def imported_model(self, model: str, seq_len: int, batch: int, **split: Any):
         """The model's imported module, parsed once per process (never mutated);
         `split`: the tp (and sequence parallelism) a Megatron-Core model is
         imported at."""
@@ -287,13 +287,13 @@ class TrainingEvaluator:
                 continue
         for step in sorted(steps)[:IMPORT_CACHE_SIZE]:
             try:
-                self._imported(**dict(step[1]))
+                self.imported_model(**dict(step[1]))
             except Exception:  # noqa: BLE001 - the points' own evaluation reports it
                 continue
 
     def _import(self, step: Step):
         options = dict(step[1])
-        module = self._imported(**options)
+        module = self.imported_model(**options)
         # uncached, the import is this point's own; cached, it is shared
         return module.clone() if self.cache else module
 

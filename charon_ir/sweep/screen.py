@@ -620,7 +620,7 @@ def _after(evaluator, config, steps: list[tuple[str, dict[str, Any]]], take: boo
             cache.forget(path)
         return module
     if module is None:
-        done, module = 1, evaluator._imported(config.model, config.seq_len, config.micro_batch)
+        done, module = 1, evaluator.imported_model(config.model, config.seq_len, config.micro_batch)
     module = module.clone()
     for n in range(done, len(path)):
         name, options = steps[n - 1]
@@ -1040,6 +1040,9 @@ collectives and its sends, all of the stage's program as in the fast tier: a
 collective or a send running slows the stage's compute, and it is slowed by it
 (the interpreter's overlap contention)."""
 
+STEP_STREAM_AXES = ("", "dp", "pp")
+"""The axes each of STEP_STREAMS serves (`FlatProgram.stream_axes`)."""
+
 
 class _StepShape(NamedTuple):
     """A screened step's event program without its durations: each event names
@@ -1158,9 +1161,10 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
             elif k == "B":
                 needs = ("F!", v, i) if v == V - 1 else ("B", v + 1, i)
                 d = B + v
-                if headed:
-                    # what does not wait for the gradient runs first, the
-                    # rest of the B once it is there
+                if headed and counts[v] > 0:
+                    # what does not wait for the gradient (the recomputed forward
+                    # of its first layer: none on a chunk of no layers) runs first,
+                    # the rest of the B once it is there
                     add(s, HEAD, [])
                     d = B_AFTER_HEAD + v
             else:
@@ -1225,7 +1229,7 @@ def _step_shape(schedule: str, pp: int, vpp: int, m: int, counts: list[int], ite
     stream_of = np.asarray(stream, dtype=np.int64)
     program = FlatProgram(
         name="screen", ranks=1, streams=[f"{name}{s}" for name in STEP_STREAMS for s in range(pp)],
-        stream_kinds=stream_kinds, duration=np.zeros(n), stream=stream_of,
+        stream_kinds=stream_kinds, stream_axes=[axes for axes in STEP_STREAM_AXES for _ in range(pp)], duration=np.zeros(n), stream=stream_of,
         kind=np.asarray(stream_kinds, dtype=np.int8)[stream_of], flops=np.zeros(n), bytes=np.zeros(n),
         labels=[""] * n, deps=deps,
         programs=[ProgramInfo(f"stage{s}", 1) for s in range(pp)],

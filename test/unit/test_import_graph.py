@@ -251,10 +251,6 @@ module's pipeline (cost-annotate, lower-to-events) and summarise its run."""
 SIMULATOR = RUNTIME_LAYERS[:5]
 
 
-def _project_edges(module: str) -> set[str]:
-    return _graph(include_function_level=True)[module]
-
-
 def test_passes_share_code_through_the_library_not_each_other():
     """A pass imports no other pass: what two passes share (a module query, a
     layout rule) lives in parallel/, memory/ or the dialects, where a new pass

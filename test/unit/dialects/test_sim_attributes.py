@@ -296,6 +296,17 @@ def test_a_keyword_attribute_keeps_the_shared_checks_beside_its_own():
     assert PositiveAttr(FloatData(2.0)).amount.data == 2.0
 
 
+def test_a_keyword_attribute_cannot_override_verify():
+    """A plugin that overrode `verify` would skip the shared checks: refused when
+    its class is defined."""
+    with pytest.raises(TypeError, match="states its rules in verify_fields"):
+        class SkipsChecksAttr(sim.KeywordAttr):  # noqa: F841
+            name = "kwtest.skips"
+
+            def verify(self) -> None:
+                pass
+
+
 def test_replicated_flops_are_finite():
     with pytest.raises(VerifyException, match="shard-tensor must be finite"):
         sim.ReplicatedFlopsAttr({"shard-tensor": math.inf})
