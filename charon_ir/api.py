@@ -132,17 +132,21 @@ class TrainingConfig:
     (`lower-to-events{moe-host-sync=true}`), as Megatron-Core's dropless
     dispatchers read the tokens per expert back (`tokens_per_expert.tolist()`)."""
     moe_a2a_overlap: bool = True
-    """The expert-parallel dispatch and combine all_to_alls run beside whatever
-    compute does not need them (another micro-batch's, as Megatron-Core's
-    `overlap_moe_expert_parallel_comm` schedules it); False: each is synchronous,
-    issued after the compute before it and waited for by all later compute
-    (`lower-to-events{sync-expert-a2a=true}`), as Megatron-Core's token
-    dispatchers run without that schedule."""
+    """With ep > 1: an idealised overlap within the micro-batch, each expert-parallel
+    dispatch and combine all_to_all running beside the compute that does not read
+    its result; False: each is synchronous, issued after the compute before it and
+    waited for by all later compute (`lower-to-events{sync-expert-a2a=true}`), as
+    Megatron-Core's token dispatchers run by default. Megatron-Core's
+    `overlap_moe_expert_parallel_comm` (one micro-batch's all-to-alls beside
+    another's compute) is not modelled. Given with ep = 1, False is refused."""
     pp_send_overlap: bool = True
-    """A pipeline stage's sends run beside its next compute (Megatron-Core's
-    `overlap_p2p_comm` in the interleaved schedule); False: the stage's compute
-    waits for each send to complete (`lower-to-events{blocking=pp}`), as
-    Megatron-Core's non-interleaved 1F1B waits on every batched isend/irecv."""
+    """With pp > 1: a pipeline stage's sends run beside its next compute
+    (Megatron-Core's `overlap_p2p_comm` in the interleaved schedule); False: every
+    collective over the pp axis blocks (`lower-to-events{blocking=pp}`): the stage's
+    compute waits for each send to complete, as Megatron-Core's non-interleaved
+    1F1B waits on every batched isend/irecv, and for the tied-embedding gradient
+    all-reduce over the first and last stages, which Megatron runs synchronously
+    anyway (`_allreduce_embedding_grads`). Given with pp = 1, refused."""
     mtp: bool = True
     """Train the multi-token-prediction modules a model's config asks for
     (DeepSeek-V3's `num_nextn_predict_layers`), after the layers on the last
@@ -556,6 +560,16 @@ def _memory(module, config: TrainingConfig) -> list:
                           fp32_param_shards=config.fp32_param_shards)
 
 
+def refuse_flags_without_effect(given: dict[str, Any], resolved: dict[str, Any]) -> None:
+    """Refuse a preset setting the user gave (`given`) where the run has nothing
+    it acts on; a preset's own value there is harmless and passes."""
+    if given.get("moe_a2a_overlap") is False and resolved.get("ep", 1) == 1:
+        raise CharonError("--no-moe-a2a-overlap needs --ep > 1 (it waits for the expert all-to-alls)")
+    if "pp_send_overlap" in given and resolved.get("pp", 1) == 1:
+        flag = "--pp-send-overlap" if given["pp_send_overlap"] else "--no-pp-send-overlap"
+        raise CharonError(f"{flag} needs --pp > 1 (it decides whether a stage waits for its sends)")
+
+
 def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any
               ) -> tuple[TrainingConfig, dict[str, Any]]:
     """The TrainingConfig of a run under `framework`'s presets (the settings
@@ -569,6 +583,7 @@ def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any
     if unknown:
         raise CharonError(f"unknown training option(s): {', '.join(unknown)}")
     resolved, settings = resolve(framework, options, defaults)
+    refuse_flags_without_effect(options, resolved)
     return TrainingConfig(model=model, **resolved), {
         "name": framework, "summary": FRAMEWORKS[framework].summary, "settings": settings}
 

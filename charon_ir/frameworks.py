@@ -114,8 +114,8 @@ _MEGATRON_CORE: tuple[Rule, ...] = (
          "--expert-tensor-parallel-size defaults to --tensor-model-parallel-size (megatron/training/"
          "arguments.py validate_args): each expert split over the tp ranks", applies=_has_experts),
     Rule("moe_a2a_overlap", lambda r: False,
-         "overlap_moe_expert_parallel_comm defaults to False (megatron/core/model_parallel_config.py; "
-         "Megatron-Bridge perf configs moe_a2a_overlap=False for every MoE row compared): the token "
+         "overlap_moe_expert_parallel_comm defaults to False (megatron/core/model_parallel_config.py): "
+         "the token "
          "dispatchers call the all_to_all synchronously (tensor_parallel/mappings.py _AllToAll: "
          "all_to_all_single without async_op; transformer/moe/fused_a2a.py FusedDispatch/FusedCombine "
          "async_finish=False), so no compute runs beside a dispatch or combine", applies=_has_experts),

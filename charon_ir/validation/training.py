@@ -246,6 +246,20 @@ a layout the 61 layers could not run on 16 stages: Megatron-Core's
 pipeline_model_parallel_size"."""
 
 
+MBRIDGE_CONFIG_CONFLICTS: dict[tuple[str, str], str] = {
+    ("deepseek-v3", "H100"): (
+        "moe_a2a_overlap not settled (megatron-bridge preset: off): Megatron-Bridge "
+        "scripts/performance/configs/deepseek/deepseek_llm_pretrain.py @ 0132842 calls "
+        "set_moe_a2a_overlap_overrides (overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True) "
+        "for both H100 configs, deepseek_workload_base_configs.py @ 0426418 sets moe_a2a_overlap=False, "
+        "deepseek_v3_llm_pretrain.py @ 27dfb3d applies moe_a2a_1f1b_overrides only under its a2a_1f1b "
+        "argument (H100 FP8 default False); which revision the 25.09 container ran is not pinned"),
+}
+"""Settings of a Megatron-Bridge performance row that the revisions of its config
+read disagree on, by (model, GPU): the row runs the preset's value and its notes
+name the conflict (docs/calibration.md, "Expert all-to-alls waited for")."""
+
+
 NEMO_LAUNCHER_CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
     ("nemotron-4 340b", "H100"): {"grad_bytes": 2},
 }
@@ -296,9 +310,12 @@ def _perf_config(record: dict[str, Any], hardware: str) -> dict[str, Any]:
                "nemo_longseq": NEMO_LONGSEQ_CONFIGS}.get(source_of(record))
     if configs is None:
         return {}
-    model = str(record["model"].get("name", "")).lower()
-    gpu = hardware.split("-")[0].upper()
-    return dict(configs.get((model, gpu), {}))
+    return dict(configs.get(_config_key(record, hardware), {}))
+
+
+def _config_key(record: dict[str, Any], hardware: str) -> tuple[str, str]:
+    """(model, GPU), as the per-row config tables are keyed."""
+    return str(record["model"].get("name", "")).lower(), hardware.split("-")[0].upper()
 
 
 FP8_RECIPE_OF_TEXT: tuple[tuple[str, str], ...] = (
@@ -572,6 +589,10 @@ def training_case(record: dict[str, Any]) -> TrainingCase:
         assumptions.append(f"batch doubt: {doubt}")
     if "pp_layout" in perf_config:
         assumptions.append(f"pp layout {','.join(map(str, perf_config['pp_layout']))} ({label})")
+    if source == "mbridge":
+        conflict = MBRIDGE_CONFIG_CONFLICTS.get(_config_key(record, options["hardware"]))
+        if conflict:
+            assumptions.append(conflict)
     options.update(perf_config)
     config = hf_config(model, tp)
     dims = {

@@ -4,6 +4,8 @@ its value came from."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -133,6 +135,28 @@ def test_megatron_core_non_interleaved_pipeline_waits_for_its_sends():
     # Megatron-LM 2022 already waits for pp: the axis is named once
     old, _ = configure("m", "megatron-lm-2022", gpus=16, pp=4, pp_send_overlap=False)
     assert lowering_options(old)["blocking"] == ("pp",)
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(moe_a2a_overlap=False), "--no-moe-a2a-overlap needs --ep > 1 (it waits for the expert all-to-alls)"),
+    (dict(pp_send_overlap=False), "--no-pp-send-overlap needs --pp > 1 (it decides whether a stage waits for its sends)"),
+    (dict(pp_send_overlap=True), "--pp-send-overlap needs --pp > 1 (it decides whether a stage waits for its sends)"),
+])
+def test_an_overlap_flag_the_layout_cannot_use_is_refused(options, message):
+    """Given where nothing is sent over ep or pp, the flag is a mistake; a preset's
+    value there passes (the presets decide both settings whatever the layout)."""
+    for name in ("megatron-core", "deepspeed", "none"):
+        with pytest.raises(CharonError, match=re.escape(message)):
+            configure("m", name, gpus=16, **options)
+    assert configure("m", "megatron-core", gpus=16, ep=8, pp=2, **options)[0]
+    assert configure("m", "deepspeed", gpus=16)[0].pp_send_overlap  # preset, pp 1: default kept
+
+
+def test_an_overlap_flag_the_layout_cannot_use_is_one_line(charon_fails):
+    assert charon_fails("simulate", "--model", "llama-3.1-8b", "--gpus", "8", "--no-pp-send-overlap") == (
+        "error: --no-pp-send-overlap needs --pp > 1 (it decides whether a stage waits for its sends)")
+    assert charon_fails("simulate", "--model", "llama-3.1-8b", "--gpus", "8", "--no-moe-a2a-overlap") == (
+        "error: --no-moe-a2a-overlap needs --ep > 1 (it waits for the expert all-to-alls)")
 
 
 def test_megatron_lm_2021_and_2022_differ_in_the_tp_all_reduce():

@@ -143,6 +143,17 @@ def test_deepseek_v3_blackwell_rows_run_the_recipes_pipeline_layout(rid):
     assert any(a.startswith("pp layout 4,4,") for a in case.assumptions)
 
 
+def test_deepseek_v3_h100_notes_its_unsettled_a2a_overlap_and_runs_the_preset():
+    """The config revisions read disagree on its moe_a2a_overlap: the row keeps
+    the megatron-bridge preset's value and its notes say so; no other row does."""
+    case = training_case(record("mbridge_25.09_H100_DeepSeekV3_dropless_1024gpu_FP8"))
+    assert "moe_a2a_overlap" not in case.options
+    [note] = [a for a in case.assumptions if a.startswith("moe_a2a_overlap not settled")]
+    assert "set_moe_a2a_overlap_overrides" in note and "moe_a2a_overlap=False" in note
+    other = training_case(record("mbridge_25.11_GB200_DeepSeekV3_256gpu_BF16"))
+    assert not any("not settled" in a for a in other.assumptions)
+
+
 def test_batch_doubt_names_inconsistent_batch_fields():
     assert batch_doubt({"micro_batch": 4, "grad_accum": 2}, 16, 512) == (
         "the record's micro-batch 4 x grad-accum 2 x dp 16 = 128, not its global batch 512")
