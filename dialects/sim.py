@@ -1726,6 +1726,14 @@ class GenericCallee(StrEnum):
     """Made by data-parallel after such an all_gather: the gathered buckets seen
     as the layer's full parameters. Cost-annotate prices it as a parameter read;
     recompute re-gathers it in backward."""
+    RING_MERGE = "ring_attention.merge"
+    """Made by shard-context: a ring attention's per-step outputs joined into the
+    attention output (Transformer Engine's out correction). Memory analysis keeps
+    it 16-bit under fp8, as the attention output it stands for."""
+    RING_MERGE_DQ = "ring_attention.merge_dq"
+    RING_MERGE_DK = "ring_attention.merge_dk"
+    RING_MERGE_DV = "ring_attention.merge_dv"
+    """Made by shard-context: the ring's per-step q, k and v gradients summed."""
 
 
 DATA_PARALLEL_CALLEES = frozenset({

@@ -218,10 +218,12 @@ class RingSteps(Partition):
     axis: str
     cp: int
 
-    MERGE = "ring_attention.merge"
+    MERGE = sim.GenericCallee.RING_MERGE
+    GRADIENT_MERGES = (sim.GenericCallee.RING_MERGE_DQ, sim.GenericCallee.RING_MERGE_DK,
+                       sim.GenericCallee.RING_MERGE_DV)
 
     def _merge_name(self, op: Operation, index: int) -> str:
-        return self.MERGE if isinstance(op, sim.AttentionOp) else f"{self.MERGE}_{('dq', 'dk', 'dv')[index]}"
+        return self.MERGE if isinstance(op, sim.AttentionOp) else self.GRADIENT_MERGES[index]
 
     def stand_in(self, op: Operation, index: int) -> SSAValue | None:
         name = self._merge_name(op, index)

@@ -250,7 +250,8 @@ def fp8_saved_gemm_inputs(block: Block, roots: Roots) -> frozenset[Root]:
     attention output its backward needs, SwiGLU's inputs) stays 16-bit; so does an
     attention's output, which flash attention's backward reads (TE's
     `DotProductAttention` saves it) though the IR's backward takes only the
-    row statistics. Keys are the forward layer body's roots, as
+    row statistics (under context parallelism the ring's merge, shard-context's
+    `ring_attention.merge`, is that output). Keys are the forward layer body's roots, as
     `Roots.iteration_size` sees them."""
     phases = sim.phases_of(block)
     fwd, bwd = phases.get(sim.PhaseKind.FORWARD), phases.get(sim.PhaseKind.BACKWARD)
@@ -271,8 +272,9 @@ def fp8_saved_gemm_inputs(block: Block, roots: Roots) -> frozenset[Root]:
         n_iter = len(rep.iter_init)
         for i, sliced in enumerate(rep.slices):
             inner = stacked.get(sliced)
-            if inner is None or isinstance(inner, OpResult) and isinstance(inner.op, sim.AttentionOp):
-                continue
+            if inner is None or isinstance(inner, OpResult) and (
+                    isinstance(inner.op, sim.AttentionOp) or sim.is_generic(inner.op, sim.GenericCallee.RING_MERGE)):
+                continue  # an attention's output (a ring's merged one too) stays 16-bit
             if _read_only_by_gemms(rep.body.block.args[n_iter + i]):
                 fp8.add(inner)
     return frozenset(fp8)

@@ -3,16 +3,19 @@ the OOM diagnostic, and GPT-3 175B on TP8 x PP8 with ZeRO-1."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr
+from xdsl.ir import OpResult
 
-from charon_ir.api import configure
+from charon_ir.api import build_training_module, configure
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.memory import GIB, analyze_memory, peak_bytes_per_stage
+from charon_ir.memory.liveness import Roots, fp8_saved_gemm_inputs
 from charon_ir.memory.megatron_reference import GptShape, gpt_module
 from charon_ir.parallel.schedules import stage_order
 from charon_ir.passes.data_parallel import DataParallelPass
@@ -284,3 +287,24 @@ def test_presets_whose_pipeline_keeps_stage_outputs(framework: str):
     piped, _ = configure("m", framework, gpus=8, pp=4, tp=1)
     flat, _ = configure("m", framework, gpus=8, pp=1, tp=1)
     assert piped.keep_stage_outputs and not flat.keep_stage_outputs
+
+
+
+def test_a_rings_merged_attention_output_stays_16_bit_under_fp8(tmp_path):
+    """Under context parallelism the ring's merge (`ring_attention.merge`) is the
+    attention output flash attention's backward reads: kept 16-bit, not cast to
+    fp8 with the linears' inputs."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+        "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 1024, "max_position_embeddings": 512,
+        "tie_word_embeddings": False}))
+    config, _ = configure(str(path), gpus=2, cp=2, seq_len=256, global_batch=2, micro_batch=1,
+                          precision="fp8", hardware="H100-SXM5-80GB")
+    _, module, _ = build_training_module(config)
+    stage = next(op for op in module.body.block.ops if isinstance(op, sim.StageOp))
+    fp8 = fp8_saved_gemm_inputs(stage.body.block, Roots())
+    merges = [op for op in module.walk() if sim.is_generic(op, sim.GenericCallee.RING_MERGE)]
+    assert merges and fp8  # the ring ran; the linears' inputs are saved in fp8
+    assert not [r for r in fp8 if isinstance(r, OpResult) and sim.is_generic(r.op, sim.GenericCallee.RING_MERGE)]
