@@ -449,10 +449,11 @@ def build_probe(evaluator, config) -> Probe | None:
     once for both. A pass that refuses the configuration raises its
     CharonError (the fast tier gives the point's own answer)."""
     split = (config.schedule or "") in SPLIT_BACKWARD
-    # one rank reduces nothing: its bucket size is any, one for every probe
+    # one rank reduces nothing: its bucket size is any, one for every probe; one
+    # stage sends nothing, so whether sends are waited for is any too
     base = replace(config, pp=1, vpp=1, dp=1, zero=0, dp_overlap_param_gather=False, gpus=config.tp,
                    global_batch=config.micro_batch, schedule="zb-h1" if split else "1f1b",
-                   memory_limit_gb=1e6, dp_bucket_mb=PROBE_BUCKET_MB)
+                   memory_limit_gb=1e6, dp_bucket_mb=PROBE_BUCKET_MB, pp_send_overlap=True)
     cache: ProbeCache = evaluator.probes
     probe = _lru_get(cache.probes, repr(base))
     if probe is _MISSING:

@@ -349,6 +349,22 @@ def test_a_point_out_of_memory_is_not_simulated():
     assert not tight.timed and tight.peaks == fits.peaks
 
 
+def test_points_that_differ_only_in_waiting_for_sends_share_a_probe():
+    """A probe is one stage: it sends nothing, so a point whose preset waits for
+    pipeline sends (`pp_send_overlap` off: 1F1B under Megatron-Core) and one that
+    does not (interleaved) are composed from one probe, built once."""
+    from dataclasses import replace
+
+    from charon_ir.api import TrainingConfig
+    from charon_ir.sweep import screen
+    from charon_ir.sweep.evaluate import TrainingEvaluator
+
+    config = TrainingConfig(model="llama-3-8b", tp=1, pp=2, gpus=16, global_batch=64, seq_len=1024)
+    evaluator = TrainingEvaluator(tier="screen")
+    waits = screen.build_probe(evaluator, replace(config, pp_send_overlap=False))
+    assert screen.build_probe(evaluator, replace(config, pp_send_overlap=True)) is waits
+
+
 def test_batches_keep_a_layer_group_in_one_batch():
     """A screened layer's points (its classes, whose probes share passes) are
     sent to one worker: a batch ends only where the group changes."""
