@@ -136,40 +136,33 @@ def test_flags_a_hand_written_step_cannot_take_are_one_line(charon_fails, flag):
         "written (no flag asks for a pass): its shapes, kernels and schedule are the file's")
 
 
-def test_moe_a2a_overlap_flag_overrides_the_preset(charon_cli):
-    """--moe-a2a-overlap wins over the Megatron-Core preset's synchronous expert
-    all-to-alls (its report says so), and is refused by name on a hand-written step."""
-    common = ("simulate", "--model", "qwen3-30b-a3b", "--gpus", "8", "--ep", "8", "--seq-len", "256",
-              "--global-batch", "8", "--json")
-    free = json.loads(charon_cli(*common, "--moe-a2a-overlap").stdout)
-    waited = json.loads(charon_cli(*common).stdout)
-    assert free["framework"]["settings"]["moe_a2a_overlap"] == {"value": True, "from": "flag"}
-    assert waited["framework"]["settings"]["moe_a2a_overlap"]["value"] is False
+TINY = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json")
+WAITED_BY_THE_PRESET = {
+    "moe_a2a_overlap": ("simulate", "--model", "qwen3-30b-a3b", "--gpus", "8", "--ep", "8", "--seq-len", "256",
+                        "--global-batch", "8", "--json"),
+    "pp_send_overlap": ("simulate", "--model", TINY, "--hardware", "A100-SXM4-80GB", "--gpus", "4", "--tp", "2",
+                        "--pp", "2", "--seq-len", "256", "--global-batch", "8", "--micro-batch", "1", "--json"),
+}
+
+
+@pytest.mark.parametrize("setting", sorted(WAITED_BY_THE_PRESET))
+def test_an_overlap_flag_overrides_the_presets_wait(charon_cli, setting):
+    """--moe-a2a-overlap / --pp-send-overlap win over the Megatron-Core preset's
+    synchronous expert all-to-alls / waited-for pipeline sends (the report says
+    where the value came from), and the step is faster for it."""
+    flag = "--" + setting.replace("_", "-")
+    free = json.loads(charon_cli(*WAITED_BY_THE_PRESET[setting], flag).stdout)
+    waited = json.loads(charon_cli(*WAITED_BY_THE_PRESET[setting]).stdout)
+    assert free["framework"]["settings"][setting] == {"value": True, "from": "flag"}
+    assert waited["framework"]["settings"][setting]["value"] is False
     assert free["iteration_time_s"] < waited["iteration_time_s"]
 
 
-def test_moe_a2a_overlap_on_a_hand_written_step_is_one_line(charon_fails):
-    assert charon_fails("simulate", "--model", MLP, "--gpus", "1", "--no-moe-a2a-overlap") == (
-        f"error: --moe-a2a-overlap/--no-moe-a2a-overlap: {MLP} is simulated as written (no flag asks "
-        "for a pass): its shapes, kernels and schedule are the file's")
-
-
-def test_pp_send_overlap_flag_overrides_the_preset(charon_cli):
-    """--pp-send-overlap wins over the Megatron-Core preset's waited-for pipeline
-    sends (its report says so)."""
-    tiny = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json")
-    common = ("simulate", "--model", tiny, "--hardware", "A100-SXM4-80GB", "--gpus", "4", "--tp", "2",
-              "--pp", "2", "--seq-len", "256", "--global-batch", "8", "--micro-batch", "1", "--json")
-    free = json.loads(charon_cli(*common, "--pp-send-overlap").stdout)
-    waited = json.loads(charon_cli(*common).stdout)
-    assert free["framework"]["settings"]["pp_send_overlap"] == {"value": True, "from": "flag"}
-    assert waited["framework"]["settings"]["pp_send_overlap"]["value"] is False
-    assert free["iteration_time_s"] < waited["iteration_time_s"]
-
-
-def test_pp_send_overlap_on_a_hand_written_step_is_one_line(charon_fails):
-    assert charon_fails("simulate", "--model", MLP, "--gpus", "1", "--no-pp-send-overlap") == (
-        f"error: --pp-send-overlap/--no-pp-send-overlap: {MLP} is simulated as written (no flag asks "
+@pytest.mark.parametrize("setting", sorted(WAITED_BY_THE_PRESET))
+def test_an_overlap_flag_on_a_hand_written_step_is_one_line(charon_fails, setting):
+    flag = "--" + setting.replace("_", "-")
+    assert charon_fails("simulate", "--model", MLP, "--gpus", "1", "--no-" + flag[2:]) == (
+        f"error: {flag}/--no-{flag[2:]}: {MLP} is simulated as written (no flag asks "
         "for a pass): its shapes, kernels and schedule are the file's")
 
 
