@@ -1726,6 +1726,19 @@ class GenericCallee(StrEnum):
     """Made by data-parallel after such an all_gather: the gathered buckets seen
     as the layer's full parameters. Cost-annotate prices it as a parameter read;
     recompute re-gathers it in backward."""
+    FUSED_RMS_NORM = "fused.rms_norm"
+    FUSED_LAYER_NORM = "fused.layer_norm"
+    """Made by `fuse`: one normalisation kernel (RMSNorm; LayerNorm with its bias
+    and saved statistics). Recompute finds a layer's sub-block boundaries at them
+    (parallel/sub_blocks)."""
+    FUSED_ROPE = "fused.rope"
+    FUSED_BIAS_ACT = "fused.bias_act"
+    FUSED_SWIGLU = "fused.swiglu"
+    FUSED_CROSS_ENTROPY = "fused.cross_entropy"
+    FUSED_CROSS_ENTROPY_GRAD = "fused.cross_entropy_grad"
+    """Made by `fuse`: one kernel each for the rotary embedding, a bias and its
+    activation, SwiGLU's gate, the loss and its gradient (each priced by its
+    bytes; a profile database keys its kernels by these names)."""
     RING_MERGE = "ring_attention.merge"
     """Made by shard-context: a ring attention's per-step outputs joined into the
     attention output (Transformer Engine's out correction). Memory analysis keeps

@@ -110,7 +110,7 @@ norm's per-row mean or rstd) is kept: it is what the fused kernels save."""
 
 
 def fuse_group(
-    group: Sequence[Operation], callee: str, rewriter: PatternRewriter
+    group: Sequence[Operation], callee: sim.GenericCallee | str, rewriter: PatternRewriter
 ) -> tuple[sim.GenericOp, SavedInternals | None] | None:
     """Replace `group` (ops of one block) by one `sim.generic` at the place of its
     last op. Inputs: values from outside the group; outputs: group values used
@@ -389,7 +389,7 @@ class FusionPattern(RewritePattern):
     def __init__(self, saved: list[SavedInternals]):
         self.saved = saved
 
-    def fuse(self, group: Sequence[Operation], callee: str, rewriter: PatternRewriter) -> None:
+    def fuse(self, group: Sequence[Operation], callee: sim.GenericCallee, rewriter: PatternRewriter) -> None:
         fused = fuse_group(group, callee, rewriter)
         if fused is not None and fused[1] is not None:
             self.saved.append(fused[1])
@@ -451,7 +451,7 @@ class FuseRmsNorm(FusionPattern):
         )
         if weight is not None:
             group.append(weight)
-        self.fuse(group, "fused.rms_norm", rewriter)
+        self.fuse(group, sim.GenericCallee.FUSED_RMS_NORM, rewriter)
 
 
 class FuseRope(FusionPattern):
@@ -477,7 +477,7 @@ class FuseRope(FusionPattern):
                 sl = _owner(v)
                 if isinstance(sl, sim.GenericOp) and sl.callee.data == "aten.slice" and sl not in group:
                     group.append(sl)
-            self.fuse(group, "fused.rope", rewriter)
+            self.fuse(group, sim.GenericCallee.FUSED_ROPE, rewriter)
             return
 
 
@@ -495,7 +495,7 @@ class FuseNormBias(FusionPattern):
             stats = use.operation
             if sim.is_generic(stats, sim.GenericCallee.LAYER_NORM_STATS):
                 group.append(stats)
-        self.fuse(group, "fused.layer_norm", rewriter)
+        self.fuse(group, sim.GenericCallee.FUSED_LAYER_NORM, rewriter)
 
 
 def _is_bias(value: SSAValue, result: SSAValue) -> bool:
@@ -551,13 +551,13 @@ class FuseBiasActivation(FusionPattern):
             while group and _is_free_slice(group[-1]):
                 members.discard(group.pop())
             if any(_kind(g, *ACTIVATIONS, ElementwiseKind.ERF) for g in group):
-                self.fuse(group, "fused.bias_act", rewriter)
+                self.fuse(group, sim.GenericCallee.FUSED_BIAS_ACT, rewriter)
             return
         if op.kind.data == sim.ElementwiseKind.MUL and len(op.inputs) == 2:
             for v in op.inputs:
                 act = _owner(v)
                 if _kind(act, ElementwiseKind.SILU, ElementwiseKind.GELU) and len(act.operands) == 1:
-                    self.fuse([act, op], "fused.swiglu", rewriter)
+                    self.fuse([act, op], sim.GenericCallee.FUSED_SWIGLU, rewriter)
                     return
 
 
@@ -586,7 +586,7 @@ class FuseCrossEntropy(FusionPattern):
                 group.insert(0, x)  # pyright: ignore[reportArgumentType]
             nll = [u.operation for u in op.results[0].uses if _generic(u.operation, "aten.nll_loss_forward")]
             if len(group) > 1 and nll:
-                self.fuse(group + nll[:1], "fused.cross_entropy", rewriter)
+                self.fuse(group + nll[:1], sim.GenericCallee.FUSED_CROSS_ENTROPY, rewriter)
             return
         if op.callee.data != "aten._log_softmax_backward_data":
             return
@@ -603,7 +603,7 @@ class FuseCrossEntropy(FusionPattern):
             if _kind(user, ElementwiseKind.CAST):
                 break
         if _kind(group[-1], ElementwiseKind.CAST):
-            self.fuse(group, "fused.cross_entropy_grad", rewriter)
+            self.fuse(group, sim.GenericCallee.FUSED_CROSS_ENTROPY_GRAD, rewriter)
 
 
 def _gradient_in_logits(module: ModuleOp) -> None:
@@ -613,7 +613,7 @@ def _gradient_in_logits(module: ModuleOp) -> None:
     is that bf16 tensor, so the fused loss's recompute yields it in the logits'
     type, not an fp32 softmax."""
     for o in module.walk():
-        if isinstance(o, sim.GenericOp) and o.callee.data == "fused.cross_entropy" + RECOMPUTE_SUFFIX:
+        if isinstance(o, sim.GenericOp) and o.callee.data == sim.GenericCallee.FUSED_CROSS_ENTROPY + RECOMPUTE_SUFFIX:
             logits = o.operands[0].type
             for r in o.results:
                 if isinstance(r.type, TensorType) and isinstance(logits, TensorType):

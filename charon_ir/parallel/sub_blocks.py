@@ -42,7 +42,7 @@ DEFAULT_MODULES = ("core_attn",)
 """Megatron-Core's `recompute_modules` default (`recompute_granularity=selective`
 recomputes the attention core)."""
 
-NORM_CALLEES = frozenset({"fused.rms_norm", "fused.layer_norm"})
+NORM_CALLEES = (sim.GenericCallee.FUSED_RMS_NORM, sim.GenericCallee.FUSED_LAYER_NORM)
 
 
 def _root(value: SSAValue) -> SSAValue:
@@ -52,7 +52,7 @@ def _root(value: SSAValue) -> SSAValue:
 
 
 def _is_norm(op: Operation) -> bool:
-    return isinstance(op, sim.NormOp) or (isinstance(op, sim.GenericOp) and op.callee.data in NORM_CALLEES)
+    return isinstance(op, sim.NormOp) or sim.is_generic(op, *NORM_CALLEES)
 
 
 def _normalised(op: Operation) -> SSAValue:

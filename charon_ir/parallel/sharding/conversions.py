@@ -158,4 +158,4 @@ def is_row_stats_of(op: Operation | None, value: SSAValue) -> bool:
     if not isinstance(op, coll.AllReduceOp):
         return False
     stat = op.input.owner
-    return isinstance(stat, sim.GenericOp) and stat.callee.data == ROW_STATS and stat.operands[0] is value
+    return sim.is_generic(stat, ROW_STATS) and stat.operands[0] is value
