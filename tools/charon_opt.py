@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+import charon_ir.xdsl_lexer  # noqa: F401  (xDSL's string-literal lexer, linear: before any parse)
 from charon_ir.errors import CharonError, one_line
 from charon_ir.registry import ALL_DIALECTS, ALL_PASSES, ALL_TARGETS
 
