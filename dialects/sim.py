@@ -1021,6 +1021,19 @@ class ShardingRule(NamedTuple):
             f is None or f in kept for dims in self.operands if dims is not None for f in dims
         )
 
+    def mismatch(self, op: Operation) -> str:
+        """Why the rule does not describe `op` (its operand and result counts,
+        each tensor's rank), or "" when it does: a plugin op's rule is checked
+        before the propagation trusts it."""
+        if len(self.operands) != len(op.operands) or len(self.results) != len(op.results):
+            return (f"{len(self.operands)} operand and {len(self.results)} result entries for "
+                    f"{len(op.operands)} operands and {len(op.results)} results")
+        values = [*zip(op.operands, self.operands), *zip(op.results, self.results)]
+        for value, dims in values:
+            if dims is not None and isinstance(value.type, TensorType) and len(dims) != value.type.get_num_dims():
+                return f"{len(dims)} factors for a rank-{value.type.get_num_dims()} tensor"
+        return ""
+
 
 def indexed_factors(prefix: str, rank: int) -> Factors:
     """`prefix0 .. prefix{rank-1}`: one factor per dim."""

@@ -48,7 +48,7 @@ from charon_ir.dialects import sim
 from charon_ir.dialects.sim import EXPERT_TP_ATTR, ParamRole, TENSOR_PARALLEL_ATTR, WeightSplit
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import record_replicated_flops
-from charon_ir.parallel.experts import expert_weight_dims, is_stacked
+from charon_ir.parallel.experts import expert_weight_dims
 from charon_ir.parallel.mesh import ensure_axis, find_grid
 from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import Shard, retype, shape, split, weight_layouts, with_shape
@@ -72,7 +72,7 @@ def weight_rule(param: sim.ParamOp, out_first: bool = True) -> WeightRule | None
     is [out, in] (nn.Linear, used with transpose_rhs); False for GPT-2's Conv1D
     [in, out]."""
     role, split = param.param_role(), param.weight_split()
-    lead = 1 if is_stacked(param) else 0
+    lead = 1 if param.is_stacked() else 0
     if role in (ParamRole.EMBEDDING, ParamRole.HEAD):
         return WeightRule(lead, "vocab")
     if role == ParamRole.EXPERT:
@@ -170,7 +170,7 @@ class ShardTensorPass(ModulePass):
         layouts = weight_layouts(op)
         vocab = next(
             (shape(p.result)[-2] for p in op.body.block.ops if isinstance(p, sim.ParamOp)
-             and p.param_role() in (ParamRole.EMBEDDING, ParamRole.HEAD) and not is_stacked(p)),
+             and p.param_role() in (ParamRole.EMBEDDING, ParamRole.HEAD) and not p.is_stacked()),
             0,
         )
         if vocab % tp:

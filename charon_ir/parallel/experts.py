@@ -12,12 +12,6 @@ from charon_ir.dialects import sim
 from charon_ir.dialects.sim import ParamRole, WeightSplit
 
 
-def is_stacked(param: sim.ParamOp) -> bool:
-    """Whether `param` carries a `sim.repeat`'s leading layers dim (its
-    `stacked` property, set by the frontend)."""
-    return param.is_stacked()
-
-
 def expert_weight_dims(param: sim.ParamOp, out_first: bool = True) -> tuple[int, int | None] | None:
     """(experts dim, ffn dim) of a routed-expert weight ([E, out, in]; [E, in, out]
     where a matmul reads it [in, out], `out_first` False: GPT-OSS's) or of a
@@ -27,7 +21,7 @@ def expert_weight_dims(param: sim.ParamOp, out_first: bool = True) -> tuple[int,
     no split. Shared experts (role `shared_expert`) are dense MLPs, not matched."""
     if param.param_role() != ParamRole.EXPERT:
         return None
-    lead = 1 if is_stacked(param) else 0
+    lead = 1 if param.is_stacked() else 0
     rank = len(sim.shape_of(param.result)) - lead
     split = param.weight_split()
     if rank == 2:

@@ -23,6 +23,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from charon_ir.dialects import coll, sim
+from charon_ir.errors import CharonError
 from charon_ir.parallel.sharding.layout import REPLICATED, Shard, shape, split
 from charon_ir.parallel.sharding.state import Sharding
 
@@ -70,11 +71,13 @@ class ShardByRule(ShardPattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         st = self.state
-        if op in st.done or not isinstance(op, self.op_types) or not isinstance(op, sim.HasShardingRule):
+        if op in st.done or not isinstance(op, sim.HasShardingRule):
             return
         rule = op.sharding_rule()
         if rule is None:
             return  # a family pattern's op
+        if wrong := rule.mismatch(op):
+            raise CharonError(f"'{op.name}': its sharding rule does not describe it ({wrong})")
         st.done.add(op)
         self.apply(op, rule)
 

@@ -3,11 +3,15 @@ by its declared factor rule (`ShardByRule`) or by a family pattern where factors
 do not say it, but the few that need neither. An op laid out by neither keeps its
 whole type on every rank, silently: a new op must get a rule (or a reason here)."""
 
+import typing
+
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from charon_ir.dialects import coll, sim
-from charon_ir.parallel.examples import parse
+from charon_ir.errors import CharonError
+from charon_ir.parallel.examples import apply_pipeline, llama_layer, parse
 from charon_ir.parallel.mesh import ensure_axis
 from charon_ir.parallel.sharding.analysis import ShardingAnalysis
 from charon_ir.parallel.sharding.layout import split
@@ -35,8 +39,9 @@ def family_patterns():
 
 
 def declares_none(op: type) -> bool:
-    """`sharding_rule()` says None for every op of the class (its annotation)."""
-    return op.sharding_rule.__annotations__.get("return") == "None"
+    """`sharding_rule()` says None for every op of the class (its annotation,
+    resolved whether or not the dialect defers annotations)."""
+    return typing.get_type_hints(op.sharding_rule).get("return") is type(None)
 
 
 def test_every_op_has_a_rule_or_a_reason():
@@ -130,3 +135,16 @@ def test_splitting_an_operand_on_a_factor_splits_the_work(kind, units, ways, dim
     tally_replicated(state, module)
     assert op.flops() * ways == whole
     assert state.replicated_flops == 0
+
+
+def test_a_rule_that_does_not_describe_its_op_is_one_error(monkeypatch):
+    """A (plugin) op whose declared rule has the wrong number of entries or
+    factors is refused by name before the propagation trusts it."""
+    matmul_rule = sim.MatmulOp.sharding_rule
+    monkeypatch.setattr(sim.MatmulOp, "sharding_rule", lambda op: matmul_rule(op)._replace(operands=((("m",),))))
+    with pytest.raises(CharonError, match=r"^'sim.matmul': its sharding rule does not describe it \(1 operand"):
+        apply_pipeline(parse(llama_layer(16, 64, 4, 2, 16, 96)), "shard-tensor{tp=2}")
+    monkeypatch.setattr(sim.MatmulOp, "sharding_rule",
+                        lambda op: matmul_rule(op)._replace(results=(("m",),)))
+    with pytest.raises(CharonError, match=r"1 factors for a rank-2 tensor"):
+        apply_pipeline(parse(llama_layer(16, 64, 4, 2, 16, 96)), "shard-tensor{tp=2}")
