@@ -6,7 +6,8 @@
 #      for at most PROFILE_BUDGET seconds;
 #   2. torch.profiler (Kineto) traces and an execution trace of a small training step;
 #   3. `charon validate --live` on the GPU;
-#   4. the host's cost per eager launch (bench/host_launch_cost.py: docs/calibration.md, MoE host).
+#   4. the host's cost per eager launch (bench/host_launch_cost.py: docs/calibration.md, MoE host);
+#   5. the routed experts' GEMMs as the frameworks run them (bench/moe_gemm_bench.py).
 # Run from the repository root on a machine with torch and a GPU; what it writes goes
 # to $OUT (default out/gpu). Needs the shipped steps' ops as .mlir (written here, with
 # the pinned torch, by `python bench/shipped_step_ops.py .gpu/ops`) so the GPU side
@@ -16,8 +17,10 @@
 #       -d .whl xdsl==0.74.0 lark==1.3.1 'immutabledict<4.3.2' ordered-set==4.1.0
 # The GPU image's own torch and transformers are used (2.11.0+cu130 and 5.17.0 on
 # 2026-11-27). A rehearsal without a GPU: DEVICE=cpu PROFILE_BUDGET=5 DB=/tmp/x.db.
-#   PROFILE_BUDGET: at most this many seconds for step 1 (default 240); REPEATS: samples an op (5)
-#   SKIP_PROFILE, SKIP_TRACES, SKIP_LIVE, SKIP_HOST: leave out step 1, 2, 3 or 4
+#   PROFILE_BUDGET: at most this many seconds for step 1 (default 240); REPEATS: samples an op (5);
+#   REFRESH_BELOW: re-time the stored ops faster than this many seconds (default 1: all of them;
+#   0: measure only the ops the database lacks, after a pass changed some)
+#   SKIP_PROFILE, SKIP_TRACES, SKIP_LIVE, SKIP_HOST, SKIP_MOE: leave out step 1, 2, 3, 4 or 5
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
@@ -48,7 +51,7 @@ if [ -z "${SKIP_PROFILE:-}" ]; then
   budget=${PROFILE_BUDGET:-240}
   echo "profile budget ${budget} s"
   timeout $(( budget + 60 )) $CHARON --quiet profile --device "$DEVICE" "${ops[@]}" --db "$DB" \
-    --refresh-below 1 --repeats "${REPEATS:-5}" --budget "$budget"
+    --refresh-below "${REFRESH_BELOW:-1}" --repeats "${REPEATS:-5}" --budget "$budget"
   echo "rc=$?"
   $PY - "$DB" <<'PY'
 import sqlite3, sys
@@ -67,4 +70,6 @@ echo "== 3. validate --live $(date -u +%T)"
 echo "rc=$?"; [ -s "$OUT/live.json" ] && cat "$OUT/live.json"
 echo "== 4. host cost per launch $(date -u +%T)"
 [ -n "${SKIP_HOST:-}" ] || timeout 90 $PY bench/host_launch_cost.py --device "$DEVICE" --out "$OUT/host_launch-$TAG.json"
+echo "== 5. the routed experts' GEMMs $(date -u +%T)"
+[ -n "${SKIP_MOE:-}" ] || [ "$DEVICE" = cpu ] || timeout 150 $PY bench/moe_gemm_bench.py --out "$OUT/moe_gemm-$TAG.json"
 echo "== done $(date -u +%T)"

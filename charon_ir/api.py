@@ -6,8 +6,8 @@ hardware, price every op, check memory, lower to events and interpret. Every ste
 is a pass of the registry, run in this order:
 
     shard-tensor, sequence-parallel, shard-context, shard-expert, fuse, pipeline,
-    data-parallel, recompute, set-target, cost-annotate, memory-analysis,
-    lower-to-events
+    data-parallel, recompute, accumulate-gradients, unfuse-optimizer,
+    group-expert-gemms, set-target, memory-analysis, cost-annotate, lower-to-events
 """
 
 from __future__ import annotations
@@ -492,6 +492,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         if config.optimizer not in OPTIMIZERS:
             raise CharonError(f"--optimizer must be {', '.join(OPTIMIZERS)}, got '{config.optimizer}'")
         plan.append(("unfuse-optimizer", {"loss_scale": config.optimizer == "unfused-fp16"}))
+    # the routed experts run as grouped GEMMs (a no-op for a dense model)
+    plan.append(("group-expert-gemms", {}))
     target: dict[str, Any] = {"hardware": config.hardware, "gpus": config.gpus,
                               "gpus_per_node": config.gpus_per_node}
     if config.cluster:

@@ -54,6 +54,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "recompute": _pass("charon_ir.passes.recompute", "RecomputePass"),
     "accumulate-gradients": _pass("charon_ir.passes.accumulate_gradients", "AccumulateGradientsPass"),
     "unfuse-optimizer": _pass("charon_ir.passes.unfuse_optimizer", "UnfuseOptimizerPass"),
+    "group-expert-gemms": _pass("charon_ir.passes.group_expert_gemms", "GroupExpertGemmsPass"),
     "memory-analysis": _pass("charon_ir.passes.memory_analysis", "MemoryAnalysisPass"),
 }
 

@@ -1132,6 +1132,9 @@ class MatmulOp(ComputeOp):
     `C[..., M, N] = op(A)[..., M, K] x op(B)[..., K, N]`, op() transposing the last
     two dims when `transpose_lhs`/`transpose_rhs` is set. `rhs` is either rank 2 (a
     weight shared over the batch dims of `lhs`) or has the same batch dims as `lhs`.
+    `grouped` (batched operands only): one GEMM per batch index, each its own
+    kernel or its own tiles of a grouped kernel, as the routed experts run
+    (`group-expert-gemms`), not one strided-batched GEMM whose waves pool them.
     """
 
     name = "sim.matmul"
@@ -1141,6 +1144,7 @@ class MatmulOp(ComputeOp):
     result = result_def(AnyTensor)
     transpose_lhs = opt_prop_def(UnitAttr)
     transpose_rhs = opt_prop_def(UnitAttr)
+    grouped = opt_prop_def(UnitAttr)
 
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
@@ -1197,6 +1201,10 @@ class MatmulOp(ComputeOp):
         if len(b) > 2 and tuple(b[:-2]) != tuple(a[:-2]):
             raise VerifyException(
                 f"batch dims differ: lhs {list(a[:-2])}, rhs {list(b[:-2])}"
+            )
+        if self.grouped is not None and (len(a) < 3 or len(b) < 3):
+            raise VerifyException(
+                f"grouped needs batched operands (one GEMM per batch index), got ranks {len(a)} and {len(b)}"
             )
         _, m, n, _ = self.dims()
         expected = (*a[:-2], m, n)

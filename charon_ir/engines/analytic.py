@@ -246,7 +246,11 @@ class AnalyticEngine(CostEngine):
         dtype = compute_dtype(op)
         if isinstance(op, MatmulOp):
             batch, m, n, k = op.gemm_dims()
-            time = matmul_time_s(gpu, dtype, batch, m, n, k, nbytes)
+            if op.grouped is not None:
+                # one GEMM per expert: each fills its own tiles and waves
+                time = batch * matmul_time_s(gpu, dtype, 1, m, n, k, nbytes / batch)
+            else:
+                time = matmul_time_s(gpu, dtype, batch, m, n, k, nbytes)
         elif isinstance(op, (AttentionOp, AttentionGradOp)):
             b, sq, hq, d = shape_of(op.q)
             _, skv, hkv, _ = shape_of(op.k)

@@ -101,12 +101,23 @@ def gemm_efficiency(gpu: GpuSpec, batch: int, m: int, n: int, k: int) -> float:
     return gemm_max(gpu) * best * k_eff
 
 
+SAME_FP8_TENSOR_CORES = {"H200-SXM-141GB": "H100-SXM5-80GB"}
+"""GPU types with no fp8 matmul sweep of their own whose fp8 GEMMs run on a calibrated
+type's SMs at its clocks: the H200 is the H100's GH100 at the same 1,980 MHz boost with
+more and faster HBM, which a compute-bound fp8 GEMM does not read. Measured on an H200
+(test/data/gpu/moe_gemm-h200.json, per-tensor `torch._scaled_mm`, 24 shapes): at the
+H100's fp8 ceiling its GEMMs took 0.91-1.76 x the price (layers 1.07-1.19 x); at its own
+bf16 ceiling, the fallback before, 1.26-1.55 x per layer."""
+
+
 def gemm_max_fp8(gpu: GpuSpec) -> float:
     """The ceiling of an fp8 GEMM: the GPU file's `gemm_max` if it states one, else
-    GEMM_MAX_FP8 of its calibration, else its bf16 ceiling."""
+    GEMM_MAX_FP8 of its calibration (or of the type whose fp8 tensor cores it
+    shares, SAME_FP8_TENSOR_CORES), else its bf16 ceiling."""
     if gpu.efficiency.gemm_max is not None:
         return gpu.efficiency.gemm_max
     name = SAME_SILICON.get(gpu.calibration, gpu.calibration)
+    name = name if name in GEMM_MAX_FP8 else SAME_FP8_TENSOR_CORES.get(name, name)
     return GEMM_MAX_FP8.get(name, gemm_max(gpu))
 
 

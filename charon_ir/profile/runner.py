@@ -338,6 +338,9 @@ def prepare(op: ComputeOp, device: torch.device) -> Callable[[], object]:
         # stored as [.., K, M] / [.., N, K]: the transposed views cuBLAS/MKL take
         a = a.mT if op.transpose_lhs is not None else a
         b = b.mT if op.transpose_rhs is not None else b
+        if op.grouped is not None:  # one GEMM per batch index, as a grouped linear runs
+            pairs = list(zip(a.flatten(0, -3), b.flatten(0, -3)))
+            return _no_grad(lambda: [torch.mm(x, y) for x, y in pairs])
         return _no_grad(lambda: torch.matmul(a, b))
     if isinstance(op, AttentionOp):
         return _no_grad(_prepare_attention(op, device))

@@ -1,7 +1,8 @@
 // RUN: charon-opt %s | charon-opt | filecheck %s
 // RUN: charon-opt %s --print-op-generic | charon-opt | filecheck %s
 
-// The ops the torch frontend adds: MoE routing (top-k, dispatch, combine) and
+// The ops the torch frontend adds: MoE routing (top-k, dispatch, combine, the
+// experts' grouped GEMM) and
 // the KV cache of a serving step.
 
 builtin.module {
@@ -15,6 +16,12 @@ builtin.module {
 
   %d = sim.moe_dispatch %x, %idx : (tensor<8x16xbf16>, tensor<8x2xi64>) -> tensor<4x4x16xbf16>
   // CHECK-NEXT: %[[D:.*]] = sim.moe_dispatch %[[X]], %[[IDX]] : (tensor<8x16xbf16>, tensor<8x2xi64>) -> tensor<4x4x16xbf16>
+
+  // the experts' GEMM, one per expert (group-expert-gemms)
+  %we = sim.input "experts" : tensor<4x16x16xbf16>
+  %e = sim.matmul %d, %we {transpose_rhs, grouped} : (tensor<4x4x16xbf16>, tensor<4x16x16xbf16>) -> tensor<4x4x16xbf16>
+  // CHECK-NEXT: %[[WE:.*]] = sim.input "experts" : tensor<4x16x16xbf16>
+  // CHECK-NEXT: sim.matmul %[[D]], %[[WE]] {transpose_rhs, grouped} : (tensor<4x4x16xbf16>, tensor<4x16x16xbf16>) -> tensor<4x4x16xbf16>
 
   %y = sim.moe_combine %d, %idx weights %w : tensor<8x2xf32> : (tensor<4x4x16xbf16>, tensor<8x2xi64>) -> tensor<8x16xbf16>
   // CHECK-NEXT: sim.moe_combine %[[D]], %[[IDX]] weights %[[W]] : tensor<8x2xf32> : (tensor<4x4x16xbf16>, tensor<8x2xi64>) -> tensor<8x16xbf16>

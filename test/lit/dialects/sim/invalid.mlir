@@ -20,6 +20,13 @@
 
 // -----
 
+%a = sim.input "a" : tensor<2x4x8xbf16>
+%w = sim.input "w" : tensor<8x8xbf16>
+%b = sim.matmul %a, %w {grouped} : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
+// CHECK: error: 'sim.matmul' op grouped needs batched operands (one GEMM per batch index), got ranks 3 and 2
+
+// -----
+
 %q = sim.input "q" : tensor<1x16x6x64xbf16>
 %k = sim.input "k" : tensor<1x16x4x64xbf16>
 %o = sim.attention %q, %k, %k {causal} : (tensor<1x16x6x64xbf16>, tensor<1x16x4x64xbf16>, tensor<1x16x4x64xbf16>) -> tensor<1x16x6x64xbf16>
