@@ -27,17 +27,17 @@ times are the first GPU's.
 """
 
 from dataclasses import dataclass
-
-from xdsl.context import Context
 from math import prod
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
-from charon_ir.dialects.sim import COST_ATTR, MEMORY_ATTR, NODE_KIND_ATTR, StageOp, TARGET_ATTR
 from charon_ir.dialects.event import ProgramOp
-from charon_ir.parallel.mesh import check_grids_fit, grid_axes
+from charon_ir.dialects.sim import COST_ATTR, MEMORY_ATTR, NODE_KIND_ATTR, StageOp, TARGET_ATTR
 from charon_ir.errors import CharonError
+from charon_ir.parallel.mesh import check_grids_fit, grid_axes
 from charon_ir.target.cluster import MAX_CLUSTER_COUNT, Cluster, load_cluster
 from charon_ir.target.hardware import UnknownGpuError, load_gpu
 from charon_ir.target.target import Target
@@ -172,12 +172,9 @@ def place_stages(op: ModuleOp, cluster: Cluster, gpus: int) -> None:
         if MEMORY_ATTR in stage.attributes:
             raise CharonError("set-target: the module's memory is analysed for one kind of GPU; "
                               "set a cluster of several node kinds before memory-analysis")
-        block = stage.parent_block()
-        assert block is not None
         for kind, ids in by_kind.items():
             part = stage.clone()
             part.virtual_stages = DenseArrayBase.from_list(i64, ids)
             part.attributes[NODE_KIND_ATTR] = StringAttr(kind)
-            block.insert_op_before(part, stage)
-        stage.detach()
-        stage.erase()
+            Rewriter.insert_op(part, InsertPoint.before(stage))
+        Rewriter.erase_op(stage)

@@ -112,7 +112,7 @@ def llama_step_mlir(s: LlamaShape = LlamaShape()) -> str:
     w.emit(f'%sin_kv = sim.input "rope_sin_kv" : {kvt}')
     w.emit(f'%onehot = sim.input "labels_onehot" : {w.t(T, V)}')
     for n, _ in weights:
-        w.emit(f'%{n} = sim.param "layers.{n}" : {stacked[n]}')
+        w.emit(f'%{n} = sim.param "layers.{n}" {{stacked}} : {stacked[n]}')
 
     # ---- forward
     fwd_types = [act, w.t(T, V), w.t(T, H), *saved_stacked]

@@ -26,6 +26,8 @@ def _summary(report: dict) -> Table:
     table.add_row("iteration time", _seconds(report["iteration_time_s"]))
     if report.get("tokens_per_s"):
         table.add_row("tokens/s", f"{report['tokens_per_s']:,.0f}")
+    else:  # hand-written IR: the step's tokens are its `sim.input {tokens}`
+        table.add_row("tokens/s", "not known: no sim.input marked {tokens}")
     table.add_row("TFLOP/s per GPU", f"{report['tflops_per_gpu']:.1f}")
     table.add_row("MFU", f"{100 * report['mfu']:.1f} %")
     if report.get("model_flops_per_gpu", 0.0) < report.get("flops_per_gpu", 0.0):  # recompute

@@ -243,7 +243,6 @@ def _priced_parts(module) -> tuple[float, float, float]:
 
 
 def _price_prefill(shape: ReplicaShape, degree: int, mode: str, tokens: int) -> tuple[float, float, float]:
-
     ctx, module = load_model_module(shape.model, seq_len=tokens, batch=1, mode="prefill")
     make_pass("fuse").apply(ctx, module)
     if shape.tp > 1:
@@ -266,7 +265,6 @@ def _lengths(context: int) -> tuple[int, ...]:
 
 
 def _prefill_key(shape: ReplicaShape, degree: int, mode: str, lengths: tuple[int, ...]) -> str:
-
     digest = hashlib.sha256(Path(shard_context.__file__).read_bytes() + Path(__file__).read_bytes())
     payload = json.dumps([CP_TABLE_VERSION, table_key(shape), degree, mode, lengths, digest.hexdigest()])
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
@@ -341,7 +339,6 @@ class GroupComms:
         return link.bandwidth
 
     def _topology(self):
-
         gpu = load_gpu(self.hardware)
         return Target(gpu, self.gpus_per_rank * self.ranks, gpu.gpus_per_node).topology
 

@@ -53,3 +53,12 @@ def test_waited_for_pipeline_sends_are_named_among_the_framework_defaults():
         "megatron-core: waited-for pipeline sends, ZeRO-1")
     settings["pp_send_overlap"] = {"value": True, "from": "default"}
     assert _framework_defaults({"name": "megatron-core", "settings": settings}) == "megatron-core: ZeRO-1"
+
+
+def test_a_step_of_unknown_tokens_says_why_it_has_no_throughput():
+    """Hand-written IR whose inputs carry no `{tokens}` marker: the table says so
+    instead of leaving the tokens/s row out."""
+    r = report(1) | {"tokens_per_s": None}
+    text = render(r)
+    assert "no sim.input marked {tokens}" in text
+    assert "no sim.input marked" not in render(report(1))
