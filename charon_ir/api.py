@@ -61,6 +61,16 @@ class TrainingConfig:
     pp: int = 1
     dp: int = 0
     cp: int = 1
+    cp_comm_type: str = "p2p"
+    """How context-parallel attention sees the whole sequence (Megatron-Core's
+    `--cp-comm-type`, Transformer Engine's `cp_comm_type`): p2p, the ring
+    (`shard-context{mode=ring}`); a2a, Ulysses' all-to-alls (`mode=ulysses`);
+    a2a+p2p, all-to-alls within groups of `hierarchical_cp` ranks and the ring
+    between the groups (`mode=a2a+p2p`)."""
+    hierarchical_cp: int = 0
+    """With cp_comm_type a2a+p2p: ranks of the inner all-to-all group (the first of
+    Megatron-Core's `--hierarchical-context-parallel-sizes`); the ring runs over
+    cp / hierarchical_cp of them."""
     ep: int = 1
     vpp: int = 1
     sequence_parallel: bool = False
@@ -237,6 +247,7 @@ class TrainingConfig:
         for flag, value, minimum in (
             ("--gpus", self.gpus, 1), ("--gpus-per-node", self.gpus_per_node, 0),
             ("--tp", self.tp, 1), ("--pp", self.pp, 1), ("--dp", self.dp, 0), ("--cp", self.cp, 1),
+            ("--hierarchical-cp", self.hierarchical_cp, 0),
             ("--ep", self.ep, 1), ("--vpp", self.vpp, 1), ("--seq-len", self.seq_len, 1),
             ("--micro-batch", self.micro_batch, 1), ("--global-batch", self.global_batch, 0),
         ):
@@ -399,6 +410,31 @@ def _routing_groups(model: str) -> dict[str, int]:
     return {}
 
 
+CP_COMM_TYPES = {"p2p": "ring", "a2a": "ulysses", "a2a+p2p": "a2a+p2p"}
+"""Megatron-Core's --cp-comm-type -> shard-context's mode."""
+
+
+def context_options(config: TrainingConfig) -> dict[str, Any]:
+    """shard-context's options for --cp, --cp-comm-type and --hierarchical-cp;
+    the flags' own errors here, the model's (heads, sequence) the pass's."""
+    kind, inner = config.cp_comm_type, config.hierarchical_cp
+    if kind not in CP_COMM_TYPES:
+        raise CharonError(f"--cp-comm-type must be {', '.join(CP_COMM_TYPES)}, got '{kind}'")
+    if kind != "p2p" and config.cp == 1:
+        raise CharonError(f"--cp-comm-type {kind} needs --cp > 1")
+    if inner and kind != "a2a+p2p":
+        raise CharonError(f"--hierarchical-cp {inner} needs --cp-comm-type a2a+p2p, not {kind}")
+    if kind != "a2a+p2p":
+        return {"cp": config.cp, **({"mode": CP_COMM_TYPES[kind]} if kind != "p2p" else {})}
+    if not inner:
+        raise CharonError("--cp-comm-type a2a+p2p needs --hierarchical-cp A: the ranks of the inner "
+                          "all-to-all group (the ring runs over cp / A groups)")
+    if config.cp % inner or not 1 < inner < config.cp:
+        raise CharonError(f"--hierarchical-cp {inner} must divide --cp {config.cp} and lie strictly between "
+                          "1 and it (1 is --cp-comm-type p2p, cp is a2a)")
+    return {"cp": config.cp, "mode": "a2a+p2p", "a2a": inner}
+
+
 def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     """The passes of one training run, in order, with their options: the one
     definition `build_training_module` and `charon sweep` both follow.
@@ -431,7 +467,7 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         raise CharonError(f"--overlap-param-gather needs --zero 1 or 2 (only they gather updated "
                           f"parameters), got {'--fsdp' if config.fsdp else f'--zero {zero}'}")
     if config.cp > 1:
-        plan.append(("shard-context", {"cp": config.cp}))
+        plan.append(("shard-context", context_options(config)))
     # refused whatever ep: a value ep 1 does not read is still a typo
     if config.moe_dispatcher not in MOE_DISPATCHERS:
         raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "

@@ -58,7 +58,7 @@ from charon_ir.dialects.coll import GRAD_SYNC
 from charon_ir.dialects.sim import DATA_PARALLEL_ATTR, FIRST_FORWARD_ATTR, OPTIMIZER_KERNELS_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.parallel.experts import is_expert_weight
-from charon_ir.parallel.mesh import MESH, ensure_axis, grid_axes
+from charon_ir.parallel.mesh import CONTEXT_AXES, MESH, context_parallel, ensure_axis, grid_axes
 from charon_ir.parallel.rebuild import optimizer_step_over
 
 
@@ -287,7 +287,7 @@ def _fold_context_gradient_sums(module: ModuleOp) -> None:
     the step's reduction over dp x cp sums the partial gradients once, not every
     micro-batch."""
     for op in list(module.walk()):
-        if isinstance(op, coll.AllReduceOp) and GRAD_SYNC in op.attributes and op.axis_names() == ["cp"]:
+        if isinstance(op, coll.AllReduceOp) and GRAD_SYNC in op.attributes and set(op.axis_names()) <= set(CONTEXT_AXES):
             op.result.replace_all_uses_with(op.input)
             op.detach()
             op.erase()
@@ -328,9 +328,10 @@ class DataParallelPass(ModulePass):
         # the ep ranks of a dp rank are replicas of everything but the routed
         # experts, whose gradients are reduced over dp alone
         axes = grid_axes(op)
-        ep, cp = axes.get("ep", 1), axes.get("cp", 1)
+        ep, cp = axes.get("ep", 1), context_parallel(axes)
         bucket = self.bucket_mb * 2**20
-        with_cp = ("cp",) if cp > 1 else ()  # axes in the mesh's order: dp, cp, ep
+        # axes in the mesh's order: dp, cp, cpa, ep
+        with_cp = tuple(a for a in CONTEXT_AXES if axes.get(a, 1) > 1)
         dense = _Sync(self.dp * ep * cp, self.zero, bucket, self.overlap,
                       ("dp", *with_cp, *(("ep",) if ep > 1 else ())))
         experts = _Sync(self.dp * cp, self.zero, bucket, self.overlap, ("dp", *with_cp))

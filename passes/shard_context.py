@@ -45,7 +45,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint
 
 from charon_ir.dialects import coll, sim
@@ -297,22 +303,93 @@ class RingSteps(Partition):
             rewriter.replace_uses_with_if(r, m.results[0], lambda use, m=m: use.operation is not m)
 
 
+class JoinContextSums(RewritePattern):
+    """a2a+p2p: a sum over one context axis whose only reader sums it over the
+    other (a weight gradient, partial over both: the ring's all_reduce, then
+    Ulysses') is one all_reduce over cp x cpa, with the outer sum's marks
+    (`coll.grad_sync`), as Megatron-Core reduces over its whole cp group."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: coll.AllReduceOp, rewriter: PatternRewriter) -> None:
+        first = op.input.owner
+        if not isinstance(first, coll.AllReduceOp) or not first.result.has_one_use() or first.attributes:
+            return
+        if {*op.axis_names(), *first.axis_names()} != {"cp", "cpa"} or len(op.axis_names()) != 1:
+            return
+        props = {k: v for k, v in op.properties.items() if k not in ("grid", "grid_axes")}
+        if props != {k: v for k, v in first.properties.items() if k not in ("grid", "grid_axes")}:
+            return
+        joined = coll.AllReduceOp(first.input, MESH, ["cp", "cpa"], op.result.type, **props)
+        joined.attributes.update(op.attributes)
+        rewriter.replace_op(op, joined)
+        rewriter.erase_op(first)
+
+
 @dataclass(frozen=True)
 class ShardContextPass(ModulePass):
     name = "shard-context"
 
     cp: int = 1
-    mode: Literal["ring", "ulysses"] = "ring"
+    mode: Literal["ring", "ulysses", "a2a+p2p"] = "ring"
+    a2a: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.cp < 1:
             raise CharonError(f"shard-context: option 'cp' must be >= 1, got {self.cp}")
+        if self.mode != "a2a+p2p" and self.a2a != 1:
+            raise CharonError(f"shard-context: option 'a2a' ({self.a2a}) needs mode=a2a+p2p, not mode={self.mode}")
         if self.cp == 1:
+            return
+        if self.mode == "a2a+p2p":
+            self.apply_hierarchical(op)
             return
         st = self.analyse(op)
         materialise(st.plan, op)
         tally_replicated(st, op)
         record_replicated_flops(op, self.name, st.replicated_flops)
+
+    def apply_hierarchical(self, op: ModuleOp) -> None:
+        """a2a+p2p: Ulysses over the inner `cpa` axis (a2a ranks), then the ring
+        over the outer `cp` axis (cp / a2a ranks) on what Ulysses left: each ring
+        step's q, k, v are split on the sequence by the ring and on the heads by
+        the all_to_alls, and the kv blocks it receives are typed so."""
+        cp, a2a = self.cp, self.a2a
+        refuse_axis_twice(op, "cp", self.name)
+        refuse_axis_twice(op, "cpa", self.name)
+        refuse_after_data_parallel(op, self.name)
+        seq, heads, kv_heads = attention_dims(op)
+        if not seq:
+            raise CharonError("shard-context: the module has no attention op to split the sequence of")
+        if a2a < 2 or a2a >= cp or cp % a2a:
+            raise CharonError(
+                f"shard-context: option 'a2a' ({a2a}) must divide 'cp' ({cp}) and lie strictly between 1 and "
+                "cp (mode=a2a+p2p; a2a=1 is mode=ring, a2a=cp is mode=ulysses)"
+            )
+        ring = cp // a2a
+        if seq % (2 * cp):
+            raise CharonError(
+                f"shard-context: option 'cp' ({cp}) does not divide the sequence length ({seq}) into "
+                f"2*cp load-balanced chunks (mode=a2a+p2p)"
+            )
+        for what, n in (("attention heads", heads), ("kv heads", kv_heads)):
+            if n % a2a:
+                raise CharonError(
+                    f"shard-context: option 'a2a' ({a2a}) does not divide the {what} ({n}) (mode=a2a+p2p)"
+                )
+        inner = self._analysis(op, "cpa", a2a, "ulysses", seq, seq, heads, kv_heads)
+        materialise(inner.plan, op)
+        tally_replicated(inner, op)
+        # the ring sees the inputs Ulysses split (seq / a2a tokens) and attention on
+        # the whole sequence for heads / a2a
+        outer = self._analysis(op, "cp", ring, "ring", seq // a2a, seq, heads // a2a, kv_heads // a2a)
+        materialise(outer.plan, op)
+        tally_replicated(outer, op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([JoinContextSums()], dce_enabled=False), apply_recursively=False
+        ).rewrite_module(op)
+        # a rank's work beyond 1/cp of the whole: each analysis tallied its own
+        # axis's share; the ring's is over work already 1/a2a of the whole
+        record_replicated_flops(op, self.name, inner.replicated_flops + outer.replicated_flops * a2a)
 
     def analyse(self, op: ModuleOp) -> ShardingAnalysis:
         """The cp grid axis, the split step inputs, then the propagation's record
@@ -339,23 +416,30 @@ class ShardContextPass(ModulePass):
                 f"shard-context: option 'cp' ({cp}) neither divides nor is a multiple of the kv heads "
                 f"({kv_heads}) (mode=ulysses)"
             )
-        ensure_axis(op, "cp", cp, self.name)
-        st = ShardingAnalysis("cp", cp, self.name, hints={"seq": {seq}, "heads": {heads, kv_heads}})
+        return self._analysis(op, "cp", cp, self.mode, seq, seq, heads, kv_heads)
+
+    def _analysis(self, op: ModuleOp, axis: str, size: int, mode: str, tokens_in: int, seq: int,
+                  heads: int, kv_heads: int) -> ShardingAnalysis:
+        """Grid axis `axis` of `size`, every step input with a dim of `tokens_in`
+        tokens split on it, and the propagation with attention run as `mode`."""
+        ensure_axis(op, axis, size, self.name)
+        hints = {"seq": {seq, tokens_in}, "heads": {heads, kv_heads}}
+        st = ShardingAnalysis(axis, size, self.name, hints=hints)
         st.snapshot(op)
         seeded = 0
         for inp in op.body.block.ops:
             if not isinstance(inp, sim.InputOp):
                 continue
             dims = shape(inp.result)
-            tokens = [d for d, n in enumerate(dims) if n == seq and d < 2]
+            tokens = [d for d, n in enumerate(dims) if n == tokens_in and d < 2]
             if not tokens:
                 # a [tokens, ...] input of a hand-written layer (batch folded in)
-                tokens = [0] if dims and dims[0] % seq == 0 and len(dims) == 2 else []
+                tokens = [0] if dims and dims[0] % tokens_in == 0 and len(dims) == 2 else []
             if tokens:
-                st.assign(inp.result, split(tokens[0], cp, "seq"))
+                st.assign(inp.result, split(tokens[0], size, "seq"))
                 seeded += 1
         if not seeded:
             raise CharonError("shard-context: no step input has a sequence dim to split")
-        handler = ContextAttention(st, self.mode)
+        handler = ContextAttention(st, mode)
         analyse(st, op, [ShardAttention(st, handler=handler), ShardGeneric(st)])
         return st

@@ -25,6 +25,7 @@ HAND_WRITTEN_IGNORES = (
     ("moe_dispatcher", "--moe-dispatcher"), ("etp", "--etp"), ("fused_cross_entropy", "--fused-cross-entropy/--no-fused-cross-entropy"),
     ("moe_a2a_overlap", "--moe-a2a-overlap/--no-moe-a2a-overlap"),
     ("pp_send_overlap", "--pp-send-overlap/--no-pp-send-overlap"),
+    ("cp_comm_type", "--cp-comm-type"), ("hierarchical_cp", "--hierarchical-cp"),
 )
 """Flags that shape what the passes build: a .mlir step simulated as written has
 its own shapes, kernels and schedule, and its one run is the fine tier's."""
@@ -64,6 +65,8 @@ def simulate_command(
     pp: Annotated[int, Opt("--pp", help="pipeline stages")] = 1,
     dp: Annotated[int, Opt("--dp", help="data parallel (0: gpus / (tp pp cp))")] = 0,
     cp: Annotated[int, Opt("--cp", help="context parallel")] = 1,
+    cp_comm_type: Annotated[str, Opt("--cp-comm-type", help="with --cp: p2p (ring attention) | a2a (Ulysses all-to-all) | a2a+p2p (all-to-all within --hierarchical-cp ranks, the ring between them), as Megatron-Core's")] = "p2p",
+    hierarchical_cp: Annotated[int, Opt("--hierarchical-cp", help="with --cp-comm-type a2a+p2p: ranks of the inner all-to-all group (Megatron-Core's --hierarchical-context-parallel-sizes A cp/A)")] = 0,
     ep: Annotated[int, Opt("--ep", help="expert parallel")] = 1,
     vpp: Annotated[int, Opt("--vpp", help="model chunks per pipeline stage")] = 1,
     pp_layout: Annotated[str, Opt("--pp-layout", help="layers of each virtual stage, comma-separated "
@@ -187,6 +190,7 @@ def step_options(ctx: typer.Context, params: dict[str, Any]) -> dict[str, Any]:
     return dict(
         hardware=p["hardware"], gpus=p["gpus"], gpus_per_node=p["gpus_per_node"], cluster=p["cluster"],
         tp=p["tp"], pp=p["pp"], dp=p["dp"], cp=p["cp"], ep=p["ep"], vpp=p["vpp"],
+        cp_comm_type=p.get("cp_comm_type", "p2p"), hierarchical_cp=p.get("hierarchical_cp", 0),
         pp_layout=parse_layout(p["pp_layout"]), seq_len=p["seq_len"], global_batch=p["global_batch"],
         micro_batch=p["micro_batch"], recompute=p["recompute"], precision=p["precision"],
         recompute_modules=tuple(m for m in p.get("recompute_modules", "").split(",") if m),

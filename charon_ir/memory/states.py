@@ -27,7 +27,7 @@ from charon_ir.dialects import sim
 from charon_ir.dialects.sim import DATA_PARALLEL_ATTR
 from charon_ir.memory.tensors import is_alias_op, value_bytes
 from charon_ir.parallel.experts import is_expert_weight
-from charon_ir.parallel.mesh import grid_axes
+from charon_ir.parallel.mesh import context_parallel, grid_axes
 
 GRAD_BYTES = 2
 OPTIMIZER_STATE_BYTES: dict[sim.OptimizerKind, int] = {
@@ -59,7 +59,7 @@ class DataParallel:
         if not isinstance(attr, sim.DataParallelAttr):
             return DataParallel()
         axes = grid_axes(module)
-        return DataParallel(attr.dp.data, attr.zero.data, axes.get("ep", 1), axes.get("cp", 1))
+        return DataParallel(attr.dp.data, attr.zero.data, axes.get("ep", 1), context_parallel(axes))
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """The module's device grid, `coll.grid @mesh`, that every parallelism pass extends.
 
-Axes are kept in one canonical order, outermost first: dp, pp, cp, ep, tp. Ranks are
-numbered with the last axis fastest, so tensor parallelism (the chattiest) lands on
+Axes are kept in one canonical order, outermost first: dp, pp, cp, cpa, ep, tp. Ranks
+are numbered with the last axis fastest, so tensor parallelism (the chattiest) lands on
 neighbouring GPUs of one node, then expert, context, pipeline and data parallelism
-(Megatron's default rank order).
+(Megatron's default rank order). Hierarchical context parallelism (shard-context's
+a2a+p2p) splits the context-parallel ranks in two: `cpa`, the inner all-to-all group
+(consecutive ranks, Megatron-Core's `--hierarchical-context-parallel-sizes` first
+size), inside `cp`, the ring between those groups.
 
 Also the queries several passes and the runtime ask of a module's grid: whether
 data parallelism marks a schedule (`schedule_marks`), whether every grid fits
@@ -12,6 +15,8 @@ share them here, not by importing each other.
 """
 
 from __future__ import annotations
+
+from math import prod
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -24,7 +29,10 @@ from charon_ir.target.target import Target
 
 
 MESH = "mesh"
-AXIS_ORDER = ("dp", "pp", "cp", "ep", "tp")
+AXIS_ORDER = ("dp", "pp", "cp", "cpa", "ep", "tp")
+CONTEXT_AXES = ("cp", "cpa")
+"""The context-parallel axes: the ring (or the whole group), and the inner
+all-to-all group of a2a+p2p."""
 
 
 def find_grid(module: ModuleOp, name: str = MESH) -> GridOp | None:
@@ -39,14 +47,19 @@ def grid_axes(module: ModuleOp) -> dict[str, int]:
     return grid.axis_sizes() if grid else {}
 
 
+def context_parallel(axes: dict[str, int]) -> int:
+    """Ranks of a context-parallel group over grid `axes` (cp x cpa)."""
+    return prod(axes.get(a, 1) for a in CONTEXT_AXES)
+
+
 def data_parallel_replicas(module: ModuleOp) -> int:
     """Ranks that hold a replica of the dense weights, each with its own share of
     the step's tokens, and reduce their gradients: dp x ep x cp (expert
     parallelism is carved out of data parallelism; context-parallel ranks hold
     whole weights and reduce over dp x cp, Megatron-Core's
-    `data_parallel_group_with_cp`)."""
+    `data_parallel_group_with_cp`; cp counts cpa's ranks too)."""
     axes = grid_axes(module)
-    return axes.get("dp", 1) * axes.get("ep", 1) * axes.get("cp", 1)
+    return axes.get("dp", 1) * axes.get("ep", 1) * context_parallel(axes)
 
 
 def refuse_axis_twice(module: ModuleOp, axis: str, pass_name: str) -> None:

@@ -87,7 +87,7 @@ ANY_AXIS = "*"
 """The time any axis's communication runs with no compute beside it; the axes'
 exposures are exclusive (EXPOSURE_PRIORITY), so they add up to it."""
 
-EXPOSURE_PRIORITY = ("tp", "cp", "ep", "pp", "dp")
+EXPOSURE_PRIORITY = ("tp", "cp", "cpa", "ep", "pp", "dp")
 """Whose a moment of exposed communication is when several axes' collectives
 run at once with no compute beside them: first the axes whose collectives sit
 inside a layer between two kernels (tp, cp, ep: the next kernel waits for them),

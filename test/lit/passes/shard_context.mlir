@@ -4,6 +4,13 @@
 // RUN: not charon-opt %s -p 'shard-context{cp=3}' 2>&1 | filecheck %s --check-prefix=SEQ
 // RUN: not charon-opt %s -p 'shard-context{cp=8 mode=ulysses}' 2>&1 | filecheck %s --check-prefix=HEADS
 // RUN: not charon-opt %s -p 'shard-context{cp=2},shard-context{cp=2}' 2>&1 | filecheck %s --check-prefix=TWICE
+// RUN: charon-opt %s -p 'shard-context{cp=4 mode="a2a+p2p" a2a=2}' | filecheck %s --check-prefix=HIER
+// RUN: not charon-opt %s -p 'shard-context{cp=4 mode="a2a+p2p" a2a=3}' 2>&1 | filecheck %s --check-prefix=HIER-DIV
+// RUN: not charon-opt %s -p 'shard-context{cp=4 mode="a2a+p2p" a2a=4}' 2>&1 | filecheck %s --check-prefix=HIER-DIV4
+// RUN: not charon-opt %s -p 'shard-context{cp=8 mode="a2a+p2p" a2a=4}' 2>&1 | filecheck %s --check-prefix=HIER-KV
+// RUN: not charon-opt %s -p 'shard-context{cp=32 mode="a2a+p2p" a2a=2}' 2>&1 | filecheck %s --check-prefix=HIER-SEQ
+// RUN: not charon-opt %s -p 'shard-context{cp=4 a2a=2}' 2>&1 | filecheck %s --check-prefix=HIER-MODE
+// RUN: not charon-opt %s -p 'shard-context{cp=4 mode="a2a+p2p" a2a=2},shard-context{cp=2}' 2>&1 | filecheck %s --check-prefix=TWICE
 
 // Context parallelism on the tiny layer of shard_tensor.mlir (32 tokens, 4 query
 // heads, 2 kv heads): every activation holds 16 of the 32 tokens.
@@ -56,6 +63,55 @@
 // ULYSSES-NEXT:  coll.all_to_all %dk4 on @mesh ["cp"] split 1 concat 2 : tensor<1x32x1x16xbf16> -> tensor<1x16x2x16xbf16>
 // ULYSSES-NEXT:  coll.all_to_all %dq4 on @mesh ["cp"] split 1 concat 2 : tensor<1x32x2x16xbf16> -> tensor<1x16x4x16xbf16>
 
+// a2a+p2p (cp = 4: all_to_alls within pairs of ranks on the inner axis `cpa`, the
+// ring over the 2 pairs on `cp`): every activation holds 8 of the 32 tokens; around
+// attention the all_to_alls give each rank 16 tokens of half the heads (2 of 4 q
+// heads, 1 of 2 kv heads), and the ring's blocks are of that shape.
+// HIER:        coll.grid @mesh(axes = ["cp", "cpa"], shape = 2x2)
+// HIER:        sim.input "hidden" : tensor<8x64xbf16>
+// HIER-LABEL:  sim.phase "forward"
+// HIER:        %[[V:.*]] = coll.all_to_all %v4 on @mesh ["cpa"] split 2 concat 1 : tensor<1x8x2x16xbf16> -> tensor<1x16x1x16xbf16>
+// HIER:        %[[Q:.*]] = coll.all_to_all %qr on @mesh ["cpa"] split 2 concat 1 : tensor<1x8x4x16xbf16> -> tensor<1x16x2x16xbf16>
+// HIER:        %[[K:.*]] = coll.all_to_all %kr on @mesh ["cpa"] split 2 concat 1 : tensor<1x8x2x16xbf16> -> tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.send %[[K]] on @mesh ["cp"] shift 1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.send %[[V]] on @mesh ["cp"] shift 1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   %[[K1:.*]] = coll.recv on @mesh ["cp"] shift -1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   %[[V1:.*]] = coll.recv on @mesh ["cp"] shift -1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   %[[O0:.*]] = sim.attention %[[Q]], %[[K]], %[[V]] {causal} : (tensor<1x16x2x16xbf16>, tensor<1x16x1x16xbf16>, tensor<1x16x1x16xbf16>) -> tensor<1x16x2x16xbf16>
+// HIER-NEXT:   %[[QH:.*]] = sim.generic "shard.slice"(%[[Q]]) {{.*}} -> tensor<1x8x2x16xbf16>
+// HIER-NEXT:   %[[O1:.*]] = sim.attention %[[QH]], %[[K1]], %[[V1]] : (tensor<1x8x2x16xbf16>, tensor<1x16x1x16xbf16>, tensor<1x16x1x16xbf16>) -> tensor<1x8x2x16xbf16>
+// HIER-NEXT:   %[[O:.*]] = sim.generic "ring_attention.merge"(%[[O0]], %[[O1]]) {flop_count = 0.000000e+00 : f64, byte_count = 3.584000e+03 : f64}
+// HIER-NEXT:   %[[OS:.*]] = coll.all_to_all %[[O]] on @mesh ["cpa"] split 1 concat 2 : tensor<1x16x2x16xbf16> -> tensor<1x8x4x16xbf16>
+// HIER-NEXT:   sim.view %[[OS]] : tensor<1x8x4x16xbf16> -> tensor<8x64xbf16>
+// HIER:        sim.yield %n1, %[[Q]], %[[K]], %[[V]], %[[O]],
+// Weight gradients: one sum over both axes, marked for data-parallel to fold.
+// HIER-LABEL:  sim.phase "backward"
+// HIER:        coll.all_reduce %dwd on @mesh ["cp", "cpa"] {coll.grad_sync} : tensor<64x128xbf16>
+// HIER-NOT:    coll.all_reduce %{{.*}} on @mesh ["cp"]
+// HIER:        %[[DO:.*]] = coll.all_to_all %do4 on @mesh ["cpa"] split 2 concat 1 : tensor<1x8x4x16xbf16> -> tensor<1x16x2x16xbf16>
+// HIER-NEXT:   coll.send %f_2 on @mesh ["cp"] shift 1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.send %f_3 on @mesh ["cp"] shift 1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.recv on @mesh ["cp"] shift -1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.recv on @mesh ["cp"] shift -1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   %dq4, %dk4, %dv4 = sim.attention_grad %f_1, %f_2, %f_3, %f_4, %[[DO]] {causal}
+// HIER:        sim.attention_grad {{.*}} : (tensor<1x8x2x16xbf16>, tensor<1x16x1x16xbf16>, tensor<1x16x1x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>)
+// HIER-NEXT:   coll.send %{{.*}} on @mesh ["cp"] shift -1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.send %{{.*}} on @mesh ["cp"] shift -1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.recv on @mesh ["cp"] shift 1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   coll.recv on @mesh ["cp"] shift 1 : tensor<1x16x1x16xbf16>
+// HIER-NEXT:   %[[DQ:.*]] = sim.generic "ring_attention.merge_dq"
+// HIER-NEXT:   %[[DK:.*]] = sim.generic "ring_attention.merge_dk"
+// HIER-NEXT:   %[[DV:.*]] = sim.generic "ring_attention.merge_dv"
+// HIER-NEXT:   coll.all_to_all %[[DV]] on @mesh ["cpa"] split 1 concat 2 : tensor<1x16x1x16xbf16> -> tensor<1x8x2x16xbf16>
+// HIER-NEXT:   coll.all_to_all %[[DK]] on @mesh ["cpa"] split 1 concat 2 : tensor<1x16x1x16xbf16> -> tensor<1x8x2x16xbf16>
+// HIER-NEXT:   coll.all_to_all %[[DQ]] on @mesh ["cpa"] split 1 concat 2 : tensor<1x16x2x16xbf16> -> tensor<1x8x4x16xbf16>
+// HIER:        coll.all_reduce %dwq on @mesh ["cp", "cpa"] {coll.grad_sync} : tensor<64x64xbf16>
+
+// HIER-DIV: charon-opt: error: shard-context: option 'a2a' (3) must divide 'cp' (4) and lie strictly between 1 and cp (mode=a2a+p2p; a2a=1 is mode=ring, a2a=cp is mode=ulysses)
+// HIER-DIV4: charon-opt: error: shard-context: option 'a2a' (4) must divide 'cp' (4)
+// HIER-KV: charon-opt: error: shard-context: option 'a2a' (4) does not divide the kv heads (2) (mode=a2a+p2p)
+// HIER-SEQ: charon-opt: error: shard-context: option 'cp' (32) does not divide the sequence length (32) into 2*cp load-balanced chunks (mode=a2a+p2p)
+// HIER-MODE: charon-opt: error: shard-context: option 'a2a' (2) needs mode=a2a+p2p, not mode=ring
 // SEQ: charon-opt: error: shard-context: option 'cp' (3) does not divide the sequence length (32)
 // HEADS: charon-opt: error: shard-context: option 'cp' (8) does not divide the attention heads (4) (mode=ulysses)
 // TWICE: charon-opt: error: shard-context: the module is already sharded along grid axis 'cp'
