@@ -466,8 +466,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
     if config.dp_overlap_param_gather and zero not in (1, 2):
         raise CharonError(f"--overlap-param-gather needs --zero 1 or 2 (only they gather updated "
                           f"parameters), got {'--fsdp' if config.fsdp else f'--zero {zero}'}")
+    context = context_options(config)
     if config.cp > 1:
-        plan.append(("shard-context", context_options(config)))
+        plan.append(("shard-context", context))
     # refused whatever ep: a value ep 1 does not read is still a typo
     if config.moe_dispatcher not in MOE_DISPATCHERS:
         raise CharonError(f"--moe-dispatcher must be {', '.join(MOE_DISPATCHERS)}, "

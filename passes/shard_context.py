@@ -321,8 +321,8 @@ class JoinContextSums(RewritePattern):
             return
         joined = coll.AllReduceOp(first.input, MESH, ["cp", "cpa"], op.result.type, **props)
         joined.attributes.update(op.attributes)
-        rewriter.replace_op(op, joined)
-        rewriter.erase_op(first)
+        rewriter.replace(op, joined)
+        rewriter.erase(first)
 
 
 @dataclass(frozen=True)

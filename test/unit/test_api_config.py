@@ -136,3 +136,67 @@ def test_a_pipeline_layout_moves_layers_between_stages(charon_cli, tmp_path):
         result = charon_cli(*args, "--pp-layout", layout)
         assert result.returncode != 0
         assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("flags, want", [
+    ({}, {"cp": 8}),
+    ({"cp_comm_type": "p2p"}, {"cp": 8}),
+    ({"cp_comm_type": "a2a"}, {"cp": 8, "mode": "ulysses"}),
+    ({"cp_comm_type": "a2a+p2p", "hierarchical_cp": 2}, {"cp": 8, "mode": "a2a+p2p", "a2a": 2}),
+])
+def test_cp_comm_type_is_shard_contexts_mode(flags, want):
+    """--cp-comm-type (Megatron-Core's) picks shard-context's mode; a2a+p2p takes
+    its inner all-to-all group from --hierarchical-cp."""
+    plan = pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=8, cp=8, seq_len=8192, **flags))
+    assert options(plan, "shard-context") == want
+
+
+@pytest.mark.parametrize("flags, message", [
+    ({"cp": 8, "cp_comm_type": "ring"}, "--cp-comm-type must be p2p, a2a, a2a+p2p, got 'ring'"),
+    ({"cp": 1, "cp_comm_type": "a2a"}, "--cp-comm-type a2a needs --cp > 1"),
+    ({"cp": 8, "hierarchical_cp": 2}, "--hierarchical-cp 2 needs --cp-comm-type a2a+p2p, not p2p"),
+    ({"cp": 8, "cp_comm_type": "a2a+p2p"}, "--cp-comm-type a2a+p2p needs --hierarchical-cp A"),
+    ({"cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_cp": 3},
+     "--hierarchical-cp 3 must divide --cp 8 and lie strictly between 1 and it"),
+    ({"cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_cp": 8},
+     "--hierarchical-cp 8 must divide --cp 8 and lie strictly between 1 and it"),
+    ({"cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_cp": -1}, "--hierarchical-cp must be >= 0, got -1"),
+])
+def test_bad_cp_comm_flags_are_one_line(flags, message):
+    with pytest.raises(CharonError, match=re.escape(message)) as err:
+        pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=8, seq_len=8192, **flags))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("flags, message", [
+    # the tiny Llama: 4 query heads, 2 kv heads
+    (["--cp", "8", "--hierarchical-cp", "4", "--seq-len", "128"],
+     "shard-context: option 'a2a' (4) does not divide the kv heads (2) (mode=a2a+p2p)"),
+    (["--cp", "4", "--hierarchical-cp", "2", "--seq-len", "132"],
+     "shard-context: option 'cp' (4) does not divide the sequence length (132) into 2*cp load-balanced chunks "
+     "(mode=a2a+p2p)"),
+    (["--cp", "4", "--hierarchical-cp", "3", "--seq-len", "128"],
+     "--hierarchical-cp 3 must divide --cp 4"),
+])
+def test_hierarchical_cp_on_the_command_line(charon_cli, tmp_path, flags, message):
+    """`charon simulate --cp-comm-type a2a+p2p`: the model's misfits are one line,
+    exit 1, no report."""
+    out = tmp_path / "trace.json"
+    result = charon_cli("simulate", "--model", "examples/llama_tiny_config.json", "--gpus", str(int(flags[1])),
+                        "--cp-comm-type", "a2a+p2p", *flags, "--framework", "none", "--trace", str(out))
+    assert result.returncode == 1 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+    assert not out.exists()
+
+
+def test_hierarchical_cp_simulates(charon_cli):
+    """The tiny Llama under the three kinds at cp 4 (2 x 2): the same work per rank."""
+    import json
+
+    flops = {}
+    for kind in (["p2p"], ["a2a"], ["a2a+p2p", "--hierarchical-cp", "2"]):
+        result = charon_cli("simulate", "--model", "examples/llama_tiny_config.json", "--gpus", "4", "--cp", "4",
+                            "--seq-len", "256", "--framework", "none", "--cp-comm-type", *kind, "--json")
+        assert result.returncode == 0, result.stderr
+        flops[kind[0]] = json.loads(result.stdout)["model_flops_per_gpu"]
+    assert flops["a2a+p2p"] == pytest.approx(flops["p2p"]) == pytest.approx(flops["a2a"])

@@ -129,3 +129,96 @@ def test_composes_after_tensor_parallelism():
     assert grid.axis_sizes() == {"cp": 2, "tp": 2}
     att = next(op for op in module.walk() if isinstance(op, sim.AttentionOp))
     assert sim.shape_of(att.q) == (1, 16, 2, 16)
+
+
+hierarchical = st.fixed_dictionaries({
+    "a2a": st.sampled_from([2, 4]),
+    "ring": st.sampled_from([2, 4]),
+    "chunk": st.integers(1, 3),
+    "hidden": st.sampled_from([64, 128]),
+    "kv_heads": st.sampled_from([4, 8]),
+    "group": st.sampled_from([1, 2]),
+    "head_dim": st.sampled_from([8, 16]),
+})
+
+
+@settings(max_examples=15, deadline=None)
+@given(hierarchical)
+def test_hierarchical(case):
+    """a2a+p2p over cp = a2a x ring ranks: the attention work per rank is the
+    ring's and Ulysses' at the same cp (1/cp of the unsharded causal work); per
+    layer forward four all_to_alls on `cpa` move (a2a-1)/a2a of q, k, v and the
+    output as each rank holds them (s/cp tokens, all heads), and the ring sends
+    k and v blocks of s/ring tokens and 1/a2a of the kv heads ring-1 times on `cp`."""
+    a, p, hkv, d = case["a2a"], case["ring"], case["kv_heads"], case["head_dim"]
+    cp, heads = a * p, hkv * case["group"]
+    tokens = 2 * cp * case["chunk"]
+    text = llama_layer(tokens, case["hidden"], heads, hkv, d, 96)
+    before = parse(text)
+    module = apply_pipeline(parse(text), f'shard-context{{cp={cp} mode="a2a+p2p" a2a={a}}}')
+    grid = next(op for op in module.walk() if isinstance(op, coll.GridOp))
+    assert grid.axis_sizes() == {"cp": p, "cpa": a}
+    unsharded = flops_of(before, ATTENTION)
+    assert cp * flops_of(module, ATTENTION) == pytest.approx(unsharded, rel=1e-12)
+    ring = apply_pipeline(parse(text), f"shard-context{{cp={cp} mode=ring}}")
+    assert flops_of(module, ATTENTION) == pytest.approx(flops_of(ring, ATTENTION), rel=1e-12)
+    if heads % cp == 0 and hkv % cp == 0:
+        ulysses = apply_pipeline(parse(text), f"shard-context{{cp={cp} mode=ulysses}}")
+        assert flops_of(module, ATTENTION) == pytest.approx(flops_of(ulysses, ATTENTION), rel=1e-12)
+    rep = replicated_flops(module)["shard-context"]
+    assert cp * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+    fwd = phase(module, "forward")
+    a2a = [op for op, _ in collective_calls(module, coll.AllToAllOp, "cpa") if fwd.is_ancestor(op)]
+    assert all(op.axis_names() == ["cpa"] for op in a2a) and len(a2a) == 4
+    local = tokens // cp
+    moved = 2 * local * d * (2 * heads + 2 * hkv)  # bf16 q, out, k, v per rank
+    assert sum(op.ring_bytes_per_rank() for op in a2a) == pytest.approx((a - 1) / a * moved, rel=1e-12)
+    sends = [op for op, _ in collective_calls(module, coll.SendOp) if fwd.is_ancestor(op)]
+    assert all(op.axis_names() == ["cp"] for op in sends) and len(sends) == 2 * (p - 1)
+    block = 2 * (tokens // p) * (hkv // a) * d
+    assert sum(op.ring_bytes_per_rank() for op in sends) == (p - 1) * 2 * block
+    # the weight gradients: one sum over both axes each
+    bwd = phase(module, "backward")
+    reduces = [op for op, _ in collective_calls(module, coll.AllReduceOp) if bwd.is_ancestor(op)]
+    assert len(reduces) == 9
+    assert all(op.axis_names() == ["cp", "cpa"] and "coll.grad_sync" in op.attributes for op in reduces)
+
+
+def test_hierarchical_is_deterministic():
+    text = llama_layer(64, 64, 8, 4, 16, 128)
+    runs = [str(apply_pipeline(parse(text), 'shard-context{cp=8 mode="a2a+p2p" a2a=2}')) for _ in range(2)]
+    assert runs[0] == runs[1]
+
+
+def test_hierarchical_gradients_fold_into_data_parallel():
+    """data-parallel folds the cp x cpa gradient sums into its reduction over
+    dp x cp x cpa, as it folds the ring's over dp x cp."""
+    module = apply_pipeline(parse(llama_layer(32, 64, 4, 2, 16, 128)),
+                            'shard-context{cp=4 mode="a2a+p2p" a2a=2},data-parallel{dp=2}')
+    sums = [op for op, _ in collective_calls(module, coll.AllReduceOp) if "coll.grad_sync" in op.attributes]
+    assert not sums
+    reductions = [op for op, _ in collective_calls(module, coll.AllReduceOp, "dp")]
+    assert reductions and all(op.axis_names() == ["dp", "cp", "cpa"] for op in reductions)
+    assert all(op.group_size() == 8 for op in reductions)
+
+
+@pytest.mark.parametrize(
+    "tokens, options, message",
+    [
+        (32, 'cp=4 mode="a2a+p2p" a2a=3', "shard-context: option 'a2a' (3) must divide 'cp' (4) and lie strictly "
+         "between 1 and cp (mode=a2a+p2p; a2a=1 is mode=ring, a2a=cp is mode=ulysses)"),
+        (32, 'cp=4 mode="a2a+p2p"', "shard-context: option 'a2a' (1) must divide 'cp' (4) and lie strictly "
+         "between 1 and cp (mode=a2a+p2p; a2a=1 is mode=ring, a2a=cp is mode=ulysses)"),
+        (40, 'cp=8 mode="a2a+p2p" a2a=2', "shard-context: option 'cp' (8) does not divide the sequence length "
+         "(40) into 2*cp load-balanced chunks (mode=a2a+p2p)"),
+        (64, 'cp=16 mode="a2a+p2p" a2a=8', "shard-context: option 'a2a' (8) does not divide the attention heads "
+         "(4) (mode=a2a+p2p)"),
+        (32, 'cp=8 mode="a2a+p2p" a2a=4', "shard-context: option 'a2a' (4) does not divide the kv heads (2) "
+         "(mode=a2a+p2p)"),
+        (32, "cp=4 mode=ulysses a2a=2", "shard-context: option 'a2a' (2) needs mode=a2a+p2p, not mode=ulysses"),
+    ],
+)
+def test_hierarchical_errors(tokens, options, message):
+    with pytest.raises(CharonError) as err:
+        apply_pipeline(parse(llama_layer(tokens, 64, 4, 2, 16, 128)), f"shard-context{{{options}}}")
+    assert str(err.value) == message
