@@ -24,6 +24,18 @@ Options:
     sequence into split on the heads, attention runs on the whole sequence for
     1/cp of the heads, and an all_to_all turns the output back (the backward does
     the same for the gradients). kv heads fewer than cp are gathered whole.
+  - `a2a+p2p`: hierarchical, Transformer Engine's `cp_comm_type="a2a+p2p"`
+    (Megatron-Core's `--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes
+    a2a cp/a2a`): the cp ranks form groups of `a2a` consecutive ranks (grid axis
+    `cpa`, inside `cp`, which then counts the cp/a2a groups). Around attention,
+    Ulysses' all_to_alls over `cpa` turn [s/cp tokens, all heads] into
+    [s/(cp/a2a) tokens, heads/a2a]; the ring (with its load-balanced causal
+    chunks, 2*cp/a2a of them) runs over `cp` on those, its kv blocks of heads/a2a;
+    the all_to_alls turn the output (and, in the backward, dq, dk, dv) back. q
+    and kv heads must be multiples of `a2a` (TE asserts it). Weight gradients are
+    one all_reduce over cp x cpa.
+- a2a: with mode=a2a+p2p, ranks of the inner all-to-all group; it divides cp and
+  lies strictly between 1 (mode=ring) and cp (mode=ulysses) (default 1).
 
 Run it after shard-tensor and sequence-parallel: the kv blocks a ring step
 receives (coll.recv) take their types from the module as it is then, and a later
@@ -32,8 +44,9 @@ pass that splits k and v again cannot retype them.
 The sequence split starts at the step inputs (token ids, positions, labels, and
 any other input with a sequence dim) and propagates; each op is token-local except
 attention and the sums over tokens, which leave partial sums: weight gradients are
-all-reduced over `cp` (marked `coll.grad_sync`: data-parallel folds them into its
-one reduction over dp x cp per step) and so is the loss.
+all-reduced over `cp` (over cp x cpa with a2a+p2p; marked `coll.grad_sync`:
+data-parallel folds them into its one reduction over dp x cp per step) and so is
+the loss.
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charon_ir.dialects import coll, sim
+from charon_ir.dialects import coll, event, sim
+from charon_ir.dialects.event import Link
 from charon_ir.errors import CharonError
+from charon_ir.memory.states import DataParallel
 from charon_ir.parallel.accounting import collective_calls, replicated_flops, total_flops
 from charon_ir.parallel.examples import apply_pipeline, llama_layer, parse
 
@@ -200,6 +202,10 @@ def test_hierarchical_gradients_fold_into_data_parallel():
     reductions = [op for op, _ in collective_calls(module, coll.AllReduceOp, "dp")]
     assert reductions and all(op.axis_names() == ["dp", "cp", "cpa"] for op in reductions)
     assert all(op.group_size() == 8 for op in reductions)
+    # the memory model shards the optimizer states over the same group
+    zero1 = apply_pipeline(parse(llama_layer(32, 64, 4, 2, 16, 128)),
+                           'shard-context{cp=4 mode="a2a+p2p" a2a=2},data-parallel{dp=2 zero=1}')
+    assert DataParallel.from_module(zero1).dense_replicas == 8
 
 
 @pytest.mark.parametrize(
@@ -222,3 +228,22 @@ def test_hierarchical_errors(tokens, options, message):
     with pytest.raises(CharonError) as err:
         apply_pipeline(parse(llama_layer(tokens, 64, 4, 2, 16, 128)), f"shard-context{{{options}}}")
     assert str(err.value) == message
+
+
+def test_hierarchical_links():
+    """16 GPUs, 8 a node, tp 2 innermost: the all-to-all groups (cpa 4 x tp 2 = one
+    node) stay on NVLink, the ring between them (cp 2) and the gradient sum over
+    cp x cpa cross the network."""
+    module = apply_pipeline(
+        parse(llama_layer(256, 64, 8, 8, 16, 128)),
+        'shard-tensor{tp=2},shard-context{cp=8 mode="a2a+p2p" a2a=4},'
+        "set-target{hardware=H100-SXM5-80GB gpus=16},cost-annotate,lower-to-events",
+    )
+    links: dict[tuple[str, str, int], set[Link | None]] = {}
+    for op in module.walk():
+        if isinstance(op, event.CommOp):
+            key = (op.label.data, op.stream.root_reference.data, op.group_size())
+            links.setdefault(key, set()).add(op.link_kind())
+    assert links[("all_to_all", "comm_cpa", 4)] == {Link.SCALE_UP}
+    assert links[("send", "comm_cp_send", 2)] == {Link.SCALE_OUT}
+    assert links[("all_reduce", "comm_cp_cpa", 8)] == {Link.SCALE_OUT}
