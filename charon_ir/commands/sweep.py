@@ -41,7 +41,7 @@ AXIS_FLAGS = (
     "peak_flops_scale", "hbm_bw", "hbm_capacity", "scale_up_bw", "scale_out_bw",
     "fuse_attention", "attention_kernel", "tp_comm_overlap", "pipeline_scatter_gather", "dp_bucket_mb",
     "dp_overlap", "dp_overlap_param_gather", "optimizer", "memory_limit_gb", "unfused_grad_accumulation",
-    "framework", "fp8_recipe", "grad_bytes",
+    "framework", "fp8_recipe", "grad_bytes", "cp_comm_type", "hierarchical_cp",
 )
 FLAG_NAMES = {"dp_overlap_param_gather": "--overlap-param-gather"}
 """Settings whose flag is not their name with dashes (as `charon simulate` spells it)."""
@@ -90,6 +90,8 @@ def sweep_command(
     pp: Annotated[str, Opt("--pp", help="pipeline-parallel stages, e.g. 1,2,4")] = "",
     dp: Annotated[str, Opt("--dp", help="data-parallel replicas (0: gpus / (tp pp cp))")] = "",
     cp: Annotated[str, Opt("--cp", help="context-parallel ranks, e.g. 1,2")] = "",
+    cp_comm_type: Annotated[str, Opt("--cp-comm-type", metavar="p2p|a2a|a2a+p2p", help="with cp > 1: p2p (ring) | a2a (Ulysses) | a2a+p2p (all-to-all within --hierarchical-cp ranks, the ring between them); a comma list: an axis")] = "",
+    hierarchical_cp: Annotated[str, Opt("--hierarchical-cp", help="with cp_comm_type a2a+p2p: ranks of the inner all-to-all group, e.g. 2,4")] = "",
     ep: Annotated[str, Opt("--ep", help="expert-parallel ranks (MoE models), e.g. 1,8")] = "",
     vpp: Annotated[str, Opt("--vpp", help="virtual stages per pipeline rank (interleaved)")] = "",
     micro_batch: Annotated[str, Opt("--micro-batch", help="sequences per micro-batch, e.g. 1,2,4")] = "",

@@ -25,7 +25,9 @@ Training points also carry the kernel, overlap and optimizer settings of
 `pipeline_scatter_gather`, `dp_bucket_mb`, `dp_overlap`,
 `dp_overlap_param_gather`, `optimizer`, `unfused_grad_accumulation`) and
 memory-analysis' `memory_limit_gb`, so e.g. `tp_comm_overlap: [false, true]` or
-`dp_bucket_mb: [25, 100]` is an axis.
+`dp_bucket_mb: [25, 100]` is an axis; and how context parallelism runs attention
+(`cp_comm_type: [p2p, a2a, a2a+p2p]`, `hierarchical_cp: [2, 4]`, counted only where
+cp > 1 and, for the inner group, under a2a+p2p).
 
 A value wrong whatever the other settings are (an unknown model, GPU,
 recompute policy, schedule, optimizer or attention kernel, a cluster file that
@@ -49,7 +51,7 @@ from typing import Any
 
 import yaml
 
-from charon_ir.api import OPTIMIZERS
+from charon_ir.api import CP_COMM_TYPES, OPTIMIZERS
 from charon_ir.engines.analytic import FP8_RECIPES
 from charon_ir.engines.base import ENGINES
 from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS, kernel_refusal
@@ -74,6 +76,8 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "pp": 1,
     "dp": 0,
     "cp": 1,
+    "cp_comm_type": "p2p",
+    "hierarchical_cp": 0,
     "ep": 1,
     "vpp": 1,
     "sequence_parallel": False,
@@ -146,6 +150,8 @@ LATER_SETTINGS = (
     "expert_launches",
     "moe_host_sync",
     "moe_a2a_overlap",
+    "cp_comm_type",
+    "hierarchical_cp",
     "pp_send_overlap",
 )
 """Training settings a point gained after results files were first written:
@@ -487,6 +493,7 @@ def _choices(kind: str) -> dict[str, tuple[Any, ...]]:
         "framework": tuple(FRAMEWORKS),
         "fp8_recipe": FP8_RECIPES,
         "grad_bytes": (2, 4),
+        "cp_comm_type": tuple(CP_COMM_TYPES),
     }
 
 
@@ -552,6 +559,10 @@ def normalise(kind: str, config: dict[str, Any]) -> dict[str, Any]:
             out["attention_kernel"] = ""  # no flash attention to price as a kernel
         if out["fsdp"]:
             out["zero"], out["fsdp"] = 3, False  # FSDP is ZeRO-3, one spelling
+        if out["cp"] == 1:
+            out["cp_comm_type"] = defaults["cp_comm_type"]  # no context-parallel attention
+        if out["cp_comm_type"] != "a2a+p2p":
+            out["hierarchical_cp"] = defaults["hierarchical_cp"]  # only a2a+p2p has an inner group
         model_parallel = out["tp"] * out["pp"] * out["cp"]
         if not out["dp"] and model_parallel and out["gpus"] % model_parallel == 0:
             out["dp"] = out["gpus"] // model_parallel
@@ -673,6 +684,10 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return f"global batch {global_batch} not divisible by dp x micro-batch = {dp * mb}"
     if config["seq_len"] % (2 * cp) and cp > 1:
         return f"seq_len {config['seq_len']} not divisible by 2 x cp = {2 * cp}"
+    inner = config["hierarchical_cp"]
+    if config["cp_comm_type"] == "a2a+p2p" and (not 1 < inner < cp or cp % inner):
+        return (f"hierarchical_cp {inner} must divide cp {cp} and lie strictly between 1 and it "
+                "(cp_comm_type a2a+p2p)")
     schedule = config["schedule"] or ("interleaved" if vpp > 1 else "1f1b")
     try:
         check_schedule(schedule, pp, vpp, global_batch // (dp * mb))
@@ -690,6 +705,14 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         return f"ep {ep} with tp {tp}: not on a megatron: model (its tp collectives beside the all-to-alls)"
     if pp * vpp > shape.layers:
         return f"pp x vpp = {pp * vpp} exceeds {shape.layers} layers"
+    if cp > 1 and config["cp_comm_type"] != "p2p":
+        # the heads a rank holds after tensor parallelism (a kv head shared by several)
+        heads, kv_heads = shape.heads // tp, max(shape.kv_heads // tp, 1)
+        group = cp if config["cp_comm_type"] == "a2a" else inner
+        if heads % group or (kv_heads % group if config["cp_comm_type"] == "a2a+p2p" else
+                             kv_heads % group and group % kv_heads):
+            return (f"cp_comm_type {config['cp_comm_type']}: its all-to-all group of {group} does not divide "
+                    f"{heads} heads / {kv_heads} KV heads a tp rank holds")
     if ep > 1 and (not shape.experts or shape.experts % ep):
         return f"ep {ep} does not divide {shape.experts} experts"
     return ""

@@ -152,6 +152,17 @@ LLAMA = ModelShape(layers=8, heads=8, kv_heads=2, experts=0, params=10**9)
         ({"gpus": 8, "zero": 3, "dp_overlap_param_gather": True}, "dp_overlap_param_gather needs zero 1 or 2"),
         ({"gpus": 8, "tp": 2, "tp_comm_overlap": True}, "tp_comm_overlap needs tp > 1 and sequence_parallel"),
         ({"gpus": 8, "tp": 1, "sequence_parallel": True, "tp_comm_overlap": True}, "tp_comm_overlap needs tp > 1"),
+        # context parallelism as Transformer Engine runs it (LLAMA: 8 heads, 2 kv heads)
+        ({"gpus": 8, "cp": 4, "cp_comm_type": "a2a+p2p"},
+         "hierarchical_cp 0 must divide cp 4 and lie strictly between 1 and it (cp_comm_type a2a+p2p)"),
+        ({"gpus": 8, "cp": 4, "cp_comm_type": "a2a+p2p", "hierarchical_cp": 3}, "hierarchical_cp 3 must divide cp 4"),
+        ({"gpus": 8, "cp": 4, "cp_comm_type": "a2a+p2p", "hierarchical_cp": 4}, "hierarchical_cp 4 must divide cp 4"),
+        ({"gpus": 8, "cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_cp": 4},
+         "cp_comm_type a2a+p2p: its all-to-all group of 4 does not divide 8 heads / 2 KV heads a tp rank holds"),
+        ({"gpus": 16, "cp": 16, "cp_comm_type": "a2a"},
+         "cp_comm_type a2a: its all-to-all group of 16 does not divide 8 heads / 2 KV heads a tp rank holds"),
+        ({"gpus": 8, "tp": 2, "cp": 4, "cp_comm_type": "a2a+p2p", "hierarchical_cp": 2},
+         "cp_comm_type a2a+p2p: its all-to-all group of 2 does not divide 4 heads / 1 KV heads a tp rank holds"),
     ],
 )
 def test_illegal_points_name_the_rule(settings, rule):
@@ -173,6 +184,27 @@ def test_serving_combinations_serve_refuses_are_pruned():
 
 def test_legal_point():
     assert illegal_training(point(gpus=8, tp=2, pp=2, global_batch=16), LLAMA) == ""
+    assert illegal_training(point(gpus=8, cp=8, cp_comm_type="a2a+p2p", hierarchical_cp=2), LLAMA) == ""
+    assert illegal_training(point(gpus=8, cp=4, cp_comm_type="a2a"), LLAMA) == ""
+
+
+def test_cp_comm_type_is_a_point_setting():
+    """--cp-comm-type and --hierarchical-cp are settings of a point: they count
+    only where they can matter (cp > 1; the inner group under a2a+p2p), and at
+    their defaults keep the keys points had before them."""
+    ring = point(gpus=8, cp=8)
+    assert config_key(point(gpus=8, cp=8, cp_comm_type="p2p", hierarchical_cp=0)) == config_key(ring)
+    assert config_key(point(gpus=8, cp=8, cp_comm_type="p2p", hierarchical_cp=2)) == config_key(ring)
+    assert config_key(point(gpus=8, cp_comm_type="a2a")) == config_key(point(gpus=8))
+    keys = {config_key(point(gpus=8, cp=8, cp_comm_type=kind, hierarchical_cp=inner))
+            for kind, inner in (("p2p", 0), ("a2a", 0), ("a2a+p2p", 2), ("a2a+p2p", 4))}
+    assert len(keys) == 4
+    space = load_space({"kind": "training", "name": "cp", "model": "llama-3.1-8b", "gpus": 8, "cp": 8,
+                        "cp_comm_type": ["p2p", "a2a", "a2a+p2p"], "hierarchical_cp": [2, 4]})
+    assert len(space.points()) == 4  # p2p and a2a once each
+    with pytest.raises(CharonError, match="'cp_comm_type' must be p2p, a2a or a2a\\+p2p, got 'ring'"):
+        load_space({"kind": "training", "name": "cp", "model": "llama-3.1-8b", "gpus": 8, "cp": 8,
+                    "cp_comm_type": ["ring"]}).points()
 
 
 def test_states_bound_is_sixteen_bytes_per_parameter_sharded_by_zero():
