@@ -282,6 +282,10 @@ class ShardGeneric(ShardPattern):
 
     SOFTMAX_LIKE = frozenset({"aten._log_softmax", "aten._softmax"})
     LOSS_LIKE = frozenset({"aten.nll_loss_forward", "aten.nll_loss2d_forward"})
+    TOKEN_SUMS = frozenset({"aten.embedding_dense_backward"})
+    """Results summed over the tokens (the embedding table's gradient): split on
+    the sequence, a partial sum, whatever dim of the result has the sequence's
+    size (a table of hidden 8192 at sequence 8192)."""
 
     def shard_op(self, op: Operation, rewriter: PatternRewriter) -> None:
         st = self.state
@@ -316,7 +320,9 @@ class ShardGeneric(ShardPattern):
                 if isinstance(op, sim.GenericOp) and len(op.results) == 1 and len(split_ops) == 1
                 else None
             )
-            if sources is not None:
+            if callee in self.TOKEN_SUMS and s0.tag == "seq":
+                d = None
+            elif sources is not None:
                 d = st.map_dim_through(dst, sources, s0)
             elif len(dst) == len(src_full) and dst[s0.dim] == src_full[s0.dim]:
                 d = s0.dim
@@ -326,7 +332,7 @@ class ShardGeneric(ShardPattern):
                 d = st.map_dim(src_full, dst, s0)
             if d is not None:
                 result_shards.append(Shard(d, s0.factor, False, s0.tag))
-            elif callee in self.LOSS_LIKE or s0.tag == "seq" or callee == "aten.embedding_dense_backward":
+            elif callee in self.LOSS_LIKE or s0.tag == "seq" or callee in self.TOKEN_SUMS:
                 result_shards.append(Shard(partial=True, tag=s0.tag))
             else:
                 result_shards.append(REPLICATED)

@@ -143,6 +143,20 @@ def test_context_parallel(import_config, cp, mode, kv_heads):
         assert sum(op.ring_bytes_per_rank() * m for op, m in sends) == 2 * (cp - 1) * 2 * block
 
 
+@pytest.mark.parametrize("mode", ["ring", "ulysses"])
+def test_embedding_gradient_is_a_partial_sum_when_the_sequence_is_as_long_as_hidden(import_config, mode):
+    """The embedding table's gradient sums the tokens away: split on the sequence
+    it is a partial sum, reduced with the other gradients, even when its hidden
+    dim has the sequence's size (hidden 64 at sequence 64), not a split of the
+    hidden dim gathered over cp."""
+    before = import_config("llama-3.1-8b", 64, **llama(4, 4))
+    module = apply_pipeline(before.clone(), f"shard-context{{cp=2 mode={mode}}},data-parallel{{dp=1}}")
+    assert not collective_calls(module, coll.AllGatherOp, "cp")
+    table = next(op for op in module.walk() if isinstance(op, sim.GenericOp)
+                 and op.callee.data == "aten.embedding_dense_backward")
+    assert tuple(sim.shape_of(table.outputs[0])) == (256, 64)
+
+
 @SETTINGS
 @given(ep=st.sampled_from([2, 4]), top_k=st.sampled_from([1, 2]))
 def test_expert_parallel(import_config, ep, top_k):
