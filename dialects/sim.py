@@ -928,6 +928,10 @@ class RecomputePolicy(StrEnum):
     NONE = "none"
     SELECTIVE = "selective"
     """Sub-blocks (by default the attention core) re-run in backward."""
+    SELECTIVE_OP = "selective-op"
+    """torchtitan's op-level selective checkpointing: each layer saves its input
+    and the outputs of the ops its policy saves (every other matmul, the fused
+    attention), and re-runs the rest in backward."""
     FULL = "full"
     """Each layer re-run in backward from its saved input."""
 
@@ -944,6 +948,9 @@ class RecomputeKind(StrEnum):
     recomputes it, never none."""
 
     SELECTIVE = "selective"
+    SELECTIVE_OP = "selective-op"
+    """A layer op re-run under op-level selective checkpointing: it runs under
+    autograd, so what it saves for its gradient is saved again."""
     FULL = "full"
 
 

@@ -474,6 +474,9 @@ class SubBlockRecompute:
         replaced = [v for v in saved_args() if isinstance(v, OpResult) and v.op in chosen]
         if not replaced:
             return fwd  # the backward reads none of it: nothing to free
+        ops = self.rerun(ops, replaced)
+        chosen = set(ops)
+        cached = self.cached_values(forward, chosen)
 
         # what the clone reads: saved layer values, parameters, the forward
         # phase's values around the repeat, values above the phase
@@ -492,6 +495,7 @@ class SubBlockRecompute:
                 (gathered if is_model_state_buffer(owner) else to_stack).append(v)
             elif fwd.is_ancestor(_defining_op(v)):
                 captured.append(v)
+        to_stack += [v for v in cached if v not in to_stack]
 
         # 1. the forward repeat stacks the layer values the clone reads
         f_yields = list(_yielded(f_block))
@@ -548,37 +552,24 @@ class SubBlockRecompute:
         missing = [v for v in gathered if v not in clone_map]
         if missing:
             raise CharonError(
-                "recompute: option 'modules': a recomputed sub-block reads a gathered parameter "
+                f"recompute: {self.rerun_what} reads a gathered parameter "
                 "that the backward layer does not gather"
             )
 
-        # 4. each sub-block's clone, right before the first backward op that
-        # reads what it recomputes (as Megatron-Core's hooks recompute a module
-        # when its backward starts)
+        # 4. the clones, fed by what the forward saved
         saved = saved_args()
-        mark = sim.RecomputeKindAttr(sim.RecomputeKind.SELECTIVE)
-        for component in _components(ops):
-            members = set(component)
-            readers = {arg for v in replaced if v.owner in members for arg in saved[v]}
-            if not readers:
-                continue
-            first = next(
-                op for op in b_block.ops
-                if any(v in readers for inner in op.walk() for v in inner.operands)
-            )
-            for op in component:
-                clone = op.clone(clone_map)
-                clone.attributes[RECOMPUTE_ATTR] = mark
-                b_block.insert_op_before(clone, first)
+        self.insert_clones(b_block, ops, replaced, saved, clone_map)
         for v in replaced:
             for arg in saved[v]:
                 if v in clone_map:
                     arg.replace_all_uses_with(clone_map[v])
 
-        # 5. drop the slices no longer read, then what the forward saved only for them
-        keep = [i for i, arg in enumerate(b_block.args[b_iter:]) if arg.uses]
+        # 5. drop the slices no longer read (but what the forward caches for the
+        # backward), then what the forward saved only for them
+        pinned = {from_phase[stacked[v]] for v in cached}
+        keep = [i for i, arg in enumerate(b_block.args[b_iter:]) if arg.uses or slices[i] in pinned]
         dropped = {slices[i] for i in range(len(slices)) if i not in keep}
-        for arg in [a for a in b_block.args[b_iter:] if not a.uses]:
+        for arg in [a for i, a in enumerate(b_block.args[b_iter:]) if i not in keep]:
             b_block.erase_arg(arg)
         _rebuild_repeat(
             backward, list(backward.iter_init), [slices[i] for i in keep],
@@ -599,6 +590,41 @@ class SubBlockRecompute:
                 forward.detach_region(forward.body), kept,
             )
         return fwd
+
+    rerun_what = "option 'modules': a recomputed sub-block"
+    """What re-runs, as the pass's errors name it."""
+
+    def rerun(self, ops: list[Operation], replaced: list[SSAValue]) -> list[Operation]:
+        """The chosen ops the backward re-runs, given the values of theirs it
+        reads (`replaced`): each whole sub-block."""
+        return ops
+
+    def cached_values(self, forward: sim.RepeatOp, rerun: set[Operation]) -> list[SSAValue]:
+        """Forward layer values saved for the backward whether it reads them or
+        not: none here."""
+        return []
+
+    def insert_clones(
+        self, b_block: Block, ops: list[Operation], replaced: list[SSAValue],
+        saved: dict[SSAValue, list[BlockArgument]], clone_map: dict[SSAValue, SSAValue],
+    ) -> None:
+        """Each sub-block's clone, right before the first backward op that reads
+        what it recomputes (as Megatron-Core's hooks recompute a module when its
+        backward starts)."""
+        mark = sim.RecomputeKindAttr(sim.RecomputeKind.SELECTIVE)
+        for component in _components(ops):
+            members = set(component)
+            readers = {arg for v in replaced if v.owner in members for arg in saved[v]}
+            if not readers:
+                continue
+            first = next(
+                op for op in b_block.ops
+                if any(v in readers for inner in op.walk() for v in inner.operands)
+            )
+            for op in component:
+                clone = op.clone(clone_map)
+                clone.attributes[RECOMPUTE_ATTR] = mark
+                b_block.insert_op_before(clone, first)
 
 
 def _components(ops: list[Operation]) -> list[list[Operation]]:

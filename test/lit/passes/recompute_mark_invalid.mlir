@@ -16,7 +16,7 @@ sim.phase "backward" {
   sim.yield
 }
 
-// CHECK:      charon-opt: error: 'sim.attention_grad': sim.recompute must be a #sim<recompute ...> (one of selective, full), got "selective"
+// CHECK:      charon-opt: error: 'sim.attention_grad': sim.recompute must be a #sim<recompute ...> (one of selective, selective-op, full), got "selective"
 // CHECK-NOT:  Traceback
-// MEMORY:     charon-opt: error: 'sim.attention': sim.recompute must be a #sim<recompute ...> (one of selective, full), got "selective"
+// MEMORY:     charon-opt: error: 'sim.attention': sim.recompute must be a #sim<recompute ...> (one of selective, selective-op, full), got "selective"
 // MEMORY-NOT: Traceback

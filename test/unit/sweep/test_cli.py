@@ -94,7 +94,7 @@ TINY_CONFIG = str(Path(__file__).resolve().parents[3] / "examples" / "llama_tiny
 @pytest.mark.parametrize("kind, setting, values, error", [
     # each was counted as "1 illegal" and the sweep exited 0 without saying why
     ("training", "hardware", "[H100-SXM5-80GB, Z100]", "'hardware': unknown GPU 'Z100' (known: "),
-    ("training", "recompute", "[none, bogus]", "'recompute' must be none, selective or full, got 'bogus'"),
+    ("training", "recompute", "[none, bogus]", "'recompute' must be none, selective, selective-op or full, got 'bogus'"),
     ("training", "cluster", "[dgx-h100, BROKEN]",
      "'cluster': BROKEN:1:12: unexpected end of file (a '}' is missing?)"),
     ("training", "schedule", "[1f1b, 2f2b]", "'schedule' must be gpipe, 1f1b, interleaved, zb-h1 or empty, "
@@ -135,7 +135,7 @@ def test_a_value_wrong_on_its_own_is_refused_before_the_sweep(charon_fails, tmp_
 def test_a_flag_value_wrong_on_its_own_names_the_setting(charon_fails, tmp_path):
     line = charon_fails("sweep", "--model", TINY_CONFIG, "--gpus", "8", "--recompute", "none,bogus",
                         "--db", str(tmp_path / "r.sqlite"))
-    assert line == "error: 'recompute' must be none, selective or full, got 'bogus'"
+    assert line == "error: 'recompute' must be none, selective, selective-op or full, got 'bogus'"
 
 
 def test_the_summary_says_why_points_were_pruned(tmp_path, charon):

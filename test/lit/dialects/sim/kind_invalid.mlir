@@ -53,10 +53,10 @@ sim.optimizer_step "lion" (%w : tensor<64xbf16>) grads (%g : tensor<64xbf16>)
 
 %x = sim.input "x" {sim.recompute = #sim<recompute "partial">} : tensor<4x64xbf16>
 // CHECK: kind_invalid.mlir:{{[0-9]+}}:{{[0-9]+}}
-// CHECK: Expected `selective`, or `full`.
+// CHECK: Expected `selective`, `selective-op`, or `full`.
 
 // -----
 
 builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "most">} {
 }
-// CHECK: Expected `none`, `selective`, or `full`.
+// CHECK: Expected `none`, `selective`, `selective-op`, or `full`.

@@ -171,15 +171,22 @@ builtin.module attributes {sim.pipeline = #sim.pipeline<schedule = "interleaved"
   %rx = sim.input "rx" : tensor<4x8xbf16>
   %ry = sim.elementwise "exp" %rx {sim.recompute = #sim<recompute "selective">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
   %rz = sim.elementwise exp %ry {sim.recompute = #sim<recompute full>} : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  %ro = sim.elementwise "exp" %rz {sim.recompute = #sim<recompute "selective-op">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
   builtin.module attributes {sim.recompute_policy = #sim<recompute_policy none>} {
+  }
+  builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "selective-op">} {
   }
   // CHECK:      %[[RX:.*]] = sim.input "rx" : tensor<4x8xbf16>
   // CHECK-NEXT: %[[RY:.*]] = sim.elementwise "exp" %[[RX]] {sim.recompute = #sim<recompute "selective">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
-  // CHECK-NEXT: %{{.*}} = sim.elementwise "exp" %[[RY]] {sim.recompute = #sim<recompute "full">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // CHECK-NEXT: %[[RZ:.*]] = sim.elementwise "exp" %[[RY]] {sim.recompute = #sim<recompute "full">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // CHECK-NEXT: %{{.*}} = sim.elementwise "exp" %[[RZ]] {sim.recompute = #sim<recompute "selective-op">} : tensor<4x8xbf16> -> tensor<4x8xbf16>
   // CHECK-NEXT: builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "none">} {
+  // CHECK:      builtin.module attributes {sim.recompute_policy = #sim<recompute_policy "selective-op">} {
   // GENERIC:      "sim.elementwise"(%{{.*}}) <{kind = #sim<elementwise_kind "exp">}> {sim.recompute = #sim<recompute "selective">}
   // GENERIC-NEXT: "sim.elementwise"(%{{.*}}) <{kind = #sim<elementwise_kind "exp">}> {sim.recompute = #sim<recompute "full">}
+  // GENERIC-NEXT: "sim.elementwise"(%{{.*}}) <{kind = #sim<elementwise_kind "exp">}> {sim.recompute = #sim<recompute "selective-op">}
   // GENERIC:      }) {sim.recompute_policy = #sim<recompute_policy "none">} : () -> ()
+  // GENERIC:      }) {sim.recompute_policy = #sim<recompute_policy "selective-op">} : () -> ()
   // A value another pipeline stage holds (the pipeline pass's, gone once it is done).
   %away = sim.off_stage : tensor<4x8xbf16>
   // CHECK:      sim.off_stage : tensor<4x8xbf16>
