@@ -73,7 +73,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from charon_ir.dialects import sim
+from charon_ir.dialects import coll, sim
 from charon_ir.dialects.sim import FIRST_FORWARD_ATTR, RECOMPUTE_ATTR, RECOMPUTE_POLICY_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.memory.tensors import alias_source, is_model_state_buffer
@@ -627,6 +627,126 @@ class SubBlockRecompute:
                 b_block.insert_op_before(clone, first)
 
 
+# ---------------------------------------------------------------------------
+# selective-op: torchtitan's op-level selective activation checkpointing
+# ---------------------------------------------------------------------------
+
+
+def is_mm(op: Operation) -> bool:
+    """Whether `op` is what torch dispatches as `aten.mm`: a `sim.matmul` with a
+    2-D right operand (a linear's weight; `aten.bmm` keeps a batched one) whose
+    product is not `aten.addmm`'s, which the frontend imports as the matmul and
+    an add of a 1-D bias that is its only reader."""
+    if not isinstance(op, sim.MatmulOp) or len(sim.shape_of(op.rhs)) != 2:
+        return False
+    readers = [u.operation for u in op.result.uses]
+    return not (
+        len(readers) == 1 and isinstance(add := readers[0], sim.ElementwiseOp)
+        and add.kind.data == sim.ElementwiseKind.ADD
+        and any(len(sim.shape_of(v)) == 1 for v in add.operands if v is not op.result)
+    )
+
+
+def op_level_saved(body: Block) -> list[Operation]:
+    """The ops of a layer body whose outputs torchtitan's op-level policy saves
+    (`_apply_ac_to_transformer_block`'s `_save_list`, MUST_SAVE): the
+    odd-numbered `aten.mm`s in program order (the 1st, 3rd, ...: its counter
+    starts at 0 in every block and every even count is recomputed), the
+    flash and memory-efficient SDPA kernels (a `sim.attention {flash}`; a
+    non-flash one is the math path's bmm and softmax, not in the list), and
+    the reduce-scatters of tensor parallelism."""
+    saved: list[Operation] = []
+    mm_count = 0
+    for op in body.ops:
+        if is_mm(op):
+            mm_count += 1
+            if mm_count % 2 == 1:
+                saved.append(op)
+        elif isinstance(op, sim.AttentionOp) and op.flash:
+            saved.append(op)
+        elif isinstance(op, coll.ReduceScatterOp) and not is_model_state_buffer(op):
+            saved.append(op)
+    return saved
+
+
+@dataclass
+class OpLevelRecompute(SubBlockRecompute):
+    """torchtitan's op-level selective checkpointing of every layer repeat of a
+    step (`torch.utils.checkpoint` with `create_selective_checkpoint_contexts`
+    around each transformer block): the forward saves the layer's input and
+    the outputs of the ops `op_level_saved` names, all of them, whether the
+    backward reads them or not (the policy's cache holds every MUST_SAVE
+    output until the layer's backward re-runs it); at the first backward op
+    that reads a saved value, the layer's other ops re-run, in program order,
+    up to the last one whose output the backward reads (the checkpoint's
+    early stop), fed by the saved ones."""
+
+    modules: tuple[str, ...] = ()
+
+    rerun_what = "option 'policy=selective-op': a recomputed op"
+
+    def run(self) -> bool:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Recompute every layer repeat of the step; False when the step has a
+        backward but no (forward repeat, reverse repeat) pair to work on."""
+        fwd, bwd = _phase(self.block, sim.PhaseKind.FORWARD), _phase(self.block, sim.PhaseKind.BACKWARD)
+        if fwd is None or bwd is None:
+            return True
+        found = False
+        for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
+            forward = LayerRecompute(self.block).forward_twin(rep, fwd)
+            if forward is not None:
+                found = True
+                if sim.recompute_kind(forward) is None:
+                    fwd = self.recompute(forward, rep, fwd)
+        return found
+
+    def chosen_ops(self, forward: sim.RepeatOp) -> list[Operation]:
+        body = forward.body.block
+        kept = set(op_level_saved(body))
+        return [
+            op for op in body.ops
+            if op not in kept and not isinstance(op, sim.YieldOp) and not is_model_state_buffer(op)
+            and sim.recompute_kind(op) is None
+        ]
+
+    def rerun(self, ops: list[Operation], replaced: list[SSAValue]) -> list[Operation]:
+        """The recomputable ops up to the last one whose storage the backward
+        reads (where the re-run of the block's forward stops), and the views the
+        backward reads of them: the frontend puts a linear's flattening views at
+        the end of the body, where torch makes them inside the linear."""
+        chosen = set(ops)
+        views: set[Operation] = set()
+        last = -1
+        for v in replaced:
+            while (src := alias_source(v)) is not None and v.owner in chosen:
+                views.add(v.owner)  # pyright: ignore[reportArgumentType]
+                v = src
+            if v.owner in chosen:
+                last = max(last, ops.index(v.owner))  # pyright: ignore[reportArgumentType]
+        return [op for i, op in enumerate(ops) if i <= last or op in views]
+
+    def cached_values(self, forward: sim.RepeatOp, rerun: set[Operation]) -> list[SSAValue]:
+        return [r for op in op_level_saved(forward.body.block) for r in op.results]
+
+    def insert_clones(
+        self, b_block: Block, ops: list[Operation], replaced: list[SSAValue],
+        saved: dict[SSAValue, list[BlockArgument]], clone_map: dict[SSAValue, SSAValue],
+    ) -> None:
+        """The re-run, in program order, before the first backward op that reads
+        anything the forward saved for this layer (torch re-runs the block at
+        the first unpack of one of its saved tensors)."""
+        readers = {arg for args in saved.values() for arg in args}
+        first = next(
+            op for op in b_block.ops
+            if any(v in readers for inner in op.walk() for v in inner.operands)
+        )
+        mark = sim.RecomputeKindAttr(sim.RecomputeKind.SELECTIVE_OP)
+        for op in ops:
+            clone = op.clone(clone_map)
+            clone.attributes[RECOMPUTE_ATTR] = mark
+            b_block.insert_op_before(clone, first)
+
+
 def _components(ops: list[Operation]) -> list[list[Operation]]:
     """`ops` (in program order) split into the groups their def-use edges
     connect, each in program order, ordered by their first op."""
@@ -728,7 +848,7 @@ def _steps(module: ModuleOp) -> list[Block]:
 class RecomputePass(ModulePass):
     name = "recompute"
 
-    policy: Literal["none", "selective", "full"] = "none"
+    policy: Literal["none", "selective", "selective-op", "full"] = "none"
     modules: tuple[str, ...] | str = DEFAULT_MODULES
     """With policy=selective: the sub-blocks recomputed (Megatron-Core's
     --recompute-modules): core_attn, layernorm, mla_up_proj, mlp, moe, moe_act,
@@ -763,6 +883,12 @@ class RecomputePass(ModulePass):
             if blocks:
                 for step in _steps(op):
                     SubBlockRecompute(step, blocks).run()
+        elif policy == sim.RecomputePolicy.SELECTIVE_OP:
+            if not all([OpLevelRecompute(block).run() for block in _steps(op)]):
+                raise CharonError(
+                    "recompute: option 'policy=selective-op' needs the layers as a forward sim.repeat "
+                    "whose saved outputs a reverse sim.repeat in backward reads; the step has none"
+                )
         elif policy == sim.RecomputePolicy.FULL:
             if not all([LayerRecompute(block).run() for block in _steps(op)]):
                 raise CharonError(

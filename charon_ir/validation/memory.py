@@ -20,8 +20,7 @@ Each result's note names what the run had that the analysis does not model
 (torch.compile, Float8's scaling state, async TP's symmetric-memory buffers).
 
 A record whose activation checkpointing is not a policy the analysis has
-(torchtitan's op-level selective checkpointing) is reported as unsupported,
-with the reason.
+(`RECOMPUTE`) is reported as unsupported, with the reason.
 """
 
 from __future__ import annotations
@@ -40,11 +39,17 @@ FRAMEWORK_PRESETS = {"torchtitan": "fsdp2"}
 """A record's framework (the first word of `strategy.framework`) -> the preset
 it runs under."""
 
-RECOMPUTE = {"full": "full", "none": "none"}
-"""Activation checkpointing as a record states it -> `--recompute`. Megatron-Core's
-selective modules (`--recompute selective`) are not torchtitan's selective
-checkpointing (op-level: every other matmul's output saved; or every n-th layer
-checkpointed), so a torchtitan record's "selective" maps to neither."""
+RECOMPUTE = {
+    "full": "full",
+    "none": "none",
+    "selective op-level activation checkpointing": "selective-op",
+}
+"""Activation checkpointing as a record states it (before its parenthesis) ->
+`--recompute`. torchtitan's op-level selective checkpointing (`mode =
+'selective'`, `selective_ac_option = 'op'`) is the recompute pass's
+`selective-op`; Megatron-Core's selective modules (`--recompute selective`) are
+not it, nor is torchtitan's layer-level option (every n-th block checkpointed
+whole), which no record here ran."""
 
 NOT_MODELLED = {
     "torch_compile": "torch.compile (inductor chooses what to save and fuses)",
@@ -57,9 +62,9 @@ def memory_case(record: dict[str, Any]) -> tuple[str, dict[str, Any], list[str]]
     model) of a `training_memory` record; Unsupported with the reason if it
     cannot be run."""
     strategy, hardware = record["strategy"], record["hardware"]
-    checkpointing = str(strategy["activation_checkpointing"])
+    checkpointing = str(strategy["activation_checkpointing"]).split(" (")[0]
     if checkpointing not in RECOMPUTE:
-        raise Unsupported(f"activation checkpointing '{checkpointing.split(' (')[0]}' is not a policy "
+        raise Unsupported(f"activation checkpointing '{checkpointing}' is not a policy "
                           f"memory-analysis models for these records ({', '.join(RECOMPUTE)})")
     framework = str(strategy["framework"]).split()[0]
     if framework not in FRAMEWORK_PRESETS:
