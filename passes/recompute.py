@@ -578,7 +578,7 @@ class SubBlockRecompute:
         p_yields = list(_yielded(fwd.body.block))
         unused = {
             i for i, r in enumerate(fwd.results)
-            if not r.uses and r in dropped and _stacked_output_of(p_yields[i], forward)
+            if not r.uses and (r in dropped or self.drops_every_unread) and _stacked_output_of(p_yields[i], forward)
         }
         if unused:
             fwd = _rebuild_phase(fwd, [v for i, v in enumerate(p_yields) if i not in unused])
@@ -593,6 +593,10 @@ class SubBlockRecompute:
 
     rerun_what = "option 'modules': a recomputed sub-block"
     """What re-runs, as the pass's errors name it."""
+    drops_every_unread = False
+    """Whether the forward phase stops yielding every stacked layer output that
+    nothing reads, not only those the backward stopped reading here (a value
+    the forward yielded twice leaves its second copy unread)."""
 
     def rerun(self, ops: list[Operation], replaced: list[SSAValue]) -> list[Operation]:
         """The chosen ops the backward re-runs, given the values of theirs it
@@ -684,6 +688,7 @@ class OpLevelRecompute(SubBlockRecompute):
     modules: tuple[str, ...] = ()
 
     rerun_what = "option 'policy=selective-op': a recomputed op"
+    drops_every_unread = True
 
     def run(self) -> bool:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Recompute every layer repeat of the step; False when the step has a

@@ -82,7 +82,7 @@ def simulate_command(
     seq_len: Annotated[int, Opt("--seq-len")] = 2048,
     global_batch: Annotated[int, Opt("--global-batch", help="sequences per step (0: dp x micro-batch)")] = 0,
     micro_batch: Annotated[int, Opt("--micro-batch")] = 1,
-    recompute: Annotated[str, Opt("--recompute", help="none | selective | full")] = "none",
+    recompute: Annotated[str, Opt("--recompute", help="none | selective | selective-op | full (selective-op: torchtitan's op-level selective checkpointing)")] = "none",
     recompute_modules: Annotated[str, Opt("--recompute-modules", help="with --recompute selective: the sub-blocks recomputed, comma separated: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts (default: core_attn, as Megatron-Core's)")] = "",
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
     fp8_params: Annotated[bool, Opt("--fp8-params/--no-fp8-params", help="with fp8: the linears' weights kept in fp8 (NeMo's fp8_params; nemo-24.07 and megatron-bridge: on)")] = False,

@@ -95,7 +95,7 @@ def sweep_command(
     ep: Annotated[str, Opt("--ep", help="expert-parallel ranks (MoE models), e.g. 1,8")] = "",
     vpp: Annotated[str, Opt("--vpp", help="virtual stages per pipeline rank (interleaved)")] = "",
     micro_batch: Annotated[str, Opt("--micro-batch", help="sequences per micro-batch, e.g. 1,2,4")] = "",
-    recompute: Annotated[str, Opt("--recompute", metavar="none|selective|full", help="none | selective | full (a comma list: an axis)")] = "",
+    recompute: Annotated[str, Opt("--recompute", metavar="none|selective|selective-op|full", help="none | selective | selective-op | full (a comma list: an axis)")] = "",
     zero: Annotated[str, Opt("--zero", metavar="0|1|2|3", help="ZeRO stage 0 | 1 | 2 | 3 (a comma list: an axis)")] = "",
     sequence_parallel: Annotated[str, Opt("--sequence-parallel", metavar="true|false", help="true, false or true,false")] = "",
     fuse: Annotated[str, Opt("--fuse", metavar="true|false", help="true (default), false or true,false: fused kernels")] = "",
