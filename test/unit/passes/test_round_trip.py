@@ -53,7 +53,7 @@ def assert_round_trips(config: TrainingConfig) -> None:
     assert str(again) == text
 
 
-POLICIES = ("none", "selective", "full")
+POLICIES = ("none", "selective", "selective-op", "full")
 
 MATRIX = [
     pytest.param(model, recompute, fuse, Strategy(pp=pp), id=f"{model}-{recompute}-fuse{int(fuse)}-pp{pp}")
@@ -79,7 +79,7 @@ PARALLEL = [
         ("mixtral-ep2-pp2", "mixtral-8x7b", True, Strategy(pp=2, ep=2)),
         ("mixtral-ep2-unfused", "mixtral-8x7b", False, Strategy(ep=2)),
     )
-    for recompute in ("selective", "full")
+    for recompute in ("selective", "selective-op", "full")
 ]
 
 
