@@ -205,3 +205,30 @@ def test_model_flops_stay_and_hardware_flops_are_model_plus_rerun(layers, tp, sp
     assert not any(isinstance(op, sim.AttentionOp) for op in rerun) or not flash
     saved = {d.split(" tensor")[0] for d, _ in layer_saved_values(forward_repeat(module))}
     assert saved >= {"layer input"} | {op.name for op in kept}
+
+
+def test_memory_analysis_counts_the_saved_values_and_the_rerun_working_set():
+    """Each layer keeps, beyond full recompute's layer input, exactly what the
+    policy saves; the backward's peak holds all of it and, at once, every
+    re-made value its first layer's backward reads."""
+    from charon_ir.memory import Roots, phase_memory
+
+    memory = {}
+    for policy in ("none", "selective-op", "full"):
+        module = tiny_llama(fuse=True)
+        RecomputePass(policy=policy).apply(Context(), module)
+        memory[policy] = phase_memory(module.body.block, Roots())
+        if policy == "selective-op":
+            rep = forward_repeat(module)
+            per_layer = sum(b for d, b in layer_saved_values(rep) if not d.startswith("layer input"))
+            rev = next(op for op in module.walk() if isinstance(op, sim.RepeatOp) and op.reverse)
+            roots, rerun = Roots(), set(clones(module))
+            remade = {
+                roots.root(v) for op in rev.body.block.ops if op not in rerun
+                for inner in op.walk() for v in inner.operands if v.owner in rerun
+            }
+            working_set = sum(roots.size(k) for k in remade)
+    assert memory["selective-op"].saved - memory["full"].saved == rep.trip_count * per_layer
+    assert memory["full"].saved < memory["selective-op"].saved < memory["none"].saved
+    assert working_set > 0
+    assert memory["selective-op"].backward_peak >= memory["selective-op"].saved + working_set

@@ -51,3 +51,26 @@ def test_the_table_shows_hfu_only_beside_recompute():
         out = io.StringIO()
         print_report(report, Console(file=out, width=100))
         assert ("HFU" in out.getvalue()) == shown
+
+
+def test_selective_op_adds_exactly_its_rerun_ops_to_hardware_flops():
+    """torchtitan's op-level checkpointing: hardware FLOPs = model FLOPs + the
+    FLOPs of the ops the backward re-runs (each layer's), fewer than full's."""
+    from dataclasses import replace
+
+    from charon_ir.api import build_training_module, configure
+    from charon_ir.dialects import sim
+
+    options = dict(seq_len=256, gpus=1, global_batch=2, micro_batch=1)
+    none, op, full = (simulate(TINY, recompute=p, **options) for p in ("none", "selective-op", "full"))
+    assert op["model_flops_per_gpu"] == pytest.approx(none["model_flops_per_gpu"], rel=1e-12)
+    assert none["flops_per_gpu"] < op["flops_per_gpu"] < full["flops_per_gpu"]
+    config, _ = configure(TINY, **options)
+    _, module, _ = build_training_module(replace(config, recompute="selective-op"))
+    rev = next(o for o in module.walk() if isinstance(o, sim.RepeatOp) and o.reverse)
+    rerun = sum(o.flops() for o in rev.body.block.ops
+                if isinstance(o, sim.ComputeOp) and sim.recompute_kind(o) == sim.RecomputeKind.SELECTIVE_OP)
+    assert rerun > 0
+    microbatches = 2
+    assert op["flops_per_gpu"] - op["model_flops_per_gpu"] == pytest.approx(microbatches * rev.trip_count * rerun,
+                                                                             rel=1e-9)
