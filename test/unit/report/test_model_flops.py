@@ -27,7 +27,7 @@ def test_recompute_adds_hardware_flops_not_model_flops(pp, tier, microbatches):
     assert full["mfu"] < full["hfu"]
 
 
-@pytest.mark.parametrize("recompute", ["none", "full"])
+@pytest.mark.parametrize("recompute", ["none", "selective-op", "full"])
 def test_the_fast_tier_extrapolates_model_and_hardware_flops_as_the_fine_tier_counts_them(recompute):
     options = dict(seq_len=256, gpus=2, pp=2, global_batch=32, micro_batch=1, recompute=recompute)
     fast = simulate(TINY, **options)
