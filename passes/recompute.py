@@ -3,7 +3,7 @@ Activation recomputation (Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models").
 
 Options:
-- policy: none | selective | full (default none).
+- policy: none | selective | selective-op | full (default none).
 - modules: with policy=selective, the sub-blocks recomputed, Megatron-Core's
   --recompute-modules names: core_attn (the default, as Megatron-Core's),
   layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts
@@ -30,6 +30,21 @@ gradient's scratch. The
 cost is the clone's: one attention forward per layer. A flash attention already
 recomputes its scores in its backward and saves only its output and log-sum-exp:
 it is left as it is.
+
+selective-op: torchtitan's op-level selective activation checkpointing
+(`selective_ac_option = 'op'`: each transformer block under
+`torch.utils.checkpoint` with a policy from `create_selective_checkpoint_contexts`).
+Each layer saves its input and the outputs of the ops the policy saves
+(`op_level_saved`: the 1st, 3rd, ... `aten.mm` of the layer, a flash attention,
+a tensor-parallel reduce-scatter), all of them, whether the backward reads them
+or not (the policy's cache holds them until the re-run); the backward body
+re-runs the layer's other ops in program order, before its first op that reads
+a saved value, from the saved values, up to the last op whose output it reads
+(the checkpoint's early stop), and reads the re-made values. The re-run ops are
+marked `sim.recompute = #sim<recompute "selective-op">`; the backward gains
+exactly their FLOPs. A re-run op runs under autograd: what it saves (a non-flash
+attention's probabilities) is saved again, which memory analysis counts. A step
+with a backward but no layer repeat is an error; so is `modules`.
 
 full: each layer is re-run in backward from its input (Megatron-LM's uniform
 full recompute with one layer per checkpoint). The body of each reverse layer
