@@ -11,11 +11,16 @@ tiles and waves, which a batched GEMM would pool across the experts. The pass ma
 each such matmul `grouped`, and a cost engine prices a `grouped` matmul as `batch`
 GEMMs of one expert's shape.
 
-A matmul is an expert GEMM when its operands are batched and it reads a routed
-expert's weight (the forward, rows x W; the data gradient, dy x W) or yields one's
-gradient (the weight gradient: a result of W's shape, either orientation); the
-expert weights are the `sim.param`s of role `expert` of rank three, their layer
-dim dropped when stacked.
+A matmul is an expert GEMM when its operands are batched and, by the shapes of one
+layer's routed-expert weights (the `sim.param`s of role `expert` of rank three, their
+layer dim dropped when stacked, in either orientation of their last two dims: Mixtral's
+[experts, out, in], GPT-OSS's [experts, in, out]):
+- its rhs has such a shape (the forward, rows x W; the data gradient, dy x W), unless
+  it is another parameter (traced through `sim.repeat` slices to a `sim.param` of
+  another role); or
+- it contracts its transposed lhs into a result of such a shape (the weight gradient,
+  rows^T x dy).
+The frontends write no other batched GEMM of those shapes (attention is `sim.attention`).
 
 Measured on an H200 (bench/moe_gemm_bench.py, test/data/gpu/moe_gemm-h200.json):
 for the expert shapes of the bundled MoE records, a loop of per-expert GEMMs took
@@ -31,6 +36,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -55,20 +61,32 @@ def expert_weight_shapes(module: ModuleOp) -> frozenset[tuple[int, ...]]:
     return frozenset(shapes)
 
 
+def _param_of(value: SSAValue) -> sim.ParamOp | None:
+    """The `sim.param` `value` is (or a layer's slice of, through `sim.repeat`
+    block arguments), else None (an activation, ZeRO's gathered copy)."""
+    while isinstance(value, BlockArgument):
+        owner = value.block.parent_op()
+        if not isinstance(owner, sim.RepeatOp):
+            return None
+        value = owner.operands[value.index]
+    return value.owner if isinstance(value.owner, sim.ParamOp) else None
+
+
 @dataclass
 class GroupExpertGemm(RewritePattern):
-    """A batched matmul reading an expert weight or yielding its gradient -> `grouped`."""
+    """`rows x W`, `dy x W` or `rows^T x dy -> dW` of a routed expert's weight W -> `grouped`."""
 
     weights: frozenset[tuple[int, ...]]
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sim.MatmulOp, rewriter: PatternRewriter) -> None:
-        if op.grouped is not None:
+        if op.grouped is not None or len(shape_of(op.lhs)) < 3 or len(shape_of(op.rhs)) < 3:
             return
-        lhs, rhs, result = (tuple(shape_of(v)) for v in (op.lhs, op.rhs, op.result))
-        if len(lhs) < 3 or len(rhs) < 3:
-            return
-        if not self.weights.intersection((lhs, rhs, result)):
+        param = _param_of(op.rhs)
+        reads_weight = tuple(shape_of(op.rhs)) in self.weights and (
+            param is None or param.param_role() == ParamRole.EXPERT)
+        yields_gradient = op.transpose_lhs is not None and tuple(shape_of(op.result)) in self.weights
+        if not (reads_weight or yields_gradient):
             return
         op.properties["grouped"] = UnitAttr()
         rewriter.notify_op_modified(op)
