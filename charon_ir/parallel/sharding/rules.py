@@ -282,6 +282,11 @@ class ShardGeneric(ShardPattern):
 
     SOFTMAX_LIKE = frozenset({"aten._log_softmax", "aten._softmax"})
     LOSS_LIKE = frozenset({"aten.nll_loss_forward", "aten.nll_loss2d_forward"})
+    TOKEN_LOCAL = frozenset({sim.GenericCallee.MOE_COMBINE_WEIGHT_GRAD.value})
+    """Ops that compute each token from its own rows only (the combine's routing-weight
+    gradient: a token's expert outputs dotted with its gradient): an operand split
+    as many ways as the lead one keeps its split (the expert buffers on their
+    capacity, beside the tokens on the sequence), never gathered."""
     TOKEN_SUMS = frozenset({"aten.embedding_dense_backward"})
     """Results summed over the tokens (the embedding table's gradient): split on
     the sequence, a partial sum, whatever dim of the result has the sequence's
@@ -348,6 +353,8 @@ class ShardGeneric(ShardPattern):
             full = st.full_shape(st.operand(op, i))
             if s.dim is not None and s.tag == s0.tag and s.factor == s0.factor:
                 continue  # split the same way (token ids next to token activations)
+            if callee in self.TOKEN_LOCAL and s.dim is not None and s.factor == s0.factor:
+                continue
             if len(full) == len(src_full) and full[s0.dim] == src_full[s0.dim] and full[s0.dim] > 1:
                 st.use(op, i, Shard(s0.dim, s0.factor, False, s0.tag))
             elif not s.replicated:

@@ -157,6 +157,21 @@ def test_embedding_gradient_is_a_partial_sum_when_the_sequence_is_as_long_as_hid
     assert tuple(sim.shape_of(table.outputs[0])) == (256, 64)
 
 
+@pytest.mark.parametrize("passes", ["shard-context{cp=2}", "shard-context{cp=2},shard-expert{ep=2}"])
+def test_moe_under_context_parallelism_gathers_nothing_over_cp(import_config, passes):
+    """The combine's routing-weight gradient reads each token's own expert rows:
+    split on the sequence, the expert buffers stay split on their capacity (they
+    were all-gathered over cp, a [experts, capacity, h] buffer per layer)."""
+    config = llama(4, 2)
+    config.update(num_local_experts=4, num_experts_per_tok=2)
+    before = import_config("mixtral-8x7b", 32, **config)
+    module = apply_pipeline(before.clone(), passes)
+    assert not collective_calls(module, coll.AllGatherOp, "cp")
+    if "shard-expert" not in passes:  # cp alone: each rank 1/cp of the work
+        rep = replicated_flops(module)["shard-context"]
+        assert 2 * total_flops(module) == pytest.approx(total_flops(before) + rep, rel=1e-12)
+
+
 @SETTINGS
 @given(ep=st.sampled_from([2, 4]), top_k=st.sampled_from([1, 2]))
 def test_expert_parallel(import_config, ep, top_k):
