@@ -1,9 +1,11 @@
 """The routed experts' GEMMs as the frameworks run them, timed on this GPU (docs/calibration.md,
 "Where the MoE step goes").
 
-Charon prices a MoE layer's routed experts as one batched GEMM of the local experts
-(`[E, rows, k] x [E, k, n]`); Transformer Engine's GroupedLinear (Megatron-Core's
-`moe_grouped_gemm`) runs one cuBLAS GEMM per expert, in fp8 each operand quantized on its own.
+The frontends write a MoE layer's routed experts as one batched GEMM of the local experts
+(`[E, rows, k] x [E, k, n]`), which Charon priced as such until `group-expert-gemms`;
+Transformer Engine's GroupedLinear (Megatron-Core's `moe_grouped_gemm`) runs one cuBLAS GEMM
+per expert, in fp8 each operand quantized on its own. bench/moe_gemm_report.py compares the
+results with the engine's prices.
 This measures, for the expert shapes of the bundled MoE records (rows per local expert from
 their layout: ep x tokens x top-k / experts), each GEMM of a layer's forward and backward
 (fc1, fc2; dgrad and wgrad) four ways:

@@ -3,10 +3,11 @@
 Axes are kept in one canonical order, outermost first: dp, pp, cp, cpa, ep, tp. Ranks
 are numbered with the last axis fastest, so tensor parallelism (the chattiest) lands on
 neighbouring GPUs of one node, then expert, context, pipeline and data parallelism
-(Megatron's default rank order). Hierarchical context parallelism (shard-context's
-a2a+p2p) splits the context-parallel ranks in two: `cpa`, the inner all-to-all group
-(consecutive ranks, Megatron-Core's `--hierarchical-context-parallel-sizes` first
-size), inside `cp`, the ring between those groups.
+(Megatron-Core's default order is tp-cp-ep-dp-pp: context inside expert parallelism,
+where here an ep > 1 puts each context group's ranks ep x tp apart). Hierarchical
+context parallelism (shard-context's a2a+p2p) splits the context-parallel ranks in two:
+`cpa`, the inner all-to-all group (Megatron-Core's `--hierarchical-context-parallel-sizes`
+first size; consecutive context ranks), inside `cp`, the ring between those groups.
 
 Also the queries several passes and the runtime ask of a module's grid: whether
 data parallelism marks a schedule (`schedule_marks`), whether every grid fits

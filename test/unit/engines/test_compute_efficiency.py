@@ -11,6 +11,8 @@ from charon_ir.engines.compute_efficiency import (
     KERNEL_FLOOR_S,
     attention_efficiency,
     gemm_efficiency,
+    gemm_max,
+    gemm_max_fp8,
     memory_efficiency,
 )
 from charon_ir.target.hardware import load_gpu
@@ -134,7 +136,5 @@ def test_flash3_runs_on_hopper_only():
 def test_h200_fp8_gemms_take_the_h100_fp8_ceiling_and_keep_their_own_bf16_one():
     """The H200 has no fp8 sweep of its own; its fp8 tensor cores are the H100's
     (SAME_FP8_TENSOR_CORES), its bf16 ceiling its own record's."""
-    from charon_ir.engines.compute_efficiency import gemm_max, gemm_max_fp8
-
     h100, h200 = load_gpu("H100-SXM5-80GB"), load_gpu("H200-SXM-141GB")
     assert gemm_max_fp8(h200) == gemm_max_fp8(h100) < gemm_max(h100) < gemm_max(h200)
