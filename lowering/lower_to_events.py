@@ -100,7 +100,7 @@ from charon_ir.dialects.sim import (
 )
 from charon_ir.errors import CharonError
 from charon_ir.parallel.accounting import walk_with_multiplicity
-from charon_ir.parallel.mesh import check_grids_fit, data_parallel_replicas, schedule_marks
+from charon_ir.parallel.mesh import AXIS_ORDER, check_grids_fit, data_parallel_replicas, schedule_marks
 from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
 from charon_ir.target.target import Target
@@ -666,11 +666,11 @@ class LowerToEventsPass(ModulePass):
     def blocking_axes(self) -> frozenset[str]:
         names = (self.blocking,) if isinstance(self.blocking, str) else self.blocking
         axes = frozenset(n for n in names if n)
-        unknown = axes - {"dp", "pp", "cp", "ep", "tp"}
+        unknown = axes - set(AXIS_ORDER)
         if unknown:
             raise CharonError(
                 f"lower-to-events: option 'blocking': unknown axis '{sorted(unknown)[0]}' "
-                f"(known: dp, pp, cp, ep, tp)"
+                f"(known: {', '.join(AXIS_ORDER)})"
             )
         return axes
 

@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.coll import GRAD_SYNC
@@ -288,9 +289,7 @@ def _fold_context_gradient_sums(module: ModuleOp) -> None:
     micro-batch."""
     for op in list(module.walk()):
         if isinstance(op, coll.AllReduceOp) and GRAD_SYNC in op.attributes and set(op.axis_names()) <= set(CONTEXT_AXES):
-            op.result.replace_all_uses_with(op.input)
-            op.detach()
-            op.erase()
+            Rewriter.replace_op(op, [], [op.input])
 
 
 @dataclass(frozen=True)

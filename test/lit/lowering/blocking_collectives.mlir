@@ -21,7 +21,7 @@
 // ASYNC-NEXT: event.compute "matmul" on @compute duration {{.*}} {engine
 // ASYNC-NEXT: event.compute "elementwise" on @compute duration {{.*}} after(%[[AR]])
 
-// BAD: charon-opt: error: lower-to-events: option 'blocking': unknown axis 'xx' (known: dp, pp, cp, ep, tp)
+// BAD: charon-opt: error: lower-to-events: option 'blocking': unknown axis 'xx' (known: dp, pp, cp, cpa, ep, tp)
 builtin.module {
   coll.grid @mesh(axes = ["tp"], shape = 8)
   %g = sim.input "grad" : tensor<4096x1024xbf16>
