@@ -425,7 +425,8 @@ def context_options(config: TrainingConfig) -> dict[str, Any]:
     if inner and kind != "a2a+p2p":
         raise CharonError(f"--hierarchical-cp {inner} needs --cp-comm-type a2a+p2p, not {kind}")
     if kind != "a2a+p2p":
-        return {"cp": config.cp, **({"mode": CP_COMM_TYPES[kind]} if kind != "p2p" else {})}
+        # Transformer Engine's a2a splits q and kv heads alike: it gathers none
+        return {"cp": config.cp, **({"mode": "ulysses", "gather_kv": False} if kind == "a2a" else {})}
     if not inner:
         raise CharonError("--cp-comm-type a2a+p2p needs --hierarchical-cp A: the ranks of the inner "
                           "all-to-all group (the ring runs over cp / A groups)")

@@ -36,6 +36,11 @@ Options:
     one all_reduce over cp x cpa.
 - a2a: with mode=a2a+p2p, ranks of the inner all-to-all group; it divides cp and
   lies strictly between 1 (mode=ring) and cp (mode=ulysses) (default 1).
+- gather-kv: with mode=ulysses, kv heads fewer than cp are gathered whole, each
+  rank keeping the kv head its queries use (default true, DeepSpeed-Ulysses' way
+  with grouped-query attention); false refuses them, as Transformer Engine's a2a
+  (`AttnFuncWithCPAndQKVOA2A` asserts cp divides the q and kv heads) and so
+  Megatron-Core's `--cp-comm-type a2a` do.
 
 Run it after shard-tensor and sequence-parallel: the kv blocks a ring step
 receives (coll.recv) take their types from the module as it is then, and a later
@@ -345,12 +350,15 @@ class ShardContextPass(ModulePass):
     cp: int = 1
     mode: Literal["ring", "ulysses", "a2a+p2p"] = "ring"
     a2a: int = 1
+    gather_kv: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.cp < 1:
             raise CharonError(f"shard-context: option 'cp' must be >= 1, got {self.cp}")
         if self.mode != "a2a+p2p" and self.a2a != 1:
             raise CharonError(f"shard-context: option 'a2a' ({self.a2a}) needs mode=a2a+p2p, not mode={self.mode}")
+        if self.mode != "ulysses" and not self.gather_kv:
+            raise CharonError(f"shard-context: option 'gather-kv' needs mode=ulysses, not mode={self.mode}")
         if self.cp == 1:
             return
         if self.mode == "a2a+p2p":
@@ -423,6 +431,11 @@ class ShardContextPass(ModulePass):
         if self.mode == "ulysses" and heads % cp:
             raise CharonError(
                 f"shard-context: option 'cp' ({cp}) does not divide the attention heads ({heads}) (mode=ulysses)"
+            )
+        if self.mode == "ulysses" and kv_heads % cp and not self.gather_kv:
+            raise CharonError(
+                f"shard-context: option 'cp' ({cp}) does not divide the kv heads ({kv_heads}) "
+                "(mode=ulysses, gather-kv=false: Transformer Engine's a2a)"
             )
         if self.mode == "ulysses" and kv_heads % cp and cp % kv_heads:
             raise CharonError(

@@ -709,8 +709,8 @@ def illegal_training(config: dict[str, Any], shape: ModelShape | None) -> str:
         # the heads a rank holds after tensor parallelism (a kv head shared by several)
         heads, kv_heads = shape.heads // tp, max(shape.kv_heads // tp, 1)
         group = cp if config["cp_comm_type"] == "a2a" else inner
-        if heads % group or (kv_heads % group if config["cp_comm_type"] == "a2a+p2p" else
-                             kv_heads % group and group % kv_heads):
+        # Transformer Engine's all-to-alls split the kv heads as the queries'
+        if heads % group or kv_heads % group:
             return (f"cp_comm_type {config['cp_comm_type']}: its all-to-all group of {group} does not divide "
                     f"{heads} heads / {kv_heads} KV heads a tp rank holds")
     if ep > 1 and (not shape.experts or shape.experts % ep):

@@ -1,6 +1,7 @@
 """api.TrainingConfig and api.pass_plan: how the command-line degrees map onto the
 mesh and the passes, and the one-line errors of impossible ones."""
 
+import json
 import re
 
 import pytest
@@ -141,7 +142,7 @@ def test_a_pipeline_layout_moves_layers_between_stages(charon_cli, tmp_path):
 @pytest.mark.parametrize("flags, want", [
     ({}, {"cp": 8}),
     ({"cp_comm_type": "p2p"}, {"cp": 8}),
-    ({"cp_comm_type": "a2a"}, {"cp": 8, "mode": "ulysses"}),
+    ({"cp_comm_type": "a2a"}, {"cp": 8, "mode": "ulysses", "gather_kv": False}),
     ({"cp_comm_type": "a2a+p2p", "hierarchical_cp": 2}, {"cp": 8, "mode": "a2a+p2p", "a2a": 2}),
 ])
 def test_cp_comm_type_is_shard_contexts_mode(flags, want):
@@ -190,13 +191,25 @@ def test_hierarchical_cp_on_the_command_line(charon_cli, tmp_path, flags, messag
 
 
 def test_hierarchical_cp_simulates(charon_cli):
-    """The tiny Llama under the three kinds at cp 4 (2 x 2): the same work per rank."""
-    import json
+    """The tiny Llama (4 query heads, 2 kv heads) at cp 4: the ring and a2a+p2p
+    (2 x 2) do the same work per rank; Transformer Engine's a2a, which splits the
+    2 kv heads as the queries' 4, is refused at cp 4 and runs at cp 2."""
+    def simulate(cp: str, *kind: str):
+        return charon_cli("simulate", "--model", "examples/llama_tiny_config.json", "--gpus", cp, "--cp", cp,
+                          "--seq-len", "256", "--framework", "none", "--cp-comm-type", *kind, "--json")
 
     flops = {}
-    for kind in (["p2p"], ["a2a"], ["a2a+p2p", "--hierarchical-cp", "2"]):
-        result = charon_cli("simulate", "--model", "examples/llama_tiny_config.json", "--gpus", "4", "--cp", "4",
-                            "--seq-len", "256", "--framework", "none", "--cp-comm-type", *kind, "--json")
+    for kind in (["p2p"], ["a2a+p2p", "--hierarchical-cp", "2"]):
+        result = simulate("4", *kind)
         assert result.returncode == 0, result.stderr
         flops[kind[0]] = json.loads(result.stdout)["model_flops_per_gpu"]
-    assert flops["a2a+p2p"] == pytest.approx(flops["p2p"]) == pytest.approx(flops["a2a"])
+    assert flops["a2a+p2p"] == pytest.approx(flops["p2p"])
+    refused = simulate("4", "a2a")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [
+        "error: shard-context: option 'cp' (4) does not divide the kv heads (2) "
+        "(mode=ulysses, gather-kv=false: Transformer Engine's a2a)"]
+    ring, a2a = simulate("2", "p2p"), simulate("2", "a2a")
+    assert ring.returncode == a2a.returncode == 0, a2a.stderr
+    assert json.loads(a2a.stdout)["model_flops_per_gpu"] == pytest.approx(
+        json.loads(ring.stdout)["model_flops_per_gpu"])

@@ -4,6 +4,9 @@
 // RUN: not charon-opt %s -p 'shard-context{cp=3}' 2>&1 | filecheck %s --check-prefix=SEQ
 // RUN: not charon-opt %s -p 'shard-context{cp=8 mode=ulysses}' 2>&1 | filecheck %s --check-prefix=HEADS
 // RUN: not charon-opt %s -p 'shard-context{cp=2},shard-context{cp=2}' 2>&1 | filecheck %s --check-prefix=TWICE
+// RUN: charon-opt %s -p 'shard-context{cp=2 mode=ulysses gather-kv=false}' | filecheck %s --check-prefix=ULYSSES
+// RUN: not charon-opt %s -p 'shard-context{cp=4 mode=ulysses gather-kv=false}' 2>&1 | filecheck %s --check-prefix=GATHER-KV
+// RUN: not charon-opt %s -p 'shard-context{cp=2 gather-kv=false}' 2>&1 | filecheck %s --check-prefix=GATHER-KV-MODE
 // RUN: charon-opt %s -p 'shard-context{cp=4 mode="a2a+p2p" a2a=2}' | filecheck %s --check-prefix=HIER
 // RUN: not charon-opt %s -p 'shard-context{cp=4 mode="a2a+p2p" a2a=3}' 2>&1 | filecheck %s --check-prefix=HIER-DIV
 // RUN: not charon-opt %s -p 'shard-context{cp=4 mode="a2a+p2p" a2a=4}' 2>&1 | filecheck %s --check-prefix=HIER-DIV4
@@ -195,3 +198,7 @@ builtin.module {
   }
 }
 
+// Transformer Engine's a2a (gather-kv=false) splits the kv heads as it splits q's:
+// 2 kv heads over 4 ranks is refused, not gathered.
+// GATHER-KV: error: shard-context: option 'cp' (4) does not divide the kv heads (2) (mode=ulysses, gather-kv=false: Transformer Engine's a2a)
+// GATHER-KV-MODE: error: shard-context: option 'gather-kv' needs mode=ulysses, not mode=ring

@@ -17,7 +17,7 @@ def test_every_sweep_flag_has_help():
 
 def test_flags_of_a_few_values_show_them():
     params = sweep_params()
-    assert params["recompute"].metavar == "none|selective|full"
+    assert params["recompute"].metavar == "none|selective|selective-op|full"
     assert params["zero"].metavar == "0|1|2|3"
     assert params["tier"].metavar == "screen|fast"
     assert params["sequence_parallel"].metavar == "true|false"
