@@ -16,7 +16,7 @@
 // CHECK:        pipeline               Split a training step over pipeline stages.
 // CHECK-NEXT:                          options: pp=1 vpp=1 schedule=1f1b microbatches=0 layers=(none) scatter-gather=false
 // CHECK:        recompute              Activation recomputation (Korthikanti et al. 2022,
-// CHECK-NEXT:                          options: policy=none|selective|full
+// CHECK-NEXT:                          options: policy=none|selective|selective-op|full
 // CHECK:      xDSL's own passes are accepted too (see xdsl-opt --help).
 
 // ONCE:     shard-tensor{{ +}}Megatron
