@@ -96,7 +96,7 @@ from charon_ir.parallel.sub_blocks import DEFAULT_MODULES, MODULES, LayerBlocks,
 
 POLICIES = tuple(p.value for p in sim.RecomputePolicy)
 POLICY_CHOICES = f"{', '.join(POLICIES[:-1])} or {POLICIES[-1]}"
-"""The policies in words ("none, selective or full"), for error messages."""
+"""The policies in words ("none, selective, selective-op or full"), for error messages."""
 
 
 def rewrote_nothing(module: ModuleOp) -> bool:
@@ -673,11 +673,17 @@ def op_level_saved(body: Block) -> list[Operation]:
     starts at 0 in every block and every even count is recomputed), the
     flash and memory-efficient SDPA kernels (a `sim.attention {flash}`; a
     non-flash one is the math path's bmm and softmax, not in the list), and
-    the reduce-scatters of tensor parallelism."""
+    the reduce-scatters of tensor parallelism. A body of several layers (a
+    period of alternating ones: sliding and full attention) counts each
+    layer's from 0, from the residual norm of its attention block."""
+    blocks = LayerBlocks(body, body.args[0], _yielded(body)[0])
+    layer_starts = {norm for norm, ops in blocks.blocks if LayerBlocks.attention_of(ops) is not None}
     saved: list[Operation] = []
     mm_count = 0
     for op in body.ops:
-        if is_mm(op):
+        if op in layer_starts:
+            mm_count = 0
+        elif is_mm(op):
             mm_count += 1
             if mm_count % 2 == 1:
                 saved.append(op)

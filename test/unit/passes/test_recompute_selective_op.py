@@ -4,6 +4,7 @@ that the backward gains exactly the re-run ops' FLOPs."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from xdsl.context import Context
 from charon_ir.dialects import coll, sim
 from charon_ir.errors import CharonError
 from charon_ir.frontend.metrics import phase_flops
-from charon_ir.memory import layer_saved_values
+from charon_ir.memory import Roots, layer_saved_values, phase_memory
 from charon_ir.memory.megatron_reference import GptShape, gpt_step
 from charon_ir.passes.data_parallel import DataParallelPass
 from charon_ir.passes.fuse import FusePass
@@ -211,8 +212,6 @@ def test_memory_analysis_counts_the_saved_values_and_the_rerun_working_set():
     """Each layer keeps, beyond full recompute's layer input, exactly what the
     policy saves; the backward's peak holds all of it and, at once, every
     re-made value its first layer's backward reads."""
-    from charon_ir.memory import Roots, phase_memory
-
     memory = {}
     for policy in ("none", "selective-op", "full"):
         module = tiny_llama(fuse=True)
@@ -232,3 +231,29 @@ def test_memory_analysis_counts_the_saved_values_and_the_rerun_working_set():
     assert memory["full"].saved < memory["selective-op"].saved < memory["none"].saved
     assert working_set > 0
     assert memory["selective-op"].backward_peak >= memory["selective-op"].saved + working_set
+
+
+def test_a_body_of_two_layers_counts_each_layers_matmuls_from_zero(tmp_path, monkeypatch):
+    """Alternating sliding and full attention make a repeat body of two layers;
+    torchtitan checkpoints each transformer block on its own, its matmul count
+    starting at 0: each layer saves wq, wv, w1, w2 and its flash attention (the
+    body's 14 matmuls counted as one run would save 7)."""
+    pytest.importorskip("torch")
+    from charon_ir.frontend import import_model  # the frontend imports torch
+    from charon_ir.frontend.configs import load_config
+
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "cache"))
+    _, config = load_config("qwen3-8b")
+    config.update(num_hidden_layers=4, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                  intermediate_size=96, vocab_size=256, use_sliding_window=True, sliding_window=16,
+                  max_window_layers=2, layer_types=["sliding_attention", "full_attention"] * 2)
+    path = tmp_path / "two-layer-period.json"
+    path.write_text(json.dumps(config))
+    module = import_model(path, seq_len=32, batch=1, mode="train", use_cache=False)
+    FusePass().apply(Context(), module)
+    body = forward_repeat(module).body.block
+    assert sum(isinstance(op, sim.AttentionOp) for op in body.ops) == 2
+    saved = op_level_saved(body)
+    assert sum(is_mm(op) for op in body.ops) == 14
+    assert sum(is_mm(op) for op in saved) == 8
+    assert sum(isinstance(op, sim.AttentionOp) for op in saved) == 2

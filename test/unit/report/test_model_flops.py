@@ -1,13 +1,18 @@
 """MFU counts model FLOPs, HFU every FLOP executed: recompute re-runs forward
 work, which costs time and hardware FLOPs but adds no model FLOPs."""
 
+import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
-from charon_ir.api import simulate
+from charon_ir.api import build_training_module, configure, simulate
+from charon_ir.dialects import sim
+from charon_ir.report.table import print_report
 
 TINY = str(Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json")
 
@@ -40,12 +45,6 @@ def test_the_fast_tier_extrapolates_model_and_hardware_flops_as_the_fine_tier_co
 
 
 def test_the_table_shows_hfu_only_beside_recompute():
-    import io
-
-    from rich.console import Console
-
-    from charon_ir.report.table import print_report
-
     for recompute, shown in (("none", False), ("full", True)):
         report = simulate(TINY, seq_len=256, gpus=2, pp=2, global_batch=32, recompute=recompute)
         out = io.StringIO()
@@ -56,11 +55,6 @@ def test_the_table_shows_hfu_only_beside_recompute():
 def test_selective_op_adds_exactly_its_rerun_ops_to_hardware_flops():
     """torchtitan's op-level checkpointing: hardware FLOPs = model FLOPs + the
     FLOPs of the ops the backward re-runs (each layer's), fewer than full's."""
-    from dataclasses import replace
-
-    from charon_ir.api import build_training_module, configure
-    from charon_ir.dialects import sim
-
     options = dict(seq_len=256, gpus=1, global_batch=2, micro_batch=1)
     none, op, full = (simulate(TINY, recompute=p, **options) for p in ("none", "selective-op", "full"))
     assert op["model_flops_per_gpu"] == pytest.approx(none["model_flops_per_gpu"], rel=1e-12)
