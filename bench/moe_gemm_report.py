@@ -19,23 +19,11 @@ import argparse
 import json
 from pathlib import Path
 
-from xdsl.dialects.builtin import TensorType, UnitAttr, bf16
-
-from charon_ir.dialects import sim
 from charon_ir.engines.analytic import AnalyticEngine, fp8_gemm_target
 from charon_ir.profile.device import gpu_table_name
 from charon_ir.target.hardware import load_gpu
 from charon_ir.target.target import Target
-
-
-def expert_matmul(experts: int, m: int, k: int, n: int, grouped: bool) -> sim.MatmulOp:
-    """[experts, m, k] x [experts, k, n], `grouped` or one batched GEMM."""
-    rows = sim.InputOp("rows", TensorType(bf16, (experts, m, k)))
-    weight = sim.ParamOp("experts", TensorType(bf16, (experts, k, n)))
-    op = sim.MatmulOp(rows.result, weight.result, TensorType(bf16, (experts, m, n)))
-    if grouped:
-        op.properties["grouped"] = UnitAttr()
-    return op
+from charon_ir.testing import expert_matmul
 
 
 def layer_ratios(layer: dict, target: Target) -> dict[str, float]:

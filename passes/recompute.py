@@ -72,6 +72,7 @@ what it produced (marked ops are skipped).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -246,6 +247,37 @@ def _replace(old_op: Operation, new_op: Operation, old_yields: list[SSAValue], n
     old_op.erase()
 
 
+
+def forward_twin(rep: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.RepeatOp | None:
+    """The forward layer repeat whose stacked outputs the reverse repeat `rep` slices."""
+    for s in rep.slices:
+        if isinstance(s, OpResult) and s.op is fwd:
+            src = _yielded(fwd.body.block)[s.index]
+            if isinstance(src, OpResult) and isinstance(src.op, sim.RepeatOp):
+                return src.op
+    return None
+
+
+def recompute_layer_pairs(
+    block: Block, recompute: Callable[[sim.RepeatOp, sim.RepeatOp, sim.PhaseOp], sim.PhaseOp]
+) -> bool:
+    """`recompute(forward, backward, forward phase)` on each (forward repeat,
+    reverse repeat) pair of the step in `block` not yet recomputed, the forward
+    phase it returns replacing the old; False when the step has a backward but
+    no such pair."""
+    fwd, bwd = _phase(block, sim.PhaseKind.FORWARD), _phase(block, sim.PhaseKind.BACKWARD)
+    if fwd is None or bwd is None:
+        return True
+    found = False
+    for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
+        forward = forward_twin(rep, fwd)
+        if forward is None:
+            continue
+        found = True
+        if sim.recompute_kind(forward) is None:
+            fwd = recompute(forward, rep, fwd)
+    return found
+
 @dataclass
 class LayerRecompute:
     """Full recompute of one (forward repeat, reverse repeat) pair of a step."""
@@ -255,26 +287,7 @@ class LayerRecompute:
     def run(self) -> bool:
         """Recompute every layer repeat of the step; False when the step has a
         backward but no (forward repeat, reverse repeat) pair to work on."""
-        fwd, bwd = _phase(self.block, sim.PhaseKind.FORWARD), _phase(self.block, sim.PhaseKind.BACKWARD)
-        if fwd is None or bwd is None:
-            return True
-        found = False
-        for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
-            forward = self.forward_twin(rep, fwd)
-            if forward is None:
-                continue
-            found = True
-            if sim.recompute_kind(forward) is None:
-                fwd = self.recompute(forward, rep, fwd)
-        return found
-
-    def forward_twin(self, rep: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.RepeatOp | None:
-        for s in rep.slices:
-            if isinstance(s, OpResult) and s.op is fwd:
-                src = _yielded(fwd.body.block)[s.index]
-                if isinstance(src, OpResult) and isinstance(src.op, sim.RepeatOp):
-                    return src.op
-        return None
+        return recompute_layer_pairs(self.block, self.recompute)
 
     def recompute(self, forward: sim.RepeatOp, backward: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.PhaseOp:
         f_block = forward.body.block
@@ -435,14 +448,10 @@ class SubBlockRecompute:
     block: Block
     modules: tuple[str, ...]
 
-    def run(self) -> None:
-        fwd, bwd = _phase(self.block, sim.PhaseKind.FORWARD), _phase(self.block, sim.PhaseKind.BACKWARD)
-        if fwd is None or bwd is None:
-            return
-        for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
-            forward = LayerRecompute(self.block).forward_twin(rep, fwd)
-            if forward is not None and sim.recompute_kind(forward) is None:
-                fwd = self.recompute(forward, rep, fwd)
+    def run(self) -> bool:
+        """Recompute every layer repeat of the step; False when the step has a
+        backward but no (forward repeat, reverse repeat) pair to work on."""
+        return recompute_layer_pairs(self.block, self.recompute)
 
     def chosen_ops(self, forward: sim.RepeatOp) -> list[Operation]:
         body = forward.body.block
@@ -710,21 +719,6 @@ class OpLevelRecompute(SubBlockRecompute):
 
     rerun_what = "option 'policy=selective-op': a recomputed op"
     drops_every_unread = True
-
-    def run(self) -> bool:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Recompute every layer repeat of the step; False when the step has a
-        backward but no (forward repeat, reverse repeat) pair to work on."""
-        fwd, bwd = _phase(self.block, sim.PhaseKind.FORWARD), _phase(self.block, sim.PhaseKind.BACKWARD)
-        if fwd is None or bwd is None:
-            return True
-        found = False
-        for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
-            forward = LayerRecompute(self.block).forward_twin(rep, fwd)
-            if forward is not None:
-                found = True
-                if sim.recompute_kind(forward) is None:
-                    fwd = self.recompute(forward, rep, fwd)
-        return found
 
     def chosen_ops(self, forward: sim.RepeatOp) -> list[Operation]:
         body = forward.body.block

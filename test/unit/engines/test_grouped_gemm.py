@@ -9,25 +9,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import TensorType, UnitAttr, bf16
 
-from charon_ir.dialects import sim
 from charon_ir.engines.analytic import AnalyticEngine
 from charon_ir.target.hardware import load_gpu
 from charon_ir.target.target import Target
+from charon_ir.testing import expert_matmul
 
 MEASURED = {gpu: Path(__file__).parents[2] / "data" / "gpu" / f"moe_gemm-{tag}.json"
             for tag, gpu in (("h100", "H100-SXM5-80GB"), ("h200", "H200-SXM-141GB"))}
-
-
-def _matmul(experts: int, m: int, k: int, n: int, grouped: bool) -> sim.MatmulOp:
-    a = sim.InputOp("rows", TensorType(bf16, (experts, m, k)))
-    w = sim.ParamOp("experts", TensorType(bf16, (experts, k, n)))
-    op = sim.MatmulOp(a.result, w.result, TensorType(bf16, (experts, m, n)))
-    if grouped:
-        op.properties["grouped"] = UnitAttr()
-    op.verify()
-    return op
 
 
 def _target(gpu: str = "H200-SXM-141GB") -> Target:
@@ -39,9 +28,9 @@ def _target(gpu: str = "H200-SXM-141GB") -> Target:
 def test_grouped_is_experts_times_one_expert_and_keeps_flops(experts, m, k, n):
     target = _target()
     engine = AnalyticEngine()
-    grouped = engine.price(_matmul(experts, m, k, n, True), target)
-    one = engine.price(_matmul(1, m, k, n, False), target)
-    batched = engine.price(_matmul(experts, m, k, n, False), target)
+    grouped = engine.price(expert_matmul(experts, m, k, n, True), target)
+    one = engine.price(expert_matmul(1, m, k, n, False), target)
+    batched = engine.price(expert_matmul(experts, m, k, n, False), target)
     assert grouped.flops == batched.flops == experts * one.flops
     assert grouped.time_s == pytest.approx(experts * one.time_s, rel=1e-12)
     # pooling the experts' tiles into shared waves can only help
@@ -62,8 +51,8 @@ def test_grouped_price_is_the_measured_expert_gemms(gpu, layer):
     grouped = batched = loop = group_mm = 0.0
     for g in layer["gemms"]:
         shape = (g["experts"], g["m"], g["k"], g["n"])
-        grouped += engine.price(_matmul(*shape, True), target).time_s * 1e6
-        batched += engine.price(_matmul(*shape, False), target).time_s * 1e6
+        grouped += engine.price(expert_matmul(*shape, True), target).time_s * 1e6
+        batched += engine.price(expert_matmul(*shape, False), target).time_s * 1e6
         loop += g["loop_us"]
         group_mm += g["grouped_us"]
     assert loop / grouped == pytest.approx(1.0, abs=0.08)
