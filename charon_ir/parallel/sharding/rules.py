@@ -353,8 +353,8 @@ class ShardGeneric(ShardPattern):
             full = st.full_shape(st.operand(op, i))
             if s.dim is not None and s.tag == s0.tag and s.factor == s0.factor:
                 continue  # split the same way (token ids next to token activations)
-            if callee in self.TOKEN_LOCAL and s.dim is not None and s.factor == s0.factor:
-                continue
+            if callee in self.TOKEN_LOCAL and s.dim == 1 and len(full) == 3 and s.factor == s0.factor:
+                continue  # [experts, capacity, h] split on its capacity: each token's own rows
             if len(full) == len(src_full) and full[s0.dim] == src_full[s0.dim] and full[s0.dim] > 1:
                 st.use(op, i, Shard(s0.dim, s0.factor, False, s0.tag))
             elif not s.replicated:
