@@ -675,6 +675,18 @@ def is_mm(op: Operation) -> bool:
     )
 
 
+def _reads_router_weight(op: sim.MatmulOp) -> bool:
+    """Whether the GEMM's weight is a MoE router's (a `sim.param` of role router,
+    through `sim.repeat` slices)."""
+    value = op.rhs
+    while isinstance(value, BlockArgument):
+        owner = value.block.parent_op()
+        if not isinstance(owner, sim.RepeatOp):
+            return False
+        value = owner.operands[value.index]
+    return isinstance(value.owner, sim.ParamOp) and value.owner.param_role() == sim.ParamRole.ROUTER
+
+
 def op_level_saved(body: Block) -> list[Operation]:
     """The ops of a layer body whose outputs torchtitan's op-level policy saves
     (`_apply_ac_to_transformer_block`'s `_save_list`, MUST_SAVE): the
@@ -684,7 +696,11 @@ def op_level_saved(body: Block) -> list[Operation]:
     non-flash one is the math path's bmm and softmax, not in the list), and
     the reduce-scatters of tensor parallelism. A body of several layers (a
     period of alternating ones: sliding and full attention) counts each
-    layer's from 0, from the residual norm of its attention block."""
+    layer's from 0, from the residual norm of its attention block. A MoE
+    layer follows the torchtitan versions that run MoE models (2025): the
+    expert-parallel all-to-alls are saved (`_c10d_functional.all_to_all_single`
+    in the list) and the router's gate re-run, not counted
+    (`per_op_sac_force_recompute_mm_shapes_by_fqns = ["moe.router.gate"]`)."""
     blocks = LayerBlocks(body, body.args[0], _yielded(body)[0])
     layer_starts = {norm for norm, ops in blocks.blocks if LayerBlocks.attention_of(ops) is not None}
     saved: list[Operation] = []
@@ -692,10 +708,12 @@ def op_level_saved(body: Block) -> list[Operation]:
     for op in body.ops:
         if op in layer_starts:
             mm_count = 0
-        elif is_mm(op):
+        elif is_mm(op) and not _reads_router_weight(op):
             mm_count += 1
             if mm_count % 2 == 1:
                 saved.append(op)
+        elif isinstance(op, coll.AllToAllOp) and "ep" in op.axis_names():
+            saved.append(op)
         elif isinstance(op, sim.AttentionOp) and op.flash:
             saved.append(op)
         elif isinstance(op, coll.ReduceScatterOp) and not is_model_state_buffer(op):

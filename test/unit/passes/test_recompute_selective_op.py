@@ -257,3 +257,30 @@ def test_a_body_of_two_layers_counts_each_layers_matmuls_from_zero(tmp_path, mon
     assert sum(is_mm(op) for op in body.ops) == 14
     assert sum(is_mm(op) for op in saved) == 8
     assert sum(isinstance(op, sim.AttentionOp) for op in saved) == 2
+
+
+def test_a_moe_layer_saves_its_expert_parallel_all_to_alls_and_reruns_the_router(tmp_path, monkeypatch):
+    """torchtitan's MoE versions: the expert-parallel all-to-alls are saved (not
+    re-run in the backward) and the router's gate is re-run without counting as
+    an `aten.mm`: Mixtral's wq, wk, wv, wo, gate save wq and wv."""
+    pytest.importorskip("torch")
+    from charon_ir.frontend import import_model  # the frontend imports torch
+    from charon_ir.frontend.configs import load_config
+    from charon_ir.parallel.examples import apply_pipeline
+
+    monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path / "cache"))
+    _, config = load_config("mixtral-8x7b")
+    config.update(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                  intermediate_size=96, vocab_size=256, num_local_experts=4, num_experts_per_tok=2)
+    path = tmp_path / "tiny-mixtral.json"
+    path.write_text(json.dumps(config))
+    module = apply_pipeline(import_model(path, seq_len=32, batch=1, mode="train", use_cache=False),
+                            "shard-expert{ep=2},fuse")
+    body = forward_repeat(module).body.block
+    saved = op_level_saved(body)
+    mms = [op for op in body.ops if is_mm(op)]
+    assert len(mms) == 5 and [op for op in mms if op in saved] == [mms[0], mms[2]]
+    a2a = [op for op in body.ops if isinstance(op, coll.AllToAllOp)]
+    assert a2a and all(op in saved for op in a2a)
+    selective_op(module)
+    assert not [op for op in clones(module) if isinstance(op, coll.AllToAllOp)]
