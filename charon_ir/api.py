@@ -410,8 +410,9 @@ def _routing_groups(model: str) -> dict[str, int]:
     return {}
 
 
-CP_COMM_TYPES = {"p2p": "ring", "a2a": "ulysses", "a2a+p2p": "a2a+p2p"}
-"""Megatron-Core's --cp-comm-type -> shard-context's mode."""
+CP_COMM_TYPES = ("p2p", "a2a", "a2a+p2p")
+"""Megatron-Core's --cp-comm-type values: shard-context's mode ring, ulysses
+(gather-kv=false) and a2a+p2p (`context_options`)."""
 
 
 def context_options(config: TrainingConfig) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
+    BlockArgument,
     Dialect,
     Operation,
     ParametrizedAttribute,
@@ -2548,6 +2549,26 @@ class OffStageOp(IRDLOperation):
 
 def is_off_stage(value: SSAValue) -> bool:
     return isinstance(value.owner, OffStageOp)
+
+
+def repeat_source(value: SSAValue) -> SSAValue | None:
+    """What `value` is outside every `sim.repeat` around it: the operand a repeat
+    block argument takes (its repeat's operands in order, through nested
+    repeats), the value itself when it is no block argument; None for a block
+    argument of another op."""
+    while isinstance(value, BlockArgument):
+        owner = value.block.parent_op()
+        if not isinstance(owner, RepeatOp):
+            return None
+        value = owner.operands[value.index]
+    return value
+
+
+def param_of(value: SSAValue) -> ParamOp | None:
+    """The `sim.param` `value` is, or a layer's slice of; None for anything else
+    (an activation, ZeRO's gathered copy)."""
+    source = repeat_source(value)
+    return source.owner if source is not None and isinstance(source.owner, ParamOp) else None
 
 
 def _off_stage_values(rewriter: PatternRewriter, old: Sequence[SSAValue], new: Sequence[SSAValue] = (),

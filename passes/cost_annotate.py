@@ -43,7 +43,7 @@ from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -67,6 +67,7 @@ from charon_ir.dialects.sim import (
     RepeatOp,
     StageOp,
     is_generic,
+    repeat_source,
 )
 from charon_ir.engines.analytic import FP8_RECIPES, AnalyticEngine, fp8_cast_time_s, fp8_gemm_target
 from charon_ir.engines.base import ENGINES, CostEngine
@@ -135,13 +136,9 @@ class PriceFp8Gemm(RewritePattern):
 def _is_weight(value: SSAValue) -> bool:
     """Whether a GEMM operand is a model weight: a `sim.param`, a layer's slice of
     one (a `sim.repeat` block argument), or ZeRO's gathered copy (`param_unpack`)."""
-    while isinstance(value, BlockArgument):
-        owner = value.block.parent_op()
-        if not isinstance(owner, RepeatOp):
-            return False
-        value = owner.operands[value.index]
-    op = value.owner
-    return isinstance(op, ParamOp) or is_generic(op, GenericCallee.PARAM_UNPACK)
+    source = repeat_source(value)
+    return source is not None and (
+        isinstance(source.owner, ParamOp) or is_generic(source.owner, GenericCallee.PARAM_UNPACK))
 
 
 def _in_layers(op: Operation) -> bool:

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
-from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -61,17 +60,6 @@ def expert_weight_shapes(module: ModuleOp) -> frozenset[tuple[int, ...]]:
     return frozenset(shapes)
 
 
-def _param_of(value: SSAValue) -> sim.ParamOp | None:
-    """The `sim.param` `value` is (or a layer's slice of, through `sim.repeat`
-    block arguments), else None (an activation, ZeRO's gathered copy)."""
-    while isinstance(value, BlockArgument):
-        owner = value.block.parent_op()
-        if not isinstance(owner, sim.RepeatOp):
-            return None
-        value = owner.operands[value.index]
-    return value.owner if isinstance(value.owner, sim.ParamOp) else None
-
-
 @dataclass
 class GroupExpertGemm(RewritePattern):
     """`rows x W`, `dy x W` or `rows^T x dy -> dW` of a routed expert's weight W -> `grouped`."""
@@ -82,7 +70,7 @@ class GroupExpertGemm(RewritePattern):
     def match_and_rewrite(self, op: sim.MatmulOp, rewriter: PatternRewriter) -> None:
         if op.grouped is not None or len(shape_of(op.lhs)) < 3 or len(shape_of(op.rhs)) < 3:
             return
-        param = _param_of(op.rhs)
+        param = sim.param_of(op.rhs)
         reads_weight = tuple(shape_of(op.rhs)) in self.weights and (
             param is None or param.param_role() == ParamRole.EXPERT)
         yields_gradient = op.transpose_lhs is not None and tuple(shape_of(op.result)) in self.weights

@@ -73,7 +73,7 @@ what it produced (marked ops are skipped).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from xdsl.context import Context
@@ -247,7 +247,6 @@ def _replace(old_op: Operation, new_op: Operation, old_yields: list[SSAValue], n
     old_op.erase()
 
 
-
 def forward_twin(rep: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.RepeatOp | None:
     """The forward layer repeat whose stacked outputs the reverse repeat `rep` slices."""
     for s in rep.slices:
@@ -277,6 +276,7 @@ def recompute_layer_pairs(
         if sim.recompute_kind(forward) is None:
             fwd = recompute(forward, rep, fwd)
     return found
+
 
 @dataclass
 class LayerRecompute:
@@ -500,7 +500,7 @@ class SubBlockRecompute:
             return fwd  # the backward reads none of it: nothing to free
         ops = self.rerun(ops, replaced)
         chosen = set(ops)
-        cached = self.cached_values(forward, chosen)
+        cached = self.cached_values(forward)
 
         # what the clone reads: saved layer values, parameters, the forward
         # phase's values around the repeat, values above the phase
@@ -627,7 +627,7 @@ class SubBlockRecompute:
         reads (`replaced`): each whole sub-block."""
         return ops
 
-    def cached_values(self, forward: sim.RepeatOp, rerun: set[Operation]) -> list[SSAValue]:
+    def cached_values(self, forward: sim.RepeatOp) -> list[SSAValue]:
         """Forward layer values saved for the backward whether it reads them or
         not: none here."""
         return []
@@ -676,15 +676,9 @@ def is_mm(op: Operation) -> bool:
 
 
 def _reads_router_weight(op: sim.MatmulOp) -> bool:
-    """Whether the GEMM's weight is a MoE router's (a `sim.param` of role router,
-    through `sim.repeat` slices)."""
-    value = op.rhs
-    while isinstance(value, BlockArgument):
-        owner = value.block.parent_op()
-        if not isinstance(owner, sim.RepeatOp):
-            return False
-        value = owner.operands[value.index]
-    return isinstance(value.owner, sim.ParamOp) and value.owner.param_role() == sim.ParamRole.ROUTER
+    """Whether the GEMM's weight is a MoE router's."""
+    param = sim.param_of(op.rhs)
+    return param is not None and param.param_role() == sim.ParamRole.ROUTER
 
 
 def op_level_saved(body: Block) -> list[Operation]:
@@ -734,13 +728,20 @@ class OpLevelRecompute(SubBlockRecompute):
     early stop), fed by the saved ones."""
 
     modules: tuple[str, ...] = ()
+    saved_ops: dict[sim.RepeatOp, list[Operation]] = field(default_factory=dict)
+    """`op_level_saved` of each forward repeat's body, as the forward left it."""
 
     rerun_what = "option 'policy=selective-op': a recomputed op"
     drops_every_unread = True
 
+    def saved_of(self, forward: sim.RepeatOp) -> list[Operation]:
+        if forward not in self.saved_ops:
+            self.saved_ops[forward] = op_level_saved(forward.body.block)
+        return self.saved_ops[forward]
+
     def chosen_ops(self, forward: sim.RepeatOp) -> list[Operation]:
         body = forward.body.block
-        kept = set(op_level_saved(body))
+        kept = set(self.saved_of(forward))
         return [
             op for op in body.ops
             if op not in kept and not isinstance(op, sim.YieldOp) and not is_model_state_buffer(op)
@@ -763,8 +764,8 @@ class OpLevelRecompute(SubBlockRecompute):
                 last = max(last, ops.index(v.owner))  # pyright: ignore[reportArgumentType]
         return [op for i, op in enumerate(ops) if i <= last or op in views]
 
-    def cached_values(self, forward: sim.RepeatOp, rerun: set[Operation]) -> list[SSAValue]:
-        return [r for op in op_level_saved(forward.body.block) for r in op.results]
+    def cached_values(self, forward: sim.RepeatOp) -> list[SSAValue]:
+        return [r for op in self.saved_of(forward) for r in op.results]
 
     def insert_clones(
         self, b_block: Block, ops: list[Operation], replaced: list[SSAValue],

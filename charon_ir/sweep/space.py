@@ -493,7 +493,7 @@ def _choices(kind: str) -> dict[str, tuple[Any, ...]]:
         "framework": tuple(FRAMEWORKS),
         "fp8_recipe": FP8_RECIPES,
         "grad_bytes": (2, 4),
-        "cp_comm_type": tuple(CP_COMM_TYPES),
+        "cp_comm_type": CP_COMM_TYPES,
     }
 
 
