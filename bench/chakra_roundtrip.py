@@ -40,7 +40,7 @@ def main() -> None:
                               dp=args.dp, sequence_parallel=args.sequence_parallel, seq_len=args.seq_len,
                               global_batch=args.global_batch, micro_batch=args.micro_batch)
     ctx, module, _ = api.build_training_module(config)
-    api.make_pass("lower-to-events", blocking=tuple(config.blocking_comm)).apply(ctx, module)
+    api.make_pass("lower-to-events", **api.lowering_options(config)).apply(ctx, module)
     with tempfile.TemporaryDirectory() as directory:
         Exporter(module).write(directory, ranks)
         original = simulate_module(ctx, module, tier="fine")

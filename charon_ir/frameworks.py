@@ -179,9 +179,11 @@ _MEGATRON_LM_2021: tuple[Rule, ...] = (
          "local DDP: allreduce_gradients() after the whole backward (`DDP_impl local`)"),
     Rule("pipeline_scatter_gather", lambda r: True,
          "scatter_gather_tensors_in_pipeline: tp-replicated activations cross stages as 1/tp slices"),
-    Rule("blocking_comm", lambda r: ("tp", "pp"),
-         "every tensor-parallel all-reduce and every batched isend/irecv waited for (megatron/mpu, "
-         "p2p_communication.py)"),
+    Rule("blocking_comm", lambda r: ("tp",),
+         "every tensor-parallel all-reduce waited for (megatron/mpu)"),
+    Rule("pp_send_overlap", lambda r: False,
+         "every batched isend/irecv waited for (megatron/p2p_communication.py)",
+         applies=lambda r: r.get("pp", 1) > 1),
     Rule("optimizer", lambda r: "unfused-fp16",
          "Float16OptimizerWithFloat16Params around apex FusedAdam: copy, unscale, norm as own kernels"),
     Rule("unfused_grad_accumulation", lambda r: True,
@@ -192,12 +194,11 @@ _MEGATRON_LM_2021: tuple[Rule, ...] = (
 )
 
 _MEGATRON_LM_2022: tuple[Rule, ...] = tuple(
-    Rule("blocking_comm", lambda r: ("pp",),
-         "batched isend/irecv waited for; the column-parallel backward all-reduce overlaps the "
-         "weight-gradient GEMM (async tensor-model-parallel all-reduce)")
-    if rule.setting == "blocking_comm" else rule
-    for rule in _MEGATRON_LM_2021
-    if rule.setting != "keep_stage_outputs"  # Korthikanti et al.'s code frees a sent output
+    rule for rule in _MEGATRON_LM_2021
+    # the column-parallel backward all-reduce overlaps the weight-gradient GEMM (async
+    # tensor-model-parallel all-reduce): no blocking tp; Korthikanti et al.'s code frees
+    # a sent output (no keep_stage_outputs); batched isend/irecv still waited for
+    if rule.setting not in ("blocking_comm", "keep_stage_outputs")
 )
 
 def _zero3(resolved: Resolved) -> bool:

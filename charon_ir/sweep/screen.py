@@ -68,7 +68,7 @@ import numpy as np
 
 from xdsl.dialects.builtin import IntegerAttr
 
-from charon_ir.api import imports_tensor_parallel, make_pass, overlap_model, pass_plan
+from charon_ir.api import imports_tensor_parallel, lowering_options, make_pass, overlap_model, pass_plan
 from charon_ir.dialects import coll, event, sim
 from charon_ir.engines.collectives import cached_plan
 from charon_ir.errors import CharonError
@@ -939,8 +939,7 @@ def compose(probe: Probe, config, cluster, capacity: float, overlap=None) -> Com
         gathers = [gather_time(stage_params(s)) if zero_gathers else 0.0 for s in range(pp)]
 
     items = StepItems(F, B, W, split, send, opt, send_back=send_back, reduce=dp > 1,
-                      blocking_sends=("pp" in getattr(config, "blocking_comm", ())
-                                      or not getattr(config, "pp_send_overlap", True)),
+                      blocking_sends="pp" in lowering_options(config)["blocking"],
                       sync_phase=probe.backward if not split else probe.weight,
                       sync_layer=tuple(sync_layer), sync_pre=tuple(sync_pre), sync_post=tuple(sync_post),
                       gathers=gathers, layer_gather=layer_gather,

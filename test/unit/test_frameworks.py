@@ -132,9 +132,11 @@ def test_megatron_core_non_interleaved_pipeline_waits_for_its_sends():
     assert free.pp_send_overlap and report["settings"]["pp_send_overlap"]["from"] == "flag"
     waited, _ = configure("m", "megatron-core", gpus=16, pp=4, vpp=2, pp_send_overlap=False)
     assert lowering_options(waited)["blocking"] == ("pp",)
-    # Megatron-LM 2022 already waits for pp: the axis is named once
-    old, _ = configure("m", "megatron-lm-2022", gpus=16, pp=4, pp_send_overlap=False)
-    assert lowering_options(old)["blocking"] == ("pp",)
+    # Megatron-LM 2022 waits for pp by this one setting too, which its flag overrides
+    old, report = configure("m", "megatron-lm-2022", gpus=16, pp=4)
+    assert lowering_options(old)["blocking"] == ("pp",) and report["settings"]["pp_send_overlap"]["from"] == "framework megatron-lm-2022"
+    freed, _ = configure("m", "megatron-lm-2022", gpus=16, pp=4, pp_send_overlap=True)
+    assert lowering_options(freed)["blocking"] == ()
 
 
 @pytest.mark.parametrize("options, message", [
@@ -162,7 +164,7 @@ def test_an_overlap_flag_the_layout_cannot_use_is_one_line(charon_fails):
 def test_megatron_lm_2021_and_2022_differ_in_the_tp_all_reduce():
     old, _ = configure("m", "megatron-lm-2021", gpus=8, tp=8)
     new, _ = configure("m", "megatron-lm-2022", gpus=8, tp=8)
-    assert old.blocking_comm == ("tp", "pp") and new.blocking_comm == ("pp",)
+    assert lowering_options(old)["blocking"] == ("tp",) and lowering_options(new)["blocking"] == ()
     for config in (old, new):
         assert not config.fuse_attention and not config.dp_overlap and config.optimizer == "unfused-fp16"
         assert config.zero == 0 and not config.sequence_parallel

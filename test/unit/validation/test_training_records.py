@@ -254,11 +254,12 @@ def test_megatron_2021_waits_on_its_tensor_parallel_all_reduces():
     (Korthikanti et al.) overlaps the backward all-reduce with the weight-gradient
     GEMM; DeepSpeed's ZeRO-3 rows have no tensor parallelism."""
     ptd = training_case(record("narayanan21_t2_PTD_174B_384gpu")).settings
-    assert ptd["blocking_comm"] == ("tp", "pp") and not ptd["dp_overlap"]
+    assert ptd["blocking_comm"] == ("tp",) and not ptd["pp_send_overlap"] and not ptd["dp_overlap"]
     assert ptd["pipeline_scatter_gather"]
     # both waited for every pipeline send and scattered replicated activations
     korthikanti = training_case(record("korthikanti22_t5_175B_full_recompute")).settings
-    assert korthikanti["blocking_comm"] == ("pp",) and korthikanti["pipeline_scatter_gather"]
+    assert korthikanti["blocking_comm"] == () and not korthikanti["pp_send_overlap"]
+    assert korthikanti["pipeline_scatter_gather"]
     zero3 = training_case(record("narayanan21_t2_ZeRO-3_174B_384gpu")).settings
     assert zero3["blocking_comm"] == () and not zero3["pipeline_scatter_gather"]
     core = training_case(record("megatron_readme_h100_weak_70B")).settings
