@@ -71,8 +71,8 @@ class ShardByRule(ShardPattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         st = self.state
-        if op in st.done or not isinstance(op, sim.HasShardingRule):
-            return
+        if op in st.done or not isinstance(op, self.op_types) or not isinstance(op, sim.HasShardingRule):
+            return  # the subclasses' op_types narrow it (an embedding's, a collective's)
         rule = op.sharding_rule()
         if rule is None:
             return  # a family pattern's op
