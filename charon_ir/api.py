@@ -6,7 +6,7 @@ hardware, price every op, check memory, lower to events and interpret. Every ste
 is a pass of the registry, run in this order:
 
     shard-tensor, sequence-parallel, shard-context, shard-expert, fuse, pipeline,
-    data-parallel, recompute, accumulate-gradients, unfuse-optimizer,
+    data-parallel, recompute, offload-activations, accumulate-gradients, unfuse-optimizer,
     group-expert-gemms, set-target, memory-analysis, cost-annotate, lower-to-events
 """
 
@@ -84,6 +84,13 @@ class TrainingConfig:
     """With recompute=selective: the sub-blocks recomputed (Megatron-Core's
     --recompute-modules: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act,
     shared_experts); empty: Megatron-Core's default, core_attn."""
+    cpu_offload_layers: int = 0
+    """Layers whose saved activations go to host memory after their forward and
+    come back before their backward (`offload-activations{layers}`: Megatron-Core's
+    `--cpu-offloading --cpu-offloading-num-layers N`, Transformer Engine's async
+    double-buffered offload handler); 0: none, as Megatron-Core's default
+    (`cpu_offloading=False`) and every preset. Needs pp 1 and no recompute, as
+    Megatron-Core's TransformerConfig does."""
     precision: str = "bf16"
     fp8_recipe: str = "delayed"
     """With fp8: how Transformer Engine scales its casts (`cost-annotate{fp8-recipe}`):
@@ -525,6 +532,9 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         if config.recompute_modules:
             recompute["modules"] = tuple(config.recompute_modules)
         plan.append(("recompute", recompute))
+    if config.cpu_offload_layers:
+        _check_cpu_offload(config)
+        plan.append(("offload-activations", {"layers": config.cpu_offload_layers}))
     if config.unfused_grad_accumulation:
         plan.append(("accumulate-gradients", {}))
     if config.optimizer != "fused":
@@ -562,6 +572,34 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
             cost["fp8_weight_casts"] = "none" if config.fp8_params else "first-microbatch"
     plan.append(("cost-annotate", cost))
     return plan
+
+
+def _check_cpu_offload(config: TrainingConfig) -> None:
+    """Megatron-Core's TransformerConfig refusals of CPU offloading, named by flag
+    (the layer count is checked by offload-activations, which sees the layers)."""
+    n = config.cpu_offload_layers
+    if n < 0:
+        raise CharonError(f"--cpu-offload-layers must be >= 0, got {n}")
+    if config.pp > 1:
+        raise CharonError(f"--cpu-offload-layers {n} needs --pp 1: Megatron-Core has no CPU offloading "
+                          f"under pipeline parallelism (TransformerConfig refuses it), got --pp {config.pp}")
+    if config.recompute != sim.RecomputePolicy.NONE:
+        raise CharonError(f"--cpu-offload-layers {n} with --recompute {config.recompute}: Megatron-Core's CPU "
+                          "offloading does not work when activation recomputation is enabled")
+
+
+def cpu_offload_report(config: TrainingConfig, memory: list, given: bool) -> dict[str, Any]:
+    """The report's `cpu_offload` entry of a run that offloads: the layers, where
+    the setting came from (no framework preset turns it on), and the saved bytes
+    one micro-batch keeps on the host, per pipeline stage."""
+    return {
+        "layers": config.cpu_offload_layers,
+        "from": "flag" if given else "default",
+        "why": "Megatron-Core --cpu-offloading --cpu-offloading-num-layers N (NeMo cpu_offloading, "
+               "cpu_offloading_num_layers); off by default (cpu_offloading=False, megatron/core/"
+               "model_parallel_config.py) and in every framework preset",
+        "host_bytes_per_microbatch": [s.host_activations for s in memory],
+    }
 
 
 def build_training_module(config: TrainingConfig):
@@ -660,6 +698,8 @@ def simulate(
         report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
         report["fits"] = True
         report["framework"] = settings
+        if config.cpu_offload_layers:
+            report["cpu_offload"] = cpu_offload_report(config, memory, "cpu_offload_layers" in options)
         return report
     ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB))
     oom = out_of_memory(module, memory, config.memory_limit_gb)
@@ -668,6 +708,8 @@ def simulate(
     report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
     report["fits"] = oom is None
     report["framework"] = settings
+    if config.cpu_offload_layers:
+        report["cpu_offload"] = cpu_offload_report(config, memory, "cpu_offload_layers" in options)
     if oom is not None:
         report["oom"] = oom
     return report

@@ -52,6 +52,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "pipeline": _pass("charon_ir.passes.pipeline", "PipelinePass"),
     "data-parallel": _pass("charon_ir.passes.data_parallel", "DataParallelPass"),
     "recompute": _pass("charon_ir.passes.recompute", "RecomputePass"),
+    "offload-activations": _pass("charon_ir.passes.offload_activations", "OffloadActivationsPass"),
     "accumulate-gradients": _pass("charon_ir.passes.accumulate_gradients", "AccumulateGradientsPass"),
     "unfuse-optimizer": _pass("charon_ir.passes.unfuse_optimizer", "UnfuseOptimizerPass"),
     "group-expert-gemms": _pass("charon_ir.passes.group_expert_gemms", "GroupExpertGemmsPass"),

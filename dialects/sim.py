@@ -225,6 +225,11 @@ dropout, Korthikanti et al. 2022, eq. 2)."""
 FIRST_FORWARD_ATTR = "sim.first_forward"
 """On the ops of a parameter gather (packing, all_gathers, unpacking) that run only
 in a chunk's first forward of the step (data-parallel's ZeRO-3)."""
+CPU_OFFLOAD_ATTR = "sim.cpu_offload"
+"""A `#sim.cpu_offload`, set by `offload-activations` on each forward layer repeat
+of a chunk that offloads, and on its reverse twin in the backward: how many of
+its first layers keep their saved activations in host memory (Megatron-Core's
+`--cpu-offloading-num-layers`, Transformer Engine's CPU offload handler)."""
 SEQUENCE_PARALLEL_ATTR = "sim.sequence_parallel"
 """Marks the all_gathers sequence-parallel made, the only ones it moves; on the
 module, one imported already sequence-parallel (the frontend's Megatron-Core
@@ -601,7 +606,8 @@ class DataParallelAttr(KeywordAttr):
 @irdl_attr_definition
 class StageMemoryAttr(KeywordAttr):
     """`#sim.memory<stage = 0, params = B, grads = B, optimizer = B, activations = B,
-    saved_per_microbatch = B, in_flight = N, comm_buffers = B, weight_grad_residual = B>`:
+    saved_per_microbatch = B, in_flight = N, comm_buffers = B, weight_grad_residual = B[,
+    host_activations = B]>`:
     what one GPU of physical pipeline stage `stage` holds at its peak, in bytes
     (`in_flight`: the forwards whose backward has not run yet). `memory-analysis`
     leaves a list of them under MEMORY_ATTR, one per physical stage a `sim.stage`
@@ -618,13 +624,19 @@ class StageMemoryAttr(KeywordAttr):
     in_flight: IntAttr = param_def()
     comm_buffers: IntAttr = param_def()
     weight_grad_residual: IntAttr = param_def()
+    host_activations: IntAttr = param_def()
+    """Saved activations kept in host memory instead (`offload-activations`), per
+    micro-batch; not on the GPU, so not in the peak. Left out when 0."""
+
+    OPTIONAL: ClassVar[dict[str, Attribute]] = {"host_activations": IntAttr(0)}
 
     HELD: ClassVar[tuple[str, ...]] = ("params", "grads", "optimizer", "activations", "comm_buffers")
     """The fields held at the peak together (the others say where activations
     come from): the peak is their sum (`held_at_peak`)."""
 
     def __init__(self, **fields: int):
-        super().__init__(*(IntAttr(int(fields[f])) for f in self.field_names()))
+        super().__init__(*(IntAttr(int(fields.get(f, 0) if f in self.OPTIONAL else fields[f]))
+                           for f in self.field_names()))
 
     def field(self, name: str) -> int:
         return getattr(self, name).data
@@ -636,6 +648,82 @@ class StageMemoryAttr(KeywordAttr):
         for name in self.field_names():
             if self.field(name) < 0:
                 raise VerifyException(f"#sim.memory: {name} must be >= 0, got {self.field(name)}")
+
+
+@irdl_attr_definition
+class CpuOffloadAttr(KeywordAttr):
+    """`#sim.cpu_offload<layers = 2, first = 0, chunk_layers = 8, chunk_offloaded = 2>`:
+    on a layer repeat (CPU_OFFLOAD_ATTR), the number of its first iterations whose
+    saved activations are copied to the host after their forward and back before
+    their backward. The chunk's counts place the repeat among its chunk's layers
+    (`first`: the chunk's index of its first layer; the chunk offloads its first
+    `chunk_offloaded` of `chunk_layers`), which decide when each copy is waited for
+    (Transformer Engine's `layer_window_map`). A chunk offloads fewer layers than
+    it has, and this repeat's share is what of the chunk's first
+    `chunk_offloaded` falls in it."""
+
+    name = "sim.cpu_offload"
+
+    layers: IntAttr = param_def()
+    first: IntAttr = param_def()
+    chunk_layers: IntAttr = param_def()
+    chunk_offloaded: IntAttr = param_def()
+
+    def __init__(self, layers: int, first: int, chunk_layers: int, chunk_offloaded: int):
+        super().__init__(IntAttr(layers), IntAttr(first), IntAttr(chunk_layers), IntAttr(chunk_offloaded))
+
+    def verify_fields(self) -> None:
+        for name in self.field_names():
+            if getattr(self, name).data < 0:
+                raise VerifyException(f"#sim.cpu_offload: {name} must be >= 0, got {getattr(self, name).data}")
+        chunk, offloaded = self.chunk_layers.data, self.chunk_offloaded.data
+        if offloaded >= chunk:
+            raise VerifyException(f"#sim.cpu_offload: chunk_offloaded must be < chunk_layers ({chunk}), "
+                                  f"got {offloaded}")
+        share = max(0, offloaded - self.first.data)
+        if self.layers.data > share or (self.layers.data == 0) != (share == 0):
+            raise VerifyException(f"#sim.cpu_offload: layers must be what of the chunk's first {offloaded} "
+                                  f"layers starts at layer {self.first.data}, at most {share}, got {self.layers.data}")
+
+    def windows(self) -> list[int]:
+        """The chunk layer after whose forward the copy of offloaded layer i (of the
+        chunk) must be complete, i = 0 .. chunk_offloaded - 1: Transformer Engine's
+        `AsyncDoubleBufferGroupOffloadHandler.layer_window_map`, which spreads the
+        copies evenly over the chunk's layers (the last one ends with the forward)."""
+        return offload_windows(self.chunk_layers.data, self.chunk_offloaded.data)
+
+
+def offload_windows(layers: int, offloaded: int) -> list[int]:
+    """`layer_window_map` of Transformer Engine's AsyncDoubleBufferGroupOffloadHandler
+    for `offloaded` of `layers` layers (cpu_offload.py, TE 1.x-2.x)."""
+    windows: list[int] = []
+    constant = 0
+    for i in range(offloaded):
+        window = (layers // offloaded) * (i + 1) - 1
+        if i < layers % offloaded:
+            window += i + 1
+            constant = i + 1
+        else:
+            window += constant
+        windows.append(window)
+    return windows
+
+
+def cpu_offload_of(op: Operation) -> CpuOffloadAttr | None:
+    """The `offload-activations` mark on a layer repeat, None when it has none."""
+    mark = op.attributes.get(CPU_OFFLOAD_ATTR)
+    if mark is None:
+        return None
+    if not isinstance(mark, CpuOffloadAttr):
+        raise VerifyException(f"'{op.name}': {CPU_OFFLOAD_ATTR} must be a #sim.cpu_offload<...>, got {mark}")
+    return mark
+
+
+def offloaded_layers(op: Operation) -> int:
+    """How many of a layer repeat's first iterations keep their saved activations
+    on the host (0 when unmarked)."""
+    mark = cpu_offload_of(op)
+    return 0 if mark is None else mark.layers.data
 
 
 def held_at_peak(count: Callable[[str], int]) -> int:
@@ -2312,6 +2400,9 @@ class RepeatOp(IRDLOperation, HasShardingRule):
                 raise VerifyException(
                     f"stacked result #{i} must be [{n}] + yielded shape {list(shape_of(ys[i]))}"
                 )
+        offloaded = offloaded_layers(self)
+        if offloaded > n:
+            raise VerifyException(f"{CPU_OFFLOAD_ATTR} offloads {offloaded} layers of a repeat of {n}")
 
 
 # ---------------------------------------------------------------------------
@@ -2715,6 +2806,7 @@ Sim = Dialect(
         ReduceKindAttr,
         ReplicatedFlopsAttr,
         StageMemoryAttr,
+        CpuOffloadAttr,
         TargetAttr,
         TokenType,
         WeightSplitAttr,

@@ -84,6 +84,7 @@ def simulate_command(
     micro_batch: Annotated[int, Opt("--micro-batch")] = 1,
     recompute: Annotated[str, Opt("--recompute", help="none | selective | selective-op | full (selective-op: torchtitan's op-level selective checkpointing)")] = "none",
     recompute_modules: Annotated[str, Opt("--recompute-modules", help="with --recompute selective: the sub-blocks recomputed, comma separated: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts (default: core_attn, as Megatron-Core's)")] = "",
+    cpu_offload_layers: Annotated[int, Opt("--cpu-offload-layers", help="layers whose saved activations go to host memory after their forward and come back before their backward (Megatron-Core's --cpu-offloading --cpu-offloading-num-layers; needs --pp 1, no --recompute; 0: off, every preset's default)")] = 0,
     precision: Annotated[str, Opt("--precision", help="bf16 | fp8")] = "bf16",
     fp8_params: Annotated[bool, Opt("--fp8-params/--no-fp8-params", help="with fp8: the linears' weights kept in fp8 (NeMo's fp8_params; nemo-24.07 and megatron-bridge: on)")] = False,
     fp8_recipe: Annotated[str, Opt("--fp8-recipe", help="with fp8: delayed | current | mxfp8 | blockwise (megatron-core: delayed, mxfp8 on Blackwell)")] = "delayed",
@@ -115,7 +116,7 @@ def simulate_command(
     transformed = (
         (tp, pp, cp, ep, vpp, dp, zero) != (1, 1, 1, 1, 1, 0, 0) or global_batch or fsdp or pp_layout
         or sequence_parallel or tp_comm_overlap or overlap_param_gather or recompute != "none"
-        or optimizer != "fused" or attention_kernel or unfused_grad_accumulation
+        or optimizer != "fused" or attention_kernel or unfused_grad_accumulation or cpu_offload_layers
     )
     if model.endswith(".mlir") and no_mtp:
         raise CharonError(f"--no-mtp: {model} is already IR, with what it holds (`charon import "
@@ -187,6 +188,8 @@ def step_options(ctx: typer.Context, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     given = {name: p[PRESET_FLAG_PARAMETERS.get(name, name)] for name in PRESET_SETTINGS
              if on_command_line(ctx, PRESET_FLAG_PARAMETERS.get(name, name))}
+    if p.get("cpu_offload_layers"):  # off unless given: no preset turns it on
+        given["cpu_offload_layers"] = p["cpu_offload_layers"]
     return dict(
         hardware=p["hardware"], gpus=p["gpus"], gpus_per_node=p["gpus_per_node"], cluster=p["cluster"],
         tp=p["tp"], pp=p["pp"], dp=p["dp"], cp=p["cp"], ep=p["ep"], vpp=p["vpp"],

@@ -75,6 +75,9 @@ class StageMemory:
     comm_buffers: int
     weight_grad_residual_per_microbatch: int = 0
     """Under zb-h1: what one micro-batch keeps from its B item to its W item."""
+    host_activations: int = 0
+    """Saved activation bytes per micro-batch kept in host memory
+    (`offload-activations`), not counted on the GPU."""
     saved_in_flight: int = 0
     """Most bytes the in-flight forwards keep at once, without the working set of
     the item running (`activations` adds it): the quantity Megatron-LM's
@@ -98,6 +101,7 @@ class StageMemory:
             activations=self.activations, saved_per_microbatch=self.saved_per_microbatch,
             in_flight=self.in_flight, comm_buffers=self.comm_buffers,
             weight_grad_residual=self.weight_grad_residual_per_microbatch,
+            host_activations=self.host_activations,
         )
 
     def oom_message(self, limit_bytes: float) -> str:
@@ -257,6 +261,7 @@ def _result(stage: int, chunks: list[StageClass], acts: ScheduledActivations) ->
         comm_buffers=max(c.comm_buffers for c in chunks),
         weight_grad_residual_per_microbatch=acts.weight_grad_residual,
         saved_in_flight=acts.most_saved,
+        host_activations=sum(c.phases.host for c in chunks),
     )
 
 

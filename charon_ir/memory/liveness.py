@@ -109,7 +109,8 @@ class Roots:
                 return 0
             if key[0] == "stacked":
                 _, rep, inner = key
-                return rep.trip_count * self.iteration_size(inner)
+                # the layers offload-activations keeps on the host hold none here
+                return (rep.trip_count - on_host(rep)) * self.iteration_size(inner)
         assert isinstance(key, SSAValue)
         extra = 0
         if isinstance(key, OpResult) and key.index == 0:
@@ -125,6 +126,44 @@ class Roots:
             assert isinstance(inner, SSAValue)
             return sim.numel(inner.type)  # pyright: ignore[reportArgumentType]
         return self.size(inner)
+
+
+def on_host(rep: sim.RepeatOp) -> int:
+    """Layers of a forward repeat whose saved activations live on the host
+    (`offload-activations`); a reverse repeat's stacked outputs are gradients."""
+    return 0 if rep.reverse else sim.offloaded_layers(rep)
+
+
+def offloaded_layer_bytes(rep: sim.RepeatOp, roots: Roots) -> int:
+    """What one offloaded layer of a marked repeat saves: the bytes a copy to or
+    from the host moves, and what the GPU holds of it while that copy runs. For a
+    reverse repeat, what it slices of its forward twin's stacked outputs."""
+    if not rep.reverse:
+        block = rep.body.block
+        term = block.last_op
+        assert isinstance(term, sim.YieldOp)
+        n_iter = len(rep.iter_init)
+        keys = {roots.root(v) for v in term.values[n_iter:]}
+        keys.discard(STATIC)
+        return sum(roots.iteration_size(k) for k in keys if not _is_slice_arg(k, block, n_iter))
+    seen: set[Root] = set()
+    total = 0
+    for sliced in rep.slices:
+        key = roots.root(sliced)
+        if isinstance(key, tuple) and key[0] == "stacked" and key not in seen and on_host(key[1]):
+            seen.add(key)
+            total += roots.iteration_size(key[2])
+    return total
+
+
+def host_bytes(block: Block, roots: Roots) -> int:
+    """Saved activation bytes one micro-batch keeps on the host: each marked
+    forward repeat's offloaded layers."""
+    fwd = sim.phases_of(block).get(sim.PhaseKind.FORWARD)
+    if fwd is None:
+        return 0
+    return sum(on_host(rep) * offloaded_layer_bytes(rep, roots)
+               for rep in fwd.body.block.ops if isinstance(rep, sim.RepeatOp))
 
 
 @dataclass
@@ -150,6 +189,8 @@ class PhaseMemory:
     """Under a split backward (zb-h1): what stays live from a micro-batch's B item
     until its W item (the saved tensors and input-gradient intermediates the
     weight gradients read)."""
+    host: int = 0
+    """Saved bytes kept on the host (`offload-activations`), in none of the above."""
 
 
 def _uses_by_position(block: Block, roots: Roots) -> dict[Root, int]:
@@ -185,6 +226,7 @@ def analyze_block(
     last_read: dict[int, list[Root]] = {}
     for key, at in last.items():
         last_read.setdefault(at, []).append(key)
+    in_flight = _offload_in_flight(block, roots)
     for i, op in enumerate(block.ops):
         # results are written while the op runs: they count at its peak, except
         # a repeat's, whose body peak already holds what its iterations kept
@@ -194,7 +236,8 @@ def analyze_block(
             counts_results = False
             if op.trip_count > 0:
                 body = analyze_repeat(op, roots, backward=backward)
-                during = current + (op.trip_count - 1) * body.kept_per_iteration + body.peak
+                earlier = max(op.trip_count - 1 - on_host(op), 0)
+                during = current + earlier * body.kept_per_iteration + body.peak + in_flight.get(op, 0)
         allocated = 0
         for r in op.results:
             key = roots.root(r)
@@ -213,6 +256,35 @@ def analyze_block(
             if key in live and key not in kept:
                 current -= live.pop(key)
     return BlockLiveness(peak - base, current - base)
+
+
+def _offload_in_flight(block: Block, roots: Roots) -> dict[Operation, int]:
+    """Offloaded bytes a layer repeat of `block` has on the GPU while it runs,
+    beyond what its non-offloaded layers keep. Transformer Engine's
+    AsyncDoubleBufferGroupOffloadHandler frees offloaded layer k once its copy is
+    waited for, after the forward of layer `layer_window_map[k]`, the last one
+    after the block's last layer, and copies layer k back before the backward of
+    that same layer: the forward's last layer runs beside the chunk's last
+    offloaded layer (its copy still in flight), and the backward's first layer
+    beside that layer reloaded. Earlier layers hold fewer (the count of live
+    layers only grows over the forward and shrinks over the backward), so a
+    repeat running from the first marked one to the end of the forward, or from
+    the backward's start to the last marked one, holds one offloaded layer."""
+    reps = [op for op in block.ops if isinstance(op, sim.RepeatOp) and op.trip_count > 0]
+    marked = [op for op in reps if sim.offloaded_layers(op)]
+    if not marked:
+        return {}
+    if marked[0].reverse:
+        last = marked[0]  # the backward meets the chunk's last offloaded layer first
+        size = offloaded_layer_bytes(last, roots)
+        return {op: size for op in reps[: reps.index(last) + 1]}
+    extra: dict[Operation, int] = {}
+    size = 0
+    for op in reps[reps.index(marked[0]):]:
+        if sim.offloaded_layers(op):
+            size = offloaded_layer_bytes(op, roots)
+        extra[op] = size
+    return extra
 
 
 def analyze_repeat(rep: sim.RepeatOp, roots: Roots, *, backward: bool) -> BlockLiveness:
@@ -369,7 +441,7 @@ def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bo
         backward_peak = sum(entry.values()) + b_live.peak
     described = [(_describe(k), s) for k, s in saved_keys.items() if s]
     residual = weight_grad_residual(bwd, roots) if split_backward and bwd is not None else 0
-    return PhaseMemory(saved, f_live.peak, backward_peak, described, residual)
+    return PhaseMemory(saved, f_live.peak, backward_peak, described, residual, host_bytes(block, roots))
 
 
 def weight_grad_residual(bwd: sim.PhaseOp, roots: Roots) -> int:

@@ -41,6 +41,11 @@ def _summary(report: dict) -> Table:
     peaks = report.get("peak_memory_bytes") or []
     if peaks:
         table.add_row("peak memory per GPU", f"{max(peaks) / GIB:.1f} GiB")
+    offload = report.get("cpu_offload")
+    if offload:
+        host = max(offload["host_bytes_per_microbatch"], default=0)
+        table.add_row("CPU-offloaded activations", f"{offload['layers']} layers, {host / GIB:.2f} GiB per "
+                      "micro-batch on the host")
     engines = ", ".join(f"{k}: {v}" for k, v in report["engines"].items())
     table.add_row("ops priced by", engines)
     framework = report.get("framework")

@@ -15,4 +15,4 @@ builtin.module attributes {sim.memory = [#sim.memory<stage = 0, params = 1, grad
 
 builtin.module attributes {sim.memory = [#sim.memory<stage = 0, peak = 1>]} {
 }
-// CHECK: #sim.memory has no field peak (fields: stage, params, grads, optimizer, activations, saved_per_microbatch, in_flight, comm_buffers, weight_grad_residual)
+// CHECK: #sim.memory has no field peak (fields: stage, params, grads, optimizer, activations, saved_per_microbatch, in_flight, comm_buffers, weight_grad_residual, host_activations)
