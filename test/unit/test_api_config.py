@@ -213,3 +213,60 @@ def test_hierarchical_cp_simulates(charon_cli):
     assert ring.returncode == a2a.returncode == 0, a2a.stderr
     assert json.loads(a2a.stdout)["model_flops_per_gpu"] == pytest.approx(
         json.loads(ring.stdout)["model_flops_per_gpu"])
+
+
+def test_cpu_offload_is_a_pass_before_memory_analysis():
+    plan = pass_plan(TrainingConfig(model="llama-3.1-8b", gpus=8, tp=8, cpu_offload_layers=4))
+    names = [name for name, _ in plan]
+    assert options(plan, "offload-activations") == {"layers": 4}
+    assert names.index("offload-activations") < names.index("memory-analysis")
+    assert "offload-activations" not in [n for n, _ in pass_plan(TrainingConfig(model="llama-3.1-8b"))]
+
+
+@pytest.mark.parametrize("flags, message", [
+    ({"cpu_offload_layers": -1}, "--cpu-offload-layers must be >= 0, got -1"),
+    ({"cpu_offload_layers": 2, "pp": 2, "gpus": 16, "global_batch": 16},
+     "--cpu-offload-layers 2 needs --pp 1: Megatron-Core has no CPU offloading under pipeline parallelism"),
+    ({"cpu_offload_layers": 2, "recompute": "selective"},
+     "--cpu-offload-layers 2 with --recompute selective: Megatron-Core's CPU offloading does not work when "
+     "activation recomputation is enabled"),
+])
+def test_bad_cpu_offload_flags_are_one_line(flags, message):
+    with pytest.raises(CharonError, match=re.escape(message)) as err:
+        pass_plan(TrainingConfig(**{"model": "llama-3.1-8b", "gpus": 8, **flags}))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--cpu-offload-layers", "2"],
+     "error: offload-activations: option 'layers' (2) must be less than the step's 2 layers"),
+    (["--cpu-offload-layers", "-3"], "error: --cpu-offload-layers must be >= 0, got -3"),
+    (["--cpu-offload-layers", "1", "--recompute", "full"], "error: --cpu-offload-layers 1 with --recompute full"),
+])
+def test_cpu_offload_misfits_on_the_command_line(charon_cli, flags, message):
+    """The tiny Llama has 2 layers: offloading both is refused (Megatron-Core keeps
+    the last on the GPU). One line, exit 1, no report."""
+    result = charon_cli("simulate", "--model", "examples/llama_tiny_config.json", "--gpus", "1",
+                        "--seq-len", "256", *flags, "--json")
+    assert result.returncode == 1 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith(message)
+
+
+def test_cpu_offload_reports_the_host_bytes_and_where_the_setting_came_from(charon_cli):
+    def simulate(*flags: str) -> dict:
+        result = charon_cli("simulate", "--model", "examples/llama_tiny_config.json", "--gpus", "1",
+                            "--seq-len", "256", *flags, "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    plain, offloaded = simulate(), simulate("--cpu-offload-layers", "1")
+    assert "cpu_offload" not in plain
+    report = offloaded["cpu_offload"]
+    assert report["layers"] == 1 and report["from"] == "flag"
+    assert "cpu_offloading=False" in report["why"]
+    (host,) = report["host_bytes_per_microbatch"]
+    assert host > 0
+    assert offloaded["peak_memory_bytes"][0] <= plain["peak_memory_bytes"][0]
+    # no preset decides it: the framework's settings do not list it
+    assert "cpu_offload_layers" not in offloaded["framework"]["settings"]
+    assert offloaded["model_flops_per_gpu"] == plain["model_flops_per_gpu"]

@@ -1,0 +1,143 @@
+"""offload-activations and what memory-analysis makes of it: Megatron-Core's CPU
+activation offloading (Transformer Engine's AsyncDoubleBufferGroupOffloadHandler)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from charon_ir.dialects import sim
+from charon_ir.errors import CharonError
+from charon_ir.memory import analyze_memory
+from charon_ir.memory.liveness import Roots, offloaded_layer_bytes
+from charon_ir.memory.megatron_reference import GptShape, gpt_module
+from charon_ir.passes.cost_annotate import CostAnnotatePass
+from charon_ir.passes.offload_activations import OffloadActivationsPass, layer_pairs
+from charon_ir.passes.recompute import RecomputePass
+from charon_ir.passes.set_target import SetTargetPass
+
+
+def offloaded(shape: GptShape, layers: int) -> ModuleOp:
+    module = gpt_module(shape)
+    OffloadActivationsPass(layers=layers).apply(Context(), module)
+    return module
+
+
+def one_layer_saved(shape: GptShape) -> int:
+    """What one layer saves for its backward, read off the unmarked step."""
+    ((forward, _),) = layer_pairs(gpt_module(shape).body.block)
+    return offloaded_layer_bytes(forward, Roots())
+
+
+SHAPES = st.builds(GptShape, s=st.sampled_from([64, 128, 256]), b=st.sampled_from([1, 2]),
+                   h=st.sampled_from([128, 256]), a=st.sampled_from([4, 8]), layers=st.integers(2, 10))
+
+
+def test_the_first_layers_are_marked_on_both_repeats():
+    module = offloaded(GptShape(layers=6), 2)
+    ((forward, backward),) = layer_pairs(module.body.block)
+    for rep in (forward, backward):
+        assert sim.cpu_offload_of(rep) == sim.CpuOffloadAttr(2, 0, 6, 2)
+    assert sim.offloaded_layers(forward) == 2
+
+
+def test_zero_layers_changes_nothing():
+    module = offloaded(GptShape(), 0)
+    assert str(module) == str(gpt_module(GptShape()))
+
+
+@pytest.mark.parametrize(("layers", "offload", "windows"), [
+    (4, 3, [1, 2, 3]), (5, 3, [1, 3, 4]), (10, 2, [4, 9]), (8, 1, [7]), (7, 6, [1, 2, 3, 4, 5, 6]),
+])
+def test_windows_are_transformer_engines_layer_window_map(layers, offload, windows):
+    """layer_window_map[i] = (L // N)(i + 1) - 1, plus i + 1 for the first L % N
+    groups and that remainder after: the last copy is waited for after the last
+    layer's forward."""
+    assert sim.offload_windows(layers, offload) == windows
+    assert windows[-1] == layers - 1
+
+
+@pytest.mark.parametrize(("layers", "message"), [
+    (-1, "option 'layers' must be >= 0, got -1"),
+    (4, "option 'layers' (4) must be less than the step's 4 layers"),
+    (9, "option 'layers' (9) must be less than the step's 4 layers"),
+])
+def test_bad_counts_are_one_line(layers, message):
+    with pytest.raises(CharonError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        offloaded(GptShape(layers=4), layers)
+
+
+def test_recompute_is_refused_as_megatron_core_refuses_it():
+    module = gpt_module(GptShape())
+    RecomputePass(policy="full").apply(Context(), module)
+    with pytest.raises(CharonError, match="does not work when activation recomputation is enabled"):
+        OffloadActivationsPass(layers=1).apply(Context(), module)
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=SHAPES, data=st.data())
+def test_host_bytes_are_the_offloaded_layers_saved_bytes(shape, data):
+    n = data.draw(st.integers(0, shape.layers - 1))
+    (plain,) = analyze_memory(gpt_module(shape))
+    (mem,) = analyze_memory(offloaded(shape, n))
+    per_layer = one_layer_saved(shape)
+    assert mem.host_activations == n * per_layer
+    # what leaves the GPU is exactly what reaches the host
+    assert mem.saved_per_microbatch + mem.host_activations == plain.saved_per_microbatch
+
+
+@settings(max_examples=10, deadline=None)
+@given(shape=SHAPES)
+def test_the_gpu_activation_peak_never_grows_with_more_layers_offloaded(shape):
+    peaks = [analyze_memory(offloaded(shape, n))[0] for n in range(shape.layers)]
+    for fewer, more in zip(peaks, peaks[1:]):
+        assert more.activations <= fewer.activations
+        assert more.saved_per_microbatch < fewer.saved_per_microbatch
+        assert more.peak <= fewer.peak
+
+
+@settings(max_examples=10, deadline=None)
+@given(shape=SHAPES, data=st.data())
+def test_one_offloaded_layer_is_on_the_gpu_while_the_last_layer_runs(shape, data):
+    """The double buffer: with N >= 1 offloaded, the forward's last layer runs
+    beside the chunk's last offloaded layer (its copy not yet waited for) and the
+    backward's first beside it reloaded: L - N + 1 layers' saved bytes at the
+    layers' peak, against L without offloading, so the peak drops by at most N - 1
+    layers (more only where the peak is outside the layers, e.g. at the loss)."""
+    n = data.draw(st.integers(1, shape.layers - 1))
+    per_layer = one_layer_saved(shape)
+    (plain,) = analyze_memory(gpt_module(shape))
+    (mem,) = analyze_memory(offloaded(shape, n))
+    assert plain.activations - mem.activations <= n * per_layer
+    assert mem.activations >= plain.activations - n * per_layer
+    assert plain.activations - mem.activations >= 0
+
+
+@settings(max_examples=8, deadline=None)
+@given(shape=SHAPES, data=st.data())
+def test_offloading_never_adds_flops(shape, data):
+    n = data.draw(st.integers(0, shape.layers - 1))
+
+    def flops(module: ModuleOp) -> float:
+        SetTargetPass(hardware="H100-SXM5-80GB", gpus=1).apply(Context(), module)
+        CostAnnotatePass().apply(Context(), module)
+        total = 0.0
+        for op in module.walk():
+            cost = op.attributes.get(sim.COST_ATTR)
+            if isinstance(cost, sim.CostAttr):
+                total += cost.flops.data
+        return total
+
+    assert flops(offloaded(shape, n)) == flops(gpt_module(shape))
+
+
+@settings(max_examples=8, deadline=None)
+@given(shape=SHAPES, data=st.data())
+def test_the_same_input_gives_the_same_output_byte_for_byte(shape, data):
+    n = data.draw(st.integers(0, shape.layers - 1))
+    first, second = offloaded(shape, n), offloaded(shape, n)
+    assert str(first) == str(second)
+    assert analyze_memory(first) == analyze_memory(second)
