@@ -26,7 +26,7 @@ activation, which liveness counts; NCCL's own staging buffers are not modelled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -37,7 +37,9 @@ from charon_ir.dialects.sim import MEMORY_ATTR, PIPELINE_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, fp8_saved_gemm_inputs, phase_memory
 from charon_ir.memory.schedule import scheduled_activations
-from charon_ir.memory.states import GRAD_BYTES, DataParallel, model_states
+from charon_ir.memory.allocations import ALL_GATHER_STREAM, COMPUTE_STREAM, ChunkProgram, stage_events
+from charon_ir.memory.allocator import replay as replay_allocator
+from charon_ir.memory.states import GRAD_BYTES, DataParallel, state_bytes, state_tensors
 from charon_ir.memory.tensors import value_bytes
 from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
@@ -82,6 +84,12 @@ class StageMemory:
     """Most bytes the in-flight forwards keep at once, without the working set of
     the item running (`activations` adds it): the quantity Megatron-LM's
     theoretical activation memory states. Not in the `sim.memory` report."""
+    reserved: int | None = None
+    """The caching allocator's peak reserved bytes over two steps of the stage
+    replayed (`allocations.stage_events` through `allocator.replay`): what
+    `torch.cuda.memory_stats()['reserved_bytes.all.peak']` reports. None when
+    not replayed (`analyze_memory(replay=False)`). Not in the `sim.memory`
+    report."""
 
     @property
     def peak(self) -> int:
@@ -116,31 +124,44 @@ def gib(n: float) -> str:
     return f"{n / GIB:.1f}"
 
 
-def _comm_buffers(block: Block, data_parallel: DataParallel, roots: Roots, zero3_live_params: int = 0,
-                  zero3_keep_gathered: bool = False) -> int:
+def _collective_buffer(block: Block, roots: Roots) -> int:
+    """The largest buffer a collective of the block writes that is not an
+    activation."""
     largest = 0
     for op in block.walk():
         if isinstance(op, coll.CollectiveOp):
             sizes = [value_bytes(r) for r in op.results if roots.root(r) == STATIC]
             largest = max([largest, *sizes])
-    # parameters kept gathered are counted with the parameters
-    if data_parallel.zero >= 3 and data_parallel.dense_replicas > 1 and not zero3_keep_gathered:
-        layer = weight = element = 0
-        for op in block.walk():
-            if isinstance(op, sim.RepeatOp) and op.trip_count > 0:
-                params = [s for s in op.slices if isinstance(s.owner, sim.ParamOp)]
-                layer = max(layer, sum(value_bytes(s) for s in params) // op.trip_count)
-                for s in params:
-                    weight = max(weight, value_bytes(s) // op.trip_count)
-                    element = element or sim.element_bytes(s.type.element_type)  # pyright: ignore[reportAttributeAccessIssue]
-        gathered = 2 * layer
-        if zero3_live_params:
-            # DeepSpeed gathers module by module and frees what it will not
-            # reuse soon, keeping at most `zero3_live_params` elements; one
-            # weight larger than that is still gathered whole
-            gathered = min(gathered, max(zero3_live_params * element, weight))
-        largest += gathered
     return largest
+
+
+def _zero3_gathered(block: Block, data_parallel: DataParallel, zero3_live_params: int = 0,
+                    zero3_keep_gathered: bool = False) -> tuple[int, dict[sim.RepeatOp, int]]:
+    """Under ZeRO-3: the gathered parameters counted as communication buffers,
+    and per layer repeat the bytes of one layer's (empty when a DeepSpeed limit
+    caps them, which then gathers module by module, not layer by layer)."""
+    # parameters kept gathered are counted with the parameters
+    if not (data_parallel.zero >= 3 and data_parallel.dense_replicas > 1 and not zero3_keep_gathered):
+        return 0, {}
+    layer = weight = element = 0
+    per_repeat: dict[sim.RepeatOp, int] = {}
+    for op in block.walk():
+        if isinstance(op, sim.RepeatOp) and op.trip_count > 0:
+            params = [s for s in op.slices if isinstance(s.owner, sim.ParamOp)]
+            if params:
+                per_repeat[op] = sum(value_bytes(s) for s in params) // op.trip_count
+            layer = max(layer, sum(value_bytes(s) for s in params) // op.trip_count)
+            for s in params:
+                weight = max(weight, value_bytes(s) // op.trip_count)
+                element = element or sim.element_bytes(s.type.element_type)  # pyright: ignore[reportAttributeAccessIssue]
+    gathered = 2 * layer
+    if zero3_live_params:
+        # DeepSpeed gathers module by module and frees what it will not
+        # reuse soon, keeping at most `zero3_live_params` elements; one
+        # weight larger than that is still gathered whole
+        gathered = min(gathered, max(zero3_live_params * element, weight))
+        per_repeat = {}
+    return gathered, per_repeat
 
 
 @dataclass
@@ -162,6 +183,15 @@ class StageClass:
     comm_buffers: int
     """The largest buffer a collective of the block writes that is not an
     activation (module docstring)."""
+    roots: Roots = field(default_factory=Roots)
+    state_tensors: list[int] = field(default_factory=list)
+    """The model states as the framework allocates them, bytes per tensor
+    (`states.state_tensors`)."""
+    held_buffers: list[tuple[int, int]] = field(default_factory=list)
+    """(bytes, stream) of the communication buffers held through the step: the
+    largest collective buffer, and DeepSpeed's capped gathered parameters."""
+    gathered_layer: dict[sim.RepeatOp, int] = field(default_factory=dict)
+    """ZeRO-3's gathered parameters of one layer, per layer repeat."""
 
 
 def stage_class(
@@ -173,17 +203,24 @@ def stage_class(
     module's whole step); the options are `analyze_memory`'s (`split_backward`:
     the schedule runs each backward as B and W items). The sweep's screening tier
     composes a point's stages from these (`charon_ir.sweep.screen`)."""
-    states = model_states(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered, fp32_param_shards)
+    states = state_bytes(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered, fp32_param_shards)
     roots = Roots()
     if fp8:
         roots = Roots(fp8_saved_gemm_inputs(block, roots))
+    collective = _collective_buffer(block, roots)
+    gathered, per_layer = _zero3_gathered(block, data_parallel, zero3_live_params, zero3_keep_gathered)
+    held = [(collective, COMPUTE_STREAM)] + ([(gathered, ALL_GATHER_STREAM)] if gathered and not per_layer else [])
     return StageClass(
         block,
         phase_memory(block, roots, split_backward=split_backward, keep_stage_outputs=keep_stage_outputs),
-        states.params,
-        states.grads,
-        states.optimizer,
-        _comm_buffers(block, data_parallel, roots, zero3_live_params, zero3_keep_gathered),
+        sum(states.params.values()),
+        sum(states.grads.values()),
+        sum(states.optimizer.values()),
+        collective + gathered,
+        roots,
+        state_tensors(states, data_parallel.zero),
+        held,
+        per_layer,
     )
 
 
@@ -199,7 +236,8 @@ def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:
 def analyze_memory(
     module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES,
     fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0, zero3_keep_gathered: bool = False,
-    keep_stage_outputs: bool = False, fp32_param_shards: bool = False,
+    keep_stage_outputs: bool = False, fp32_param_shards: bool = False, replay: bool = False,
+    capacity: int | None = None,
 ) -> list[StageMemory]:
     """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
     target is not needed for the byte counts; it is accepted so that callers
@@ -213,7 +251,10 @@ def analyze_memory(
     `states.model_states`); `keep_stage_outputs`, each stage's output kept to its
     micro-batch's backward (PyTorch's pipelining, `liveness.phase_memory`);
     `fp32_param_shards`, ZeRO-3 shards that are the fp32 master copy (FSDP2's
-    mixed precision, `states.model_states`)."""
+    mixed precision, `states.model_states`); `replay`, each stage's allocations
+    of two steps replayed through PyTorch's caching allocator for its peak
+    reserved bytes (`StageMemory.reserved`), on a device of `capacity` bytes
+    (None: the allocator never releases its cache)."""
     del target
     data_parallel = DataParallel.from_module(module)
     if zero3_keep_gathered and data_parallel.zero < 3:
@@ -228,7 +269,8 @@ def analyze_memory(
                            zero3_live_params=zero3_live_params, zero3_keep_gathered=zero3_keep_gathered,
                            keep_stage_outputs=keep_stage_outputs, fp32_param_shards=fp32_param_shards)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
-        return [_result(0, [cls], acts)]
+        reserved = _replayed([cls], "gpipe", 1, 1, 0, keep_stage_outputs, capacity) if replay else None
+        return [_result(0, [cls], acts, reserved)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, StageClass] = {}
     for op in stages:
@@ -245,11 +287,27 @@ def analyze_memory(
                 raise CharonError(f"memory-analysis: no sim.stage holds virtual stage {v}")
             chunks.append(by_virtual[v])
         acts = scheduled_activations([c.phases for c in chunks], schedule, pp, microbatches, stage)
-        results.append(_result(stage, chunks, acts))
+        reserved = (_replayed(chunks, schedule, pp, microbatches, stage, keep_stage_outputs, capacity)
+                    if replay else None)
+        results.append(_result(stage, chunks, acts, reserved))
     return results
 
 
-def _result(stage: int, chunks: list[StageClass], acts: ScheduledActivations) -> StageMemory:
+def _replayed(chunks: list[StageClass], schedule: str, pp: int, microbatches: int, stage: int,
+              keep_stage_outputs: bool, capacity: int | None) -> int:
+    """Peak reserved bytes of a physical stage's allocations replayed through the
+    caching allocator: its chunks' model-state tensors and held buffers first,
+    then two steps of its schedule."""
+    programs = [ChunkProgram(c.block, c.roots, c.gathered_layer) for c in chunks]
+    held = [(n, COMPUTE_STREAM) for c in chunks for n in c.state_tensors]
+    held += max((c.held_buffers for c in chunks), key=lambda buffers: sum(n for n, _ in buffers))
+    events = stage_events(programs, schedule, pp, microbatches, stage, held=held,
+                          keep_stage_outputs=keep_stage_outputs)
+    return replay_allocator(events, capacity).peak_reserved
+
+
+def _result(stage: int, chunks: list[StageClass], acts: ScheduledActivations,
+            reserved: int | None = None) -> StageMemory:
     return StageMemory(
         stage=stage,
         params=sum(c.params for c in chunks),
@@ -262,6 +320,7 @@ def _result(stage: int, chunks: list[StageClass], acts: ScheduledActivations) ->
         weight_grad_residual_per_microbatch=acts.weight_grad_residual,
         saved_in_flight=acts.most_saved,
         host_activations=sum(c.phases.host for c in chunks),
+        reserved=reserved,
     )
 
 

@@ -108,11 +108,40 @@ UNSHARDED_GRAD_BYTES = 4
 `mixed_precision_reduce = "float32"`."""
 
 
+@dataclass(frozen=True)
+class StateBytes:
+    """Per tensor the model states hold: parameter value -> bytes per rank."""
+
+    params: dict[SSAValue, int]
+    """Every parameter the block declares (the whole stack of a layer weight)."""
+    gathered: dict[SSAValue, int]
+    """Of `params`: the gathered copy ZeRO-3 keeps beside the shard
+    (`zero3_keep_gathered`)."""
+    grads: dict[SSAValue, int]
+    optimizer: dict[SSAValue, int]
+    """Of the trainable parameters (those the optimizer phase updates)."""
+    optimizer_tensors: dict[SSAValue, int]
+    """How many fp32 tensors a trainable parameter's optimizer states are (Adam:
+    master, m and v; m and v when the shard is the master copy)."""
+
+
 def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES,
                  fp8_params: bool = False, zero3_keep_gathered: bool = False,
                  fp32_param_shards: bool = False) -> ModelStates:
     """Bytes of the parameters `block` declares, and of the gradients and optimizer
-    states of those its optimizer phase updates. `fp8_params`: the layers' GEMM
+    states of those its optimizer phase updates (`state_bytes` per parameter,
+    which gives the options' meaning)."""
+    states = state_bytes(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered, fp32_param_shards)
+    elements = sum(sim.numel(p) for p in states.grads)
+    return ModelStates(sum(states.params.values()), sum(states.grads.values()),
+                       sum(states.optimizer.values()), elements)
+
+
+def state_bytes(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES,
+                fp8_params: bool = False, zero3_keep_gathered: bool = False,
+                fp32_param_shards: bool = False) -> StateBytes:
+    """Bytes of each parameter `block` declares, and of the gradients and
+    optimizer states of those its optimizer phase updates. `fp8_params`: the layers' GEMM
     weights are kept in fp8 (Transformer Engine's fp8 primary weights, NeMo's
     `fp8_params` / Megatron's `--fp8-param-gather`), one byte an element; the
     fp32 master copy stays in the optimizer states. `zero3_keep_gathered`: under
@@ -157,23 +186,63 @@ def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GR
             return shard(sharded, value, 3) + (nbytes if zero3_keep_gathered and zero >= 3 else 0)
         return nbytes
 
-    params = sum(param_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp))
+    params = {op.result: param_bytes(op.result) for op in block.ops if isinstance(op, sim.ParamOp)}
+    gathered = {}
+    if zero3_keep_gathered and zero >= 3:
+        gathered = {p: sim.numel(p.type) if fp8_params and is_layer_gemm_weight(p) else value_bytes(p)  # pyright: ignore[reportArgumentType]
+                    for p in params if in_layers(p)}
     trainable: dict[SSAValue, sim.OptimizerKind] = {}
     for op in block.walk():
         if isinstance(op, sim.OptimizerStepOp):
             for p in op.params:
                 trainable.setdefault(_unsharded(p), op.kind.data)
-    elements = sum(sim.numel(p) for p in trainable)
     if zero3_keep_gathered and zero >= 3:
         # the step's peak is before the last backward: its sharded gradients
         # are not made yet (the last step's were freed by zero_grad)
-        grads = sum(sim.numel(p) * UNSHARDED_GRAD_BYTES for p in trainable)
+        grads = {p: sim.numel(p) * UNSHARDED_GRAD_BYTES for p in trainable}
     else:
-        grads = sum(shard(sim.numel(p) * grad_bytes, p, 2) for p in trainable)
+        grads = {p: shard(sim.numel(p) * grad_bytes, p, 2) for p in trainable}
 
-    def state_bytes(value: SSAValue, kind: sim.OptimizerKind) -> int:
+    def per_element(value: SSAValue, kind: sim.OptimizerKind) -> int:
         # a layer parameter's fp32 shard is its master copy (counted with the parameters)
         return OPTIMIZER_STATE_BYTES[kind] - (MASTER_BYTES if fp32_shards and in_layers(value) else 0)
 
-    optimizer = sum(shard(sim.numel(p) * state_bytes(p, k), p, 1) for p, k in trainable.items())
-    return ModelStates(params, grads, optimizer, elements)
+    optimizer = {p: shard(sim.numel(p) * per_element(p, k), p, 1) for p, k in trainable.items()}
+    tensors = {p: per_element(p, k) // MASTER_BYTES for p, k in trainable.items()}
+    return StateBytes(params, gathered, grads, optimizer, tensors)
+
+
+def _layers(param: SSAValue) -> int:
+    """How many layers a parameter stacks: the count of the repeat it is sliced
+    into, else 1."""
+    for use in param.uses:
+        rep = use.operation
+        if isinstance(rep, sim.RepeatOp) and use.index >= len(rep.iter_init) and rep.trip_count > 0:
+            return rep.trip_count
+    return 1
+
+
+def state_tensors(states: StateBytes, zero: int) -> list[int]:
+    """The model-state tensors a framework allocates, bytes each (for the caching
+    allocator's replay, `allocations.stage_events`). Under ZeRO-3 (FSDP2, which
+    keeps one sharded tensor per parameter): per parameter of each layer its
+    shard (and its gathered copy where kept), its gradient and each optimizer
+    state. Otherwise one contiguous buffer each for the parameters, the
+    gradients and the optimizer states (DDP's gradient buckets and
+    Megatron-Core's distributed optimizer allocate their buffers whole)."""
+    if zero < 3:
+        return [n for n in (sum(states.params.values()), sum(states.grads.values()),
+                            sum(states.optimizer.values())) if n]
+
+    def split(nbytes: int, parts: int) -> list[int]:
+        return [-(-nbytes // parts)] * parts if nbytes > 0 else []
+
+    sizes: list[int] = []
+    for p, nbytes in states.params.items():
+        gathered = states.gathered.get(p, 0)
+        sizes += split(nbytes - gathered, _layers(p)) + split(gathered, _layers(p))
+    for p, nbytes in states.grads.items():
+        sizes += split(nbytes, _layers(p))
+    for p, nbytes in states.optimizer.items():
+        sizes += split(nbytes, _layers(p) * max(1, states.optimizer_tensors[p]))
+    return sizes

@@ -6,17 +6,19 @@ sequence, activation checkpointing, precision) and the peak memory one GPU of it
 used; `memory_case` turns it into the options of a training run under the
 record's framework preset, `run_memory` builds that run's step through the
 passes up to `memory-analysis` (nothing is priced), and `charon validate --only
-memory` (`runner.run_memory`) compares the fullest stage's predicted peak with
-the published figure.
+memory` (`runner.run_memory`) compares the fullest stage's predicted peak
+reserved bytes with the published figure.
 
-What is compared is not quite the same quantity, and the difference is one-sided:
-the analysis predicts the bytes the step's tensors hold at its peak (parameters,
-gradients, optimizer states, communication buffers, activations by liveness);
-the records publish the PyTorch caching allocator's peak *reserved* bytes
-(`torch.cuda.memory_stats()['reserved_bytes.all.peak']`), which also hold the
-blocks the allocator keeps cached or cannot reuse (fragmentation) and the cuBLAS
-workspaces it serves. Neither counts the CUDA context or NCCL's own buffers.
-Each result's note names what the run had that the analysis does not model
+What is compared: the records publish the PyTorch caching allocator's peak
+*reserved* bytes (`torch.cuda.memory_stats()['reserved_bytes.all.peak']`), the
+segments it holds from cudaMalloc, which also hold the blocks it keeps cached or
+cannot reuse (fragmentation, per-stream pools). The prediction is the same
+quantity: the stage's allocations and frees over two steps, from the IR by
+memory-analysis's liveness rules, replayed through the allocator's algorithm
+(`memory.allocations`, `memory.allocator`); the note also gives the bytes the
+step's tensors hold at their peak (the analysis's peak, allocated). Neither
+counts the CUDA context, NCCL's own buffers or cuBLAS's workspaces. Each
+result's note names what the run had that the analysis does not model
 (torch.compile, Float8's scaling state, async TP's symmetric-memory buffers).
 
 A record whose activation checkpointing is not a policy the analysis has
@@ -108,16 +110,22 @@ def predicted_stages(model: str, options: dict[str, Any]) -> list:
                           zero3_live_params=config.zero3_live_params,
                           zero3_keep_gathered=config.zero3_keep_gathered,
                           keep_stage_outputs=config.keep_stage_outputs,
-                          fp32_param_shards=config.fp32_param_shards)
+                          fp32_param_shards=config.fp32_param_shards, replay=True)
+
+
+def predicted_reserved(stages: list) -> int:
+    """The compared figure: the fullest stage's replayed peak reserved bytes."""
+    return max(s.reserved for s in stages)
 
 
 def memory_note(record: dict[str, Any], stages: list, missing: list[str]) -> str:
-    """What a compared record's result says: the fullest stage's consumers, what
-    the published figure is, what the run had that the analysis does not model,
-    and the record's assumptions."""
-    fullest = max(stages, key=lambda s: s.peak)
+    """What a compared record's result says: the fullest stage's reserved and
+    allocated peaks and consumers, what the published figure is, what the run had
+    that the analysis does not model, and the record's assumptions."""
+    fullest = max(stages, key=lambda s: s.reserved)
     parts = ", ".join(f"{label} {b / GIB:.1f}" for label, b in fullest.consumers() if b >= GIB / 10)
-    notes = [f"stage {fullest.stage}: {parts} GiB", "published: the allocator's peak reserved"]
+    notes = [f"stage {fullest.stage}: reserved {fullest.reserved / GIB:.1f} GiB replayed, allocated peak "
+             f"{fullest.peak / GIB:.1f} GiB ({parts})", "published: the allocator's peak reserved"]
     if missing:
         notes.append("not modelled: " + ", ".join(missing))
     notes += [f"assumed {a.split(' (')[0]}" for a in record.get("assumed", ())]

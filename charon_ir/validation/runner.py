@@ -39,7 +39,7 @@ from charon_ir.target.hardware import load_gpu
 from charon_ir.validation import CATEGORY_GROUP, REPORTED_GROUPS, cache_directory
 from charon_ir.validation import calibration
 from charon_ir.validation.layers import layer_case, predicted_layer
-from charon_ir.validation.memory import GIB, QUANTITY, memory_case, memory_note, predicted_stages
+from charon_ir.validation.memory import GIB, QUANTITY, memory_case, memory_note, predicted_reserved, predicted_stages
 from charon_ir.validation.training import (
     TrainingCase,
     Unsupported,
@@ -241,7 +241,7 @@ def run_layers(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
 
 
 def run_memory(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
-    """Published per-GPU peak memory: the fullest stage's predicted peak (`memory.py`)."""
+    """Published per-GPU peak memory: the fullest stage's replayed peak reserved bytes (`memory.py`)."""
     results = []
     for record in records:
         base = dict(id=record["id"], group="memory", source=source_of(record))
@@ -259,7 +259,7 @@ def run_memory(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
             continue
         results.append(RecordResult(
             **base, status="ok", quantity=QUANTITY, measured=float(record["value"]),
-            predicted=max(s.peak for s in stages) / GIB, published=f"{record['value']:g} {record['unit']}",
+            predicted=predicted_reserved(stages) / GIB, published=f"{record['value']:g} {record['unit']}",
             note=memory_note(record, stages, missing), seconds=time.perf_counter() - start,
         ))
     return results

@@ -1,0 +1,396 @@
+"""The allocations and frees one GPU of a pipeline stage makes over training
+steps, in program order, for the caching allocator's replay
+(`charon_ir.memory.allocator`).
+
+    stage_events(chunks, schedule, pp, microbatches, stage, steps=2) -> list[Event]
+
+The sequence follows memory-analysis's own rules (`liveness`): a value's
+storage root is allocated by the op that defines it and freed after its last
+reader in the same block; what a forward phase yields for its backward is kept
+until the backward's last reader of it; the weight gradients a backward yields
+live in the gradient buffers; parameters, step inputs and data-parallel buffers
+are not allocated here. It goes further than the analysis where the order
+matters to the allocator:
+
+- a `sim.repeat` runs its body `count` times (the events are emitted per
+  iteration; the IR is not unrolled): an iteration's values are its own
+  allocations, what it yields as a stacked output stays allocated (one block per
+  layer, as autograd saves per layer), and a backward repeat's iteration frees
+  the saved slice it read once it has run (autograd frees a node's saved tensors
+  after its backward) when nothing after the repeat reads the stack;
+- storage is reference-counted, as PyTorch's is: a value carried into the next
+  iteration or kept as a stacked output is one block, freed when its last holder
+  lets go;
+- items run in the stage's schedule order (`schedules.stage_order`), each
+  micro-batch's forward keeping its own saved blocks until its backward (under a
+  split backward, zb-h1, what the W item reads is one block from B to W);
+- the model states are allocated once before the first step, one block per
+  tensor the framework allocates (`states.state_tensors`), and the step runs `steps` times from the cache the
+  previous one left: the steady state a training run's peak reflects;
+- a layer's parameters gathered by ZeRO-3 (FSDP) are one block on the
+  all-gather stream (FSDP2 all-gathers on its own streams), the next layer's
+  gathered (prefetched) before the running layer's is freed: two layers at once,
+  as the analysis counts them;
+- the largest other communication buffer the analysis counts is one block held
+  through the steps.
+
+Not replayed: the optimizer phase's temporaries (the analysis does not count
+them either), NCCL's and cuBLAS's own buffers, and the CUDA context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, SSAValue
+
+from charon_ir.dialects import sim
+from charon_ir.memory import tensors
+from charon_ir.memory.allocator import ALLOC, FREE, Event
+from charon_ir.memory.liveness import STATIC, Root, Roots, _is_slice_arg, _uses_by_position, weight_grad_residual
+from charon_ir.parallel.schedules import SPLIT_BACKWARD, stage_order
+
+COMPUTE_STREAM = 0
+ALL_GATHER_STREAM = 1
+
+Storage = list[tuple[int, ...]]
+"""A root's allocations: one tuple of keys, or one per iteration of a stacked
+root (a tuple is empty where an iteration allocated nothing)."""
+
+
+@dataclass
+class ChunkProgram:
+    """What the sequence needs of one virtual stage's block (a `StageClass`)."""
+
+    block: Block
+    roots: Roots
+    gathered_layer: dict[sim.RepeatOp, int] = field(default_factory=dict)
+    """Bytes of one layer's parameters gathered on the all-gather stream, per
+    layer repeat (ZeRO-3 without its parameters kept gathered)."""
+
+
+class _Sequence:
+    """Events with reference-counted keys."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._refs: dict[int, int] = {}
+        self._next = 0
+
+    def alloc(self, nbytes: int, stream: int = COMPUTE_STREAM) -> tuple[int, ...]:
+        if nbytes <= 0:
+            return ()
+        key = self._next
+        self._next += 1
+        self._refs[key] = 1
+        self.events.append((ALLOC, key, nbytes, stream))
+        return (key,)
+
+    def hold(self, storage: Storage) -> Storage:
+        for keys in storage:
+            for key in keys:
+                self._refs[key] += 1
+        return list(storage)
+
+    def drop(self, storage: Storage) -> None:
+        for keys in storage:
+            for key in keys:
+                self._refs[key] -= 1
+                if self._refs[key] == 0:
+                    del self._refs[key]
+                    self.events.append((FREE, key, 0, 0))
+
+    @property
+    def live(self) -> int:
+        return len(self._refs)
+
+
+@dataclass(frozen=True)
+class _OpStep:
+    scratch: int
+    allocs: tuple[tuple[Root, int], ...]
+    """(root, bytes) of the results that own their storage."""
+    frees: tuple[Root, ...]
+    """The roots whose last reader (or whose unread definition) this op is."""
+
+
+@dataclass(frozen=True)
+class _YieldStep:
+    frees: tuple[Root, ...]
+
+
+@dataclass(frozen=True)
+class _RepeatStep:
+    op: sim.RepeatOp
+    carried: tuple[tuple[Root, bool], ...]
+    """Per `iter_init` operand: its root, and whether the repeat takes the
+    outer's reference (nothing after the repeat reads it)."""
+    sliced: tuple[tuple[Root, bool], ...]
+    body: tuple[_OpStep | _YieldStep | _RepeatStep, ...]
+    arg_keys: tuple[Root, ...]
+    yield_carried: tuple[Root, ...]
+    yield_stacked: tuple[tuple[str, Root, int], ...]
+    """Per stacked output: ("none" | "cast" | "keep", root, bytes of a cast)."""
+    results: tuple[Root | None, ...]
+    """Per result: its root, None where the result is not kept (excluded)."""
+    layer_bytes: int
+    frees: tuple[Root, ...]
+
+
+_Step = _OpStep | _YieldStep | _RepeatStep
+
+
+class _Walker:
+    """Emits a chunk's events. Each block is compiled once into steps (roots,
+    sizes and last readers resolved), which every iteration and micro-batch
+    replays."""
+
+    def __init__(self, seq: _Sequence, chunk: ChunkProgram) -> None:
+        self.seq = seq
+        self.roots = chunk.roots
+        self.gathered_layer = chunk.gathered_layer
+        self._plans: dict[tuple[Block, bool], tuple[_Step, ...]] = {}
+
+    def plan(self, block: Block, excluded: frozenset[Root], backward: bool) -> tuple[_Step, ...]:
+        cached = self._plans.get((block, backward))
+        if cached is not None:
+            return cached
+        roots = self.roots
+        last = _uses_by_position(block, roots)
+        last_read: dict[int, list[Root]] = {}
+        for key, at in last.items():
+            last_read.setdefault(at, []).append(key)
+        steps: list[_Step] = []
+        for i, op in enumerate(block.ops):
+            frees = [roots.root(r) for r in op.results if last.get(roots.root(r), i) <= i]
+            frees += [k for k in last_read.get(i, ()) if k not in frees]
+            if isinstance(op, sim.RepeatOp) and op.trip_count > 0:
+                steps.append(self._repeat_step(op, i, last, excluded, backward, tuple(frees)))
+            elif isinstance(op, sim.YieldOp):
+                steps.append(_YieldStep(tuple(frees)))
+            else:
+                allocs = []
+                for r in op.results:
+                    key = roots.root(r)
+                    if key is r and key not in excluded:
+                        allocs.append((key, roots.size(key)))
+                steps.append(_OpStep(tensors.transient_bytes(op), tuple(allocs), tuple(frees)))
+        plan = tuple(steps)
+        self._plans[(block, backward)] = plan
+        return plan
+
+    def _repeat_step(self, op: sim.RepeatOp, at: int, last: dict[Root, int], excluded: frozenset[Root],
+                     backward: bool, frees: tuple[Root, ...]) -> _RepeatStep:
+        roots = self.roots
+        body = op.body.block
+        term = body.last_op
+        assert isinstance(term, sim.YieldOp)
+        n_iter = len(op.iter_init)
+        operand_keys = [roots.root(v) for v in op.operands]
+
+        def taken(key: Root) -> tuple[Root, bool]:
+            return key, last.get(key) == at and operand_keys.count(key) == 1
+
+        stacked_keys = {roots.root(v) for v in term.values[n_iter:]} - {STATIC}
+        # a backward layer's stacked outputs are its weight gradients
+        body_excluded = frozenset(
+            k for k in stacked_keys if not _is_slice_arg(k, body, n_iter)) if backward else frozenset()
+        yield_stacked = []
+        for v in term.values[n_iter:]:
+            key = roots.root(v)
+            if key == STATIC or key in body_excluded or _is_slice_arg(key, body, n_iter):
+                yield_stacked.append(("none", key, 0))
+            elif key in roots.fp8_saved:  # saved as its fp8 cast, a block of its own
+                yield_stacked.append(("cast", key, roots.iteration_size(key)))
+            else:
+                yield_stacked.append(("keep", key, 0))
+        results = []
+        for r in op.results:
+            key = roots.root(r)
+            results.append(None if key in excluded or key == STATIC else key)
+        return _RepeatStep(
+            op,
+            tuple(taken(roots.root(v)) for v in op.iter_init),
+            tuple(taken(roots.root(v)) for v in op.slices),
+            self.plan(body, body_excluded, backward),
+            tuple(("arg", a) for a in body.args),
+            tuple(roots.root(v) for v in term.values[:n_iter]),
+            tuple(yield_stacked),
+            tuple(results),
+            self.gathered_layer.get(op, 0),
+            frees,
+        )
+
+    def block(self, block: Block, live: dict[Root, Storage], *, excluded: frozenset[Root], backward: bool,
+              on_yield: Callable[[dict[Root, Storage]], None] | None = None) -> None:
+        """Walk `block`: `live` holds the roots live on entry (its references are
+        the walk's to drop), and what is left in it at the end."""
+        self.run(self.plan(block, excluded, backward), live, on_yield)
+
+    def run(self, steps: tuple[_Step, ...], live: dict[Root, Storage],
+            on_yield: Callable[[dict[Root, Storage]], None] | None = None) -> None:
+        seq = self.seq
+        for step in steps:
+            if isinstance(step, _OpStep):
+                scratch = seq.alloc(step.scratch)
+                for key, nbytes in step.allocs:
+                    live[key] = [seq.alloc(nbytes)]
+                if scratch:
+                    seq.drop([scratch])
+            elif isinstance(step, _RepeatStep):
+                self.repeat(step, live)
+            elif on_yield is not None:
+                on_yield(live)
+            for key in step.frees:
+                storage = live.pop(key, None)
+                if storage is not None:
+                    seq.drop(storage)
+
+    def repeat(self, step: _RepeatStep, live: dict[Root, Storage]) -> None:
+        seq = self.seq
+        trip, n_iter = step.op.trip_count, len(step.carried)
+
+        def take(key: Root, taken: bool) -> tuple[Storage, bool]:
+            storage = live.get(key)
+            if storage is None:
+                return [], False
+            return (live.pop(key), True) if taken else (storage, False)
+
+        carry: list[Storage] = []
+        for key, can_take in step.carried:
+            storage, taken = take(key, can_take)
+            carry.append(storage if taken else seq.hold(storage))
+        slices: list[tuple[Storage, bool]] = []
+        for key, can_take in step.sliced:
+            storage, taken = take(key, can_take)
+            if len(storage) != trip:  # not a stack of per-layer blocks
+                if taken:
+                    seq.drop(storage)
+                storage, taken = [], False
+            slices.append((storage, taken))
+        stacked: list[Storage] = [[] for _ in step.yield_stacked]
+        gathered = seq.alloc(step.layer_bytes, ALL_GATHER_STREAM)
+        reverse = step.op.reverse is not None
+        for k in range(trip):
+            index = trip - 1 - k if reverse else k
+            prefetched = seq.alloc(step.layer_bytes, ALL_GATHER_STREAM) if k + 1 < trip else ()
+            inner: dict[Root, Storage] = dict(zip(step.arg_keys[:n_iter], carry))
+            for arg_key, (storage, taken) in zip(step.arg_keys[n_iter:], slices, strict=True):
+                if storage:
+                    piece = [storage[index]]
+                    inner[arg_key] = piece if taken else seq.hold(piece)
+            next_carry: list[Storage] = []
+
+            def at_yield(values: dict[Root, Storage], next_carry: list[Storage] = next_carry) -> None:
+                for key in step.yield_carried:
+                    next_carry.append(seq.hold(values.get(key, [])))
+                for j, (how, key, nbytes) in enumerate(step.yield_stacked):
+                    if how == "none":
+                        stacked[j].append(())
+                    elif how == "cast":
+                        stacked[j].append(seq.alloc(nbytes))
+                    else:
+                        stacked[j].append(tuple(k for keys in seq.hold(values.get(key, [])) for k in keys))
+
+            self.run(step.body, inner, at_yield)
+            for storage in inner.values():
+                seq.drop(storage)
+            carry = next_carry
+            seq.drop([gathered])
+            gathered = prefetched
+        for j, key in enumerate(step.results):
+            storage = carry[j] if j < n_iter else stacked[j - n_iter]
+            if key is None or key in live:
+                seq.drop(storage)
+            else:
+                live[key] = storage
+
+
+def _forward(walker: _Walker, block: Block, keep_stage_outputs: bool) -> dict[Root, Storage]:
+    """One micro-batch's forward phase; the storage it keeps for the backward."""
+    phases = sim.phases_of(block)
+    fwd = phases.get(sim.PhaseKind.FORWARD) or phases.get(sim.PhaseKind.PREFILL) or phases.get(sim.PhaseKind.DECODE)
+    if fwd is None:
+        return {}
+    bwd = phases.get(sim.PhaseKind.BACKWARD)
+    roots, seq = walker.roots, walker.seq
+    term = fwd.body.block.last_op
+    assert isinstance(term, sim.YieldOp)
+    saved: dict[Root, Storage] = {}
+
+    def at_yield(values: dict[Root, Storage]) -> None:
+        for v, result in zip(term.values, fwd.results, strict=True):
+            key = roots.root(v)
+            # as `liveness.phase_memory`: a stage output nothing reads is sent on
+            if key != STATIC and key not in saved and (bwd is None or result.uses or keep_stage_outputs):
+                saved[key] = seq.hold(values.get(key, []))
+
+    live: dict[Root, Storage] = {}
+    walker.block(fwd.body.block, live, excluded=frozenset(), backward=False, on_yield=at_yield)
+    for storage in live.values():
+        seq.drop(storage)
+    return saved
+
+
+def _backward(walker: _Walker, block: Block, saved: dict[Root, Storage]) -> None:
+    bwd = sim.phases_of(block).get(sim.PhaseKind.BACKWARD)
+    roots, seq = walker.roots, walker.seq
+    if bwd is None:
+        for storage in saved.values():
+            seq.drop(storage)
+        return
+    term = bwd.body.block.last_op
+    assert isinstance(term, sim.YieldOp)
+    grads = {roots.root(v) for v in term.values}
+    read = set(_uses_by_position(bwd.body.block, roots))
+    live = {}
+    for key, storage in saved.items():
+        if key in read:
+            live[key] = storage
+        else:
+            seq.drop(storage)
+    walker.block(bwd.body.block, live, excluded=frozenset(grads), backward=True)
+    for storage in live.values():
+        seq.drop(storage)
+
+
+def _residual(walker: _Walker, block: Block) -> int:
+    """Under a split backward: what a micro-batch's B item leaves for its W item
+    (`liveness.weight_grad_residual`), one block."""
+    bwd = sim.phases_of(block).get(sim.PhaseKind.BACKWARD)
+    return weight_grad_residual(bwd, walker.roots) if bwd is not None else 0
+
+
+def stage_events(chunks: Sequence[ChunkProgram], schedule: str, pp: int, microbatches: int, stage: int,
+                 *, held: Sequence[tuple[int, int]] = (), steps: int = 2,
+                 keep_stage_outputs: bool = False) -> list[Event]:
+    """The events of `steps` training steps of one physical stage, whose virtual
+    stages are `chunks` (its chunk c is virtual stage c * pp + stage). `held`:
+    (bytes, stream) of the blocks allocated once before the first step and held
+    through (the model-state tensors, communication buffers). A module with no
+    pipeline is one chunk, gpipe, pp 1, one micro-batch."""
+    seq = _Sequence()
+    for nbytes, stream in held:
+        seq.alloc(nbytes, stream)
+    walkers = [_Walker(seq, c) for c in chunks]
+    order = stage_order(schedule, pp, len(chunks), microbatches, stage)
+    split = schedule in SPLIT_BACKWARD
+    residual_bytes = [_residual(w, c.block) if split else 0 for w, c in zip(walkers, chunks, strict=True)]
+    for _ in range(steps):
+        pending: dict[tuple[int, int], dict[Root, Storage]] = {}
+        residual: dict[tuple[int, int], tuple[int, ...]] = {}
+        for kind, chunk, mb in order:
+            walker, block = walkers[chunk], chunks[chunk].block
+            if kind == "F":
+                pending[(chunk, mb)] = _forward(walker, block, keep_stage_outputs)
+            elif kind[0] == "W":
+                seq.drop([residual.pop((chunk, mb), ())])
+            else:
+                _backward(walker, block, pending.pop((chunk, mb)))
+                if split:
+                    residual[(chunk, mb)] = seq.alloc(residual_bytes[chunk])
+        for saved in pending.values():
+            for storage in saved.values():
+                seq.drop(storage)
+    return seq.events
