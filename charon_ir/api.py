@@ -602,9 +602,10 @@ def cpu_offload_report(config: TrainingConfig, memory: list, given: bool) -> dic
     }
 
 
-def build_training_module(config: TrainingConfig):
+def build_training_module(config: TrainingConfig, replay: bool = False):
     """The priced, memory-checked (not yet lowered) module of one training step,
-    and its per-stage memory."""
+    and its per-stage memory (with `replay`, the caching allocator's peak
+    reserved bytes too: `analyze_memory(replay=True)`)."""
     plan = pass_plan(config)
     ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch, mtp=config.mtp,
                                     tp=config.tp, sequence_parallel=config.sequence_parallel)
@@ -612,7 +613,7 @@ def build_training_module(config: TrainingConfig):
         _check_layer_stack(module, config.model)
     for name, options in plan:
         make_pass(name, **options).apply(ctx, module)
-    return ctx, module, _memory(module, config)
+    return ctx, module, _memory(module, config, replay)
 
 
 def _check_layer_stack(module, path: str) -> None:
@@ -628,15 +629,18 @@ def _check_layer_stack(module, path: str) -> None:
                       "that parallel-strategy and batch flags ask for; without them it is simulated as written")
 
 
-def _memory(module, config: TrainingConfig) -> list:
-    """Per-stage memory of a module memory-analysis has checked."""
+def _memory(module, config: TrainingConfig, replay: bool = False) -> list:
+    """Per-stage memory of a module memory-analysis has checked; with `replay`,
+    its allocations replayed through the caching allocator on the GPU's memory."""
     fp8 = config.precision == "fp8"
-    return analyze_memory(module, Target.from_module(module), grad_bytes=config.grad_bytes,
+    target = Target.from_module(module)
+    return analyze_memory(module, target, grad_bytes=config.grad_bytes,
                           fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
                           zero3_keep_gathered=config.zero3_keep_gathered,
                           keep_stage_outputs=config.keep_stage_outputs,
-                          fp32_param_shards=config.fp32_param_shards)
+                          fp32_param_shards=config.fp32_param_shards, replay=replay,
+                          capacity=int(target.gpu.hbm_bytes) if replay else None)
 
 
 def refuse_flags_without_effect(given: dict[str, Any], resolved: dict[str, Any]) -> None:
@@ -694,14 +698,14 @@ def simulate(
     config, settings = configure(model, framework, **options)
     _check_outputs(trace, plot)
     if not allow_oom:
-        ctx, module, memory = build_training_module(config)
+        ctx, module, memory = build_training_module(config, replay=True)
         report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
         report["fits"] = True
         report["framework"] = settings
         if config.cpu_offload_layers:
             report["cpu_offload"] = cpu_offload_report(config, memory, "cpu_offload_layers" in options)
         return report
-    ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB))
+    ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB), replay=True)
     oom = out_of_memory(module, memory, config.memory_limit_gb)
     if oom is not None:
         trace = plot = None

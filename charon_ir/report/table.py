@@ -39,8 +39,11 @@ def _summary(report: dict) -> Table:
         table.add_row(f"exposed {axis} comm", _seconds(value))
     table.add_row("pipeline bubble / wait", _seconds(b["bubble_s"]))
     peaks = report.get("peak_memory_bytes") or []
+    reserved = report.get("peak_reserved_bytes") or []
     if peaks:
         table.add_row("peak memory per GPU", f"{max(peaks) / GIB:.1f} GiB")
+    if reserved:
+        table.add_row("peak reserved per GPU", f"{max(reserved) / GIB:.1f} GiB")
     offload = report.get("cpu_offload")
     if offload:
         host = max(offload["host_bytes_per_microbatch"], default=0)
@@ -104,8 +107,11 @@ def _per_stage(report: dict) -> Table | None:
     for column in ["stage", *(["GPU"] if any(gpus) else []), "compute",
                    *[f"{axis} comm" for axis in axes], "bubble", "busy %"]:
         table.add_column(column, justify="right")
+    reserved = report.get("peak_reserved_bytes") or []
     if peaks:
         table.add_column("GiB", justify="right")
+    if reserved:
+        table.add_column("reserved", justify="right")
     for i, s in enumerate(stages):
         row = [str(i), *([gpus[i]] if any(gpus) else []), f"{s['compute_s']:.3f}"]
         row += [f"{s['exposed_comm_s'].get(axis, 0.0):.3f}" for axis in axes]
@@ -113,6 +119,8 @@ def _per_stage(report: dict) -> Table | None:
         row.append(f"{100 * compute_use.get(f'stage{i}', 0.0):.0f}")
         if peaks:
             row.append(f"{peaks[i] / GIB:.1f}" if i < len(peaks) else "")
+        if reserved:
+            row.append(f"{reserved[i] / GIB:.1f}" if i < len(reserved) else "")
         table.add_row(*row)
     return table
 

@@ -237,4 +237,7 @@ def time_module(
         if collecting:
             gc.enable()
     report["peak_memory_bytes"] = [stage.peak for stage in memory]
+    if memory and all(stage.reserved is not None for stage in memory):
+        # what PyTorch's caching allocator would reserve for those tensors
+        report["peak_reserved_bytes"] = [stage.reserved for stage in memory]
     return report
