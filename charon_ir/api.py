@@ -679,6 +679,7 @@ def simulate(
     plot: str | Path | None = None,
     tier: str = "fast",
     allow_oom: bool = False,
+    reserved: bool = True,
     **options: Any,
 ) -> dict[str, Any]:
     """Simulate one training step; keyword options are TrainingConfig's fields,
@@ -694,18 +695,23 @@ def simulate(
     A configuration that does not fit in memory raises the memory-analysis
     diagnostic (a CharonError); with `allow_oom`, it is timed as if memory were
     unlimited and the report says `"fits": false` with the diagnostic under
-    `"oom"` (no trace or plot is written for it)."""
+    `"oom"` (no trace or plot is written for it).
+
+    `reserved`: each stage's allocations over two steps replayed through
+    PyTorch's caching allocator, whose peak reserved bytes the report gives as
+    `peak_reserved_bytes` beside `peak_memory_bytes` (about a microsecond an
+    allocation; off where only the time is wanted)."""
     config, settings = configure(model, framework, **options)
     _check_outputs(trace, plot)
     if not allow_oom:
-        ctx, module, memory = build_training_module(config, replay=True)
+        ctx, module, memory = build_training_module(config, replay=reserved)
         report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
         report["fits"] = True
         report["framework"] = settings
         if config.cpu_offload_layers:
             report["cpu_offload"] = cpu_offload_report(config, memory, "cpu_offload_layers" in options)
         return report
-    ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB), replay=True)
+    ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB), replay=reserved)
     oom = out_of_memory(module, memory, config.memory_limit_gb)
     if oom is not None:
         trace = plot = None

@@ -109,33 +109,33 @@ class _Sequence:
 @dataclass(frozen=True)
 class _OpStep:
     scratch: int
-    allocs: tuple[tuple[Root, int], ...]
+    allocs: tuple[tuple[int, int], ...]
     """(root, bytes) of the results that own their storage."""
-    frees: tuple[Root, ...]
+    frees: tuple[int, ...]
     """The roots whose last reader (or whose unread definition) this op is."""
 
 
 @dataclass(frozen=True)
 class _YieldStep:
-    frees: tuple[Root, ...]
+    frees: tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class _RepeatStep:
     op: sim.RepeatOp
-    carried: tuple[tuple[Root, bool], ...]
+    carried: tuple[tuple[int, bool], ...]
     """Per `iter_init` operand: its root, and whether the repeat takes the
     outer's reference (nothing after the repeat reads it)."""
-    sliced: tuple[tuple[Root, bool], ...]
+    sliced: tuple[tuple[int, bool], ...]
     body: tuple[_OpStep | _YieldStep | _RepeatStep, ...]
-    arg_keys: tuple[Root, ...]
-    yield_carried: tuple[Root, ...]
-    yield_stacked: tuple[tuple[str, Root, int], ...]
+    arg_keys: tuple[int, ...]
+    yield_carried: tuple[int, ...]
+    yield_stacked: tuple[tuple[str, int, int], ...]
     """Per stacked output: ("none" | "cast" | "keep", root, bytes of a cast)."""
-    results: tuple[Root | None, ...]
+    results: tuple[int | None, ...]
     """Per result: its root, None where the result is not kept (excluded)."""
     layer_bytes: int
-    frees: tuple[Root, ...]
+    frees: tuple[int, ...]
 
 
 _Step = _OpStep | _YieldStep | _RepeatStep
@@ -151,6 +151,12 @@ class _Walker:
         self.roots = chunk.roots
         self.gathered_layer = chunk.gathered_layer
         self._plans: dict[tuple[Block, bool], tuple[_Step, ...]] = {}
+        self._ids: dict[Root, int] = {}
+
+    def id(self, key: Root) -> int:
+        """A small integer for a root: the live sets are keyed by these (hashing
+        an SSA value is slow)."""
+        return self._ids.setdefault(key, len(self._ids))
 
     def plan(self, block: Block, excluded: frozenset[Root], backward: bool) -> tuple[_Step, ...]:
         cached = self._plans.get((block, backward))
@@ -163,8 +169,8 @@ class _Walker:
             last_read.setdefault(at, []).append(key)
         steps: list[_Step] = []
         for i, op in enumerate(block.ops):
-            frees = [roots.root(r) for r in op.results if last.get(roots.root(r), i) <= i]
-            frees += [k for k in last_read.get(i, ()) if k not in frees]
+            frees = [self.id(roots.root(r)) for r in op.results if last.get(roots.root(r), i) <= i]
+            frees += [k for k in map(self.id, last_read.get(i, ())) if k not in frees]
             if isinstance(op, sim.RepeatOp) and op.trip_count > 0:
                 steps.append(self._repeat_step(op, i, last, excluded, backward, tuple(frees)))
             elif isinstance(op, sim.YieldOp):
@@ -174,14 +180,14 @@ class _Walker:
                 for r in op.results:
                     key = roots.root(r)
                     if key is r and key not in excluded:
-                        allocs.append((key, roots.size(key)))
+                        allocs.append((self.id(key), roots.size(key)))
                 steps.append(_OpStep(tensors.transient_bytes(op), tuple(allocs), tuple(frees)))
         plan = tuple(steps)
         self._plans[(block, backward)] = plan
         return plan
 
     def _repeat_step(self, op: sim.RepeatOp, at: int, last: dict[Root, int], excluded: frozenset[Root],
-                     backward: bool, frees: tuple[Root, ...]) -> _RepeatStep:
+                     backward: bool, frees: tuple[int, ...]) -> _RepeatStep:
         roots = self.roots
         body = op.body.block
         term = body.last_op
@@ -189,8 +195,8 @@ class _Walker:
         n_iter = len(op.iter_init)
         operand_keys = [roots.root(v) for v in op.operands]
 
-        def taken(key: Root) -> tuple[Root, bool]:
-            return key, last.get(key) == at and operand_keys.count(key) == 1
+        def taken(key: Root) -> tuple[int, bool]:
+            return self.id(key), last.get(key) == at and operand_keys.count(key) == 1
 
         stacked_keys = {roots.root(v) for v in term.values[n_iter:]} - {STATIC}
         # a backward layer's stacked outputs are its weight gradients
@@ -200,36 +206,36 @@ class _Walker:
         for v in term.values[n_iter:]:
             key = roots.root(v)
             if key == STATIC or key in body_excluded or _is_slice_arg(key, body, n_iter):
-                yield_stacked.append(("none", key, 0))
+                yield_stacked.append(("none", self.id(key), 0))
             elif key in roots.fp8_saved:  # saved as its fp8 cast, a block of its own
-                yield_stacked.append(("cast", key, roots.iteration_size(key)))
+                yield_stacked.append(("cast", self.id(key), roots.iteration_size(key)))
             else:
-                yield_stacked.append(("keep", key, 0))
-        results = []
+                yield_stacked.append(("keep", self.id(key), 0))
+        results: list[int | None] = []
         for r in op.results:
             key = roots.root(r)
-            results.append(None if key in excluded or key == STATIC else key)
+            results.append(None if key in excluded or key == STATIC else self.id(key))
         return _RepeatStep(
             op,
             tuple(taken(roots.root(v)) for v in op.iter_init),
             tuple(taken(roots.root(v)) for v in op.slices),
             self.plan(body, body_excluded, backward),
-            tuple(("arg", a) for a in body.args),
-            tuple(roots.root(v) for v in term.values[:n_iter]),
+            tuple(self.id(("arg", a)) for a in body.args),
+            tuple(self.id(roots.root(v)) for v in term.values[:n_iter]),
             tuple(yield_stacked),
             tuple(results),
             self.gathered_layer.get(op, 0),
             frees,
         )
 
-    def block(self, block: Block, live: dict[Root, Storage], *, excluded: frozenset[Root], backward: bool,
-              on_yield: Callable[[dict[Root, Storage]], None] | None = None) -> None:
+    def block(self, block: Block, live: dict[int, Storage], *, excluded: frozenset[Root], backward: bool,
+              on_yield: Callable[[dict[int, Storage]], None] | None = None) -> None:
         """Walk `block`: `live` holds the roots live on entry (its references are
         the walk's to drop), and what is left in it at the end."""
         self.run(self.plan(block, excluded, backward), live, on_yield)
 
-    def run(self, steps: tuple[_Step, ...], live: dict[Root, Storage],
-            on_yield: Callable[[dict[Root, Storage]], None] | None = None) -> None:
+    def run(self, steps: tuple[_Step, ...], live: dict[int, Storage],
+            on_yield: Callable[[dict[int, Storage]], None] | None = None) -> None:
         seq = self.seq
         for step in steps:
             if isinstance(step, _OpStep):
@@ -247,11 +253,11 @@ class _Walker:
                 if storage is not None:
                     seq.drop(storage)
 
-    def repeat(self, step: _RepeatStep, live: dict[Root, Storage]) -> None:
+    def repeat(self, step: _RepeatStep, live: dict[int, Storage]) -> None:
         seq = self.seq
         trip, n_iter = step.op.trip_count, len(step.carried)
 
-        def take(key: Root, taken: bool) -> tuple[Storage, bool]:
+        def take(key: int, taken: bool) -> tuple[Storage, bool]:
             storage = live.get(key)
             if storage is None:
                 return [], False
@@ -275,14 +281,14 @@ class _Walker:
         for k in range(trip):
             index = trip - 1 - k if reverse else k
             prefetched = seq.alloc(step.layer_bytes, ALL_GATHER_STREAM) if k + 1 < trip else ()
-            inner: dict[Root, Storage] = dict(zip(step.arg_keys[:n_iter], carry))
+            inner: dict[int, Storage] = dict(zip(step.arg_keys[:n_iter], carry))
             for arg_key, (storage, taken) in zip(step.arg_keys[n_iter:], slices, strict=True):
                 if storage:
                     piece = [storage[index]]
                     inner[arg_key] = piece if taken else seq.hold(piece)
             next_carry: list[Storage] = []
 
-            def at_yield(values: dict[Root, Storage], next_carry: list[Storage] = next_carry) -> None:
+            def at_yield(values: dict[int, Storage], next_carry: list[Storage] = next_carry) -> None:
                 for key in step.yield_carried:
                     next_carry.append(seq.hold(values.get(key, [])))
                 for j, (how, key, nbytes) in enumerate(step.yield_stacked):
@@ -307,50 +313,74 @@ class _Walker:
                 live[key] = storage
 
 
-def _forward(walker: _Walker, block: Block, keep_stage_outputs: bool) -> dict[Root, Storage]:
+@dataclass(frozen=True)
+class _Phases:
+    """What a chunk's micro-batch runs, resolved once: its forward (the roots its
+    yield keeps for the backward) and backward (the gradients it yields, the
+    roots it reads)."""
+
+    forward: Block | None
+    saved: tuple[int, ...]
+    backward: Block | None
+    grads: frozenset[Root]
+    read: frozenset[int]
+
+    @staticmethod
+    def of(block: Block, walker: _Walker, keep_stage_outputs: bool) -> _Phases:
+        roots = walker.roots
+        phases = sim.phases_of(block)
+        fwd = phases.get(sim.PhaseKind.FORWARD) or phases.get(sim.PhaseKind.PREFILL) or phases.get(
+            sim.PhaseKind.DECODE)
+        bwd = phases.get(sim.PhaseKind.BACKWARD)
+        saved: list[int] = []
+        if fwd is not None:
+            term = fwd.body.block.last_op
+            assert isinstance(term, sim.YieldOp)
+            for v, result in zip(term.values, fwd.results, strict=True):
+                key = roots.root(v)
+                # as `liveness.phase_memory`: a stage output nothing reads is sent on
+                if key != STATIC and walker.id(key) not in saved and (
+                        bwd is None or result.uses or keep_stage_outputs):
+                    saved.append(walker.id(key))
+        grads: frozenset[Root] = frozenset()
+        read: frozenset[int] = frozenset()
+        if bwd is not None:
+            term = bwd.body.block.last_op
+            assert isinstance(term, sim.YieldOp)
+            grads = frozenset(roots.root(v) for v in term.values)
+            read = frozenset(map(walker.id, _uses_by_position(bwd.body.block, roots)))
+        return _Phases(fwd.body.block if fwd else None, tuple(saved), bwd.body.block if bwd else None, grads, read)
+
+
+def _forward(walker: _Walker, phases: _Phases) -> dict[int, Storage]:
     """One micro-batch's forward phase; the storage it keeps for the backward."""
-    phases = sim.phases_of(block)
-    fwd = phases.get(sim.PhaseKind.FORWARD) or phases.get(sim.PhaseKind.PREFILL) or phases.get(sim.PhaseKind.DECODE)
-    if fwd is None:
+    if phases.forward is None:
         return {}
-    bwd = phases.get(sim.PhaseKind.BACKWARD)
-    roots, seq = walker.roots, walker.seq
-    term = fwd.body.block.last_op
-    assert isinstance(term, sim.YieldOp)
-    saved: dict[Root, Storage] = {}
+    seq = walker.seq
+    saved: dict[int, Storage] = {}
 
-    def at_yield(values: dict[Root, Storage]) -> None:
-        for v, result in zip(term.values, fwd.results, strict=True):
-            key = roots.root(v)
-            # as `liveness.phase_memory`: a stage output nothing reads is sent on
-            if key != STATIC and key not in saved and (bwd is None or result.uses or keep_stage_outputs):
-                saved[key] = seq.hold(values.get(key, []))
+    def at_yield(values: dict[int, Storage]) -> None:
+        for key in phases.saved:
+            saved[key] = seq.hold(values.get(key, []))
 
-    live: dict[Root, Storage] = {}
-    walker.block(fwd.body.block, live, excluded=frozenset(), backward=False, on_yield=at_yield)
+    live: dict[int, Storage] = {}
+    walker.block(phases.forward, live, excluded=frozenset(), backward=False, on_yield=at_yield)
     for storage in live.values():
         seq.drop(storage)
     return saved
 
 
-def _backward(walker: _Walker, block: Block, saved: dict[Root, Storage]) -> None:
-    bwd = sim.phases_of(block).get(sim.PhaseKind.BACKWARD)
-    roots, seq = walker.roots, walker.seq
-    if bwd is None:
-        for storage in saved.values():
-            seq.drop(storage)
-        return
-    term = bwd.body.block.last_op
-    assert isinstance(term, sim.YieldOp)
-    grads = {roots.root(v) for v in term.values}
-    read = set(_uses_by_position(bwd.body.block, roots))
+def _backward(walker: _Walker, phases: _Phases, saved: dict[int, Storage]) -> None:
+    seq = walker.seq
     live = {}
     for key, storage in saved.items():
-        if key in read:
+        if phases.backward is not None and key in phases.read:
             live[key] = storage
         else:
             seq.drop(storage)
-    walker.block(bwd.body.block, live, excluded=frozenset(grads), backward=True)
+    if phases.backward is None:
+        return
+    walker.block(phases.backward, live, excluded=phases.grads, backward=True)
     for storage in live.values():
         seq.drop(storage)
 
@@ -374,20 +404,21 @@ def stage_events(chunks: Sequence[ChunkProgram], schedule: str, pp: int, microba
     for nbytes, stream in held:
         seq.alloc(nbytes, stream)
     walkers = [_Walker(seq, c) for c in chunks]
+    phases = [_Phases.of(c.block, w, keep_stage_outputs) for c, w in zip(chunks, walkers, strict=True)]
     order = stage_order(schedule, pp, len(chunks), microbatches, stage)
     split = schedule in SPLIT_BACKWARD
     residual_bytes = [_residual(w, c.block) if split else 0 for w, c in zip(walkers, chunks, strict=True)]
     for _ in range(steps):
-        pending: dict[tuple[int, int], dict[Root, Storage]] = {}
+        pending: dict[tuple[int, int], dict[int, Storage]] = {}
         residual: dict[tuple[int, int], tuple[int, ...]] = {}
         for kind, chunk, mb in order:
-            walker, block = walkers[chunk], chunks[chunk].block
+            walker = walkers[chunk]
             if kind == "F":
-                pending[(chunk, mb)] = _forward(walker, block, keep_stage_outputs)
+                pending[(chunk, mb)] = _forward(walker, phases[chunk])
             elif kind[0] == "W":
                 seq.drop([residual.pop((chunk, mb), ())])
             else:
-                _backward(walker, block, pending.pop((chunk, mb)))
+                _backward(walker, phases[chunk], pending.pop((chunk, mb)))
                 if split:
                     residual[(chunk, mb)] = seq.alloc(residual_bytes[chunk])
         for saved in pending.values():

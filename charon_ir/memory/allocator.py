@@ -164,17 +164,6 @@ class CachingAllocator:
         pool = self._pool(block)
         del pool[bisect_left(pool, (block.size, block.addr))]
 
-    def _best_fit(self, size: int, stream: int, small: bool) -> Block | None:
-        pool = self._free.get((small, stream))
-        if not pool:
-            return None
-        i = bisect_left(pool, (size, -1))
-        if i == len(pool):
-            return None
-        block = self._blocks[pool[i][1]]
-        del pool[i]
-        return block
-
     # -- segments ---------------------------------------------------------
 
     def _new_segment(self, nbytes: int, stream: int, small: bool) -> Block:
@@ -211,8 +200,15 @@ class CachingAllocator:
     def malloc(self, nbytes: int, stream: int = 0) -> Block:
         """The block a request of `nbytes` on `stream` gets."""
         size = round_size(nbytes)
-        small = is_small(size)
-        block = self._best_fit(size, stream, small)
+        small = size <= SMALL_SIZE
+        # best fit: the smallest cached block of the pool and stream at least
+        # as large, the lowest address on a tie
+        pool = self._free.get((small, stream))
+        block = None
+        if pool:
+            i = bisect_left(pool, (size, -1))
+            if i < len(pool):
+                block = self._blocks[pool.pop(i)[1]]
         if block is None:
             block = self._new_segment(segment_size(size), stream, small)
         if should_split(block.size, size, small):
@@ -226,7 +222,8 @@ class CachingAllocator:
             self._cache(rest)
         block.allocated = True
         self.allocated += block.size
-        self.peak_allocated = max(self.peak_allocated, self.allocated)
+        if self.allocated > self.peak_allocated:
+            self.peak_allocated = self.allocated
         return block
 
     def free(self, block: Block) -> None:

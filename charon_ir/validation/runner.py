@@ -94,9 +94,10 @@ class RecordResult:
 
 
 def simulate_case(case: TrainingCase, directory: Path) -> dict[str, Any]:
-    """`api.simulate` of one case (`case_options`) under its framework's preset."""
+    """`api.simulate` of one case (`case_options`) under its framework's preset
+    (the time is compared: no allocator replay)."""
     return api.simulate(str(config_path(case.config, directory)), framework=case.framework,
-                        **case_options(case))
+                        reserved=False, **case_options(case))
 
 
 def _gpu_memory_bytes(hardware: str) -> float:

@@ -62,3 +62,14 @@ def test_a_step_of_unknown_tokens_says_why_it_has_no_throughput():
     text = render(r)
     assert "no sim.input marked {tokens}" in text
     assert "no sim.input marked" not in render(report(1))
+
+
+def test_the_replayed_reserved_bytes_sit_next_to_the_peak():
+    """`peak_reserved_bytes` (the caching allocator's replay) is a summary row and
+    a column of the stage table; a report without it has neither."""
+    r = report(4)
+    r["peak_reserved_bytes"] = [2**30 * (75 - i) for i in range(4)]
+    text = render(r)
+    assert "peak reserved per GPU" in text and "75.0 GiB" in text
+    assert "reserved" in text.split("per pipeline stage")[1] and "72.0" in text
+    assert "reserved" not in render(report(4))

@@ -1,6 +1,6 @@
 """The training-memory records of published.json (torchtitan's Llama 3.1 8B / 70B /
 405B runs on H100, end of 2024: the allocator's peak reserved GiB per GPU)
-against memory-analysis's predicted peak: `charon validate --only memory`."""
+against the replayed peak reserved bytes: `charon validate --only memory`."""
 
 from __future__ import annotations
 
@@ -153,17 +153,23 @@ def test_a_training_only_flag_is_refused_with_only_memory(charon_fails, flags, f
     assert fragment in line, line
 
 
-DOCUMENTED_MAPE = 0.160
-"""docs/calibration.md, "Published memory measurements": the MAPE over the 18."""
+DOCUMENTED_MAPE = 0.071
+"""docs/calibration.md, "Published memory measurements": the MAPE over the 18,
+the replayed reserved peak against the published one."""
 
 
-def test_every_compared_record_is_under_predicted_within_a_band(results):
-    """A regression check, not a fit: the analysis counts live tensors, the
-    records the allocator's peak reserved bytes, so every prediction is under
-    the published figure, by less than 35 %; the MAPE stays at the documented
-    figure (a change that moves it updates calibration.md)."""
+def test_every_compared_record_is_within_a_band(results):
+    """A regression check, not a fit: the prediction is the allocator's replayed
+    peak reserved bytes, the quantity the records publish, within -25 % / +10 %
+    of each (what the analysis does not model, torch.compile, async TP's and
+    NCCL's buffers, leaves most rows under); it is never below the bytes the
+    tensors hold at their peak; the MAPE stays at the documented figure (a
+    change that moves it updates calibration.md)."""
     ok = [r for r in results if r.status == "ok"]
-    assert all(r.error is not None and -0.35 < r.error < 0 for r in ok), \
+    assert all(r.error is not None and -0.25 < r.error < 0.10 for r in ok), \
         [(r.id, r.error) for r in ok]
+    for r in ok:
+        allocated = float(r.note.split("allocated peak ")[1].split(" GiB")[0])
+        assert r.predicted is not None and r.predicted >= allocated - 0.05, (r.id, r.note)
     memory = next(s for s in summarize(results) if s.group == "memory" and s.source == "all")
     assert memory.mape is not None and abs(memory.mape - DOCUMENTED_MAPE) < 0.01, memory.mape
