@@ -33,6 +33,11 @@ matters to the allocator:
   as the analysis counts them;
 - the largest other communication buffer the analysis counts is one block held
   through the steps.
+- under `offload-activations` an offloaded layer's saved blocks leave the GPU
+  once the copy of it is waited for (after the forward of its Transformer
+  Engine window layer) and are allocated again before the backward of that
+  layer (`sim.CpuOffloadAttr.windows`); a window past the repeat's layers is
+  taken at the repeat's end (forward) or start (backward).
 
 Not replayed: the optimizer phase's temporaries (the analysis does not count
 them either), NCCL's and cuBLAS's own buffers, and the CUDA context.
@@ -54,9 +59,19 @@ from charon_ir.parallel.schedules import SPLIT_BACKWARD, stage_order
 COMPUTE_STREAM = 0
 ALL_GATHER_STREAM = 1
 
-Storage = list[tuple[int, ...]]
+class _OnHost:
+    """A layer's saved blocks copied to the host (`offload-activations`): the
+    bytes of each block freed on the GPU, and the blocks the reload made."""
+
+    def __init__(self, sizes: dict[int, int]) -> None:
+        self.sizes = sizes
+        self.reloaded: dict[int, int] = {}
+
+
+Storage = list[tuple[int, ...] | tuple[_OnHost, tuple[int, ...]]]
 """A root's allocations: one tuple of keys, or one per iteration of a stacked
-root (a tuple is empty where an iteration allocated nothing)."""
+root (a tuple is empty where an iteration allocated nothing); an offloaded
+layer's entry is (its _OnHost, the keys it had on the GPU)."""
 
 
 @dataclass
@@ -76,6 +91,7 @@ class _Sequence:
     def __init__(self) -> None:
         self.events: list[Event] = []
         self._refs: dict[int, int] = {}
+        self._sizes: dict[int, int] = {}
         self._next = 0
 
     def alloc(self, nbytes: int, stream: int = COMPUTE_STREAM) -> tuple[int, ...]:
@@ -84,22 +100,42 @@ class _Sequence:
         key = self._next
         self._next += 1
         self._refs[key] = 1
+        self._sizes[key] = nbytes
         self.events.append((ALLOC, key, nbytes, stream))
         return (key,)
 
     def hold(self, storage: Storage) -> Storage:
         for keys in storage:
+            if keys and isinstance(keys[0], _OnHost):
+                continue
             for key in keys:
                 self._refs[key] += 1
         return list(storage)
 
     def drop(self, storage: Storage) -> None:
         for keys in storage:
+            if keys and isinstance(keys[0], _OnHost):
+                continue
             for key in keys:
                 self._refs[key] -= 1
                 if self._refs[key] == 0:
                     del self._refs[key]
+                    del self._sizes[key]
                     self.events.append((FREE, key, 0, 0))
+
+    def offload(self, layer: list[tuple[int, ...]]) -> _OnHost:
+        """A layer's saved entries copied to the host: the stack's references on
+        the GPU blocks are let go (a block another holder keeps stays)."""
+        host = _OnHost({k: self._sizes[k] for keys in layer for k in keys})
+        self.drop(list(layer))
+        return host
+
+    def reload(self, host: _OnHost) -> None:
+        """The copy back before the layer's backward: one block per block
+        offloaded, held by the host record until the layer's backward takes it."""
+        for key, nbytes in host.sizes.items():
+            if key not in host.reloaded:
+                host.reloaded[key] = self.alloc(nbytes)[0]
 
     @property
     def live(self) -> int:
@@ -136,6 +172,13 @@ class _RepeatStep:
     """Per result: its root, None where the result is not kept (excluded)."""
     layer_bytes: int
     frees: tuple[int, ...]
+    offload_after: dict[int, list[int]]
+    """A forward repeat under `offload-activations`: iteration -> the layers whose
+    saved blocks leave the GPU once it has run (Transformer Engine's
+    `layer_window_map`: the copy of layer i is waited for after the forward of
+    layer window(i)). A reverse repeat: iteration -> the layers copied back before
+    it runs (before the backward of layer window(i)). Windows past the repeat's
+    layers are taken at its end (forward) or start (backward)."""
 
 
 _Step = _OpStep | _YieldStep | _RepeatStep
@@ -226,6 +269,7 @@ class _Walker:
             tuple(results),
             self.gathered_layer.get(op, 0),
             frees,
+            _offload_schedule(op),
         )
 
     def block(self, block: Block, live: dict[int, Storage], *, excluded: frozenset[Root], backward: bool,
@@ -280,11 +324,22 @@ class _Walker:
         reverse = step.op.reverse is not None
         for k in range(trip):
             index = trip - 1 - k if reverse else k
+            if reverse:
+                for layer in step.offload_after.get(k, ()):
+                    for storage, _ in slices:
+                        if storage and isinstance(storage[layer][0], _OnHost):
+                            seq.reload(storage[layer][0])
             prefetched = seq.alloc(step.layer_bytes, ALL_GATHER_STREAM) if k + 1 < trip else ()
             inner: dict[int, Storage] = dict(zip(step.arg_keys[:n_iter], carry))
             for arg_key, (storage, taken) in zip(step.arg_keys[n_iter:], slices, strict=True):
                 if storage:
-                    piece = [storage[index]]
+                    entry = storage[index]
+                    if entry and isinstance(entry[0], _OnHost):
+                        # the reloaded blocks: the host record's references pass to the layer
+                        host, keys = entry
+                        inner[arg_key] = [tuple(host.reloaded.pop(key) for key in keys if key in host.reloaded)]
+                        continue
+                    piece = [entry]
                     inner[arg_key] = piece if taken else seq.hold(piece)
             next_carry: list[Storage] = []
 
@@ -305,12 +360,29 @@ class _Walker:
             carry = next_carry
             seq.drop([gathered])
             gathered = prefetched
+            if not reverse:
+                for layer in step.offload_after.get(k, ()):
+                    self._offload(stacked, step, layer)
+        for storage, _ in slices:  # a reload no iteration took (none in a well-formed step)
+            for entry in storage:
+                if entry and isinstance(entry[0], _OnHost):
+                    seq.drop([tuple(entry[0].reloaded.values())])
+                    entry[0].reloaded.clear()
         for j, key in enumerate(step.results):
             storage = carry[j] if j < n_iter else stacked[j - n_iter]
             if key is None or key in live:
                 seq.drop(storage)
             else:
                 live[key] = storage
+
+    def _offload(self, stacked: list[Storage], step: _RepeatStep, layer: int) -> None:
+        """Layer `layer`'s saved blocks (every stacked output it kept) copied to
+        the host: the GPU lets them go."""
+        kept = [j for j, (how, _, _) in enumerate(step.yield_stacked) if how != "none"]
+        entries = [stacked[j][layer] for j in kept]
+        host = self.seq.offload([e for e in entries if not (e and isinstance(e[0], _OnHost))])
+        for j, entry in zip(kept, entries, strict=True):
+            stacked[j][layer] = (host, entry)
 
 
 @dataclass(frozen=True)
@@ -350,6 +422,21 @@ class _Phases:
             grads = frozenset(roots.root(v) for v in term.values)
             read = frozenset(map(walker.id, _uses_by_position(bwd.body.block, roots)))
         return _Phases(fwd.body.block if fwd else None, tuple(saved), bwd.body.block if bwd else None, grads, read)
+
+
+def _offload_schedule(op: sim.RepeatOp) -> dict[int, list[int]]:
+    """`_RepeatStep.offload_after` of a layer repeat (empty when unmarked)."""
+    mark = sim.cpu_offload_of(op)
+    if mark is None or mark.layers.data == 0:
+        return {}
+    trip, first = op.trip_count, mark.first.data
+    windows = mark.windows()
+    schedule: dict[int, list[int]] = {}
+    for layer in range(min(mark.layers.data, trip)):
+        window = min(windows[first + layer] - first, trip - 1)
+        at = trip - 1 - window if op.reverse is not None else window
+        schedule.setdefault(at, []).append(layer)
+    return schedule
 
 
 def _forward(walker: _Walker, phases: _Phases) -> dict[int, Storage]:
