@@ -227,7 +227,7 @@ FIRST_FORWARD_ATTR = "sim.first_forward"
 in a chunk's first forward of the step (data-parallel's ZeRO-3)."""
 CPU_OFFLOAD_ATTR = "sim.cpu_offload"
 """A `#sim.cpu_offload`, set by `offload-activations` on each forward layer repeat
-of a chunk that offloads, and on its reverse twin in the backward: how many of
+of a step that offloads, and on its reverse twin in the backward: how many of
 its first layers keep their saved activations in host memory (Megatron-Core's
 `--cpu-offloading-num-layers`, Transformer Engine's CPU offload handler)."""
 SEQUENCE_PARALLEL_ATTR = "sim.sequence_parallel"
@@ -660,7 +660,8 @@ class CpuOffloadAttr(KeywordAttr):
     `chunk_offloaded` of `chunk_layers`), which decide when each copy is waited for
     (Transformer Engine's `layer_window_map`). A chunk offloads fewer layers than
     it has, and this repeat's share is what of the chunk's first
-    `chunk_offloaded` falls in it."""
+    `chunk_offloaded` falls in it (0 for a repeat past them, which is marked for
+    its place among the chunk's layers)."""
 
     name = "sim.cpu_offload"
 
@@ -681,7 +682,7 @@ class CpuOffloadAttr(KeywordAttr):
             raise VerifyException(f"#sim.cpu_offload: chunk_offloaded must be < chunk_layers ({chunk}), "
                                   f"got {offloaded}")
         share = max(0, offloaded - self.first.data)
-        if self.layers.data > share or (self.layers.data == 0) != (share == 0):
+        if self.layers.data > share or (self.layers.data == 0 and share > 0):
             raise VerifyException(f"#sim.cpu_offload: layers must be what of the chunk's first {offloaded} "
                                   f"layers starts at layer {self.first.data}, at most {share}, got {self.layers.data}")
 

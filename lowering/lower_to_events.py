@@ -41,6 +41,18 @@ Options:
   call the all_to_all in the layer's forward and backward and the next kernel
   waits for it, unless `overlap_moe_expert_parallel_comm` schedules another
   micro-batch's compute beside it.
+- host-bandwidth (bytes/s, default `HOST_LINK_BYTES_S`): the GPU's link to
+  pinned host memory, each direction, for the CPU activation offload copies of
+  layer repeats `offload-activations` marked: as Transformer Engine's
+  AsyncDoubleBufferGroupOffloadHandler runs them, the saved activations of
+  offloaded layer k go to the host on a `@comm_host_d2h` stream (layer 0's after
+  its forward, layer k + 1's once layer k's is waited for), the compute stream
+  waits for copy k after the forward of layer `layer_window_map[k]`; in the
+  backward the compute stream waits for the reload before, then starts the
+  reload of layer k on `@comm_host_h2d`, before the backward of layer
+  `layer_window_map[k]`, and waits for every reload before layer 0's. The marked
+  repeat's loop is split at those layers; the copies' exposed time is reported
+  under the `host` axis.
 """
 
 from __future__ import annotations
@@ -98,15 +110,23 @@ from charon_ir.dialects.sim import (
     numel,
     shape_of,
 )
+from charon_ir.dialects.sim import CpuOffloadAttr, cpu_offload_of
 from charon_ir.errors import CharonError
+from charon_ir.memory.liveness import Roots, offloaded_layer_bytes
 from charon_ir.parallel.accounting import walk_with_multiplicity
 from charon_ir.parallel.mesh import AXIS_ORDER, check_grids_fit, data_parallel_replicas, schedule_marks
 from charon_ir.parallel.backward_split import weight_gradient_ops
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, mark_data_parallel, run_lengths, stage_order
+from charon_ir.target.hardware import HOST_LINK_BYTES_S
 from charon_ir.target.target import Target
 
 COMPUTE_STREAM = "compute"
 HOST_STREAM = "host"
+HOST_AXIS = "host"
+"""What the CPU offload copies' streams serve: their exposed time is reported
+under it, beside the grid axes'."""
+OFFLOAD_STREAM = "comm_host_d2h"
+RELOAD_STREAM = "comm_host_h2d"
 
 
 @functools.cache
@@ -147,6 +167,37 @@ def is_expert_a2a(op: Operation) -> bool:
     """Whether `op` is an expert-parallel all_to_all (a token dispatch or
     combine): one over grid axes holding `ep`."""
     return isinstance(op, AllToAllOp) and EXPERT_AXIS in op.axis_names()
+
+
+@dataclass
+class _Offload:
+    """Where one lowering of a phase's CPU offload copies stands (Transformer
+    Engine's AsyncDoubleBufferGroupOffloadHandler; docs/calibration.md)."""
+
+    windows: list[int]
+    """`layer_window_map`: the chunk layer at which offloaded layer k's copy is
+    waited for (forward) and its reload started (backward)."""
+    layer_bytes: list[int]
+    """What each offloaded chunk layer saves: the bytes its copies move."""
+    group: int
+    """Forward: the copy waited for next (0 up); backward: the reload started next
+    (down from the last offloaded layer)."""
+    copy: SSAValue | None = None
+    """The copy last started: d2h in the forward, h2d in the backward."""
+
+    @staticmethod
+    def of(block: Block, reverse: bool) -> _Offload:
+        marks = [(rep, m) for rep in block.ops if isinstance(rep, RepeatOp) and (m := cpu_offload_of(rep))]
+        _, mark = marks[0]
+        offloaded = mark.chunk_offloaded.data
+        layer_bytes = [0] * offloaded
+        roots = Roots()
+        for rep, m in marks:
+            if m.layers.data:
+                size = offloaded_layer_bytes(rep, roots)
+                for k in range(m.first.data, m.first.data + m.layers.data):
+                    layer_bytes[k] = size
+        return _Offload(mark.windows(), layer_bytes, offloaded - 1 if reverse else 0)
 
 
 @dataclass
@@ -204,6 +255,11 @@ class _Emitter:
     expert_rows: set[SSAValue] = field(default_factory=set)
     """Values that hold routed tokens by expert ([experts, rows, ...]): what
     `sim.moe_dispatch` filled and what the experts compute from it."""
+    host_bandwidth: float = HOST_LINK_BYTES_S
+    """Bytes/s of the CPU offload copies, each direction."""
+    offload: dict[Block, _Offload] = field(default_factory=dict)
+    """Per phase block lowered, its CPU offload copies so far (shared by the
+    emitters of its loops)."""
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -408,6 +464,77 @@ class _Emitter:
             for r in op.outputs:
                 self.tokens[r] = init
             return
+        mark = cpu_offload_of(op)
+        if mark is not None and not self.part:
+            token = self.lower_offloaded_repeat(op, mark, init)
+        else:
+            token = self.loop(op, op.trip_count, init)
+        for r in op.outputs:
+            self.tokens[r] = token
+
+    def lower_offloaded_repeat(self, op: RepeatOp, mark: CpuOffloadAttr, init: SSAValue) -> SSAValue:
+        """A layer repeat of a step that offloads, as loops split at the layers
+        where a copy starts or is waited for (`_Offload`)."""
+        block = op.parent_block()
+        assert block is not None
+        state = self.offload.get(block)
+        if state is None:
+            state = self.offload[block] = _Offload.of(block, bool(op.reverse))
+        first, last = mark.first.data, mark.first.data + op.trip_count - 1
+        cuts = sorted(c for c in {0, *state.windows} if first <= c <= last)
+        token = init
+        if not op.reverse:
+            lo = first
+            for c in cuts:
+                token = self.after_forward(state, c, self.loop(op, c - lo + 1, token))
+                lo = c + 1
+            return self.loop(op, last - lo + 1, token) if lo <= last else token
+        hi = last
+        for c in reversed(cuts):
+            if hi > c:
+                token = self.loop(op, hi - c, token)
+            token = self.before_backward(state, c, token)
+            hi = c
+        return self.loop(op, hi - first + 1, token)
+
+    def host_copy(self, stream: str, kind: str, nbytes: int, deps: list[SSAValue]) -> SSAValue:
+        self.streams.setdefault(stream, [HOST_AXIS])
+        return self.emit(event.CommOp(stream, kind, nbytes / self.host_bandwidth, deps,
+                                      bytes=_int_attr(nbytes), group=_int_attr(1)))
+
+    def after_forward(self, state: _Offload, layer: int, token: SSAValue) -> SSAValue:
+        """After the forward of chunk layer `layer` (`token`): the handler's
+        `synchronize_on_group_commit_forward`."""
+        if layer == 0 and state.layer_bytes:
+            state.copy = self.host_copy(OFFLOAD_STREAM, "offload", state.layer_bytes[0], [token])
+        k = state.group
+        if k < len(state.windows) and layer == state.windows[k]:
+            assert state.copy is not None
+            # the compute stream waits for copy k; then copy k + 1 starts
+            token = self.emit(event.ComputeOp(COMPUTE_STREAM, "offload_wait", 0.0, [token, state.copy]))
+            if k + 1 < len(state.layer_bytes):
+                state.copy = self.host_copy(OFFLOAD_STREAM, "offload", state.layer_bytes[k + 1], [token])
+            state.group += 1
+        self.last_compute = token
+        return token
+
+    def before_backward(self, state: _Offload, layer: int, token: SSAValue) -> SSAValue:
+        """Before the backward of chunk layer `layer`: the handler's
+        `on_group_commit_backward`."""
+        k = state.group
+        if k >= 0 and layer == state.windows[k]:
+            if state.copy is not None:  # the compute stream waits for the reload before
+                token = self.emit(event.ComputeOp(COMPUTE_STREAM, "reload_wait", 0.0, [token, state.copy]))
+            state.copy = self.host_copy(RELOAD_STREAM, "reload", state.layer_bytes[k], [token])
+            state.group -= 1
+        if layer == 0 and state.copy is not None:
+            # the first layer's backward waits for every reload
+            token = self.emit(event.ComputeOp(COMPUTE_STREAM, "reload_wait", 0.0, [token, state.copy]))
+        self.last_compute = token
+        return token
+
+    def loop(self, op: RepeatOp, count: int, init: SSAValue) -> SSAValue:
+        """`count` iterations of the repeat's body as an `event.loop` after `init`."""
         body_block = Block(arg_types=[event.TokenType()])
         inner = dataclasses.replace(self, block=body_block, tokens=dict(self.tokens), last_compute=None)
         prev = body_block.args[0]
@@ -421,13 +548,10 @@ class _Emitter:
         assert isinstance(term, YieldOp)
         done = inner.join(term.values) if inner.deps_of(term.values) else prev
         body_block.add_op(event.YieldOp(done))
-        loop = event.LoopOp(
-            op.trip_count, init, Region(body_block), label=event.LAYER_REPEAT
-        )
+        loop = event.LoopOp(count, init, Region(body_block), label=event.LAYER_REPEAT)
         token = self.emit(loop)
         self.last_compute = token
-        for r in op.outputs:
-            self.tokens[r] = token
+        return token
 
 
 def issue_order(block: Block) -> list[Operation]:
@@ -532,7 +656,8 @@ def _phase(stage: StageOp, kind: PhaseKind) -> PhaseOp | None:
 
 def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = frozenset(),
                    host_launch: float = 0.0, expert_launches: float = 0.0,
-                   moe_host_sync: bool = False, sync_expert_a2a: bool = False) -> list[event.ProgramOp]:
+                   moe_host_sync: bool = False, sync_expert_a2a: bool = False,
+                   host_bandwidth: float = HOST_LINK_BYTES_S) -> list[event.ProgramOp]:
     """One program per physical stage: its schedule's runs of forward (F) and
     backward (B) micro-batches as loops over the lowered phases of its chunks."""
     attr = module.attributes[PIPELINE_ATTR]
@@ -592,6 +717,7 @@ def lower_pipeline(module: ModuleOp, target: Target, blocking: frozenset[str] = 
                         moe_host_sync=moe_host_sync,
                         sync_expert_a2a=sync_expert_a2a,
                         forward=kind[0] == "F",
+                        host_bandwidth=host_bandwidth,
                     )
                     emitter.lower_block(phase.body.block)
                     emitted, op = [], before.next_op if before is not None else loop_body.first_op
@@ -663,6 +789,10 @@ class LowerToEventsPass(ModulePass):
     `ep`) block the compute stream, as `blocking` does for a whole axis; the
     other collectives of those axes stay asynchronous."""
 
+    host_bandwidth: float | int = HOST_LINK_BYTES_S
+    """Bytes/s of the GPU's link to pinned host memory, each direction: the CPU
+    activation offload copies of the repeats `offload-activations` marked."""
+
     def blocking_axes(self) -> frozenset[str]:
         names = (self.blocking,) if isinstance(self.blocking, str) else self.blocking
         axes = frozenset(n for n in names if n)
@@ -686,11 +816,15 @@ class LowerToEventsPass(ModulePass):
         if not 0.0 <= expert_launches < math.inf:
             raise CharonError(f"lower-to-events: option 'expert-launches' must be a number >= 0, "
                               f"got {self.expert_launches}")
+        host_bandwidth = float(self.host_bandwidth)
+        if not 0.0 < host_bandwidth < math.inf:
+            raise CharonError(f"lower-to-events: option 'host-bandwidth' must be a number of bytes/s > 0, "
+                              f"got {self.host_bandwidth}")
         if any(isinstance(o, event.ProgramOp) for o in op.body.block.ops):
             raise CharonError("lower-to-events: the module is already lowered")
         if PIPELINE_ATTR in op.attributes:
             programs = lower_pipeline(op, target, blocking, host_launch, expert_launches, self.moe_host_sync,
-                                      self.sync_expert_a2a)
+                                      self.sync_expert_a2a, host_bandwidth)
             for top in reversed([o for o in op.body.block.ops if isinstance(o, StageOp)]):
                 top.detach()
                 top.erase(safe_erase=False)
@@ -701,7 +835,7 @@ class LowerToEventsPass(ModulePass):
         streams: dict[str, list[str] | None] = {COMPUTE_STREAM: None}
         emitter = _Emitter(body, streams, target=target, blocking=blocking, host_launch=host_launch,
                            expert_launches=expert_launches, moe_host_sync=self.moe_host_sync,
-                           sync_expert_a2a=self.sync_expert_a2a)
+                           sync_expert_a2a=self.sync_expert_a2a, host_bandwidth=host_bandwidth)
         tokens = count_tokens(op) * data_parallel_replicas(op)
         recomputed = sum(recomputed_flops(top) for top in op.body.block.ops
                          if isinstance(top, PhaseOp) and top.kind.data == PhaseKind.BACKWARD)

@@ -15,8 +15,8 @@ cpu_offloading_num_layers, num_layers, ...)`, transformer_block.py); TE's
 pinned host memory on a copy stream after its forward, frees them on the GPU
 once the copy is done, and copies them back ahead of its backward. The layers
 offloaded are the first N of the block, counted across the step's layer repeats
-in order. Each forward layer repeat holding some of them, and its reverse twin in
-the backward, is marked `sim.cpu_offload = #sim.cpu_offload<layers, first,
+in order. Each forward layer repeat of the step, and its reverse twin in the
+backward, is marked `sim.cpu_offload = #sim.cpu_offload<layers, first,
 chunk_layers, chunk_offloaded>`: memory-analysis keeps those layers' saved bytes
 off the GPU but for the one in flight, and lower-to-events times the copies.
 
@@ -80,8 +80,8 @@ def layer_pairs(block: Block) -> list[tuple[sim.RepeatOp, sim.RepeatOp]]:
 
 @dataclass
 class MarkOffloadedLayers(RewritePattern):
-    """On a training step's forward phase: mark each layer repeat holding some of
-    the step's first `layers` layers, and its reverse twin."""
+    """On a training step's forward phase: mark each layer repeat with its share
+    of the step's first `layers` layers (0 past them), and its reverse twin."""
 
     layers: int
 
@@ -95,12 +95,13 @@ class MarkOffloadedLayers(RewritePattern):
         total = sum(f.trip_count for f, _ in pairs)
         first = 0
         for forward, backward in pairs:
+            # a repeat past the offloaded layers is marked too (layers = 0): its
+            # layers still wait for copies (the windows spread over the chunk)
             share = min(max(0, self.layers - first), forward.trip_count)
-            if share:
-                mark = sim.CpuOffloadAttr(share, first, total, self.layers)
-                for rep in (forward, backward):
-                    rep.attributes[CPU_OFFLOAD_ATTR] = mark
-                    rewriter.notify_op_modified(rep)
+            mark = sim.CpuOffloadAttr(share, first, total, self.layers)
+            for rep in (forward, backward):
+                rep.attributes[CPU_OFFLOAD_ATTR] = mark
+                rewriter.notify_op_modified(rep)
             first += forward.trip_count
 
 

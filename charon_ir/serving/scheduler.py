@@ -36,6 +36,7 @@ from charon_ir.errors import CharonError
 from charon_ir.serving.kv_cache import BlockManager, KVTier, TierLevel
 from charon_ir.serving.latency import StepTimeModel
 from charon_ir.serving.requests import Request
+from charon_ir.target.hardware import HOST_LINK_BYTES_S
 
 POLICIES = ("continuous", "static")
 PREEMPTION_MODES = ("recompute", "swap")
@@ -53,7 +54,7 @@ class SchedulerConfig:
     preemption: str = "recompute"
     speculative_k: int = 0
     acceptance_rate: float = 0.7
-    host_bandwidth: float = 25e9
+    host_bandwidth: float = HOST_LINK_BYTES_S
     """Bytes/s of swapping KV blocks to and from host memory (PCIe)."""
     kv_tiers: tuple[KVTier, ...] = ()
     """Memory levels below HBM for evicted prefix-cache blocks (--kv-tier)."""

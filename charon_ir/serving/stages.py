@@ -26,6 +26,7 @@ from typing import Any
 
 from charon_ir.errors import CharonError
 from charon_ir.serving.requests import Request
+from charon_ir.target.hardware import HOST_LINK_BYTES_S
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class StageModel:
     """Query embedding and index probe of one retrieval."""
     retrieval_per_document_s: float = 0.4e-3
     """Fetching and re-ranking one document."""
-    remote_kv_bandwidth: float = 25e9
+    remote_kv_bandwidth: float = HOST_LINK_BYTES_S
     """Bytes/s from the slower tier to one GPU (PCIe Gen5 x16, effective)."""
     remote_kv_latency_s: float = 50e-6
 

@@ -28,6 +28,12 @@ from typing import Any
 
 from charon_ir.errors import CharonError
 
+HOST_LINK_BYTES_S = 25e9
+"""Bytes/s one GPU moves to or from pinned host memory, each direction: the
+project's one host-link bandwidth (serving's KV swaps and remote-KV fetches, the
+training step's CPU activation offload copies). An input, not a measurement of
+this project: docs/calibration.md ("CPU activation offloading") gives its source."""
+
 
 class UnknownGpuError(CharonError):
     pass

@@ -23,11 +23,11 @@
 // MARK:      sim.repeat 2 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 1, first = 3, chunk_layers = 5, chunk_offloaded = 4>, reverse}
 // MARK:      sim.repeat 3 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 3, first = 0, chunk_layers = 5, chunk_offloaded = 4>, reverse}
 
-// the second stack holds none of the first 2 layers: unmarked
+// the second stack holds none of the first 2 layers: marked with none, for its
+// place among the step's layers (their copies are waited for across both)
 // FIRST:      sim.repeat 3 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 2, first = 0, chunk_layers = 5, chunk_offloaded = 2>}
-// FIRST-NEXT: ^bb0
-// FIRST-NOT:  first = 3
-// FIRST:      sim.repeat 2 {{.*}} {reverse}
+// FIRST:      sim.repeat 2 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 0, first = 3, chunk_layers = 5, chunk_offloaded = 2>}
+// FIRST:      sim.repeat 2 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 0, first = 3, chunk_layers = 5, chunk_offloaded = 2>, reverse}
 // FIRST:      sim.repeat 3 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 2, first = 0, chunk_layers = 5, chunk_offloaded = 2>, reverse}
 
 // A layer of the first stack saves 3 MiB (its input, 1 MiB, and the silu's

@@ -51,6 +51,7 @@ def test_zero_layers_changes_nothing():
 
 @pytest.mark.parametrize(("layers", "offload", "windows"), [
     (4, 3, [1, 2, 3]), (5, 3, [1, 3, 4]), (10, 2, [4, 9]), (8, 1, [7]), (7, 6, [1, 2, 3, 4, 5, 6]),
+    (8, 3, [2, 5, 7]),
 ])
 def test_windows_are_transformer_engines_layer_window_map(layers, offload, windows):
     """layer_window_map[i] = (L // N)(i + 1) - 1, plus i + 1 for the first L % N

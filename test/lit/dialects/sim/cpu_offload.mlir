@@ -15,7 +15,7 @@ builtin.module attributes {sim.memory = [#sim.memory<host_activations = 7, stage
   ^bb0(%h: tensor<4xbf16>, %wi: tensor<4x4xbf16>):
     sim.yield %h, %h : tensor<4xbf16>, tensor<4xbf16>
   }
-  // a repeat after the chunk's offloaded layers holds none of them: unmarked
+  // a repeat holding the chunk's layers 1 and 2, of which it offloads layer 1
   // CHECK: sim.repeat 2 iter(%[[R]] : tensor<4xbf16>) slices(%{{.*}} : tensor<2x4x4xbf16>) {sim.cpu_offload = #sim.cpu_offload<layers = 1, first = 1, chunk_layers = 4, chunk_offloaded = 2>}
   %w2 = sim.param "w2" : tensor<2x4x4xbf16>
   %r2 = sim.repeat 2 iter(%r#0 : tensor<4xbf16>) slices(%w2 : tensor<2x4x4xbf16>) {sim.cpu_offload = #sim.cpu_offload<layers = 1, first = 1, chunk_layers = 4, chunk_offloaded = 2>} -> (tensor<4xbf16>) {
