@@ -25,14 +25,15 @@ matters to the allocator:
   micro-batch's forward keeping its own saved blocks until its backward (under a
   split backward, zb-h1, what the W item reads is one block from B to W);
 - the model states are allocated once before the first step, one block per
-  tensor the framework allocates (`states.state_tensors`), and the step runs `steps` times from the cache the
-  previous one left: the steady state a training run's peak reflects;
+  tensor the framework allocates (`states.state_tensors`), and the step runs
+  `steps` times from the cache the previous one left: the steady state a
+  training run's peak reflects;
 - a layer's parameters gathered by ZeRO-3 (FSDP) are one block on the
   all-gather stream (FSDP2 all-gathers on its own streams), the next layer's
   gathered (prefetched) before the running layer's is freed: two layers at once,
   as the analysis counts them;
 - the largest other communication buffer the analysis counts is one block held
-  through the steps.
+  through the steps;
 - under `offload-activations` an offloaded layer's saved blocks leave the GPU
   once the copy of it is waited for (after the forward of its Transformer
   Engine window layer) and are allocated again before the backward of that
@@ -53,11 +54,12 @@ from xdsl.ir import Block, SSAValue
 from charon_ir.dialects import sim
 from charon_ir.memory import tensors
 from charon_ir.memory.allocator import ALLOC, FREE, Event
-from charon_ir.memory.liveness import STATIC, Root, Roots, _is_slice_arg, _uses_by_position, weight_grad_residual
+from charon_ir.memory.liveness import STATIC, Root, Roots, is_slice_arg, uses_by_position, weight_grad_residual
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, stage_order
 
 COMPUTE_STREAM = 0
 ALL_GATHER_STREAM = 1
+
 
 class _OnHost:
     """A layer's saved blocks copied to the host (`offload-activations`): the
@@ -137,10 +139,6 @@ class _Sequence:
             if key not in host.reloaded:
                 host.reloaded[key] = self.alloc(nbytes)[0]
 
-    @property
-    def live(self) -> int:
-        return len(self._refs)
-
 
 @dataclass(frozen=True)
 class _OpStep:
@@ -206,7 +204,7 @@ class _Walker:
         if cached is not None:
             return cached
         roots = self.roots
-        last = _uses_by_position(block, roots)
+        last = uses_by_position(block, roots)
         last_read: dict[int, list[Root]] = {}
         for key, at in last.items():
             last_read.setdefault(at, []).append(key)
@@ -244,11 +242,11 @@ class _Walker:
         stacked_keys = {roots.root(v) for v in term.values[n_iter:]} - {STATIC}
         # a backward layer's stacked outputs are its weight gradients
         body_excluded = frozenset(
-            k for k in stacked_keys if not _is_slice_arg(k, body, n_iter)) if backward else frozenset()
+            k for k in stacked_keys if not is_slice_arg(k, body, n_iter)) if backward else frozenset()
         yield_stacked = []
         for v in term.values[n_iter:]:
             key = roots.root(v)
-            if key == STATIC or key in body_excluded or _is_slice_arg(key, body, n_iter):
+            if key == STATIC or key in body_excluded or is_slice_arg(key, body, n_iter):
                 yield_stacked.append(("none", self.id(key), 0))
             elif key in roots.fp8_saved:  # saved as its fp8 cast, a block of its own
                 yield_stacked.append(("cast", self.id(key), roots.iteration_size(key)))
@@ -327,8 +325,9 @@ class _Walker:
             if reverse:
                 for layer in step.offload_after.get(k, ()):
                     for storage, _ in slices:
-                        if storage and isinstance(storage[layer][0], _OnHost):
-                            seq.reload(storage[layer][0])
+                        entry = storage[layer] if storage else ()
+                        if entry and isinstance(entry[0], _OnHost):
+                            seq.reload(entry[0])
             prefetched = seq.alloc(step.layer_bytes, ALL_GATHER_STREAM) if k + 1 < trip else ()
             inner: dict[int, Storage] = dict(zip(step.arg_keys[:n_iter], carry))
             for arg_key, (storage, taken) in zip(step.arg_keys[n_iter:], slices, strict=True):
@@ -420,7 +419,7 @@ class _Phases:
             term = bwd.body.block.last_op
             assert isinstance(term, sim.YieldOp)
             grads = frozenset(roots.root(v) for v in term.values)
-            read = frozenset(map(walker.id, _uses_by_position(bwd.body.block, roots)))
+            read = frozenset(map(walker.id, uses_by_position(bwd.body.block, roots)))
         return _Phases(fwd.body.block if fwd else None, tuple(saved), bwd.body.block if bwd else None, grads, read)
 
 

@@ -145,7 +145,7 @@ def offloaded_layer_bytes(rep: sim.RepeatOp, roots: Roots) -> int:
         n_iter = len(rep.iter_init)
         keys = {roots.root(v) for v in term.values[n_iter:]}
         keys.discard(STATIC)
-        return sum(roots.iteration_size(k) for k in keys if not _is_slice_arg(k, block, n_iter))
+        return sum(roots.iteration_size(k) for k in keys if not is_slice_arg(k, block, n_iter))
     seen: set[Root] = set()
     total = 0
     for sliced in rep.slices:
@@ -193,7 +193,7 @@ class PhaseMemory:
     """Saved bytes kept on the host (`offload-activations`), in none of the above."""
 
 
-def _uses_by_position(block: Block, roots: Roots) -> dict[Root, int]:
+def uses_by_position(block: Block, roots: Roots) -> dict[Root, int]:
     """Root -> index of the last op of `block` that reads it (a read inside a
     nested region counts at the op that holds the region)."""
     last: dict[Root, int] = {}
@@ -220,7 +220,7 @@ def analyze_block(
     base = sum(live.values())
     current = base
     peak = base
-    last = _uses_by_position(block, roots)
+    last = uses_by_position(block, roots)
     # the roots whose last read is each op (bytes are integers: the order they
     # are freed in is any)
     last_read: dict[int, list[Root]] = {}
@@ -294,7 +294,7 @@ def analyze_repeat(rep: sim.RepeatOp, roots: Roots, *, backward: bool) -> BlockL
     n_iter = len(rep.iter_init)
     stacked = {roots.root(v) for v in term.values[n_iter:]}
     stacked.discard(STATIC)
-    kept = {k for k in stacked if not _is_slice_arg(k, block, n_iter)}
+    kept = {k for k in stacked if not is_slice_arg(k, block, n_iter)}
     if backward:
         # a backward layer's stacked outputs are its weight gradients
         result = analyze_block(block, roots, kept=set(), excluded=kept, backward=True)
@@ -304,7 +304,7 @@ def analyze_repeat(rep: sim.RepeatOp, roots: Roots, *, backward: bool) -> BlockL
     return result
 
 
-def _is_slice_arg(key: Root, block: Block, n_iter: int) -> bool:
+def is_slice_arg(key: Root, block: Block, n_iter: int) -> bool:
     return (
         isinstance(key, tuple)
         and key[0] == "arg"
@@ -376,7 +376,7 @@ def layer_saved_values(rep: sim.RepeatOp, roots: Roots | None = None) -> list[tu
     seen: dict[Root, str] = {}
     for v in term.values[n_iter:]:
         key = roots.root(v)
-        if key == STATIC or _is_slice_arg(key, block, n_iter) or key in seen:
+        if key == STATIC or is_slice_arg(key, block, n_iter) or key in seen:
             continue
         seen[key] = _describe(key)
     return [(desc, roots.iteration_size(key)) for key, desc in seen.items()]
@@ -433,7 +433,7 @@ def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bo
         b_term = bwd.body.block.last_op
         assert isinstance(b_term, sim.YieldOp)
         grads = {roots.root(v) for v in b_term.values}
-        read = set(_uses_by_position(bwd.body.block, roots))
+        read = set(uses_by_position(bwd.body.block, roots))
         entry = {k: s for k, s in saved_keys.items() if k in read}
         b_live = analyze_block(
             bwd.body.block, roots, kept=set(), excluded=grads, entry=entry, backward=True
