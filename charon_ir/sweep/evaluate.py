@@ -507,6 +507,8 @@ class _Peak:
     StageMemory the fast tier reads (no trace, no plot)."""
 
     peak: int
+    reserved: int | None = None
+    """The allocator's replayed reserved bytes: not replayed for a sweep point."""
 
 
 def _hbm_bytes(config) -> float:

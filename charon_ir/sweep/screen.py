@@ -313,6 +313,8 @@ def screenable(config) -> bool:
             # a blocking pp send is the step program's (`StepItems.blocking_sends`)
             and not set(getattr(config, "blocking_comm", ())) - {"pp"}
             and not getattr(config, "host_launch_s", 0.0)
+            # a probe's layer class knows no CPU offload copies
+            and not getattr(config, "cpu_offload_layers", 0)
             and not getattr(config, "pipeline_scatter_gather", False)
             and getattr(config, "optimizer", "fused") == "fused"
             and not getattr(config, "unfused_grad_accumulation", False)

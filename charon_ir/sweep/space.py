@@ -117,6 +117,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "moe_host_sync": False,
     "moe_a2a_overlap": True,
     "pp_send_overlap": True,
+    "cpu_offload_layers": 0,
     "framework": "megatron-core",
 }
 """Every training setting a point carries, with `charon_ir.api.TrainingConfig`'s
@@ -153,6 +154,7 @@ LATER_SETTINGS = (
     "cp_comm_type",
     "hierarchical_cp",
     "pp_send_overlap",
+    "cpu_offload_layers",
 )
 """Training settings a point gained after results files were first written:
 `config_key` hashes one only when it differs from its default, so a point that
