@@ -126,6 +126,7 @@ LATER_AXES = [
     ({"tp": 2, "pp": 2, "sequence_parallel": False}, "pipeline_scatter_gather", [False, True]),
     ({}, "optimizer", ["fused", "unfused-fp16"]),
     ({}, "unfused_grad_accumulation", [False, True]),
+    ({}, "cpu_offload_layers", [0, 1]),
 ]
 
 

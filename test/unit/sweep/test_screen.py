@@ -151,7 +151,7 @@ def test_waiting_for_the_sends_never_makes_a_screened_step_faster(pp, vpp, k, f,
     "options",
     [dict(zero=3), dict(fsdp=True), dict(cp=2), dict(dp_overlap=False), dict(blocking_comm=("tp",)),
      dict(pipeline_scatter_gather=True), dict(optimizer="unfused-fp16"),
-     dict(unfused_grad_accumulation=True)],
+     dict(unfused_grad_accumulation=True), dict(cpu_offload_layers=1)],
 )
 def test_what_the_screen_does_not_model_goes_to_the_fast_tier(options):
     from charon_ir.api import TrainingConfig
