@@ -478,6 +478,46 @@ def _residual(walker: _Walker, block: Block) -> int:
     return weight_grad_residual(bwd, walker.roots) if bwd is not None else 0
 
 
+@dataclass(frozen=True)
+class _MicroBatch:
+    """One micro-batch of a chunk, recorded once and replayed per micro-batch
+    with its keys moved: the forward allocates keys [0, forward_keys), the
+    backward reads those and allocates [forward_keys, forward_keys +
+    backward_keys)."""
+
+    forward: list[Event]
+    forward_keys: int
+    backward: list[Event]
+    backward_keys: int
+    unread: list[Event]
+    """Frees of what the forward keeps, for a forward whose backward never runs."""
+
+    @staticmethod
+    def record(walker: _Walker, phases: _Phases) -> _MicroBatch:
+        walker.seq = forward = _Sequence()
+        saved = _forward(walker, phases)
+        backward = _Sequence()
+        backward._refs, backward._sizes = dict(forward._refs), dict(forward._sizes)
+        backward._next = forward._next
+        unread = _Sequence()
+        unread._refs, unread._sizes = dict(forward._refs), dict(forward._sizes)
+        walker.seq = backward
+        _backward(walker, phases, {k: list(v) for k, v in saved.items()})
+        walker.seq = unread
+        for storage in saved.values():
+            unread.drop(storage)
+        return _MicroBatch(forward.events, forward._next, backward.events, backward._next - forward._next,
+                           unread.events)
+
+
+def _moved(events: list[Event], forward_base: int, forward_keys: int, base: int) -> list[Event]:
+    """A recorded item's events with its keys moved: the forward's keys by
+    `forward_base`, its own (from `forward_keys` up) to `base`."""
+    shift = base - forward_keys
+    return [(kind, key + (forward_base if key < forward_keys else shift), nbytes, stream)
+            for kind, key, nbytes, stream in events]
+
+
 def stage_events(chunks: Sequence[ChunkProgram], schedule: str, pp: int, microbatches: int, stage: int,
                  *, held: Sequence[tuple[int, int]] = (), steps: int = 2,
                  keep_stage_outputs: bool = False) -> list[Event]:
@@ -485,29 +525,43 @@ def stage_events(chunks: Sequence[ChunkProgram], schedule: str, pp: int, microba
     stages are `chunks` (its chunk c is virtual stage c * pp + stage). `held`:
     (bytes, stream) of the blocks allocated once before the first step and held
     through (the model-state tensors, communication buffers). A module with no
-    pipeline is one chunk, gpipe, pp 1, one micro-batch."""
-    seq = _Sequence()
-    for nbytes, stream in held:
-        seq.alloc(nbytes, stream)
-    walkers = [_Walker(seq, c) for c in chunks]
-    phases = [_Phases.of(c.block, w, keep_stage_outputs) for c, w in zip(chunks, walkers, strict=True)]
-    order = stage_order(schedule, pp, len(chunks), microbatches, stage)
+    pipeline is one chunk, gpipe, pp 1, one micro-batch. Each chunk's forward
+    and backward are walked once (`_MicroBatch`); every micro-batch repeats
+    them with keys of its own."""
+    events: list[Event] = []
+    for key, (nbytes, stream) in enumerate((n, s) for n, s in held if n > 0):
+        events.append((ALLOC, key, nbytes, stream))
+    next_key = len(events)
+    recorded = []
     split = schedule in SPLIT_BACKWARD
-    residual_bytes = [_residual(w, c.block) if split else 0 for w, c in zip(walkers, chunks, strict=True)]
+    residual_bytes = []
+    for chunk in chunks:
+        walker = _Walker(_Sequence(), chunk)
+        phases = _Phases.of(chunk.block, walker, keep_stage_outputs)
+        recorded.append(_MicroBatch.record(walker, phases))
+        residual_bytes.append(_residual(walker, chunk.block) if split else 0)
+    order = stage_order(schedule, pp, len(chunks), microbatches, stage)
     for _ in range(steps):
-        pending: dict[tuple[int, int], dict[int, Storage]] = {}
-        residual: dict[tuple[int, int], tuple[int, ...]] = {}
+        pending: dict[tuple[int, int], int] = {}
+        residual: dict[tuple[int, int], int] = {}
         for kind, chunk, mb in order:
-            walker = walkers[chunk]
+            item = recorded[chunk]
             if kind == "F":
-                pending[(chunk, mb)] = _forward(walker, phases[chunk])
+                pending[(chunk, mb)] = next_key
+                events += _moved(item.forward, next_key, item.forward_keys, next_key + item.forward_keys)
+                next_key += item.forward_keys
             elif kind[0] == "W":
-                seq.drop([residual.pop((chunk, mb), ())])
+                key = residual.pop((chunk, mb), None)
+                if key is not None:
+                    events.append((FREE, key, 0, 0))
             else:
-                _backward(walker, phases[chunk], pending.pop((chunk, mb)))
-                if split:
-                    residual[(chunk, mb)] = seq.alloc(residual_bytes[chunk])
-        for saved in pending.values():
-            for storage in saved.values():
-                seq.drop(storage)
-    return seq.events
+                events += _moved(item.backward, pending.pop((chunk, mb)), item.forward_keys, next_key)
+                next_key += item.backward_keys
+                if split and residual_bytes[chunk] > 0:
+                    residual[(chunk, mb)] = next_key
+                    events.append((ALLOC, next_key, residual_bytes[chunk], COMPUTE_STREAM))
+                    next_key += 1
+        for (chunk, _), base in pending.items():
+            item = recorded[chunk]
+            events += _moved(item.unread, base, item.forward_keys, next_key)
+    return events
