@@ -270,3 +270,29 @@ def test_cpu_offload_reports_the_host_bytes_and_where_the_setting_came_from(char
     # no preset decides it: the framework's settings do not list it
     assert "cpu_offload_layers" not in offloaded["framework"]["settings"]
     assert offloaded["model_flops_per_gpu"] == plain["model_flops_per_gpu"]
+
+
+FORWARD_ONLY = """
+builtin.module {
+  %x = sim.input "x" {tokens} : tensor<64x128xbf16>
+  %ws = sim.param "w" {stacked} : tensor<3x128x128xbf16>
+  %f = sim.phase "forward" -> tensor<64x128xbf16> {
+    %a:2 = sim.repeat 3 iter(%x : tensor<64x128xbf16>) slices(%ws : tensor<3x128x128xbf16>) -> (tensor<64x128xbf16>, tensor<3x64x128xbf16>) {
+    ^bb0(%h: tensor<64x128xbf16>, %w: tensor<128x128xbf16>):
+      %u = sim.matmul %h, %w : (tensor<64x128xbf16>, tensor<128x128xbf16>) -> tensor<64x128xbf16>
+      sim.yield %u, %h : tensor<64x128xbf16>, tensor<64x128xbf16>
+    }
+    sim.yield %a#0 : tensor<64x128xbf16>
+  }
+}
+"""
+
+
+def test_cpu_offload_of_a_forward_only_step_is_one_line(charon_cli, tmp_path):
+    step = tmp_path / "forward.mlir"
+    step.write_text(FORWARD_ONLY)
+    result = charon_cli("simulate", "--model", str(step), "--gpus", "1", "--cpu-offload-layers", "1")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: offload-activations: the step has no backward phase: a forward-only step saves no activations "
+        "to offload"]
