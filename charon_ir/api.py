@@ -223,6 +223,11 @@ class TrainingConfig:
     None: the GPU type's calibrated value (`compute_efficiency.OVERLAP_SLOWDOWN`)."""
     comm_slowdown: float | None = None
     """The same for the collective; None: the GPU type's calibrated value."""
+    fuse_backward: bool = False
+    """With `fuse`: the backward of each fused norm, activation and RoPE as one
+    kernel (`fuse{backward}`), as Transformer Engine and Megatron-Core run it;
+    False: autograd's pieces, each a pass over the activation (the default: see
+    docs/calibration.md, "Fused backward kernels")."""
     fused_cross_entropy: bool = False
     """With `fuse`: the loss as Transformer Engine's parallel cross entropy runs it
     (`fuse{loss}`: one kernel that saves the bf16 logits, its gradient computed in
@@ -501,6 +506,8 @@ def pass_plan(config: TrainingConfig) -> list[tuple[str, dict[str, Any]]]:
         fuse: dict[str, Any] = {"attention": config.fuse_attention}
         if config.fused_cross_entropy:
             fuse["loss"] = True
+        if config.fuse_backward:
+            fuse["backward"] = True
         if config.attention_kernel:
             if config.attention_kernel not in ATTENTION_KERNELS:
                 raise CharonError(f"--attention-kernel must be {', '.join(ATTENTION_KERNELS)}, "
@@ -646,6 +653,8 @@ def _memory(module, config: TrainingConfig, replay: bool = False) -> list:
 def refuse_flags_without_effect(given: dict[str, Any], resolved: dict[str, Any]) -> None:
     """Refuse a preset setting the user gave (`given`) where the run has nothing
     it acts on; a preset's own value there is harmless and passes."""
+    if given.get("fuse_backward") and not resolved.get("fuse", True):
+        raise CharonError("--fuse-backward needs --fuse (it fuses the backward of the fused kernels)")
     if given.get("moe_a2a_overlap") is False and resolved.get("ep", 1) == 1:
         raise CharonError("--no-moe-a2a-overlap needs --ep > 1 (it waits for the expert all-to-alls)")
     if "pp_send_overlap" in given and resolved.get("pp", 1) == 1:

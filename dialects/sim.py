@@ -1857,6 +1857,15 @@ class GenericCallee(StrEnum):
     """Made by `fuse`: one kernel each for the rotary embedding, a bias and its
     activation, SwiGLU's gate, the loss and its gradient (each priced by its
     bytes; a profile database keys its kernels by these names)."""
+    FUSED_RMS_NORM_GRAD = "fused.rms_norm_grad"
+    FUSED_LAYER_NORM_GRAD = "fused.layer_norm_grad"
+    FUSED_ROPE_GRAD = "fused.rope_grad"
+    FUSED_BIAS_ACT_GRAD = "fused.bias_act_grad"
+    FUSED_SWIGLU_GRAD = "fused.swiglu_grad"
+    """Made by `fuse`: the backward kernel of each fused forward kernel above, the
+    pointwise gradient ops autograd derived from its pieces as one kernel
+    (Transformer Engine's `rmsnorm_bwd`, its fused RoPE backward, Megatron-Core's
+    `bias_swiglu_impl` / `bias_gelu_impl` backward)."""
     RING_MERGE = "ring_attention.merge"
     """Made by shard-context: a ring attention's per-step outputs joined into the
     attention output (Transformer Engine's out correction). Memory analysis keeps

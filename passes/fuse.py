@@ -2,7 +2,7 @@
 Kernel fusion: groups of ops that real training stacks run as one kernel become one
 op whose intermediate tensors never reach device memory.
 
-Options (each on by default but `loss`):
+Options (each on by default but `loss` and `backward`):
 - attention: flash attention; `sim.attention` / `sim.attention_grad` get `flash`,
   so the score matrix is never written or read back (`attention-kernel`, default
   empty: the flash kernel's name, flash2 / flash3 / triton, for the cost engine).
@@ -25,6 +25,13 @@ Options (each on by default but `loss`):
   backward one kernel computing the gradient in place of that softmax. Off by
   default: the stacks outside Megatron run PyTorch's log-softmax and NLL as they
   import.
+- backward (default false): the backward of each fused norm, activation and
+  RoPE as one kernel as well (`fused.rms_norm_grad`, `fused.swiglu_grad`, ...,
+  `FuseBackwardKernels`), instead of the pointwise pieces autograd derived from
+  the imported forward. Transformer Engine and Megatron-Core run these fused;
+  off by default because the unfused pieces' cost currently stands in for
+  another under-priced cost of the step (docs/calibration.md, "Fused backward
+  kernels").
 
 A fusion changes bytes moved, never the model's FLOPs: the fused op carries the
 sum of its parts' FLOPs, and reads each outside input once and writes each value
@@ -42,7 +49,7 @@ fused backward kernel, whose recomputed values never reach memory.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -63,6 +70,7 @@ from charon_ir.dialects.sim import ElementwiseKind
 from charon_ir.engines.compute_efficiency import ATTENTION_KERNELS
 from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import Roots
+from charon_ir.memory.tensors import alias_source, saved_source
 from charon_ir.parallel.accounting import walk_with_multiplicity
 from charon_ir.parallel.rebuild import replace_keeping
 
@@ -110,21 +118,25 @@ norm's per-row mean or rstd) is kept: it is what the fused kernels save."""
 
 
 def fuse_group(
-    group: Sequence[Operation], callee: sim.GenericCallee | str, rewriter: PatternRewriter
+    group: Sequence[Operation], callee: sim.GenericCallee | str, rewriter: PatternRewriter,
+    on_chip: Callable[[SSAValue], bool] = lambda _: False, hoist: bool = False,
 ) -> tuple[sim.GenericOp, SavedInternals | None] | None:
     """Replace `group` (ops of one block) by one `sim.generic` at the place of its
-    last op. Inputs: values from outside the group; outputs: group values used
+    last op (with `hoist`, when an outside use comes before the last, at the
+    earliest place every input is ready). Inputs: values from outside the group
+    (those `on_chip` holds are read but not moved); outputs: group values used
     outside it. Returns the fused op and what of its outputs the backward should
-    recompute; None (changing nothing) when an outside use comes before the last
-    op, where the fused op could not reach it."""
+    recompute; None (changing nothing) when no place reaches every outside use."""
     members = set(group)
     block = group[0].parent_block()
     if block is None or any(op.parent_block() is not block for op in group):
         return None
     order = {op: i for i, op in enumerate(block.ops)}
+    first = min(group, key=lambda op: order[op])
     last = max(group, key=lambda op: order[op])
     inputs: list[SSAValue] = []
     outputs: list[SSAValue] = []
+    earliest_use = len(order)
     for op in sorted(group, key=lambda o: order[o]):
         for v in op.operands:
             if (_owner(v) not in members) and v not in inputs:
@@ -135,17 +147,28 @@ def fuse_group(
                 continue
             for user in outside:
                 ancestor = block.find_ancestor_op_in_block(user)
-                if ancestor is None or order.get(ancestor, -1) <= order[last]:
+                if ancestor is None:
                     return None
+                earliest_use = min(earliest_use, order[ancestor])
             outputs.append(r)
     if not outputs:
         return None
+    place = InsertPoint.after(last)
+    if earliest_use <= order[last]:
+        # the earliest place every input is ready, if that is before the first outside use
+        defs = [a for v in inputs if isinstance(o := v.owner, Operation)
+                and (a := block.find_ancestor_op_in_block(o)) is not None]
+        ready = max(defs, key=order.__getitem__, default=None)
+        if not hoist or (ready is not None and order[ready] >= earliest_use):
+            return None
+        place = (InsertPoint.before(first) if ready is None or order[ready] < order[first]
+                 else InsertPoint.after(ready))
     saved = _saved_internals(members, inputs, outputs)
     flops = sum(op.flops() for op in group if isinstance(op, sim.ComputeOp))
-    tensors = [v for v in (*inputs, *outputs) if isinstance(v.type, TensorType)]
+    tensors = [v for v in (*inputs, *outputs) if isinstance(v.type, TensorType) and not on_chip(v)]
     moved = sum(sim.tensor_bytes(v) for v in tensors)
     fused = sim.GenericOp(callee, inputs, [r.type for r in outputs], flops, moved)
-    rewriter.insert(fused, InsertPoint.after(last))
+    rewriter.insert(fused, place)
     for old, new in zip(outputs, fused.results):
         old.replace_all_uses_with(new)
         new.name_hint = old.name_hint
@@ -620,6 +643,217 @@ def _gradient_in_logits(module: ModuleOp) -> None:
                     Rewriter.replace_value_with_new_type(r, TensorType(logits.element_type, r.type.get_shape()))
 
 
+# ---------------------------------------------------------------------------
+# backward kernels
+# ---------------------------------------------------------------------------
+
+
+GRAD_CALLEES: dict[str, sim.GenericCallee] = {
+    sim.GenericCallee.FUSED_RMS_NORM: sim.GenericCallee.FUSED_RMS_NORM_GRAD,
+    sim.GenericCallee.FUSED_LAYER_NORM: sim.GenericCallee.FUSED_LAYER_NORM_GRAD,
+    sim.GenericCallee.FUSED_ROPE: sim.GenericCallee.FUSED_ROPE_GRAD,
+    sim.GenericCallee.FUSED_BIAS_ACT: sim.GenericCallee.FUSED_BIAS_ACT_GRAD,
+    sim.GenericCallee.FUSED_SWIGLU: sim.GenericCallee.FUSED_SWIGLU_GRAD,
+}
+"""A fused forward kernel -> its backward kernel."""
+
+LAYOUT_CALLEES = frozenset({"aten.slice", "aten.split", "aten.slice_backward", "aten.cat"})
+"""Generics that only move elements (RoPE's halves and their gradients' padding
+back): pointwise for fusion."""
+
+
+def _pointwise(op: Operation) -> bool:
+    """An op a fused pointwise kernel can hold: element-wise math, a reduction
+    over some dims, a view or a layout generic, none of them a recomputation's
+    clone (the recompute pass's, which re-runs forward kernels)."""
+    if sim.recompute_kind(op) is not None:
+        return False
+    return isinstance(op, (sim.ElementwiseOp, sim.ReduceOp, sim.ViewOp)) or (
+        isinstance(op, sim.GenericOp) and op.callee.data in LAYOUT_CALLEES
+    )
+
+
+def _origin(value: SSAValue) -> SSAValue:
+    while (src := alias_source(value)) is not None:
+        value = src
+    return value
+
+
+class FuseBackwardKernels(RewritePattern):
+    """The backward of each fused forward kernel as one kernel.
+
+    Autograd differentiates a fused kernel's pieces as they were imported: an
+    RMSNorm's backward is a dozen element-wise ops and two reductions, each a
+    pass over the activation. The stacks that run the fused forward kernels run
+    their backward as one kernel too (Transformer Engine's `rmsnorm_bwd` and fused
+    RoPE backward, Megatron-Core's `bias_swiglu_impl` / `bias_gelu_impl`), reading
+    the output gradient and what the forward saved once and writing the input
+    (and weight) gradients once.
+
+    A group starts at a pointwise op of a backward block that reads what a fused
+    forward kernel left for its backward: the results of its `<callee>.recompute`
+    op, or a saved copy of one of its inputs or outputs (a norm's statistics,
+    SwiGLU's gate and up halves, RoPE's cos and sin tables). It grows over the
+    pointwise ops that read it, pulling in the pointwise ops that feed them (and
+    the other pieces of the same kernel's backward: a norm's weight gradient
+    beside its input gradient), while everything it reads from outside is what the forward saved, parameters,
+    and one activation: the output gradient. A gradient summed from two streams
+    (a residual's, the q/k/v projections') is another kernel, autograd's
+    accumulation: where an op would read two, the group stops. The recompute op's
+    results are read on chip (it stands for the start of the same kernel), so
+    the fused op moves the output gradient, the saved tensors and its outputs.
+    """
+
+    def __init__(self, bases: frozenset[str]):
+        self.bases = bases
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sim.PhaseOp, rewriter: PatternRewriter) -> None:
+        if op.kind.data != sim.PhaseKind.BACKWARD or (block := op.parent_block()) is None:
+            return
+        forward = next((p for p in block.ops if isinstance(p, sim.PhaseOp) and p.kind.data == sim.PhaseKind.FORWARD),
+                       None)
+        if forward is None:
+            return
+        roots = Roots()
+        kernels: dict[SSAValue, set[sim.GenericOp]] = {}
+        for f in forward.walk():
+            if isinstance(f, sim.GenericOp) and f.callee.data in self.bases:
+                for v in (*f.operands, *f.results):
+                    if not roots.is_parameter(v):
+                        kernels.setdefault(_origin(v), set()).add(f)
+        blocks = [op.body.block, *(r.body.block for r in op.body.block.ops if isinstance(r, sim.RepeatOp) and r.reverse)]
+        for body in blocks:
+            _BackwardBlock(body, kernels, roots).fuse(rewriter)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """The fused forward kernel(s) a backward op is a piece of the backward of."""
+
+    callee: str
+    forward: frozenset[sim.GenericOp]
+
+
+class _BackwardBlock:
+    """The backward kernels of one backward block (a reverse layer repeat's body,
+    or the phase's own ops)."""
+
+    def __init__(self, block: Block, kernels: dict[SSAValue, set[sim.GenericOp]], roots: Roots):
+        self.block = block
+        self.kernels = kernels
+        self.roots = roots
+        self.claimed: set[Operation] = set()
+
+    def _forward_of(self, value: SSAValue) -> frozenset[sim.GenericOp]:
+        return frozenset(self.kernels.get(_origin(saved_source(value)), ()))
+
+    def recompute_of(self, value: SSAValue) -> _Kernel | None:
+        """The kernel whose `.recompute` op made `value`."""
+        owner = _owner(value)
+        if not (isinstance(owner, sim.GenericOp) and owner.callee.data.endswith(RECOMPUTE_SUFFIX)):
+            return None
+        forward = frozenset().union(*(self._forward_of(v) for v in owner.operands))
+        callee = owner.callee.data[: -len(RECOMPUTE_SUFFIX)]
+        return _Kernel(callee, forward) if forward else None
+
+    def saved(self, value: SSAValue) -> bool:
+        """A parameter, or what the forward saved for the backward."""
+        if self.roots.is_parameter(value):
+            return True
+        src = saved_source(value)
+        owner = src.owner if isinstance(src.owner, Operation) else src.owner.parent_op()
+        return src is not value and owner is not None and sim.phase_kind(owner) == sim.PhaseKind.FORWARD
+
+    def side(self, value: SSAValue) -> bool:
+        """Read by a backward kernel besides the output gradient: not a tensor,
+        saved, or recomputed on chip."""
+        return not isinstance(value.type, TensorType) or self.saved(value) or self.recompute_of(value) is not None
+
+    def kernel_of(self, op: Operation) -> _Kernel | None:
+        """The kernel a pointwise op starts the backward of: it reads a recompute
+        op's result or a saved input or output of a fused forward kernel."""
+        if isinstance(op, sim.ViewOp) or not _pointwise(op):
+            return None
+        found: list[_Kernel] = []
+        for v in op.operands:
+            kernel = self.recompute_of(v)
+            if kernel is None and self.saved(v) and not self.roots.is_parameter(v) and (fwd := self._forward_of(v)):
+                callees = {f.callee.data for f in fwd}
+                kernel = _Kernel(callees.pop(), fwd) if len(callees) == 1 else None
+            if kernel is not None:
+                found.append(kernel)
+        if not found or len({k.callee for k in found}) > 1:
+            return None
+        return _Kernel(found[0].callee, frozenset().union(*(k.forward for k in found)))
+
+    def fuse(self, rewriter: PatternRewriter) -> None:
+        for seed in list(self.block.ops):
+            if seed in self.claimed or (kernel := self.kernel_of(seed)) is None:
+                continue
+            members = self.grow(seed, kernel)
+            if sum(1 for m in members if not isinstance(m, sim.ViewOp)) < 2:
+                continue
+            self.claimed |= members
+            order = {o: i for i, o in enumerate(self.block.ops)}
+            group = sorted(members, key=order.__getitem__)
+            fuse_group(group, GRAD_CALLEES[kernel.callee], rewriter,
+                       on_chip=lambda v: self.recompute_of(v) is not None, hoist=True)
+
+    def grow(self, seed: Operation, kernel: _Kernel) -> set[Operation]:
+        members: set[Operation] = set()
+        gradient: set[SSAValue] = set()
+        forward = set(kernel.forward)
+
+        def same_kernel(op: Operation) -> bool:
+            other = self.kernel_of(op)
+            return other is not None and other.callee == kernel.callee and bool(other.forward & forward)
+
+        def reads(v: SSAValue, memo: dict[SSAValue, tuple[frozenset[SSAValue], frozenset[Operation]]]
+                  ) -> tuple[frozenset[SSAValue], frozenset[Operation]]:
+            """(activations from outside, pointwise ops to pull in) behind `v`."""
+            if v in memo:
+                return memo[v]
+            w = _owner(v)
+            found: tuple[frozenset[SSAValue], frozenset[Operation]] = (frozenset(), frozenset())
+            if self.side(v) or w in members:
+                pass
+            elif (w is None or w.parent_block() is not self.block or not _pointwise(w) or w in self.claimed
+                  or (self.kernel_of(w) is not None and not same_kernel(w))):
+                found = (frozenset({v}), frozenset())
+            else:
+                parts = [reads(o, memo) for o in w.operands]
+                outside = frozenset().union(*(p[0] for p in parts))
+                pulled = frozenset().union(*(p[1] for p in parts))
+                # a sum of two gradient streams is autograd's accumulation: its own kernel
+                found = (frozenset({v}), frozenset()) if len(outside) > 1 else (outside, pulled | {w})
+            memo[v] = found
+            return found
+
+        grown = True
+        while grown:
+            grown = False
+            for u in self.block.ops:
+                if u in members or u in self.claimed or not _pointwise(u):
+                    continue
+                # another piece of the same kernel (a norm's weight gradient beside
+                # its input gradient) joins when it reads the same output gradient
+                if not (u is seed or same_kernel(u) or (
+                        not isinstance(u, sim.ViewOp) and any(_owner(v) in members for v in u.operands))):
+                    continue
+                memo: dict[SSAValue, tuple[frozenset[SSAValue], frozenset[Operation]]] = {}
+                parts = [reads(v, memo) for v in u.operands]
+                outside = gradient.union(*(p[0] for p in parts))
+                if len(outside) > 1:
+                    continue
+                gradient = set(outside)
+                members |= {u}.union(*(p[1] for p in parts))
+                if (other := self.kernel_of(u)) is not None:
+                    forward |= other.forward
+                grown = True
+        return members
+
+
 @dataclass(frozen=True)
 class FusePass(ModulePass):
     name = "fuse"
@@ -631,6 +865,12 @@ class FusePass(ModulePass):
     loss: bool = False
     """Megatron-Core's cross entropy (`FuseCrossEntropy`): off by default, as the
     stacks outside Megatron run PyTorch's log-softmax and NLL as they import."""
+    backward: bool = False
+    """The backward of each fused norm, activation and RoPE as one kernel too
+    (`FuseBackwardKernels`), as Transformer Engine and Megatron-Core run them;
+    false (the default): as autograd's pieces. Off by default until the cost
+    its pieces now stand in for is found (docs/calibration.md, "Fused backward
+    kernels")."""
     attention_kernel: str = ""
     """The flash kernel the cost engine prices attention with (flash2, flash3,
     triton); empty: the engine's default."""
@@ -664,3 +904,10 @@ class FusePass(ModulePass):
             recompute_in_backward(internals)
         if self.loss:
             _gradient_in_logits(op)
+        bases = frozenset(
+            [*((sim.GenericCallee.FUSED_RMS_NORM, sim.GenericCallee.FUSED_LAYER_NORM) if self.norm else ()),
+             *((sim.GenericCallee.FUSED_ROPE,) if self.rope else ()),
+             *((sim.GenericCallee.FUSED_BIAS_ACT, sim.GenericCallee.FUSED_SWIGLU) if self.bias_act else ())]
+        )
+        if self.backward and bases:
+            PatternRewriteWalker(FuseBackwardKernels(bases), apply_recursively=False).rewrite_module(op)

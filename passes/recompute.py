@@ -92,7 +92,7 @@ from xdsl.rewriter import InsertPoint
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.sim import FIRST_FORWARD_ATTR, RECOMPUTE_ATTR, RECOMPUTE_POLICY_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.memory.tensors import alias_source, is_model_state_buffer
+from charon_ir.memory.tensors import alias_source, is_model_state_buffer, saved_source
 from charon_ir.parallel.sub_blocks import DEFAULT_MODULES, MODULES, LayerBlocks, with_views
 
 POLICIES = tuple(p.value for p in sim.RecomputePolicy)
@@ -108,31 +108,6 @@ def rewrote_nothing(module: ModuleOp) -> bool:
     flash attention's core is such a run: flash already re-runs it in its
     backward (the sweep then shares the point of no recomputation)."""
     return not any(sim.recompute_kind(op) is not None for op in module.walk())
-
-
-def saved_source(value: SSAValue) -> SSAValue:
-    """The forward value a backward value is a saved copy of: follow repeat
-    slices to the stacked operand, phase results to what the phase yields,
-    stacked repeat results to what the body yields, and views to what they view."""
-    while True:
-        if isinstance(value, BlockArgument):
-            rep = value.owner.parent_op()
-            if isinstance(rep, sim.RepeatOp) and value.index >= len(rep.iter_init):
-                value = rep.slices[value.index - len(rep.iter_init)]
-                continue
-            return value
-        assert isinstance(value, OpResult)
-        op = value.op
-        if isinstance(op, sim.PhaseOp):
-            value = _yielded(op.body.block)[value.index]
-            continue
-        if isinstance(op, sim.RepeatOp) and value.index >= len(op.iter_init):
-            value = _yielded(op.body.block)[value.index]
-            continue
-        src = alias_source(value)
-        if src is None:
-            return value
-        value = src
 
 
 def _yielded(block: Block) -> tuple[SSAValue, ...]:

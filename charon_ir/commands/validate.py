@@ -69,12 +69,16 @@ def validate_command(
     fuse: tr.Fuse = False,
     engines: tr.Engines = "calibrated,analytic",
     host_launch_us: tr.HostLaunch = 0.0,
+    fuse_backward: Annotated[bool, typer.Option(
+        "--fuse-backward", help="the training records with each fused kernel's backward as one kernel "
+                                "(a what-if: `charon simulate --fuse-backward`)")] = False,
 ) -> None:
     """Compare predictions with published (or, with --live, local; with
     --profile, a trace's) measurements."""
     if profile:
-        if live or record_set or only is not None:
-            raise CharonError("--profile compares one traced step: --live, --set and --only do not apply")
+        if live or record_set or only is not None or fuse_backward:
+            raise CharonError("--profile compares one traced step: --live, --set, --only and --fuse-backward "
+                              "do not apply")
         if not model:
             raise CharonError("--profile: give --model, the traced step's model (and its --seq-len)")
         print(validate_profile(profile, model, tr.run_options(seq_len, micro_batch, hardware, gpus, tp, pp,
@@ -92,7 +96,8 @@ def validate_command(
                                           ("--framework", framework),
                                           ("--max-mape", max_mape), ("--max-error", max_error),
                                           ("--require-fit", require_fit),
-                                          ("--host-launch-us", host_launch_us)) if value]
+                                          ("--host-launch-us", host_launch_us),
+                                          ("--fuse-backward", fuse_backward)) if value]
         if given:
             raise CharonError(f"--live measures a step on this machine: {', '.join(given)} "
                               "apply to the records' comparison")
@@ -103,7 +108,8 @@ def validate_command(
         print(json.dumps(result.to_json(), indent=2) if as_json else format_live(result))
         return
     records = load_record_set(Path(record_set) if record_set else None)
-    results = validate(records, only=only, jobs=jobs, framework=framework, host_launch_s=host_launch_us * 1e-6)
+    results = validate(records, only=only, jobs=jobs, framework=framework, host_launch_s=host_launch_us * 1e-6,
+                       fuse_backward=fuse_backward)
     summary = summarize(results)
     print(json.dumps(results_json(results, summary), indent=2) if as_json
           else format_results(results, summary), flush=True)

@@ -16,7 +16,7 @@ keeps its probabilities alive, which is what autograd does.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.sim import DROPOUT_ATTR, RecomputeKind, recompute_kind
@@ -135,3 +135,34 @@ def is_model_state_buffer(op: Operation) -> bool:
     if isinstance(op, coll.CollectiveOp):
         return "dp" in op.axis_names()
     return False
+
+
+def saved_source(value: SSAValue) -> SSAValue:
+    """The forward value a backward value is a saved copy of: follow repeat
+    slices to the stacked operand, phase results to what the phase yields,
+    stacked repeat results to what the body yields, and views to what they view."""
+    while True:
+        if isinstance(value, BlockArgument):
+            rep = value.owner.parent_op()
+            if isinstance(rep, sim.RepeatOp) and value.index >= len(rep.iter_init):
+                value = rep.slices[value.index - len(rep.iter_init)]
+                continue
+            return value
+        assert isinstance(value, OpResult)
+        op = value.op
+        if isinstance(op, sim.PhaseOp):
+            value = _yielded(op.body.block)[value.index]
+            continue
+        if isinstance(op, sim.RepeatOp) and value.index >= len(op.iter_init):
+            value = _yielded(op.body.block)[value.index]
+            continue
+        src = alias_source(value)
+        if src is None:
+            return value
+        value = src
+
+
+def _yielded(block: Block) -> tuple[SSAValue, ...]:
+    term = block.last_op
+    assert isinstance(term, sim.YieldOp)
+    return tuple(term.values)

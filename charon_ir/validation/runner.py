@@ -105,10 +105,11 @@ def _gpu_memory_bytes(hardware: str) -> float:
 
 
 def run_training_record(record: dict[str, Any], directory: str, framework: str = "",
-                        host_launch_s: float = 0.0) -> RecordResult:
+                        host_launch_s: float = 0.0, fuse_backward: bool = False) -> RecordResult:
     """One training record (top-level so worker processes can run it), under its
     own framework's preset or, given one, under `framework`'s; `host_launch_s` > 0
-    prices the host's launches at that cost each (`TrainingConfig.host_launch_s`)."""
+    prices the host's launches at that cost each (`TrainingConfig.host_launch_s`);
+    `fuse_backward` runs each fused kernel's backward as one kernel (a what-if)."""
     source = source_of(record)
     base = dict(id=record["id"], group="training", source=source)
     try:
@@ -117,6 +118,8 @@ def run_training_record(record: dict[str, Any], directory: str, framework: str =
             case = replace(case, framework=framework)
         if host_launch_s:
             case = replace(case, options={**case.options, "host_launch_s": host_launch_s})
+        if fuse_backward:
+            case = replace(case, options={**case.options, "fuse_backward": True})
     except Unsupported as e:
         return RecordResult(**base, status="unsupported", note=str(e))
     start = time.perf_counter()
@@ -128,6 +131,8 @@ def run_training_record(record: dict[str, Any], directory: str, framework: str =
     notes = [*case.assumptions, f"framework {case.framework}"]
     if host_launch_s:
         notes.append(f"host {host_launch_s * 1e6:g} us a launch")
+    if fuse_backward:
+        notes.append("fused backward kernels")
     peak = max(report.get("peak_memory_bytes") or [0])
     try:
         capacity = _gpu_memory_bytes(case.options["hardware"])
@@ -145,7 +150,7 @@ def run_training_record(record: dict[str, Any], directory: str, framework: str =
 
 
 def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: str = "",
-                 host_launch_s: float = 0.0) -> list[RecordResult]:
+                 host_launch_s: float = 0.0, fuse_backward: bool = False) -> list[RecordResult]:
     """Training records in `jobs` processes (default: one per CPU); each record's
     imports are cached on disk, so a second run is mostly interpretation."""
     directory = str(cache_directory())
@@ -154,14 +159,15 @@ def run_training(records: Sequence[dict[str, Any]], jobs: int = 0, framework: st
         if jobs == 1 or len(records) == 1:
             done = []
             for record in records:
-                done.append(run_training_record(record, directory, framework, host_launch_s))
+                done.append(run_training_record(record, directory, framework, host_launch_s, fuse_backward))
                 advance()
             return done
         # the longest runs (most layers x stages) first, so no worker ends alone
         order = sorted(range(len(records)), key=lambda i: -_weight(records[i]))
         results: list[RecordResult | None] = [None] * len(records)
         with ProcessPoolExecutor(jobs) as pool:
-            futures = {pool.submit(run_training_record, records[i], directory, framework, host_launch_s): i
+            futures = {pool.submit(run_training_record, records[i], directory, framework, host_launch_s,
+                                   fuse_backward): i
                        for i in order}
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
@@ -295,23 +301,24 @@ def run_inference(records: Sequence[dict[str, Any]]) -> list[RecordResult]:
 
 
 def validate(records: Iterable[dict[str, Any]], only: str | None = None, jobs: int = 0,
-             framework: str = "", host_launch_s: float = 0.0) -> list[RecordResult]:
+             framework: str = "", host_launch_s: float = 0.0, fuse_backward: bool = False) -> list[RecordResult]:
     """Every record's result; training records under their own framework's
     preset, or all under `framework`'s when one is given, with the host's
-    launches priced at `host_launch_s` each when it is > 0."""
+    launches priced at `host_launch_s` each when it is > 0 and, with
+    `fuse_backward`, each fused kernel's backward as one kernel."""
     if only is not None and only not in GROUPS:
         raise CharonError(f"--only {only!r}: expected one of {', '.join(GROUPS)}")
     if framework:
         check_framework(framework)
-    if only == "memory" and (framework or host_launch_s):
+    if only == "memory" and (framework or host_launch_s or fuse_backward):
         # a memory record runs under its own framework's preset (memory.FRAMEWORK_PRESETS), unpriced
-        flag = "--framework" if framework else "--host-launch-us"
+        flag = "--framework" if framework else "--host-launch-us" if host_launch_s else "--fuse-backward"
         raise CharonError(f"{flag} applies to training records: --only memory runs each record under "
                           "its own framework's preset and prices nothing")
     selected = [r for r in records if only is None or CATEGORY_GROUP.get(r["category"]) == only]
     results: list[RecordResult] = []
     training = [r for r in selected if CATEGORY_GROUP.get(r["category"]) == "training"]
-    results += run_training(training, jobs, framework, host_launch_s)
+    results += run_training(training, jobs, framework, host_launch_s, fuse_backward)
     results += run_inference([r for r in selected
                               if CATEGORY_GROUP.get(r["category"]) in ("inference", "long-context")])
     results += run_kernel_and_comm(

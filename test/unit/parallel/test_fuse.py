@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from charon_ir.dialects import sim
 from charon_ir.memory import layer_saved_values
+from charon_ir.memory.liveness import Roots
+from charon_ir.memory.tensors import saved_source
 from charon_ir.parallel.accounting import total_bytes_moved, total_flops
 from charon_ir.passes.fuse import RECOMPUTE_SUFFIX, recomputed_flops
 from charon_ir.parallel.examples import apply_pipeline, llama_layer, parse
@@ -19,7 +21,8 @@ from charon_ir.parallel.examples import apply_pipeline, llama_layer, parse
     tokens=st.sampled_from([16, 64]),
     hidden=st.sampled_from([64, 128]),
     heads=st.sampled_from([2, 4]),
-    options=st.sampled_from(["", "{norm=false}", "{attention=false}", "{rope=false bias-act=false}"]),
+    options=st.sampled_from(["", "{norm=false}", "{attention=false}", "{rope=false bias-act=false}",
+                             "{backward=true}", "{backward=true norm=false}", "{backward=true rope=false}"]),
 )
 def test_flops_kept_bytes_reduced(tokens, hidden, heads, options):
     text = llama_layer(tokens, hidden, heads, heads, 16, 96)
@@ -108,3 +111,50 @@ def test_fused_cross_entropy_keeps_flops_and_saves_no_fp32_logits():
     assert (24, 256, "f32") in forward_outputs(plain)
     assert (24, 256, "f32") not in forward_outputs(module)
     assert (1, 24, 256, "bf16") in forward_outputs(module)
+
+
+def _backward_ops(module):
+    phase = next(op for op in module.body.block.ops if isinstance(op, sim.PhaseOp) and op.kind.data == "backward")
+    return list(phase.walk())
+
+
+@pytest.mark.parametrize("model", [TINY_LLAMA, TINY_GPT_OSS], ids=["llama", "gpt-oss"])
+def test_fused_backward_keeps_flops_and_moves_less(model):
+    """fuse{backward}: each fused kernel's backward pieces become one kernel:
+    the model's FLOPs kept (the recompute ops apart, as without it), fewer bytes
+    moved in the backward, and no pointwise op left that reads what a fused
+    kernel's recompute op made (its pieces went into its backward kernel)."""
+    before = parse(model.read_text())
+    pieces = apply_pipeline(parse(model.read_text()), "fuse")
+    module = apply_pipeline(parse(model.read_text()), "fuse{backward=true}")
+    assert total_flops(module) - recomputed_flops(module) == pytest.approx(total_flops(before), rel=1e-12)
+    assert recomputed_flops(module) == pytest.approx(recomputed_flops(pieces), rel=1e-12)
+
+    def moved(m):
+        return sum(op.bytes_moved() for op in _backward_ops(m) if isinstance(op, sim.ComputeOp))
+
+    assert moved(module) < moved(pieces)
+    grads = [op for op in _backward_ops(module) if isinstance(op, sim.GenericOp) and op.callee.data.endswith("_grad")
+             and op.callee.data.startswith("fused.")]
+    assert grads
+    for op in _backward_ops(module):
+        if isinstance(op, (sim.ElementwiseOp, sim.ReduceOp)):
+            makers = [v.owner for v in op.operands if isinstance(v.owner, sim.GenericOp)]
+            assert not any(m.callee.data.endswith(RECOMPUTE_SUFFIX) for m in makers), op
+
+
+def test_fused_backward_kernel_reads_one_gradient():
+    """Each backward kernel reads one activation besides what the forward saved
+    and the parameters: its output gradient. The sum of two gradient streams (a
+    residual's, the projections') stays autograd's own add."""
+    module = apply_pipeline(parse(TINY_LLAMA.read_text()), "fuse{backward=true}")
+    roots = Roots()
+    for op in _backward_ops(module):
+        if isinstance(op, sim.GenericOp) and op.callee.data in (
+                "fused.rms_norm_grad", "fused.swiglu_grad", "fused.rope_grad"):
+            activations = {saved_source(v) for v in op.operands
+                           if not roots.is_parameter(v) and sim.phase_kind(saved_source(v).owner) != "forward"
+                           and not (isinstance(v.owner, sim.GenericOp) and v.owner.callee.data.endswith(RECOMPUTE_SUFFIX))}
+            assert len(activations) == 1, (op.callee.data, activations)
+    adds = [op for op in _backward_ops(module) if isinstance(op, sim.ElementwiseOp) and op.kind.data == "add"]
+    assert adds  # the residual and projection-gradient sums
