@@ -50,7 +50,7 @@ def validate_command(
     jobs: Annotated[int, typer.Option("--jobs", help="processes for training records (default: one per CPU)",
                                       show_default=False)] = 0,
     max_mape: Annotated[
-        float, typer.Option("--max-mape", help="exit 1 if the overall MAPE exceeds this fraction (0.10: 10 %)")
+        float, typer.Option("--max-mape", help="exit 1 if the overall MAPE exceeds this fraction (0.10: 10 %); with --only memory, the memory group's")
     ] = 0.0,
     max_error: Annotated[
         float, typer.Option("--max-error", help="exit 1 if a record's |error| exceeds this fraction")

@@ -34,11 +34,12 @@ REPORTED_GROUPS = {
     "abstract and introduction only (the rest assumed, named per record): each record's error is "
     "printed, not judged",
     "memory": "per-GPU peak memory, not time: the allocator's published peak reserved bytes against the "
-    "predicted peak of the step's tensors (validation/memory.py); its own MAPE, not mixed with the times'",
+    "step's allocations replayed through PyTorch's caching allocator (validation/memory.py); its own MAPE, "
+    "not mixed with the times' (gated alone by `--only memory --max-mape`)",
 }
 """Groups whose records are compared and printed but left out of the overall MAPE
 and of `--max-mape` / `--max-error` (their own group's MAPE is printed), each with
-the reason."""
+the reason. `--only GROUP --max-mape` gates that group's own MAPE."""
 
 
 def cache_directory() -> Path:

@@ -121,6 +121,23 @@ def test_gates_on_memory_and_the_named_exception():
     assert "Memory: 2 of 2 published runs predicted to fit" in text
 
 
+def test_a_reported_group_alone_gates_its_own_mape():
+    """`--only memory --max-mape`: the memory group is left out of the overall row
+    (never mixed with the times), so selected alone its own MAPE is gated."""
+    def row(id_: str, predicted: float) -> RecordResult:
+        return RecordResult(id=id_, group="memory", source="torchtitan", status="ok",
+                            quantity="peak memory per GPU (GiB)", measured=80.0, predicted=predicted)
+
+    rows = [row("a", 76.0), row("b", 88.0)]  # -5 % and +10 %
+    assert gate_failure(rows, summarize(rows), max_mape=0.08) is None
+    assert gate_failure(rows, summarize(rows), max_mape=0.05) == (
+        "validate: MAPE 7.5% over 2 records exceeds --max-mape 5%")
+    # beside a gated group the memory rows still move nothing
+    times = [RecordResult(id="t", group="training", source="x", status="ok", quantity="s",
+                          measured=1.0, predicted=1.02)]
+    assert gate_failure(times + rows, summarize(times + rows), max_mape=0.05) is None
+
+
 def test_validate_runs_every_record_under_a_framework_given(tmp_path, monkeypatch):
     monkeypatch.setenv("CHARON_CACHE_DIR", str(tmp_path))
     record = next(r for r in published_records() if r["id"] == "mpt_1b_h100_80gb_8gpu_seq2048_amp_bf16")
