@@ -151,6 +151,9 @@ class StreamKind(StrEnum):
     """Communications over the grid axes the stream names (NCCL's streams)."""
     HOST = "host"
     """The CPU thread that issues the GPU's kernels."""
+    COPY = "copy"
+    """The GPU's copy engines moving data to or from host memory (DMA over the
+    host link): beside the kernels, taking none of their SMs."""
 
 
 @irdl_attr_definition
@@ -163,8 +166,10 @@ class StreamKindAttr(EnumAttribute[StreamKind], SpacedOpaqueSyntaxAttribute):
 
 @irdl_op_definition
 class StreamOp(IRDLOperation):
-    """A stream: `compute`, `comm` with the grid axes it serves, or `host`: the
-    CPU thread that issues the GPU's kernels, one after another."""
+    """A stream: `compute`, `comm` with the grid axes it serves, `host`: the
+    CPU thread that issues the GPU's kernels, one after another, or `copy`: the
+    copy engines' transfers to and from host memory (with the axis their exposed
+    time is reported under)."""
 
     name = "event.stream"
 
@@ -275,13 +280,16 @@ class EventOpBase(IRDLOperation):
             if isinstance(count, IntegerAttr) and count.value.data < minimum:
                 raise VerifyException(f"{name} must be >= {minimum}, got {count.value.data}")
         kind = self.lookup_stream().kind.data
-        if kind != self.STREAM_KIND:
+        if kind != self.STREAM_KIND and kind not in self.ALSO_ON:
+            wanted = " or ".join((self.STREAM_KIND, *self.ALSO_ON))
             raise VerifyException(
-                f"'{self.name}' must run on a {self.STREAM_KIND} stream, "
+                f"'{self.name}' must run on a {wanted} stream, "
                 f"{self.stream} is a {kind} stream"
             )
 
     STREAM_KIND: ClassVar[str] = ""
+    ALSO_ON: ClassVar[tuple[str, ...]] = ()
+    """Other stream kinds the event may run on."""
     COUNTS: ClassVar[tuple[tuple[str, int], ...]] = ()
     """Integer properties the interpreter reads, and their least value."""
 
@@ -336,6 +344,8 @@ class CommOp(EventOpBase):
     dst = opt_prop_def(IntegerAttr[I64])
 
     STREAM_KIND: ClassVar[str] = "comm"
+    ALSO_ON: ClassVar[tuple[str, ...]] = ("copy",)
+    """A copy to or from host memory runs on a copy stream."""
     FIELDS: ClassVar[tuple[str, ...]] = ("engine", "bytes", "group", "link", "channel", "src", "dst")
     COUNTS: ClassVar[tuple[tuple[str, int], ...]] = (("bytes", 0), ("group", 1), ("src", 0), ("dst", 0))
 

@@ -51,8 +51,9 @@ Options:
   backward the compute stream waits for the reload before, then starts the
   reload of layer k on `@comm_host_h2d`, before the backward of layer
   `layer_window_map[k]`, and waits for every reload before layer 0's. The marked
-  repeat's loop is split at those layers; the copies' exposed time is reported
-  under the `host` axis.
+  repeat's loop is split at those layers; the copy streams are `copy` streams
+  (the copy engines: they take no SMs, so no overlap slowdown), whose exposed
+  time is reported under the `host` axis.
 """
 
 from __future__ import annotations
@@ -612,6 +613,8 @@ def count_tokens(module: Operation) -> int:
 
 
 def _stream_kind(name: str, axes: list[str] | None) -> str:
+    if name in (OFFLOAD_STREAM, RELOAD_STREAM):
+        return "copy"
     return "host" if name == HOST_STREAM else "compute" if axes is None else "comm"
 
 

@@ -20,6 +20,7 @@ from charon_ir.runtime.fold import LoopFolding, LoopSummary, is_foldable
 from charon_ir.runtime.program import (
     KIND_COMM,
     KIND_COMPUTE,
+    KIND_COPY,
     KIND_HOST,
     KIND_JOIN,
     LINK_SCALE_OUT,
@@ -41,6 +42,7 @@ __all__ = ["KIND_COMM", "KIND_COMPUTE", "KIND_HOST", "KIND_JOIN", "MAX_EVENTS", 
 _KIND_OF_EVENT = {event.ComputeOp: KIND_COMPUTE, event.CommOp: KIND_COMM, event.LaunchOp: KIND_HOST}
 _KIND_OF_STREAM = {
     event.StreamKind.COMPUTE: KIND_COMPUTE, event.StreamKind.COMM: KIND_COMM, event.StreamKind.HOST: KIND_HOST,
+    event.StreamKind.COPY: KIND_COPY,
 }
 LINKS = {event.Link.SCALE_UP: LINK_SCALE_UP, event.Link.SCALE_OUT: LINK_SCALE_OUT}
 """An `event.comm`'s link as the interpreter numbers it (program.py)."""
@@ -116,10 +118,14 @@ class _Builder(LoopFolding):
                         p2p = (op.label.data == "send", key)
                     kind = op.link_kind()
                     link = LINKS[kind] if kind is not None else NO_LINK
+                stream = self.stream_index[op.stream.string_value()]
+                kind_of = _KIND_OF_EVENT[type(op)]
+                if self.stream_kinds[stream] == KIND_COPY:
+                    kind_of = KIND_COPY  # a transfer of the copy engines
                 code.append(EventIns(
-                    self.stream_index[op.stream.string_value()],
+                    stream,
                     link,
-                    _KIND_OF_EVENT[type(op)],
+                    kind_of,
                     op.duration_s.value.data,
                     tuple(slot(d) for d in op.deps),
                     op.label.data,

@@ -21,7 +21,7 @@ import numpy as np
 
 from charon_ir.errors import CharonError
 from charon_ir.engines.compute_efficiency import overlap_slowdown
-from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, KIND_HOST, FlatProgram
+from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, KIND_COPY, KIND_HOST, FlatProgram
 from charon_ir.runtime.timeline import Timeline
 
 _EPS = 1e-15
@@ -114,7 +114,8 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel(), tables: Ev
     busy = [False] * len(queues)
     # the host's launches run beside the GPU's work at full rate: what contends
     # is compute with communication on the same GPU (tables indexed by kind)
-    slow = [1.0] * (max(KIND_COMPUTE, KIND_COMM, KIND_HOST) + 1)
+    # (and so do the copy engines' transfers to and from host memory)
+    slow = [1.0] * (max(KIND_COMPUTE, KIND_COMM, KIND_HOST, KIND_COPY) + 1)
     slow[KIND_COMPUTE] = 1.0 / (1.0 + overlap.compute_slowdown)
     slow[KIND_COMM] = 1.0 / (1.0 + overlap.comm_slowdown)
     other = list(range(len(slow)))
@@ -223,7 +224,7 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel(), tables: Ev
                 r = rate_of(i) if link_of else (slow[k] if kinds[other[k]] else 1.0)
                 left[i], since[i], rate[i] = d, t, r
                 heappush(heap, (t + d / r, version[i], i))
-                if was_idle and contends and k != KIND_HOST:
+                if was_idle and contends and k != KIND_HOST and k != KIND_COPY:
                     for j in kinds[other[k]]:
                         reschedule(j)
         if done >= n:
@@ -268,7 +269,7 @@ def run(program: FlatProgram, overlap: OverlapModel = OverlapModel(), tables: Ev
         if i in link_of:
             on_link[(program_of[i], link_of[i])].discard(i)
             link_changed(i)
-        if contends and not kinds[k] and k != KIND_HOST:
+        if contends and not kinds[k] and k != KIND_HOST and k != KIND_COPY:
             for j in kinds[other[k]]:
                 reschedule(j)
     return Timeline(program, np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))

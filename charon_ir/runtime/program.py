@@ -15,10 +15,11 @@ import numpy as np
 
 from charon_ir.dialects.event import ScheduleItem
 
-KIND_JOIN, KIND_COMPUTE, KIND_COMM, KIND_HOST = 0, 1, 2, 3
-"""Event kinds: a join (no stream, no time), a kernel, a communication, and the
+KIND_JOIN, KIND_COMPUTE, KIND_COMM, KIND_HOST, KIND_COPY = 0, 1, 2, 3, 4
+"""Event kinds: a join (no stream, no time), a kernel, a communication, the
 host issuing a kernel (`event.launch`: a CPU thread's time, contending with
-nothing on the GPU)."""
+nothing on the GPU), and a copy engine's transfer to or from host memory (an
+`event.comm` on a `copy` stream: beside the kernels, taking none of their SMs)."""
 NO_LINK, LINK_SCALE_UP, LINK_SCALE_OUT = 0, 1, 2
 """The link a communication crosses (`EventIns.link`), numbered: none (a join,
 a kernel, a send or receive), NVLink, the NICs; `flatten` numbers `event.comm`'s

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, FlatProgram
+from charon_ir.runtime.program import KIND_COMM, KIND_COMPUTE, KIND_COPY, FlatProgram
 
 
 @dataclass
@@ -114,7 +114,7 @@ def exposed_by_axis(timeline: Timeline, index: int) -> dict[str, float]:
     # folded loops report their inner exposure themselves (folded_exposed)
     not_folded = program.busy == program.duration
     for s in range(len(program.streams)):
-        if program.stream_program[s] != index or program.stream_kinds[s] != KIND_COMM:
+        if program.stream_program[s] != index or program.stream_kinds[s] not in (KIND_COMM, KIND_COPY):
             continue
         mask = (program.stream == s) & not_folded
         by_axis.setdefault(program.stream_axes[s], []).extend(zip(timeline.start[mask], timeline.end[mask]))

@@ -11,8 +11,8 @@
 // before 5 the compute waits for it and the reload of 1 starts; before 2, the
 // wait for 1 and the reload of 0; before 0 the wait for every reload. The layer
 // loop splits at those layers.
-// CHECK:      event.stream @comm_host_d2h comm {axes = ["host"]}
-// CHECK-NEXT: event.stream @comm_host_h2d comm {axes = ["host"]}
+// CHECK:      event.stream @comm_host_d2h copy {axes = ["host"]}
+// CHECK-NEXT: event.stream @comm_host_h2d copy {axes = ["host"]}
 // CHECK:      %[[L0:.*]] = event.loop 1 iter
 // CHECK:      %[[C0:.*]] = event.comm "offload" on @comm_host_d2h duration 8.192000e-07 after(%[[L0]]) {bytes = 8192 : i64, group = 1 : i64}
 // CHECK-NEXT: %[[L12:.*]] = event.loop 2 iter(%[[L0]])

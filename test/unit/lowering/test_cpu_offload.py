@@ -17,6 +17,7 @@ from charon_ir.memory.megatron_reference import GptShape, gpt_module
 from charon_ir.passes.cost_annotate import CostAnnotatePass
 from charon_ir.passes.offload_activations import OffloadActivationsPass, layer_pairs
 from charon_ir.passes.set_target import SetTargetPass
+from charon_ir.runtime.interpreter import OverlapModel
 from charon_ir.runtime.simulate_target import simulate_module
 from charon_ir.testing import make_context
 
@@ -34,9 +35,10 @@ def lowered(shape: GptShape, offload: int, bandwidth: float | None = None):
     return ctx, module
 
 
-def step(shape: GptShape, offload: int, bandwidth: float | None = None, tier: str = "fine") -> dict:
+def step(shape: GptShape, offload: int, bandwidth: float | None = None, tier: str = "fine",
+         overlap: OverlapModel = OverlapModel()) -> dict:
     ctx, module = lowered(shape, offload, bandwidth)
-    return simulate_module(ctx, module, tier=tier)
+    return simulate_module(ctx, module, overlap, tier=tier)
 
 
 def layer_bytes(shape: GptShape) -> int:
@@ -124,3 +126,16 @@ def test_the_windows_decide_where_the_loops_split():
     counts = [op.count.value.data for op in module.walk()
               if isinstance(op, event.LoopOp) and op.label is not None and op.label.data == event.LAYER_REPEAT]
     assert counts == [1, 2, 3, 2, 2, 3, 2, 1]
+
+
+def test_the_copy_engines_take_no_sms():
+    """A copy runs on a `copy` stream: where a collective beside a kernel slows both
+    (the GPU type's overlap slowdown), a copy slows neither."""
+    _, module = lowered(SHAPE, 2)
+    kinds = {op.sym_name.data: op.kind.data for op in module.walk() if isinstance(op, event.StreamOp)}
+    assert kinds["comm_host_d2h"] == kinds["comm_host_h2d"] == event.StreamKind.COPY
+    contended = OverlapModel(compute_slowdown=1.0, comm_slowdown=1.0)
+    plain = step(SHAPE, 0, overlap=contended)
+    hidden = step(SHAPE, 2, bandwidth=1e12, overlap=contended)
+    assert hidden["streams"]["comm_host_d2h"]["busy_s"] > 0
+    assert hidden["iteration_time_s"] == pytest.approx(plain["iteration_time_s"], rel=1e-9)

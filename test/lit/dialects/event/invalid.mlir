@@ -12,7 +12,7 @@ event.program @p ranks 1 {
   event.stream @compute compute
   %a = event.comm "ar" on @compute duration 1.0
 }
-// CHECK: error: 'event.comm' op 'event.comm' must run on a comm stream, @compute is a compute stream
+// CHECK: error: 'event.comm' op 'event.comm' must run on a comm or copy stream, @compute is a compute stream
 
 // -----
 
@@ -156,3 +156,11 @@ event.program @p ranks 1 {
   }
 }
 // CHECK: error: 'event.loop' op label must not be empty
+
+// -----
+
+event.program @p ranks 1 {
+  event.stream @comm_host_d2h copy {axes = ["host"]}
+  %a = event.compute "mm" on @comm_host_d2h duration 1.0
+}
+// CHECK: error: 'event.compute' op 'event.compute' must run on a compute stream, @comm_host_d2h is a copy stream

@@ -64,3 +64,17 @@ builtin.module {
 // GENERIC:    "event.program"() <{sym_name = "stage1", ranks = 4 : i64, stage = 1 : i64, tokens = 8192 : i64, recompute_flops = 2.500000e+12 : f64, hardware = "H200-SXM-141GB"}>
 // GENERIC:    "event.loop"(%{{.*}}) <{count = 2 : i64, label = "F0,B0"}>
 // GENERIC:    "event.wait"(%{{.*}}) <{item = #event<item F>}>
+
+// A copy stream (the copy engines' transfers to and from host memory, e.g. CPU
+// activation offloading's) carries event.comm; its axes name what its exposed
+// time is reported under.
+builtin.module {
+  event.program @main ranks 1 {
+    event.stream @compute compute
+    event.stream @comm_host_d2h copy {axes = ["host"]}
+    %s = event.wait()
+    %c = event.comm "offload" on @comm_host_d2h duration 3.0e-04 after(%s) {bytes = 8192 : i64, group = 1 : i64}
+  }
+}
+// CHECK:      event.stream @comm_host_d2h copy {axes = ["host"]}
+// CHECK:      event.comm "offload" on @comm_host_d2h duration 3.000000e-04 after(%{{.*}}) {bytes = 8192 : i64, group = 1 : i64}

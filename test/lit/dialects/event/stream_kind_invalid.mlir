@@ -4,4 +4,4 @@
 event.program @p ranks 1 {
   event.stream @s dma
 }
-// CHECK: stream_kind_invalid.mlir:5:19: error: Expected `compute`, `comm`, or `host`.
+// CHECK: stream_kind_invalid.mlir:5:19: error: Expected `compute`, `comm`, `host`, or `copy`.
