@@ -92,7 +92,7 @@ from xdsl.rewriter import InsertPoint
 from charon_ir.dialects import coll, sim
 from charon_ir.dialects.sim import FIRST_FORWARD_ATTR, RECOMPUTE_ATTR, RECOMPUTE_POLICY_ATTR
 from charon_ir.errors import CharonError
-from charon_ir.memory.tensors import alias_source, is_model_state_buffer, saved_source
+from charon_ir.memory.tensors import alias_source, is_model_state_buffer, saved_source, yielded
 from charon_ir.parallel.sub_blocks import DEFAULT_MODULES, MODULES, LayerBlocks, with_views
 
 POLICIES = tuple(p.value for p in sim.RecomputePolicy)
@@ -108,12 +108,6 @@ def rewrote_nothing(module: ModuleOp) -> bool:
     flash attention's core is such a run: flash already re-runs it in its
     backward (the sweep then shares the point of no recomputation)."""
     return not any(sim.recompute_kind(op) is not None for op in module.walk())
-
-
-def _yielded(block: Block) -> tuple[SSAValue, ...]:
-    term = block.last_op
-    assert isinstance(term, sim.YieldOp)
-    return tuple(term.values)
 
 
 # ---------------------------------------------------------------------------
@@ -226,7 +220,7 @@ def forward_twin(rep: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.RepeatOp | None:
     """The forward layer repeat whose stacked outputs the reverse repeat `rep` slices."""
     for s in rep.slices:
         if isinstance(s, OpResult) and s.op is fwd:
-            src = _yielded(fwd.body.block)[s.index]
+            src = yielded(fwd.body.block)[s.index]
             if isinstance(src, OpResult) and isinstance(src.op, sim.RepeatOp):
                 return src.op
     return None
@@ -266,7 +260,7 @@ class LayerRecompute:
 
     def recompute(self, forward: sim.RepeatOp, backward: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.PhaseOp:
         f_block = forward.body.block
-        f_yields = list(_yielded(f_block))
+        f_yields = list(yielded(f_block))
         n_iter = len(forward.iter_init)
         carried_args = list(f_block.args[:n_iter])
 
@@ -287,7 +281,7 @@ class LayerRecompute:
         # backward phase reads those through the forward phase's results, never
         # from inside the forward phase's region
         captured = _captured(forward, backward, fwd)
-        p_yields = list(_yielded(fwd.body.block))
+        p_yields = list(yielded(fwd.body.block))
         for v in [*stacked_inputs, *captured]:
             if v not in p_yields:
                 p_yields.append(v)
@@ -305,9 +299,9 @@ class LayerRecompute:
         kept: list[tuple[SSAValue, BlockArgument]] = []
         dropped: set[SSAValue] = set()
         for s, arg in zip(backward.slices, b_block.args[b_iter:]):
-            src = _yielded(fwd.body.block)[s.index] if isinstance(s, OpResult) and s.op is fwd else None
+            src = yielded(fwd.body.block)[s.index] if isinstance(s, OpResult) and s.op is fwd else None
             if isinstance(src, OpResult) and src.op is forward:
-                from_forward[arg] = _yielded(f_block)[src.index]
+                from_forward[arg] = yielded(f_block)[src.index]
                 dropped.add(s)
             else:
                 kept.append((s, arg))
@@ -356,19 +350,19 @@ class LayerRecompute:
             new_block.add_op(op)
         for old, new in mapper.items():
             old.replace_all_uses_with(new)
-        b_yields = list(_yielded(new_block))
+        b_yields = list(yielded(new_block))
         _rebuild_repeat(backward, list(backward.iter_init), slices, Region(new_block), b_yields)
 
         # 3. drop what the forward saved only for that backward (a value the
         # forward repeat yields twice leaves its second phase result unread:
         # `_replace` moved both readers to the first)
-        p_yields = list(_yielded(fwd.body.block))
+        p_yields = list(yielded(fwd.body.block))
         unused = {
             i for i, r in enumerate(fwd.results)
             if not r.uses and (r in dropped or _stacked_output_of(p_yields[i], forward))
         }
         fwd = _rebuild_phase(fwd, [v for i, v in enumerate(p_yields) if i not in unused])
-        f_yields = list(_yielded(forward.body.block))
+        f_yields = list(yielded(forward.body.block))
         keep = [
             v for i, v in enumerate(f_yields)
             if i < n_iter or forward.results[i].uses
@@ -432,7 +426,7 @@ class SubBlockRecompute:
         body = forward.body.block
         if len(forward.iter_init) != 1:
             return []
-        blocks = LayerBlocks(body, body.args[0], _yielded(body)[0])
+        blocks = LayerBlocks(body, body.args[0], yielded(body)[0])
         chosen: set[Operation] = set()
         for module in self.modules:
             chosen |= blocks.module_ops(module)
@@ -463,7 +457,7 @@ class SubBlockRecompute:
         def saved_args() -> dict[SSAValue, list[BlockArgument]]:
             """Forward body value -> the backward body's arguments holding it."""
             found: dict[SSAValue, list[BlockArgument]] = {}
-            p_yields, f_yields = _yielded(fwd.body.block), _yielded(f_block)
+            p_yields, f_yields = yielded(fwd.body.block), yielded(f_block)
             for s, arg in zip(backward.slices, b_block.args[b_iter:]):
                 src = p_yields[s.index] if isinstance(s, OpResult) and s.op is fwd else None
                 if isinstance(src, OpResult) and src.op is forward and src.index >= n_iter:
@@ -497,7 +491,7 @@ class SubBlockRecompute:
         to_stack += [v for v in cached if v not in to_stack]
 
         # 1. the forward repeat stacks the layer values the clone reads
-        f_yields = list(_yielded(f_block))
+        f_yields = list(yielded(f_block))
         extra = [v for v in to_stack if v not in f_yields[n_iter:]]
         if extra:
             f_yields += extra
@@ -507,7 +501,7 @@ class SubBlockRecompute:
             )
         stacked = {v: forward.results[f_yields.index(v, n_iter)] for v in to_stack}
         # 2. ... and the forward phase yields them and what it computes around the repeat
-        p_yields = list(_yielded(fwd.body.block))
+        p_yields = list(yielded(fwd.body.block))
         wanted = [*stacked.values(), *captured]
         if any(v not in p_yields for v in wanted):
             p_yields += [v for v in dict.fromkeys(wanted) if v not in p_yields]
@@ -572,16 +566,16 @@ class SubBlockRecompute:
             b_block.erase_arg(arg)
         _rebuild_repeat(
             backward, list(backward.iter_init), [slices[i] for i in keep],
-            backward.detach_region(backward.body), list(_yielded(b_block)),
+            backward.detach_region(backward.body), list(yielded(b_block)),
         )
-        p_yields = list(_yielded(fwd.body.block))
+        p_yields = list(yielded(fwd.body.block))
         unused = {
             i for i, r in enumerate(fwd.results)
             if not r.uses and (r in dropped or self.drops_every_unread) and _stacked_output_of(p_yields[i], forward)
         }
         if unused:
             fwd = _rebuild_phase(fwd, [v for i, v in enumerate(p_yields) if i not in unused])
-        f_yields = list(_yielded(forward.body.block))
+        f_yields = list(yielded(forward.body.block))
         kept = [v for i, v in enumerate(f_yields) if i < n_iter or forward.results[i].uses]
         if len(kept) < len(f_yields):
             _rebuild_repeat(
@@ -670,7 +664,7 @@ def op_level_saved(body: Block) -> list[Operation]:
     expert-parallel all-to-alls are saved (`_c10d_functional.all_to_all_single`
     in the list) and the router's gate re-run, not counted
     (`per_op_sac_force_recompute_mm_shapes_by_fqns = ["moe.router.gate"]`)."""
-    blocks = LayerBlocks(body, body.args[0], _yielded(body)[0])
+    blocks = LayerBlocks(body, body.args[0], yielded(body)[0])
     layer_starts = {norm for norm, ops in blocks.blocks if LayerBlocks.attention_of(ops) is not None}
     saved: list[Operation] = []
     mm_count = 0
@@ -814,12 +808,12 @@ def _captured(forward: sim.RepeatOp, backward: sim.RepeatOp, fwd: sim.PhaseOp) -
     repeat's sliced operands, and what its body yields unchanged for `backward`
     to read; in first-use order."""
     body = forward.body.block
-    yielded = _yielded(body)
+    body_yields = yielded(body)
     read_back = {
-        yielded[src.index]
+        body_yields[src.index]
         for s in backward.slices
         if isinstance(s, OpResult) and s.op is fwd
-        and isinstance(src := _yielded(fwd.body.block)[s.index], OpResult) and src.op is forward
+        and isinstance(src := yielded(fwd.body.block)[s.index], OpResult) and src.op is forward
     }
     used = [*forward.slices]
     for op in body.walk():

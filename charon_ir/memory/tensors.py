@@ -151,10 +151,10 @@ def saved_source(value: SSAValue) -> SSAValue:
         assert isinstance(value, OpResult)
         op = value.op
         if isinstance(op, sim.PhaseOp):
-            value = _yielded(op.body.block)[value.index]
+            value = yielded(op.body.block)[value.index]
             continue
         if isinstance(op, sim.RepeatOp) and value.index >= len(op.iter_init):
-            value = _yielded(op.body.block)[value.index]
+            value = yielded(op.body.block)[value.index]
             continue
         src = alias_source(value)
         if src is None:
@@ -162,7 +162,8 @@ def saved_source(value: SSAValue) -> SSAValue:
         value = src
 
 
-def _yielded(block: Block) -> tuple[SSAValue, ...]:
+def yielded(block: Block) -> tuple[SSAValue, ...]:
+    """The values a phase, repeat or stage body yields (its terminator's operands)."""
     term = block.last_op
     assert isinstance(term, sim.YieldOp)
     return tuple(term.values)
