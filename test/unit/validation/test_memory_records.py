@@ -12,7 +12,7 @@ import pytest
 from charon_ir.validation import REPORTED_GROUPS, published_records
 from charon_ir.validation.memory import memory_case, predicted_stages
 from charon_ir.validation.report import format_results, results_json
-from charon_ir.validation.runner import GROUPS, gate_failure, run_memory, summarize, validate
+from charon_ir.validation.runner import GROUPS, RecordResult, gate_failure, run_memory, summarize, validate
 from charon_ir.validation.training import Unsupported
 
 
@@ -76,9 +76,14 @@ def test_the_report_prints_the_memory_mape_outside_the_overall(results):
     assert "-- memory" in text and REPORTED_GROUPS["memory"] in text
     assert json.loads(json.dumps(results_json(results, summary)))["reported_groups"] == \
         {"memory": REPORTED_GROUPS["memory"]}
-    # a gate on the times is not failed (nor passed) by memory records
-    assert gate_failure(results, summary, max_mape=0.01) == \
-        "validate: no record was compared, so there is nothing to gate"
+    # selected alone (`--only memory`), the memory rows gate their own MAPE ...
+    assert gate_failure(results, summary, max_mape=0.01).startswith(
+        f"validate: MAPE {memory.mape:.1%} over 18 records exceeds --max-mape 1%")
+    assert gate_failure(results, summary, max_mape=memory.mape + 0.001) is None
+    # ... and beside the times they neither fail nor pass a gate on them
+    times = [RecordResult(id="t", group="training", source="x", status="ok", quantity="s",
+                          measured=1.0, predicted=1.0)]
+    assert gate_failure(times + results, summarize(times + results), max_mape=0.01) is None
 
 
 def test_context_parallel_rows_predict_one_peak():
