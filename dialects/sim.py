@@ -50,6 +50,7 @@ from xdsl.ir import (
     BlockArgument,
     Dialect,
     Operation,
+    OpResult,
     ParametrizedAttribute,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
@@ -230,6 +231,12 @@ CPU_OFFLOAD_ATTR = "sim.cpu_offload"
 of a step that offloads, and on its reverse twin in the backward: how many of
 its first layers keep their saved activations in host memory (Megatron-Core's
 `--cpu-offloading-num-layers`, Transformer Engine's CPU offload handler)."""
+CPU_OFFLOAD_BYTES_ATTR = "sim.cpu_offload_bytes"
+"""An integer on a layer repeat that offloads (`#sim.cpu_offload` with layers > 0),
+set by `memory-analysis`: the bytes one of its offloaded layers sends to the host
+(and back), as memory-analysis counts them (fp8 casts included). lower-to-events
+times the copies with it, so the copies and the host bytes are one number. Read
+it with `offload_copy_bytes`."""
 SEQUENCE_PARALLEL_ATTR = "sim.sequence_parallel"
 """Marks the all_gathers sequence-parallel made, the only ones it moves; on the
 module, one imported already sequence-parallel (the frontend's Megatron-Core
@@ -718,6 +725,17 @@ def cpu_offload_of(op: Operation) -> CpuOffloadAttr | None:
     if not isinstance(mark, CpuOffloadAttr):
         raise VerifyException(f"'{op.name}': {CPU_OFFLOAD_ATTR} must be a #sim.cpu_offload<...>, got {mark}")
     return mark
+
+
+def offload_copy_bytes(op: Operation) -> int | None:
+    """CPU_OFFLOAD_BYTES_ATTR of a layer repeat, None when memory-analysis has not
+    set it."""
+    size = op.attributes.get(CPU_OFFLOAD_BYTES_ATTR)
+    if size is None:
+        return None
+    if not isinstance(size, IntegerAttr) or size.value.data < 0:
+        raise VerifyException(f"'{op.name}': {CPU_OFFLOAD_BYTES_ATTR} must be an integer >= 0, got {size}")
+    return size.value.data
 
 
 def offloaded_layers(op: Operation) -> int:
@@ -2278,6 +2296,36 @@ def phases_of(block: Block) -> dict[PhaseKind, PhaseOp]:
     return {op.kind.data: op for op in block.ops if isinstance(op, PhaseOp)}
 
 
+def forward_twin(rep: RepeatOp, fwd: PhaseOp) -> RepeatOp | None:
+    """The forward layer repeat whose stacked outputs the reverse repeat `rep`
+    slices (through the forward phase `fwd`'s results)."""
+    term = fwd.body.block.last_op
+    assert isinstance(term, YieldOp)
+    for s in rep.slices:
+        if isinstance(s, OpResult) and s.op is fwd:
+            src = term.values[s.index]
+            if isinstance(src, OpResult) and isinstance(src.op, RepeatOp):
+                return src.op
+    return None
+
+
+def layer_repeat_pairs(block: Block) -> list[tuple[RepeatOp, RepeatOp]]:
+    """(forward layer repeat, its reverse twin in the backward) of the step in
+    `block` (a module's or a stage's), in the forward's order; [] without a
+    forward or a backward phase."""
+    phases = phases_of(block)
+    fwd, bwd = phases.get(PhaseKind.FORWARD), phases.get(PhaseKind.BACKWARD)
+    if fwd is None or bwd is None:
+        return []
+    twins: dict[RepeatOp, RepeatOp] = {}
+    for rep in bwd.body.block.ops:
+        if isinstance(rep, RepeatOp) and rep.reverse:
+            forward = forward_twin(rep, fwd)
+            if forward is not None:
+                twins[forward] = rep
+    return [(rep, twins[rep]) for rep in fwd.body.block.ops if isinstance(rep, RepeatOp) and rep in twins]
+
+
 def _verify_scoped_uses(op: Operation) -> None:
     """Every value an op nested in `op` reads is defined in a block that encloses
     that op: a phase reads another phase's values only through its results, and
@@ -2413,6 +2461,8 @@ class RepeatOp(IRDLOperation, HasShardingRule):
         offloaded = offloaded_layers(self)
         if offloaded > n:
             raise VerifyException(f"{CPU_OFFLOAD_ATTR} offloads {offloaded} layers of a repeat of {n}")
+        if offload_copy_bytes(self) is not None and offloaded == 0:
+            raise VerifyException(f"{CPU_OFFLOAD_BYTES_ATTR} needs a {CPU_OFFLOAD_ATTR} that offloads layers")
 
 
 # ---------------------------------------------------------------------------

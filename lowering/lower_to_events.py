@@ -45,7 +45,8 @@ Options:
   pinned host memory, each direction, for the CPU activation offload copies of
   layer repeats `offload-activations` marked: as Transformer Engine's
   AsyncDoubleBufferGroupOffloadHandler runs them, the saved activations of
-  offloaded layer k go to the host on a `@comm_host_d2h` stream (layer 0's after
+  offloaded layer k (the `sim.cpu_offload_bytes` memory-analysis set on the
+  repeat: it must run first) go to the host on a `@comm_host_d2h` stream (layer 0's after
   its forward, layer k + 1's once layer k's is waited for), the compute stream
   waits for copy k after the forward of layer `layer_window_map[k]`; in the
   backward the compute stream waits for the reload before, then starts the
@@ -111,9 +112,8 @@ from charon_ir.dialects.sim import (
     numel,
     shape_of,
 )
-from charon_ir.dialects.sim import CpuOffloadAttr, cpu_offload_of
+from charon_ir.dialects.sim import CPU_OFFLOAD_BYTES_ATTR, CpuOffloadAttr, cpu_offload_of, offload_copy_bytes
 from charon_ir.errors import CharonError
-from charon_ir.memory.liveness import Roots, offloaded_layer_bytes
 from charon_ir.parallel.accounting import walk_with_multiplicity
 from charon_ir.parallel.mesh import AXIS_ORDER, check_grids_fit, data_parallel_replicas, schedule_marks
 from charon_ir.parallel.backward_split import weight_gradient_ops
@@ -192,10 +192,15 @@ class _Offload:
         _, mark = marks[0]
         offloaded = mark.chunk_offloaded.data
         layer_bytes = [0] * offloaded
-        roots = Roots()
         for rep, m in marks:
             if m.layers.data:
-                size = offloaded_layer_bytes(rep, roots)
+                # memory-analysis' count of what the layer sends to the host: the
+                # copies move exactly the host bytes (fp8 casts included)
+                size = offload_copy_bytes(rep)
+                if size is None:
+                    raise CharonError(f"lower-to-events: a layer repeat offloads {m.layers.data} layers but has "
+                                      f"no {CPU_OFFLOAD_BYTES_ATTR} (the bytes a layer sends to the host): run "
+                                      "memory-analysis after offload-activations and before lower-to-events")
                 for k in range(m.first.data, m.first.data + m.layers.data):
                     layer_bytes[k] = size
         return _Offload(mark.windows(), layer_bytes, offloaded - 1 if reverse else 0)

@@ -28,7 +28,10 @@ Options:
   all-gather): the layers' shards count 4 bytes an element and their optimizer
   states no master copy (`charon_ir.memory.states`; default false).
 
-Each `sim.stage` (or the module, when the step is not pipelined) gets
+Each layer repeat that offloads (`offload-activations`), and its reverse twin,
+gets `sim.cpu_offload_bytes`: the bytes one of its offloaded layers sends to the
+host (`liveness.offloaded_layer_bytes`, fp8 casts included), which lower-to-events
+copies. Each `sim.stage` (or the module, when the step is not pipelined) gets
 `sim.memory`: one dictionary per physical stage it runs, in bytes:
 `{stage, params, grads, optimizer, activations, saved_per_microbatch, in_flight,
 comm_buffers, peak, top}` (`charon_ir.memory` says how each is counted). A stage
@@ -41,13 +44,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
 from charon_ir.dialects import sim
-from charon_ir.dialects.sim import MEMORY_ATTR, TARGET_ATTR
+from charon_ir.dialects.sim import CPU_OFFLOAD_BYTES_ATTR, MEMORY_ATTR, TARGET_ATTR
 from charon_ir.errors import CharonError
 from charon_ir.memory import GIB, analyze_memory
+from charon_ir.memory.analysis import stage_roots
+from charon_ir.memory.liveness import offloaded_layer_bytes
 from charon_ir.parallel.mesh import stage_gpus
 from charon_ir.target.target import Target
 
@@ -74,6 +80,16 @@ class MemoryAnalysisPass(ModulePass):
             return None
         return Target.from_module(module).gpu.hbm_bytes
 
+    def mark_offload_bytes(self, block: Block) -> None:
+        """CPU_OFFLOAD_BYTES_ATTR on the step's layer repeats that offload."""
+        pairs = [(f, b) for f, b in sim.layer_repeat_pairs(block) if sim.offloaded_layers(f)]
+        if not pairs:
+            return
+        roots = stage_roots(block, self.fp8)
+        for forward, backward in pairs:
+            size = IntegerAttr(offloaded_layer_bytes(forward, roots), 64)
+            forward.attributes[CPU_OFFLOAD_BYTES_ATTR] = backward.attributes[CPU_OFFLOAD_BYTES_ATTR] = size
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.zero3_live_params < 0:
             raise CharonError(f"memory-analysis: option 'zero3-live-params' must be >= 0, "
@@ -88,6 +104,8 @@ class MemoryAnalysisPass(ModulePass):
                                                           keep_stage_outputs=self.keep_stage_outputs,
                                                           fp32_param_shards=self.fp32_param_shards)}
         stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
+        for block in [s.body.block for s in stages] or [op.body.block]:
+            self.mark_offload_bytes(block)
         if not stages:
             op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])
         else:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, OpResult
+from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -49,35 +49,6 @@ from charon_ir.dialects.sim import CPU_OFFLOAD_ATTR, PIPELINE_ATTR, RECOMPUTE_PO
 from charon_ir.errors import CharonError
 
 
-def forward_twin(rep: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.RepeatOp | None:
-    """The forward layer repeat whose stacked outputs the reverse repeat `rep`
-    slices (through the forward phase's results)."""
-    term = fwd.body.block.last_op
-    assert isinstance(term, sim.YieldOp)
-    for s in rep.slices:
-        if isinstance(s, OpResult) and s.op is fwd:
-            src = term.values[s.index]
-            if isinstance(src, OpResult) and isinstance(src.op, sim.RepeatOp):
-                return src.op
-    return None
-
-
-def layer_pairs(block: Block) -> list[tuple[sim.RepeatOp, sim.RepeatOp]]:
-    """(forward layer repeat, its reverse twin in the backward) of the step in
-    `block`, in the forward's order."""
-    phases = sim.phases_of(block)
-    fwd, bwd = phases.get(sim.PhaseKind.FORWARD), phases.get(sim.PhaseKind.BACKWARD)
-    if fwd is None or bwd is None:
-        return []
-    twins: dict[sim.RepeatOp, sim.RepeatOp] = {}
-    for rep in bwd.body.block.ops:
-        if isinstance(rep, sim.RepeatOp) and rep.reverse:
-            forward = forward_twin(rep, fwd)
-            if forward is not None:
-                twins[forward] = rep
-    return [(rep, twins[rep]) for rep in fwd.body.block.ops if isinstance(rep, sim.RepeatOp) and rep in twins]
-
-
 @dataclass
 class MarkOffloadedLayers(RewritePattern):
     """On a training step's forward phase: mark each layer repeat with its share
@@ -89,7 +60,7 @@ class MarkOffloadedLayers(RewritePattern):
     def match_and_rewrite(self, op: sim.PhaseOp, rewriter: PatternRewriter) -> None:
         if op.kind.data != sim.PhaseKind.FORWARD:
             return
-        pairs = layer_pairs(op.parent_block())  # pyright: ignore[reportArgumentType]
+        pairs = sim.layer_repeat_pairs(op.parent_block())  # pyright: ignore[reportArgumentType]
         if not pairs or any(CPU_OFFLOAD_ATTR in f.attributes for f, _ in pairs):
             return
         total = sum(f.trip_count for f, _ in pairs)
@@ -131,7 +102,7 @@ class OffloadActivationsPass(ModulePass):
             if sim.PhaseKind.BACKWARD not in phases:
                 raise CharonError("offload-activations: the step has no backward phase: a forward-only step "
                                   "saves no activations to offload")
-            pairs = layer_pairs(step)
+            pairs = sim.layer_repeat_pairs(step)
             if not pairs:
                 raise CharonError("offload-activations: the step has no forward sim.repeat of layers whose "
                                   "saved outputs a reverse sim.repeat in backward reads")

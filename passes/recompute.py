@@ -216,16 +216,6 @@ def _replace(old_op: Operation, new_op: Operation, old_yields: list[SSAValue], n
     old_op.erase()
 
 
-def forward_twin(rep: sim.RepeatOp, fwd: sim.PhaseOp) -> sim.RepeatOp | None:
-    """The forward layer repeat whose stacked outputs the reverse repeat `rep` slices."""
-    for s in rep.slices:
-        if isinstance(s, OpResult) and s.op is fwd:
-            src = yielded(fwd.body.block)[s.index]
-            if isinstance(src, OpResult) and isinstance(src.op, sim.RepeatOp):
-                return src.op
-    return None
-
-
 def recompute_layer_pairs(
     block: Block, recompute: Callable[[sim.RepeatOp, sim.RepeatOp, sim.PhaseOp], sim.PhaseOp]
 ) -> bool:
@@ -238,7 +228,7 @@ def recompute_layer_pairs(
         return True
     found = False
     for rep in [o for o in bwd.body.block.ops if isinstance(o, sim.RepeatOp) and o.reverse]:
-        forward = forward_twin(rep, fwd)
+        forward = sim.forward_twin(rep, fwd)
         if forward is None:
             continue
         found = True

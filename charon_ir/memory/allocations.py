@@ -375,9 +375,10 @@ class _Walker:
                 live[key] = storage
 
     def _offload(self, stacked: list[Storage], step: _RepeatStep, layer: int) -> None:
-        """Layer `layer`'s saved blocks (every stacked output it kept) copied to
-        the host: the GPU lets them go."""
-        kept = [j for j, (how, _, _) in enumerate(step.yield_stacked) if how != "none"]
+        """Layer `layer`'s saved blocks that Transformer Engine's handler moves
+        (`Roots.offloadable`) copied to the host: the GPU lets them go."""
+        moved = {self.id(key) for key in self.roots.offloadable(step.op)}
+        kept = [j for j, (how, key, _) in enumerate(step.yield_stacked) if how != "none" and key in moved]
         entries = [stacked[j][layer] for j in kept]
         host = self.seq.offload([e for e in entries if not (e and isinstance(e[0], _OnHost))])
         for j, entry in zip(kept, entries, strict=True):

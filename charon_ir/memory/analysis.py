@@ -204,9 +204,7 @@ def stage_class(
     the schedule runs each backward as B and W items). The sweep's screening tier
     composes a point's stages from these (`charon_ir.sweep.screen`)."""
     states = state_bytes(block, data_parallel, grad_bytes, fp8_params, zero3_keep_gathered, fp32_param_shards)
-    roots = Roots()
-    if fp8:
-        roots = Roots(fp8_saved_gemm_inputs(block, roots))
+    roots = stage_roots(block, fp8)
     collective = _collective_buffer(block, roots)
     gathered, per_layer = _zero3_gathered(block, data_parallel, zero3_live_params, zero3_keep_gathered)
     held = [(collective, COMPUTE_STREAM)] + ([(gathered, ALL_GATHER_STREAM)] if gathered and not per_layer else [])
@@ -222,6 +220,13 @@ def stage_class(
         held,
         per_layer,
     )
+
+
+def stage_roots(block: Block, fp8: bool = False) -> Roots:
+    """The storage roots of a virtual stage's `block`; under Transformer Engine's
+    fp8 training, with the values saved as their fp8 cast."""
+    roots = Roots()
+    return Roots(fp8_saved_gemm_inputs(block, roots)) if fp8 else roots
 
 
 def _pipeline(module: ModuleOp) -> tuple[int, int, str, int]:

@@ -21,7 +21,7 @@ nothing kept per iteration (its stacked outputs are gradients).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
@@ -43,7 +43,21 @@ class Roots:
 
     def __init__(self, fp8_saved: frozenset[Root] = frozenset()) -> None:
         self._root: dict[SSAValue, Root] = {}
+        self._tagged: dict[sim.RepeatOp, frozenset[Root]] = {}
         self.fp8_saved = fp8_saved
+
+    def offloadable(self, rep: sim.RepeatOp) -> frozenset[Root]:
+        """The roots of a forward layer repeat's body that Transformer Engine's
+        CPU offload handler would move (`te_offloaded_roots`), memoised."""
+        if rep not in self._tagged:
+            self._tagged[rep] = te_offloaded_roots(rep.body.block, self)
+        return self._tagged[rep]
+
+    def layers_on_host(self, rep: sim.RepeatOp, inner: Root) -> int:
+        """Layers of a forward repeat whose stacked output rooted at `inner` lives
+        on the host: its offloaded layers, for what the handler moves."""
+        host = on_host(rep)
+        return host if host and inner in self.offloadable(rep) else 0
 
     def root(self, value: SSAValue) -> Root:
         if value in self._root:
@@ -110,7 +124,7 @@ class Roots:
             if key[0] == "stacked":
                 _, rep, inner = key
                 # the layers offload-activations keeps on the host hold none here
-                return (rep.trip_count - on_host(rep)) * self.iteration_size(inner)
+                return (rep.trip_count - self.layers_on_host(rep, inner)) * self.iteration_size(inner)
         assert isinstance(key, SSAValue)
         extra = 0
         if isinstance(key, OpResult) and key.index == 0:
@@ -134,10 +148,50 @@ def on_host(rep: sim.RepeatOp) -> int:
     return 0 if rep.reverse else sim.offloaded_layers(rep)
 
 
+_TE_NORMS = (sim.GenericCallee.FUSED_RMS_NORM, sim.GenericCallee.FUSED_LAYER_NORM,
+             sim.GenericCallee.LAYER_NORM_STATS)
+
+
+def te_offloaded_roots(block: Block, roots: Roots) -> frozenset[Root]:
+    """The roots of a forward layer body that Transformer Engine's CPU offload
+    handler moves to the host. It moves only the saved tensors tagged
+    `activation_offloading` (`get_cpu_offload_context`:
+    `tensor_need_offloading_checker_activations`), and the modules tag what they
+    save as they save it, in the forward: a TE linear's input (a GEMM's
+    activation operand here, fp8 cast or not), a TE norm's input and its
+    statistics and output (`sim.norm`, the fused norms, LayerNorm's statistics),
+    DotProductAttention's q, k, v, output and softmax statistics (a
+    `sim.attention`'s operands and results, a context-parallel ring's merge), and
+    Megatron's fused SwiGLU input (`bias_swiglu_impl`, a `fused.swiglu`'s operand).
+    Everything else a layer saves stays on the GPU: the input of the fused bias-GeLU
+    (`bias_gelu_impl`, `fused.bias_act`) or of an unfused activation, dropout masks,
+    MoE routing probabilities and indices. A parameter is no activation."""
+    tagged: set[Root] = set()
+
+    def tag(values: Iterable[SSAValue]) -> None:
+        for v in values:
+            if not roots.is_parameter(v):
+                tagged.add(roots.root(v))
+
+    for op in block.walk():
+        if isinstance(op, sim.MatmulOp):
+            tag(op.operands)
+        elif isinstance(op, (sim.NormOp, sim.AttentionOp)) or sim.is_generic(
+                op, *_TE_NORMS, sim.GenericCallee.RING_MERGE):
+            tag(op.operands)
+            tag(op.results)
+        elif sim.is_generic(op, sim.GenericCallee.FUSED_SWIGLU):
+            tag(op.operands)
+    tagged.discard(STATIC)
+    return frozenset(tagged)
+
+
 def offloaded_layer_bytes(rep: sim.RepeatOp, roots: Roots) -> int:
-    """What one offloaded layer of a marked repeat saves: the bytes a copy to or
-    from the host moves, and what the GPU holds of it while that copy runs. For a
-    reverse repeat, what it slices of its forward twin's stacked outputs."""
+    """What one offloaded layer of a marked repeat sends to the host: the bytes a
+    copy to or from the host moves, and what the GPU holds of it while that copy
+    runs (what it saves that `te_offloaded_roots` names; the rest of what it saves
+    stays on the GPU). For a reverse repeat, what it slices of its forward twin's
+    stacked outputs."""
     if not rep.reverse:
         block = rep.body.block
         term = block.last_op
@@ -145,12 +199,15 @@ def offloaded_layer_bytes(rep: sim.RepeatOp, roots: Roots) -> int:
         n_iter = len(rep.iter_init)
         keys = {roots.root(v) for v in term.values[n_iter:]}
         keys.discard(STATIC)
-        return sum(roots.iteration_size(k) for k in keys if not is_slice_arg(k, block, n_iter))
+        offloadable = roots.offloadable(rep)
+        return sum(roots.iteration_size(k) for k in keys
+                   if not is_slice_arg(k, block, n_iter) and k in offloadable)
     seen: set[Root] = set()
     total = 0
     for sliced in rep.slices:
         key = roots.root(sliced)
-        if isinstance(key, tuple) and key[0] == "stacked" and key not in seen and on_host(key[1]):
+        if (isinstance(key, tuple) and key[0] == "stacked" and key not in seen
+                and roots.layers_on_host(key[1], key[2])):
             seen.add(key)
             total += roots.iteration_size(key[2])
     return total
@@ -174,6 +231,8 @@ class BlockLiveness:
     """Bytes live after the terminator, beyond the entry."""
     kept_per_iteration: int = 0
     """For a repeat body: bytes each iteration keeps in its stacked outputs."""
+    host_per_iteration: int = 0
+    """Of those, the bytes an offloaded iteration sends to the host instead."""
 
 
 @dataclass
@@ -236,8 +295,10 @@ def analyze_block(
             counts_results = False
             if op.trip_count > 0:
                 body = analyze_repeat(op, roots, backward=backward)
-                earlier = max(op.trip_count - 1 - on_host(op), 0)
-                during = current + earlier * body.kept_per_iteration + body.peak + in_flight.get(op, 0)
+                earlier = op.trip_count - 1
+                # the earlier layers' saved bytes, but what the offloaded ones sent
+                on_gpu = earlier * body.kept_per_iteration - min(on_host(op), earlier) * body.host_per_iteration
+                during = current + on_gpu + body.peak + in_flight.get(op, 0)
         allocated = 0
         for r in op.results:
             key = roots.root(r)
@@ -301,6 +362,8 @@ def analyze_repeat(rep: sim.RepeatOp, roots: Roots, *, backward: bool) -> BlockL
         return result
     result = analyze_block(block, roots, kept=kept, excluded=set())
     result.kept_per_iteration = sum(roots.iteration_size(k) for k in kept)
+    if on_host(rep):
+        result.host_per_iteration = offloaded_layer_bytes(rep, roots)
     return result
 
 

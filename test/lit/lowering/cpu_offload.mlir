@@ -1,7 +1,7 @@
-// RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'offload-activations{layers=3},set-target{hardware=H100-SXM5-80GB},cost-annotate,lower-to-events{host-bandwidth=1e10}' | filecheck %s
-// RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'offload-activations{layers=3},set-target{hardware=H100-SXM5-80GB},cost-annotate,lower-to-events' | filecheck %s --check-prefix=DEFAULT
+// RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'offload-activations{layers=3},set-target{hardware=H100-SXM5-80GB},memory-analysis,cost-annotate,lower-to-events{host-bandwidth=1e10}' | filecheck %s
+// RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'offload-activations{layers=3},set-target{hardware=H100-SXM5-80GB},memory-analysis,cost-annotate,lower-to-events' | filecheck %s --check-prefix=DEFAULT
 // RUN: charon-opt %S/Inputs/eight_layers.mlir -p 'set-target{hardware=H100-SXM5-80GB},cost-annotate,lower-to-events' | filecheck %s --check-prefix=OFF
-// RUN: not charon-opt %S/Inputs/eight_layers.mlir -p 'offload-activations{layers=3},set-target{hardware=H100-SXM5-80GB},cost-annotate,lower-to-events{host-bandwidth=0.0}' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: not charon-opt %S/Inputs/eight_layers.mlir -p 'offload-activations{layers=3},set-target{hardware=H100-SXM5-80GB},memory-analysis,cost-annotate,lower-to-events{host-bandwidth=0.0}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // Eight layers, the first three offloaded (8192 bytes saved a layer):
 // Transformer Engine's layer_window_map is [2, 5, 7]. Forward: the copy of

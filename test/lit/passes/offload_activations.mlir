@@ -30,16 +30,24 @@
 // FIRST:      sim.repeat 2 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 0, first = 3, chunk_layers = 5, chunk_offloaded = 2>, reverse}
 // FIRST:      sim.repeat 3 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 2, first = 0, chunk_layers = 5, chunk_offloaded = 2>, reverse}
 
-// A layer of the first stack saves 3 MiB (its input, 1 MiB, and the silu's
-// input, 2 MiB), of the second 5 MiB (1 + 4); the forward also keeps its 1 MiB
-// output. Offloading 4 layers moves 3 x 3 + 5 = 14 MiB to the host; 6 MiB stay
-// saved on the GPU. The peak is the backward's first layer: the 6 MiB, the
-// chunk's last offloaded layer reloaded before it (5 MiB: the handler reloads
-// layer k before the backward of layer_window_map[k], 4 for k = 3), and the
-// layer's working set (8 MiB): 19 MiB.
-// MEM: sim.memory = [#sim.memory<stage = 0, params = 39845888, grads = 0, optimizer = 0, activations = 19922944, saved_per_microbatch = 6291456, in_flight = 1, comm_buffers = 0, weight_grad_residual = 0, host_activations = 14680064>]
+// A layer of the first stack saves 3 MiB: its input (1 MiB), a GEMM's input,
+// which Transformer Engine's handler moves, and the input of its unfused silu
+// (2 MiB), untagged, which stays on the GPU; of the second 5 MiB, all moved: its
+// input (1 MiB) and its fused SwiGLU's (4 MiB, tagged by Megatron's
+// bias_swiglu_impl). The forward also keeps its 1 MiB output. Offloading 4
+// layers moves 3 x 1 + 5 = 8 MiB to the host; 12 MiB stay saved on the GPU. The
+// peak is the backward's first layer: the 12 MiB, the chunk's last offloaded
+// layer reloaded before it (5 MiB: the handler reloads layer k before the
+// backward of layer_window_map[k], 4 for k = 3), and the layer's working set
+// (8 MiB): 25 MiB. Each offloading repeat and its twin carry the bytes a layer
+// sends, which lower-to-events copies.
+// MEM: sim.memory = [#sim.memory<stage = 0, params = 39845888, grads = 0, optimizer = 0, activations = 26214400, saved_per_microbatch = 12582912, in_flight = 1, comm_buffers = 0, weight_grad_residual = 0, host_activations = 8388608>]
+// MEM:      sim.repeat 3 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 3, first = 0, chunk_layers = 5, chunk_offloaded = 4>, sim.cpu_offload_bytes = 1048576 : i64}
+// MEM:      sim.repeat 2 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 1, first = 3, chunk_layers = 5, chunk_offloaded = 4>, sim.cpu_offload_bytes = 5242880 : i64}
+// MEM:      sim.repeat 2 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 1, first = 3, chunk_layers = 5, chunk_offloaded = 4>, sim.cpu_offload_bytes = 5242880 : i64, reverse}
+// MEM:      sim.repeat 3 {{.*}} {sim.cpu_offload = #sim.cpu_offload<layers = 3, first = 0, chunk_layers = 5, chunk_offloaded = 4>, sim.cpu_offload_bytes = 1048576 : i64, reverse}
 
-// TINY: #sim.memory<{{.*}}saved_per_microbatch = 6234112,{{.*}} host_activations = 4661248>
+// TINY: #sim.memory<{{.*}}saved_per_microbatch = 8347648,{{.*}} host_activations = 2547712>
 
 // ALL: charon-opt: error: offload-activations: option 'layers' (5) must be less than the step's 5 layers (Megatron-Core keeps the last layer's on the GPU)
 // NEG: charon-opt: error: offload-activations: option 'layers' must be >= 0, got -1
@@ -48,8 +56,9 @@
 // PP: charon-opt: error: offload-activations: Megatron-Core has no CPU offloading under pipeline parallelism (pp = 2); use pp = 1
 // RECOMPUTE: charon-opt: error: offload-activations: Megatron-Core's CPU offloading does not work when activation recomputation is enabled (recompute policy full)
 
-// A step of two layer stacks (3 dense-like layers, then 2 wider ones), each layer
-// saving its input and its activation's input for the backward (1 MiB and 2 MiB
+// A step of two layer stacks (3 dense-like layers with an unfused silu, then 2
+// wider ones with a fused SwiGLU), each layer saving its input and its
+// activation's input for the backward (1 MiB and 2 MiB
 // an iteration in the first stack, 1 MiB and 4 MiB in the second).
 builtin.module {
   %x = sim.input "x" : tensor<512x1024xbf16>
@@ -68,7 +77,7 @@ builtin.module {
     %b:3 = sim.repeat 2 iter(%a#0 : tensor<512x1024xbf16>) slices(%w2, %v2 : tensor<2x1024x1024xbf16>, tensor<2x1024x4096xbf16>) -> (tensor<512x1024xbf16>, tensor<2x512x1024xbf16>, tensor<2x512x4096xbf16>) {
     ^bb0(%h: tensor<512x1024xbf16>, %w: tensor<1024x1024xbf16>, %v: tensor<1024x4096xbf16>):
       %u = sim.matmul %h, %v : (tensor<512x1024xbf16>, tensor<1024x4096xbf16>) -> tensor<512x4096xbf16>
-      %s = sim.elementwise "silu" %u : tensor<512x4096xbf16> -> tensor<512x4096xbf16>
+      %s = sim.generic "fused.swiglu"(%u) {flop_count = 1.0 : f64, byte_count = 1.0 : f64} : (tensor<512x4096xbf16>) -> tensor<512x4096xbf16>
       %d = sim.matmul %s, %v {transpose_rhs} : (tensor<512x4096xbf16>, tensor<1024x4096xbf16>) -> tensor<512x1024xbf16>
       sim.yield %d, %h, %u : tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x4096xbf16>
     }

@@ -14,8 +14,10 @@ from charon_ir.errors import CharonError
 from charon_ir.lowering.lower_to_events import LowerToEventsPass
 from charon_ir.memory.liveness import Roots, offloaded_layer_bytes
 from charon_ir.memory.megatron_reference import GptShape, gpt_module
+from charon_ir.memory import analyze_memory
 from charon_ir.passes.cost_annotate import CostAnnotatePass
-from charon_ir.passes.offload_activations import OffloadActivationsPass, layer_pairs
+from charon_ir.passes.memory_analysis import MemoryAnalysisPass
+from charon_ir.passes.offload_activations import OffloadActivationsPass
 from charon_ir.passes.set_target import SetTargetPass
 from charon_ir.runtime.interpreter import OverlapModel
 from charon_ir.runtime.simulate_target import simulate_module
@@ -24,12 +26,13 @@ from charon_ir.testing import make_context
 SHAPE = GptShape(s=1024, b=2, h=1024, a=8, layers=8)
 
 
-def lowered(shape: GptShape, offload: int, bandwidth: float | None = None):
+def lowered(shape: GptShape, offload: int, bandwidth: float | None = None, fp8: bool = False):
     ctx = make_context()
     module = gpt_module(shape)
     OffloadActivationsPass(layers=offload).apply(ctx, module)
     SetTargetPass(hardware="H100-SXM5-80GB", gpus=1).apply(ctx, module)
-    CostAnnotatePass().apply(ctx, module)
+    MemoryAnalysisPass(fp8=fp8).apply(ctx, module)
+    CostAnnotatePass(fp8_gemms=fp8, fp8_casts=fp8).apply(ctx, module)
     LowerToEventsPass(**({} if bandwidth is None else {"host_bandwidth": bandwidth})).apply(ctx, module)
     module.verify()
     return ctx, module
@@ -42,7 +45,7 @@ def step(shape: GptShape, offload: int, bandwidth: float | None = None, tier: st
 
 
 def layer_bytes(shape: GptShape) -> int:
-    ((forward, _),) = layer_pairs(gpt_module(shape).body.block)
+    ((forward, _),) = sim.layer_repeat_pairs(gpt_module(shape).body.block)
     return offloaded_layer_bytes(forward, Roots())
 
 
@@ -139,3 +142,34 @@ def test_the_copy_engines_take_no_sms():
     hidden = step(SHAPE, 2, bandwidth=1e12, overlap=contended)
     assert hidden["streams"]["comm_host_d2h"]["busy_s"] > 0
     assert hidden["iteration_time_s"] == pytest.approx(plain["iteration_time_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+def test_the_copies_move_exactly_the_host_bytes(fp8):
+    """Each copy out and back moves what memory-analysis keeps on the host for its
+    layer: under fp8 the GEMM inputs Transformer Engine saves as their fp8 cast
+    (the tensors its handler offloads), one byte an element."""
+    shape, n = GptShape(layers=4), 2
+    module = gpt_module(shape)
+    OffloadActivationsPass(layers=n).apply(make_context(), module)
+    (mem,) = analyze_memory(module, fp8=fp8)
+    _, lowered_module = lowered(shape, n, fp8=fp8)
+    copies = events(lowered_module, "offload") + events(lowered_module, "reload")
+    assert len(copies) == 2 * n
+    assert all(op.byte_count() * n == mem.host_activations for op in copies)
+
+
+def test_fp8_copies_are_smaller():
+    bf16 = events(lowered(GptShape(layers=4), 2)[1], "offload")[0].byte_count()
+    fp8 = events(lowered(GptShape(layers=4), 2, fp8=True)[1], "offload")[0].byte_count()
+    assert fp8 < bf16
+
+
+def test_lowering_without_memory_analysis_is_one_line():
+    ctx = make_context()
+    module = gpt_module(SHAPE)
+    OffloadActivationsPass(layers=2).apply(ctx, module)
+    SetTargetPass(hardware="H100-SXM5-80GB", gpus=1).apply(ctx, module)
+    CostAnnotatePass().apply(ctx, module)
+    with pytest.raises(CharonError, match="run memory-analysis after offload-activations and before lower-to-events"):
+        LowerToEventsPass().apply(ctx, module)

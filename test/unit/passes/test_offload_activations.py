@@ -12,12 +12,13 @@ from xdsl.dialects.builtin import ModuleOp
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
 from charon_ir.memory import analyze_memory
-from charon_ir.memory.liveness import Roots, offloaded_layer_bytes
-from charon_ir.memory.megatron_reference import GptShape, gpt_module
+from charon_ir.memory.liveness import Roots, layer_saved_values, offloaded_layer_bytes
+from charon_ir.memory.megatron_reference import GptShape, gpt_module, gpt_step
 from charon_ir.passes.cost_annotate import CostAnnotatePass
-from charon_ir.passes.offload_activations import OffloadActivationsPass, layer_pairs
+from charon_ir.passes.offload_activations import OffloadActivationsPass
 from charon_ir.passes.recompute import RecomputePass
 from charon_ir.passes.set_target import SetTargetPass
+from charon_ir.testing import parse_module
 
 
 def offloaded(shape: GptShape, layers: int) -> ModuleOp:
@@ -28,7 +29,7 @@ def offloaded(shape: GptShape, layers: int) -> ModuleOp:
 
 def one_layer_saved(shape: GptShape) -> int:
     """What one layer saves for its backward, read off the unmarked step."""
-    ((forward, _),) = layer_pairs(gpt_module(shape).body.block)
+    ((forward, _),) = sim.layer_repeat_pairs(gpt_module(shape).body.block)
     return offloaded_layer_bytes(forward, Roots())
 
 
@@ -38,7 +39,7 @@ SHAPES = st.builds(GptShape, s=st.sampled_from([64, 128, 256]), b=st.sampled_fro
 
 def test_the_first_layers_are_marked_on_both_repeats():
     module = offloaded(GptShape(layers=6), 2)
-    ((forward, backward),) = layer_pairs(module.body.block)
+    ((forward, backward),) = sim.layer_repeat_pairs(module.body.block)
     for rep in (forward, backward):
         assert sim.cpu_offload_of(rep) == sim.CpuOffloadAttr(2, 0, 6, 2)
     assert sim.offloaded_layers(forward) == 2
@@ -142,3 +143,81 @@ def test_the_same_input_gives_the_same_output_byte_for_byte(shape, data):
     first, second = offloaded(shape, n), offloaded(shape, n)
     assert str(first) == str(second)
     assert analyze_memory(first) == analyze_memory(second)
+
+
+def with_activation(shape: GptShape, activation: str) -> ModuleOp:
+    """The GPT reference step with its MLP's GeLU as `activation`: "gelu" (an
+    unfused GeLU), "bias_act" (Megatron's `bias_gelu_impl`, `fused.bias_act`) or
+    "swiglu" (Megatron's `bias_swiglu_impl`, `fused.swiglu`)."""
+    text = gpt_step(shape)
+    if activation != "gelu":
+        f1 = f"tensor<{shape.b}x{shape.s}x{4 * shape.h}xbf16>"
+        old = f'%gl = sim.elementwise "gelu" %f1 : {f1} -> {f1}'
+        assert old in text
+        operands, types = ("%f1, %f1", f"{f1}, {f1}") if activation == "swiglu" else ("%f1", f1)
+        text = text.replace(old, f'%gl = sim.generic "fused.{activation}"({operands}) '
+                                 f'{{flop_count = 1.0 : f64, byte_count = 1.0 : f64}} : ({types}) -> {f1}')
+    return parse_module(text)
+
+
+def saved_by_name(module: ModuleOp) -> dict[str, tuple[int, bool]]:
+    """What one layer saves, by the name of the first value yielded of each
+    storage: (bytes, whether Transformer Engine's handler moves it to the host)."""
+    ((forward, _),) = sim.layer_repeat_pairs(module.body.block)
+    roots = Roots()
+    term = forward.body.block.last_op
+    moved = roots.offloadable(forward)
+    n_iter = len(forward.iter_init)
+    by_root = {}
+    for v in term.values[n_iter:]:  # views of one storage count once
+        by_root.setdefault(roots.root(v), v.name_hint)
+    return {name: (roots.iteration_size(key), key in moved) for key, name in by_root.items()}
+
+
+def test_a_gelu_layer_keeps_its_gelu_input_and_dropout_masks_on_the_gpu():
+    """Megatron's `bias_gelu_impl` and an unfused GeLU save their input untagged;
+    dropout masks are untagged: Transformer Engine's handler leaves them on the
+    GPU. The GEMM inputs, the norms' inputs and the attention's tensors go."""
+    shape = GptShape(layers=2)
+    for activation in ("gelu", "bias_act"):
+        saved = saved_by_name(with_activation(shape, activation))
+        kept = {name for name, (_, moved) in saved.items() if not moved}
+        assert kept == {"f1", "m1", "m2"}
+        ((forward, _),) = sim.layer_repeat_pairs(with_activation(shape, activation).body.block)
+        assert offloaded_layer_bytes(forward, Roots()) == sum(n for n, moved in saved.values() if moved)
+
+
+def test_a_swiglu_layer_offloads_its_input():
+    """Megatron's `bias_swiglu_impl` tags its input (fused_bias_swiglu.py) when
+    CPU offloading is on: it goes to the host with the rest."""
+    saved = saved_by_name(with_activation(GptShape(layers=2), "swiglu"))
+    assert saved["f1"][1]
+    assert {name for name, (_, moved) in saved.items() if not moved} == {"m1", "m2"}
+
+
+def test_what_stays_on_the_gpu_is_counted_there():
+    """A GeLU step with layers offloaded: each offloaded layer keeps its GeLU input
+    and dropout masks on the GPU, which the saved bytes count."""
+    shape = GptShape(layers=4)
+    module = with_activation(shape, "bias_act")
+    OffloadActivationsPass(layers=2).apply(Context(), module)
+    (plain,) = analyze_memory(with_activation(shape, "bias_act"))
+    (mem,) = analyze_memory(module)
+    stays = sum(n for n, moved in saved_by_name(with_activation(shape, "bias_act")).values() if not moved)
+    assert stays > 0
+    ((forward, _),) = sim.layer_repeat_pairs(with_activation(shape, "bias_act").body.block)
+    assert mem.host_activations == 2 * offloaded_layer_bytes(forward, Roots())
+    assert mem.saved_per_microbatch == plain.saved_per_microbatch - mem.host_activations
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=SHAPES, activation=st.sampled_from(["gelu", "bias_act", "swiglu"]), data=st.data())
+def test_host_bytes_never_exceed_what_the_layers_save(shape, activation, data):
+    n = data.draw(st.integers(1, shape.layers - 1))
+    module = with_activation(shape, activation)
+    ((forward, _),) = sim.layer_repeat_pairs(module.body.block)
+    layer_saved = sum(n for _, n in layer_saved_values(forward))
+    assert 0 < offloaded_layer_bytes(forward, Roots()) <= layer_saved
+    OffloadActivationsPass(layers=n).apply(Context(), module)
+    (mem,) = analyze_memory(module)
+    assert mem.host_activations <= n * layer_saved
