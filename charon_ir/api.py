@@ -595,6 +595,16 @@ def _check_cpu_offload(config: TrainingConfig) -> None:
                           "offloading does not work when activation recomputation is enabled")
 
 
+def _check_preset_recompute(framework: str, given: dict[str, Any], resolved: dict[str, Any]) -> None:
+    """`--cpu-offload-layers` under a preset that turned recompute on: the refusal
+    names the preset, not a --recompute the user never gave."""
+    n, policy = resolved.get("cpu_offload_layers", 0), resolved.get("recompute", sim.RecomputePolicy.NONE)
+    if n and "recompute" not in given and policy != sim.RecomputePolicy.NONE:
+        raise CharonError(f"--cpu-offload-layers {n}: the framework preset '{framework}' turns on --recompute "
+                          f"{policy}, and Megatron-Core's CPU offloading does not work when activation "
+                          "recomputation is enabled; add --recompute none")
+
+
 def cpu_offload_report(config: TrainingConfig, memory: list, given: bool) -> dict[str, Any]:
     """The report's `cpu_offload` entry of a run that offloads: the layers, where
     the setting came from (no framework preset turns it on), and the saved bytes
@@ -618,9 +628,21 @@ def build_training_module(config: TrainingConfig, replay: bool = False):
                                     tp=config.tp, sequence_parallel=config.sequence_parallel)
     if config.model.endswith(".mlir"):
         _check_layer_stack(module, config.model)
+    if config.cpu_offload_layers:
+        _check_cpu_offload_layers(module, config.cpu_offload_layers)
     for name, options in plan:
         make_pass(name, **options).apply(ctx, module)
     return ctx, module, _memory(module, config, replay)
+
+
+def _check_cpu_offload_layers(module, n: int) -> None:
+    """`--cpu-offload-layers N` offloads fewer layers than the model has, as
+    Megatron-Core's TransformerConfig asks (offload-activations checks it too,
+    naming its own option)."""
+    layers = sum(forward.trip_count for forward, _ in sim.layer_repeat_pairs(module.body.block))
+    if layers and n >= layers:
+        raise CharonError(f"--cpu-offload-layers {n} must be less than the model's {layers} layers "
+                          "(Megatron-Core keeps the last layer's activations on the GPU)")
 
 
 def _check_layer_stack(module, path: str) -> None:
@@ -676,6 +698,7 @@ def configure(model: Any, framework: str = DEFAULT_FRAMEWORK, **options: Any
         raise CharonError(f"unknown training option(s): {', '.join(unknown)}")
     resolved, settings = resolve(framework, options, defaults)
     refuse_flags_without_effect(options, resolved)
+    _check_preset_recompute(framework, options, resolved)
     return TrainingConfig(model=model, **resolved), {
         "name": framework, "summary": FRAMEWORKS[framework].summary, "settings": settings}
 

@@ -9,6 +9,7 @@ import pytest
 from charon_ir.api import TrainingConfig, configure, overlap_model, pass_plan
 from charon_ir.engines.compute_efficiency import OVERLAP_SLOWDOWN
 from charon_ir.errors import CharonError
+from charon_ir.frameworks import FRAMEWORKS, Framework, Rule
 from charon_ir.runtime.interpreter import OverlapModel
 from charon_ir.target.hardware import load_gpu
 
@@ -239,7 +240,9 @@ def test_bad_cpu_offload_flags_are_one_line(flags, message):
 
 @pytest.mark.parametrize("flags, message", [
     (["--cpu-offload-layers", "2"],
-     "error: offload-activations: option 'layers' (2) must be less than the step's 2 layers"),
+     "error: --cpu-offload-layers 2 must be less than the model's 2 layers (Megatron-Core keeps the last "
+     "layer's activations on the GPU)"),
+    (["--cpu-offload-layers", "32"], "error: --cpu-offload-layers 32 must be less than the model's 2 layers"),
     (["--cpu-offload-layers", "-3"], "error: --cpu-offload-layers must be >= 0, got -3"),
     (["--cpu-offload-layers", "1", "--recompute", "full"], "error: --cpu-offload-layers 1 with --recompute full"),
 ])
@@ -250,6 +253,25 @@ def test_cpu_offload_misfits_on_the_command_line(charon_cli, flags, message):
                         "--seq-len", "256", *flags, "--json")
     assert result.returncode == 1 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith(message)
+
+
+def test_a_preset_that_turns_recompute_on_is_named_in_the_refusal(monkeypatch):
+    """No bundled preset turns recompute on; one that did is named, not a
+    --recompute the user never gave. A --recompute given keeps the flag's wording."""
+    preset = Framework("recomputing", "a preset with selective recompute",
+                       (Rule("recompute", lambda r: "selective", "test preset"),))
+    monkeypatch.setitem(FRAMEWORKS, preset.name, preset)
+    with pytest.raises(CharonError) as err:
+        configure("llama-3.1-8b", framework="recomputing", gpus=8, cpu_offload_layers=2)
+    assert str(err.value) == (
+        "--cpu-offload-layers 2: the framework preset 'recomputing' turns on --recompute selective, and "
+        "Megatron-Core's CPU offloading does not work when activation recomputation is enabled; add "
+        "--recompute none")
+    config, _ = configure("llama-3.1-8b", framework="recomputing", gpus=8, cpu_offload_layers=2, recompute="none")
+    assert config.recompute == "none"
+    config, _ = configure("llama-3.1-8b", framework="recomputing", gpus=8, recompute="full", cpu_offload_layers=2)
+    with pytest.raises(CharonError, match=re.escape("--cpu-offload-layers 2 with --recompute full")):
+        pass_plan(config)
 
 
 def test_cpu_offload_reports_the_host_bytes_and_where_the_setting_came_from(charon_cli):
