@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from charon_ir.dialects import sim
 from charon_ir.errors import CharonError
-from charon_ir.memory import analyze_memory
+from charon_ir.memory import allocations, analyze_memory
 from charon_ir.memory.liveness import Roots, layer_saved_values, offloaded_layer_bytes
 from charon_ir.memory.megatron_reference import GptShape, gpt_module, gpt_step
 from charon_ir.passes.cost_annotate import CostAnnotatePass
@@ -221,3 +221,29 @@ def test_host_bytes_never_exceed_what_the_layers_save(shape, activation, data):
     OffloadActivationsPass(layers=n).apply(Context(), module)
     (mem,) = analyze_memory(module)
     assert mem.host_activations <= n * layer_saved
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+def test_the_allocator_replay_sends_what_the_analysis_sends(monkeypatch, fp8):
+    """The caching-allocator replay frees, at each offloaded layer's copy, the
+    blocks of what memory-analysis counts on the host for it (fp8 casts
+    included): a GeLU layer's GeLU input and dropout masks stay allocated."""
+    sent: list[int] = []
+    real = allocations._Sequence.offload
+
+    def offload(self, layer):
+        host = real(self, layer)
+        sent.append(sum(host.sizes.values()))
+        return host
+
+    monkeypatch.setattr(allocations._Sequence, "offload", offload)
+    shape, n = GptShape(layers=4), 2
+    module = offloaded(shape, n)
+    (mem,) = analyze_memory(module, fp8=fp8, replay=True)
+    # the first layer's input is the step's sim.input, a block of no chunk's
+    # (the analysis counts it with the layer): the others send exactly theirs
+    first, second = sent
+    assert second * n == mem.host_activations
+    assert first == second - shape.b * shape.s * shape.h * 2
+    ((forward, _),) = sim.layer_repeat_pairs(gpt_module(shape).body.block)
+    assert mem.host_activations < n * sum(size for _, size in layer_saved_values(forward))
