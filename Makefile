@@ -55,7 +55,7 @@ test: $(STAMP)
 # GPU's memory (all 86 fit)
 validate: $(STAMP)
 	$(BIN)/charon validate --only training --max-mape 0.096 --require-fit
-	$(BIN)/charon validate --only memory --max-mape 0.08
+	$(BIN)/charon validate --only memory --max-mape 0.09
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

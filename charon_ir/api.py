@@ -619,10 +619,11 @@ def cpu_offload_report(config: TrainingConfig, memory: list, given: bool) -> dic
     }
 
 
-def build_training_module(config: TrainingConfig, replay: bool = False):
+def build_training_module(config: TrainingConfig, replay: bool = False, replay_limit_gb: float | None = None):
     """The priced, memory-checked (not yet lowered) module of one training step,
     and its per-stage memory (with `replay`, the caching allocator's peak
-    reserved bytes too: `analyze_memory(replay=True)`)."""
+    reserved bytes too: `analyze_memory(replay=True)`, on a device of
+    `replay_limit_gb`, by default the config's `memory_limit_gb`)."""
     plan = pass_plan(config)
     ctx, module = load_model_module(config.model, seq_len=config.seq_len, batch=config.micro_batch, mtp=config.mtp,
                                     tp=config.tp, sequence_parallel=config.sequence_parallel)
@@ -632,7 +633,8 @@ def build_training_module(config: TrainingConfig, replay: bool = False):
         _check_cpu_offload_layers(module, config.cpu_offload_layers)
     for name, options in plan:
         make_pass(name, **options).apply(ctx, module)
-    return ctx, module, _memory(module, config, replay)
+    limit = config.memory_limit_gb if replay_limit_gb is None else replay_limit_gb
+    return ctx, module, _memory(module, config, replay, limit)
 
 
 def _check_cpu_offload_layers(module, n: int) -> None:
@@ -658,18 +660,20 @@ def _check_layer_stack(module, path: str) -> None:
                       "that parallel-strategy and batch flags ask for; without them it is simulated as written")
 
 
-def _memory(module, config: TrainingConfig, replay: bool = False) -> list:
+def _memory(module, config: TrainingConfig, replay: bool = False, limit_gb: float = 0.0) -> list:
     """Per-stage memory of a module memory-analysis has checked; with `replay`,
-    its allocations replayed through the caching allocator on the GPU's memory."""
+    its allocations replayed through the caching allocator on a device of
+    `limit_gb` (0: the GPU's memory, as memory-analysis' limit)."""
     fp8 = config.precision == "fp8"
     target = Target.from_module(module)
+    capacity = limit_gb * GIB if 0 < limit_gb < UNLIMITED_GB else target.gpu.hbm_bytes
     return analyze_memory(module, target, grad_bytes=config.grad_bytes,
                           fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
                           zero3_keep_gathered=config.zero3_keep_gathered,
                           keep_stage_outputs=config.keep_stage_outputs,
                           fp32_param_shards=config.fp32_param_shards, replay=replay,
-                          capacity=int(target.gpu.hbm_bytes) if replay else None)
+                          capacity=int(capacity) if replay else None)
 
 
 def refuse_flags_without_effect(given: dict[str, Any], resolved: dict[str, Any]) -> None:
@@ -730,20 +734,28 @@ def simulate(
     `"oom"` (no trace or plot is written for it).
 
     `reserved`: each stage's allocations over two steps replayed through
-    PyTorch's caching allocator, whose peak reserved bytes the report gives as
-    `peak_reserved_bytes` beside `peak_memory_bytes` (about a microsecond an
-    allocation; off where only the time is wanted)."""
+    PyTorch's caching allocator on the GPU's memory (`memory_limit_gb` when
+    given), whose peak reserved bytes the report gives as `peak_reserved_bytes`
+    beside `peak_memory_bytes`, and `reserved_fits` per stage (about a
+    microsecond an allocation; off where only the time is wanted). A replay
+    that runs past that memory, where PyTorch raises its out-of-memory error
+    after releasing its cached segments, is refused as an allocated peak over it
+    is (with `allow_oom`: `"fits": false`, the diagnostic under `"oom"`)."""
     config, settings = configure(model, framework, **options)
     _check_outputs(trace, plot)
     if not allow_oom:
         ctx, module, memory = build_training_module(config, replay=reserved)
+        oom = out_of_memory(module, memory, config.memory_limit_gb)
+        if oom is not None:  # memory-analysis passed the allocated peak: the replay's
+            raise CharonError(oom["message"])
         report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
         report["fits"] = True
         report["framework"] = settings
         if config.cpu_offload_layers:
             report["cpu_offload"] = cpu_offload_report(config, memory, "cpu_offload_layers" in options)
         return report
-    ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB), replay=reserved)
+    ctx, module, memory = build_training_module(replace(config, memory_limit_gb=UNLIMITED_GB), replay=reserved,
+                                                replay_limit_gb=config.memory_limit_gb)
     oom = out_of_memory(module, memory, config.memory_limit_gb)
     if oom is not None:
         trace = plot = None
@@ -786,13 +798,31 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
     worst = max(memory, key=lambda r: (r.peak - capacity_of(r.stage), r.peak, -r.stage))
     capacity = capacity_of(worst.stage)
     if worst.peak <= capacity:
-        return None
+        return _reserved_out_of_memory(memory, capacity_of)
     return {
         "stage": worst.stage,
         "peak_bytes": int(worst.peak),
         "capacity_bytes": int(capacity),
         "largest": [{"what": label, "bytes": int(n)} for label, n in worst.top(3)],
         "message": worst.oom_message(capacity),
+    }
+
+
+def _reserved_out_of_memory(memory: list, capacity_of) -> dict[str, Any] | None:
+    """`out_of_memory`'s diagnostic of the first stage whose allocator replay ran
+    past its memory (`StageMemory.reserved_fits`), with `"reserved": true`."""
+    over = next((r for r in memory if r.reserved_fits is False), None)
+    if over is None:
+        return None
+    capacity = capacity_of(over.stage)
+    return {
+        "stage": over.stage,
+        "peak_bytes": int(over.peak),
+        "reserved_bytes": int(over.reserved),
+        "capacity_bytes": int(capacity),
+        "largest": [{"what": label, "bytes": int(n)} for label, n in over.top(3)],
+        "reserved": True,
+        "message": over.reserved_oom_message(capacity),
     }
 
 

@@ -23,7 +23,7 @@ from charon_ir.errors import CharonError
 from charon_ir.interop.chakra_export import Exporter, parse_ranks
 from charon_ir.report.output import check_output_dir
 
-REPORT_ONLY = ("as_json", "trace", "plot", "tier")
+REPORT_ONLY = ("as_json", "trace", "plot", "tier", "reserved")
 """simulate's parameters about its report, which an export has no use for."""
 NOT_TRAINING_OPTIONS = ("ctx", "model", "framework", "chakra", "ranks")
 

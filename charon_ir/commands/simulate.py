@@ -23,7 +23,7 @@ HAND_WRITTEN_IGNORES = (
     ("overlap_grad_reduce", "--overlap-grad-reduce/--no-overlap-grad-reduce"),
     ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"), ("fp8_params", "--fp8-params/--no-fp8-params"),
     ("moe_dispatcher", "--moe-dispatcher"), ("etp", "--etp"), ("fused_cross_entropy", "--fused-cross-entropy/--no-fused-cross-entropy"),
-    ("fuse_backward", "--fuse-backward/--no-fuse-backward"),
+    ("fuse_backward", "--fuse-backward/--no-fuse-backward"), ("reserved", "--reserved/--no-reserved"),
     ("moe_a2a_overlap", "--moe-a2a-overlap/--no-moe-a2a-overlap"),
     ("pp_send_overlap", "--pp-send-overlap/--no-pp-send-overlap"),
     ("cp_comm_type", "--cp-comm-type"), ("hierarchical_cp", "--hierarchical-cp"),
@@ -105,6 +105,7 @@ def simulate_command(
     host_launch_us: Annotated[float, Opt("--host-launch-us", min=0.0, help="microseconds the host takes to issue each kernel and collective (0: not modelled): a step of shorter kernels is bound by its launches")] = 0.0,
     no_mtp: Annotated[bool, Opt("--no-mtp", help="train without the multi-token-prediction modules a config asks for (DeepSeek-V3's num_nextn_predict_layers)")] = False,
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
+    reserved: Annotated[bool, Opt("--reserved/--no-reserved", help="replay each stage's allocations through PyTorch's caching allocator for its peak reserved bytes, refusing a run whose replay does not fit (--no-reserved: skip it, about a quarter less time)")] = True,
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace: Annotated[str | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
     plot: Annotated[str | None, Opt("--plot", help="write PNG plots into this folder")] = None,
@@ -149,6 +150,7 @@ def simulate_command(
             # whole report ("fits": false, "oom": ...), then fails below
             allow_oom=as_json,
             tier=tier,
+            reserved=reserved,
             **step_options(ctx, locals()),
         )
     if as_json:

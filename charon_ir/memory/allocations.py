@@ -24,10 +24,12 @@ matters to the allocator:
 - items run in the stage's schedule order (`schedules.stage_order`), each
   micro-batch's forward keeping its own saved blocks until its backward (under a
   split backward, zb-h1, what the W item reads is one block from B to W);
-- the model states are allocated once before the first step, one block per
-  tensor the framework allocates (`states.state_tensors`), and the step runs
-  `steps` times from the cache the previous one left: the steady state a
-  training run's peak reflects;
+- the model states are allocated once, one block per tensor the framework
+  allocates (`states.state_tensors`): the parameters, gradient buffers and
+  fp32 master copies before the first step, the optimizer's moments (which
+  torch.optim and FusedAdam create lazily) after the first step's backward,
+  at its optimizer step; the step runs `steps` times from the cache the
+  previous one left: the steady state a training run's peak reflects;
 - a layer's parameters gathered by ZeRO-3 (FSDP) are one block on the
   all-gather stream (FSDP2 all-gathers on its own streams), the next layer's
   gathered (prefetched) before the running layer's is freed: two layers at once,
@@ -41,7 +43,11 @@ matters to the allocator:
   taken at the repeat's end (forward) or start (backward).
 
 Not replayed: the optimizer phase's temporaries (the analysis does not count
-them either), NCCL's and cuBLAS's own buffers, and the CUDA context.
+them either), NCCL's and cuBLAS's own buffers, and the CUDA context. FSDP2's
+gradients are each layer's reduce-scatter outputs, made in the first backward
+and freed at `zero_grad`; they are modelled as persistent blocks allocated
+before the first step (as Megatron-Core's gradient buffer is), and each
+step's reduce-scatter output is not replayed.
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ from xdsl.ir import Block, SSAValue
 from charon_ir.dialects import sim
 from charon_ir.memory import tensors
 from charon_ir.memory.allocator import ALLOC, FREE, Event
-from charon_ir.memory.liveness import STATIC, Root, Roots, is_slice_arg, uses_by_position, weight_grad_residual
+from charon_ir.memory.liveness import (STATIC, Root, Roots, is_slice_arg, saved_roots, uses_by_position,
+                                       weight_grad_residual)
 from charon_ir.parallel.schedules import SPLIT_BACKWARD, stage_order
 
 COMPUTE_STREAM = 0
@@ -404,16 +411,7 @@ class _Phases:
         fwd = phases.get(sim.PhaseKind.FORWARD) or phases.get(sim.PhaseKind.PREFILL) or phases.get(
             sim.PhaseKind.DECODE)
         bwd = phases.get(sim.PhaseKind.BACKWARD)
-        saved: list[int] = []
-        if fwd is not None:
-            term = fwd.body.block.last_op
-            assert isinstance(term, sim.YieldOp)
-            for v, result in zip(term.values, fwd.results, strict=True):
-                key = roots.root(v)
-                # as `liveness.phase_memory`: a stage output nothing reads is sent on
-                if key != STATIC and walker.id(key) not in saved and (
-                        bwd is None or result.uses or keep_stage_outputs):
-                    saved.append(walker.id(key))
+        saved = [walker.id(key) for key in saved_roots(fwd, bwd, roots, keep_stage_outputs)] if fwd else []
         grads: frozenset[Root] = frozenset()
         read: frozenset[int] = frozenset()
         if bwd is not None:
@@ -520,12 +518,15 @@ def _moved(events: list[Event], forward_base: int, forward_keys: int, base: int)
 
 
 def stage_events(chunks: Sequence[ChunkProgram], schedule: str, pp: int, microbatches: int, stage: int,
-                 *, held: Sequence[tuple[int, int]] = (), steps: int = 2,
-                 keep_stage_outputs: bool = False) -> list[Event]:
+                 *, held: Sequence[tuple[int, int]] = (), at_first_step: Sequence[tuple[int, int]] = (),
+                 steps: int = 2, keep_stage_outputs: bool = False) -> list[Event]:
     """The events of `steps` training steps of one physical stage, whose virtual
     stages are `chunks` (its chunk c is virtual stage c * pp + stage). `held`:
     (bytes, stream) of the blocks allocated once before the first step and held
-    through (the model-state tensors, communication buffers). A module with no
+    through (the model-state tensors, communication buffers); `at_first_step`:
+    (bytes, stream) of the blocks the first step's optimizer step allocates once
+    its backward items have run, held through (the optimizer's lazily created
+    moments). A module with no
     pipeline is one chunk, gpipe, pp 1, one micro-batch. Each chunk's forward
     and backward are walked once (`_MicroBatch`); every micro-batch repeats
     them with keys of its own."""
@@ -542,7 +543,7 @@ def stage_events(chunks: Sequence[ChunkProgram], schedule: str, pp: int, microba
         recorded.append(_MicroBatch.record(walker, phases))
         residual_bytes.append(_residual(walker, chunk.block) if split else 0)
     order = stage_order(schedule, pp, len(chunks), microbatches, stage)
-    for _ in range(steps):
+    for step in range(steps):
         pending: dict[tuple[int, int], int] = {}
         residual: dict[tuple[int, int], int] = {}
         for kind, chunk, mb in order:
@@ -565,4 +566,9 @@ def stage_events(chunks: Sequence[ChunkProgram], schedule: str, pp: int, microba
         for (chunk, _), base in pending.items():
             item = recorded[chunk]
             events += _moved(item.unread, base, item.forward_keys, next_key)
+        if step == 0:
+            for nbytes, stream in at_first_step:
+                if nbytes > 0:
+                    events.append((ALLOC, next_key, nbytes, stream))
+                    next_key += 1
     return events

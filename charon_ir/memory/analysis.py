@@ -38,8 +38,9 @@ from charon_ir.errors import CharonError
 from charon_ir.memory.liveness import STATIC, PhaseMemory, Roots, fp8_saved_gemm_inputs, phase_memory
 from charon_ir.memory.schedule import scheduled_activations
 from charon_ir.memory.allocations import ALL_GATHER_STREAM, COMPUTE_STREAM, ChunkProgram, stage_events
+from charon_ir.memory.allocator import AllocatorStats
 from charon_ir.memory.allocator import replay as replay_allocator
-from charon_ir.memory.states import GRAD_BYTES, DataParallel, state_bytes, state_tensors
+from charon_ir.memory.states import GRAD_BYTES, DataParallel, StateTensors, state_bytes, state_tensors
 from charon_ir.memory.tensors import value_bytes
 from charon_ir.parallel.schedules import SPLIT_BACKWARD
 
@@ -90,6 +91,11 @@ class StageMemory:
     `torch.cuda.memory_stats()['reserved_bytes.all.peak']` reports. None when
     not replayed (`analyze_memory(replay=False)`). Not in the `sim.memory`
     report."""
+    reserved_fits: bool | None = None
+    """Whether the replay stayed within the device's capacity (`capacity`): False
+    when a request found no room even after the allocator released its cached
+    segments, where PyTorch raises its out-of-memory error
+    (`allocator.AllocatorStats.over_capacity`). None when not replayed."""
 
     @property
     def peak(self) -> int:
@@ -110,6 +116,17 @@ class StageMemory:
             in_flight=self.in_flight, comm_buffers=self.comm_buffers,
             weight_grad_residual=self.weight_grad_residual_per_microbatch,
             host_activations=self.host_activations,
+        )
+
+    def reserved_oom_message(self, limit_bytes: float) -> str:
+        """The diagnostic of a replay that ran past `limit_bytes`."""
+        def size(n: float) -> str:  # two decimals of GiB, or of MiB under a GiB
+            return f"{n / GIB:.2f} GiB" if limit_bytes >= GIB else f"{n / 2**20:.2f} MiB"
+
+        return (
+            f"memory-analysis: stage {self.stage}'s caching allocator needs {size(self.reserved or 0)} reserved of "
+            f"{size(limit_bytes)} (allocated peak {size(self.peak)}): PyTorch runs out of memory after releasing "
+            f"its cached segments (--no-reserved skips the allocator's replay)"
         )
 
     def oom_message(self, limit_bytes: float) -> str:
@@ -184,9 +201,9 @@ class StageClass:
     """The largest buffer a collective of the block writes that is not an
     activation (module docstring)."""
     roots: Roots = field(default_factory=Roots)
-    state_tensors: list[int] = field(default_factory=list)
-    """The model states as the framework allocates them, bytes per tensor
-    (`states.state_tensors`)."""
+    state_tensors: StateTensors = field(default_factory=lambda: StateTensors([], []))
+    """The model states as the framework allocates them, bytes per tensor, and
+    when (`states.state_tensors`)."""
     held_buffers: list[tuple[int, int]] = field(default_factory=list)
     """(bytes, stream) of the communication buffers held through the step: the
     largest collective buffer, and DeepSpeed's capped gathered parameters."""
@@ -274,8 +291,8 @@ def analyze_memory(
                            zero3_live_params=zero3_live_params, zero3_keep_gathered=zero3_keep_gathered,
                            keep_stage_outputs=keep_stage_outputs, fp32_param_shards=fp32_param_shards)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
-        reserved = _replayed([cls], "gpipe", 1, 1, 0, keep_stage_outputs, capacity) if replay else None
-        return [_result(0, [cls], acts, reserved)]
+        replayed = _replayed([cls], "gpipe", 1, 1, 0, keep_stage_outputs, capacity) if replay else None
+        return [_result(0, [cls], acts, replayed)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, StageClass] = {}
     for op in stages:
@@ -292,27 +309,29 @@ def analyze_memory(
                 raise CharonError(f"memory-analysis: no sim.stage holds virtual stage {v}")
             chunks.append(by_virtual[v])
         acts = scheduled_activations([c.phases for c in chunks], schedule, pp, microbatches, stage)
-        reserved = (_replayed(chunks, schedule, pp, microbatches, stage, keep_stage_outputs, capacity)
+        replayed = (_replayed(chunks, schedule, pp, microbatches, stage, keep_stage_outputs, capacity)
                     if replay else None)
-        results.append(_result(stage, chunks, acts, reserved))
+        results.append(_result(stage, chunks, acts, replayed))
     return results
 
 
 def _replayed(chunks: list[StageClass], schedule: str, pp: int, microbatches: int, stage: int,
-              keep_stage_outputs: bool, capacity: int | None) -> int:
-    """Peak reserved bytes of a physical stage's allocations replayed through the
-    caching allocator: its chunks' model-state tensors and held buffers first,
-    then two steps of its schedule."""
+              keep_stage_outputs: bool, capacity: int | None) -> AllocatorStats:
+    """A physical stage's allocations replayed through the caching allocator:
+    its chunks' model-state tensors made before the first step and its held
+    buffers first, then two steps of its schedule, the optimizer's moments made
+    by the first step's optimizer step (`states.StateTensors`)."""
     programs = [ChunkProgram(c.block, c.roots, c.gathered_layer) for c in chunks]
-    held = [(n, COMPUTE_STREAM) for c in chunks for n in c.state_tensors]
+    held = [(n, COMPUTE_STREAM) for c in chunks for n in c.state_tensors.at_start]
     held += max((c.held_buffers for c in chunks), key=lambda buffers: sum(n for n, _ in buffers))
-    events = stage_events(programs, schedule, pp, microbatches, stage, held=held,
+    first_step = [(n, COMPUTE_STREAM) for c in chunks for n in c.state_tensors.at_first_step]
+    events = stage_events(programs, schedule, pp, microbatches, stage, held=held, at_first_step=first_step,
                           keep_stage_outputs=keep_stage_outputs)
-    return replay_allocator(events, capacity).peak_reserved
+    return replay_allocator(events, capacity)
 
 
 def _result(stage: int, chunks: list[StageClass], acts: ScheduledActivations,
-            reserved: int | None = None) -> StageMemory:
+            replayed: AllocatorStats | None = None) -> StageMemory:
     return StageMemory(
         stage=stage,
         params=sum(c.params for c in chunks),
@@ -325,7 +344,8 @@ def _result(stage: int, chunks: list[StageClass], acts: ScheduledActivations,
         weight_grad_residual_per_microbatch=acts.weight_grad_residual,
         saved_in_flight=acts.most_saved,
         host_activations=sum(c.phases.host for c in chunks),
-        reserved=reserved,
+        reserved=replayed.peak_reserved if replayed else None,
+        reserved_fits=not replayed.over_capacity if replayed else None,
     )
 
 

@@ -464,6 +464,25 @@ def _describe(key: Root) -> str:
     return f"{label} {value.type}{suffix}"
 
 
+def saved_roots(fwd: sim.PhaseOp, bwd: sim.PhaseOp | None, roots: Roots,
+                keep_stage_outputs: bool = False) -> list[Root]:
+    """The roots the forward phase `fwd` keeps for the backward `bwd` (None: a
+    forward-only step keeps every result), in yield order, each once
+    (`phase_memory` and the allocator's sequence, `allocations`, both read it)."""
+    term = fwd.body.block.last_op
+    assert isinstance(term, sim.YieldOp)
+    saved: dict[Root, None] = {}
+    for v, result in zip(term.values, fwd.results, strict=True):
+        key = roots.root(v)
+        # a training forward's result nothing reads (a pipeline stage's output,
+        # sent on to the next stage) is not kept for the backward: Megatron-LM
+        # frees its data once sent (`deallocate_output_tensor`, on by
+        # `core_transformer_config_from_args`)
+        if key != STATIC and (bwd is None or result.uses or keep_stage_outputs):
+            saved[key] = None
+    return list(saved)
+
+
 def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bool = False,
                  keep_stage_outputs: bool = False) -> PhaseMemory:
     """Saved bytes and peaks of one micro-batch of the step in `block` (a module
@@ -478,17 +497,7 @@ def phase_memory(block: Block, roots: Roots | None = None, *, split_backward: bo
     bwd = phases.get(sim.PhaseKind.BACKWARD)
     if fwd is None:
         return PhaseMemory(0, 0, 0)
-    f_term = fwd.body.block.last_op
-    assert isinstance(f_term, sim.YieldOp)
-    saved_keys: dict[Root, int] = {}
-    for v, result in zip(f_term.values, fwd.results, strict=True):
-        key = roots.root(v)
-        # a training forward's result nothing reads (a pipeline stage's output,
-        # sent on to the next stage) is not kept for the backward: Megatron-LM
-        # frees its data once sent (`deallocate_output_tensor`, on by
-        # `core_transformer_config_from_args`)
-        if key != STATIC and (bwd is None or result.uses or keep_stage_outputs):
-            saved_keys[key] = roots.size(key)
+    saved_keys = {key: roots.size(key) for key in saved_roots(fwd, bwd, roots, keep_stage_outputs)}
     f_live = analyze_block(fwd.body.block, roots, kept=set(saved_keys), excluded=set())
     saved = sum(saved_keys.values())
     backward_peak = 0

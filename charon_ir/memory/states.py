@@ -123,6 +123,9 @@ class StateBytes:
     optimizer_tensors: dict[SSAValue, int]
     """How many fp32 tensors a trainable parameter's optimizer states are (Adam:
     master, m and v; m and v when the shard is the master copy)."""
+    masters: frozenset[SSAValue] = frozenset()
+    """The trainable parameters whose optimizer states hold the fp32 master copy
+    (all but the fp32 shards of `fp32_param_shards`)."""
 
 
 def model_states(block: Block, data_parallel: DataParallel, grad_bytes: int = GRAD_BYTES,
@@ -209,7 +212,8 @@ def state_bytes(block: Block, data_parallel: DataParallel, grad_bytes: int = GRA
 
     optimizer = {p: shard(sim.numel(p) * per_element(p, k), p, 1) for p, k in trainable.items()}
     tensors = {p: per_element(p, k) // MASTER_BYTES for p, k in trainable.items()}
-    return StateBytes(params, gathered, grads, optimizer, tensors)
+    masters = frozenset(p for p in trainable if not (fp32_shards and in_layers(p)))
+    return StateBytes(params, gathered, grads, optimizer, tensors, masters)
 
 
 def _layers(param: SSAValue) -> int:
@@ -222,27 +226,58 @@ def _layers(param: SSAValue) -> int:
     return 1
 
 
-def state_tensors(states: StateBytes, zero: int) -> list[int]:
+@dataclass(frozen=True)
+class StateTensors:
+    """The model-state tensors a framework allocates, bytes each, in the order
+    it allocates them (`state_tensors`)."""
+
+    at_start: list[int]
+    """Allocated before the first step: the parameters, the gradient buffers and
+    the fp32 master copies (built with the optimizer)."""
+    at_first_step: list[int]
+    """Allocated by the first step's optimizer step, after its backward: the
+    optimizer's moments (Adam's exp_avg and exp_avg_sq, SGD's momentum), which
+    torch.optim, Apex's and Transformer Engine's FusedAdam create lazily."""
+
+
+def state_tensors(states: StateBytes, zero: int) -> StateTensors:
     """The model-state tensors a framework allocates, bytes each (for the caching
-    allocator's replay, `allocations.stage_events`). Under ZeRO-3 (FSDP2, which
-    keeps one sharded tensor per parameter): per parameter of each layer its
-    shard (and its gathered copy where kept), its gradient and each optimizer
-    state. Otherwise one contiguous buffer each for the parameters, the
-    gradients and the optimizer states (DDP's gradient buckets and
-    Megatron-Core's distributed optimizer allocate their buffers whole)."""
-    if zero < 3:
-        return [n for n in (sum(states.params.values()), sum(states.grads.values()),
-                            sum(states.optimizer.values())) if n]
+    allocator's replay, `allocations.stage_events`).
+
+    When: the fp32 master copy is made when the optimizer is built (Megatron-Core's
+    `DistributedOptimizer._build_model_and_main_param_groups`,
+    `shard_model_param.clone().float()`, and `Float16OptimizerWithFloat16Params`;
+    FSDP2's fp32 shard is the parameter itself); the moments are made at the
+    first `step()` (torch/optim/adam.py `Adam._init_group`, "Lazy state
+    initialization", which AdamW shares; Apex's and Transformer Engine's
+    FusedAdam likewise when the state is empty; Megatron-Core's `init_state_fn`
+    runs only when a checkpoint's states are loaded).
+
+    How many: the parameters and gradients under ZeRO < 3 are one contiguous
+    buffer each (Megatron-Core DDP's `_ParamAndGradBuffer`); the fp32 master
+    shards and each moment are one tensor per parameter (per layer of a stacked
+    layer weight), as Megatron-Core's distributed optimizer and torch.optim keep
+    them. Under ZeRO-3 (FSDP2, one sharded tensor per parameter): per parameter
+    of each layer its shard (and its gathered copy where kept), its gradient and
+    each optimizer state."""
 
     def split(nbytes: int, parts: int) -> list[int]:
         return [-(-nbytes // parts)] * parts if nbytes > 0 else []
 
-    sizes: list[int] = []
-    for p, nbytes in states.params.items():
-        gathered = states.gathered.get(p, 0)
-        sizes += split(nbytes - gathered, _layers(p)) + split(gathered, _layers(p))
-    for p, nbytes in states.grads.items():
-        sizes += split(nbytes, _layers(p))
+    at_start: list[int] = []
+    if zero < 3:
+        at_start += [n for n in (sum(states.params.values()), sum(states.grads.values())) if n]
+    else:
+        for p, nbytes in states.params.items():
+            gathered = states.gathered.get(p, 0)
+            at_start += split(nbytes - gathered, _layers(p)) + split(gathered, _layers(p))
+        for p, nbytes in states.grads.items():
+            at_start += split(nbytes, _layers(p))
+    at_first_step: list[int] = []
     for p, nbytes in states.optimizer.items():
-        sizes += split(nbytes, _layers(p) * max(1, states.optimizer_tensors[p]))
-    return sizes
+        layers, count = _layers(p), max(1, states.optimizer_tensors[p])
+        tensor = -(-nbytes // (layers * count))
+        masters = 1 if p in states.masters and count > 1 else 0
+        at_start += [tensor] * (layers * masters)
+        at_first_step += [tensor] * (layers * (count - masters))  # each layer's m then v
+    return StateTensors(at_start, at_first_step)

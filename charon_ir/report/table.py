@@ -43,7 +43,10 @@ def _summary(report: dict) -> Table:
     if peaks:
         table.add_row("peak memory per GPU", f"{max(peaks) / GIB:.1f} GiB")
     if reserved:
+        over = [i for i, fits in enumerate(report.get("reserved_fits") or []) if not fits]
         table.add_row("peak reserved per GPU", f"{max(reserved) / GIB:.1f} GiB")
+        if over:
+            table.add_row("reserved past the GPU", f"stage {', '.join(map(str, over))}: out of memory")
     offload = report.get("cpu_offload")
     if offload:
         host = max(offload["host_bytes_per_microbatch"], default=0)
@@ -108,6 +111,7 @@ def _per_stage(report: dict) -> Table | None:
                    *[f"{axis} comm" for axis in axes], "bubble", "busy %"]:
         table.add_column(column, justify="right")
     reserved = report.get("peak_reserved_bytes") or []
+    fits = report.get("reserved_fits") or []
     if peaks:
         table.add_column("GiB", justify="right")
     if reserved:
@@ -120,7 +124,8 @@ def _per_stage(report: dict) -> Table | None:
         if peaks:
             row.append(f"{peaks[i] / GIB:.1f}" if i < len(peaks) else "")
         if reserved:
-            row.append(f"{reserved[i] / GIB:.1f}" if i < len(reserved) else "")
+            over = i < len(fits) and not fits[i]
+            row.append(f"{reserved[i] / GIB:.1f}{' OOM' if over else ''}" if i < len(reserved) else "")
         table.add_row(*row)
     return table
 

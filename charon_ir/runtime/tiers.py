@@ -240,4 +240,6 @@ def time_module(
     if memory and all(stage.reserved is not None for stage in memory):
         # what PyTorch's caching allocator would reserve for those tensors
         report["peak_reserved_bytes"] = [stage.reserved for stage in memory]
+        # False where the replay ran past the GPU's memory (PyTorch: out of memory)
+        report["reserved_fits"] = [stage.reserved_fits is not False for stage in memory]
     return report

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import json
+from pathlib import Path
+
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -13,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 import charon_ir.memory.analysis as analysis
 from charon_ir.memory import analyze_memory
 from charon_ir.memory.analysis import stage_class
-from charon_ir.memory.allocations import ALL_GATHER_STREAM, COMPUTE_STREAM
+from charon_ir.memory.allocations import ALL_GATHER_STREAM, COMPUTE_STREAM, ChunkProgram, stage_events
 from charon_ir.memory.allocator import ALLOC, Event
 from charon_ir.memory.megatron_reference import GptShape, gpt_module
 from charon_ir.memory.states import DataParallel
@@ -52,13 +55,14 @@ def live_bytes(events: list[Event]) -> tuple[int, int]:
 
 @pytest.fixture
 def recorded(monkeypatch) -> list[tuple[list[Event], int]]:
-    """The events each replayed stage made, with the bytes of its held blocks."""
+    """The events each replayed stage made, with the bytes of its held blocks
+    (those made before the first step and the optimizer's moments)."""
     calls: list[tuple[list[Event], int]] = []
     real = analysis.stage_events
 
     def record(*args, **kwargs):
         events = real(*args, **kwargs)
-        calls.append((events, sum(n for n, _ in kwargs["held"])))
+        calls.append((events, sum(n for n, _ in [*kwargs["held"], *kwargs["at_first_step"]])))
         return events
 
     monkeypatch.setattr(analysis, "stage_events", record)
@@ -148,22 +152,64 @@ def test_zero3_gathers_on_the_all_gather_stream(recorded):
     assert all(e[3] == COMPUTE_STREAM for e in events if e[0] == ALLOC and e[1] not in keys)
 
 
-@pytest.mark.parametrize("zero", [1, 3])
-def test_model_states_are_allocated_as_the_framework_does(zero: int):
-    """FSDP2 (ZeRO-3) keeps a sharded tensor per parameter of each layer, and a
-    gradient and optimizer states per parameter; ZeRO-1 (Megatron-Core's
-    distributed optimizer) one buffer each. The tensors add up to the states
-    the analysis counts (to a byte per tensor of rounding)."""
+@pytest.mark.parametrize("zero, fp32_shards", [(1, False), (3, False), (3, True)])
+def test_model_states_are_allocated_as_the_framework_does(zero: int, fp32_shards: bool):
+    """ZeRO-1 (Megatron-Core's distributed optimizer): one buffer each for the
+    parameters and gradients, then an fp32 master shard per parameter (per
+    layer), all before the first step; FSDP2 (ZeRO-3): a shard and a gradient per
+    parameter of each layer, and the master copy there too unless the shard is
+    it. Adam's two moments are one tensor per parameter each, made at the first
+    step (torch.optim's lazy state). The tensors add up to the states the
+    analysis counts (to a byte per tensor of rounding)."""
     module = gpt_module(SHAPE)
     DataParallelPass(dp=4, zero=zero).apply(Context(), module)
-    cls = stage_class(module.body.block, DataParallel.from_module(module), 2)
+    cls = stage_class(module.body.block, DataParallel.from_module(module), 2, fp32_param_shards=fp32_shards)
+    tensors = cls.state_tensors
+    start, first_step = tensors.at_start, tensors.at_first_step
     total = cls.params + cls.grads + cls.optimizer
+    everything = start + first_step
+    assert total <= sum(everything) < total + len(everything)
+    assert len(first_step) % 2 == 0 and len(first_step) >= 2 * 4 * SHAPE.layers  # m and v per weight and layer
     if zero == 1:
-        assert cls.state_tensors == [cls.params, cls.grads, cls.optimizer]
-    else:
-        # per layer: its weights' shards, their gradients, Adam's three states
-        assert len(cls.state_tensors) > 5 * SHAPE.layers
-    assert total <= sum(cls.state_tensors) < total + len(cls.state_tensors)
+        # the two buffers, then one master shard per moment pair
+        assert start[:2] == [cls.params, cls.grads]
+        assert sorted(start[2:]) == sorted(first_step[::2])
+    # the moments are two thirds of Adam's states; all of them where the shard is the master
+    share = 1.0 if fp32_shards else 2 / 3
+    assert abs(sum(first_step) - share * cls.optimizer) <= len(everything)
+
+
+def test_the_moments_are_allocated_once_after_the_first_steps_backward():
+    """`at_first_step` blocks come once, between the first step's events and the
+    second's (the optimizer step follows the backward), and stay to the end."""
+    module = gpt_module(SHAPE)
+    cls = stage_class(module.body.block, DataParallel(), 2)
+    program = ChunkProgram(cls.block, cls.roots, cls.gathered_layer)
+    held = [(1000, COMPUTE_STREAM)]
+    moment = (123457, COMPUTE_STREAM)  # a size no tensor of the step has
+    events = stage_events([program], "gpipe", 1, 1, 0, held=held, at_first_step=[moment, moment])
+    without = stage_events([program], "gpipe", 1, 1, 0, held=held)
+    at = [i for i, e in enumerate(events) if e[0] == ALLOC and e[2] == moment[0]]
+    per_step = (len(without) - len(held)) // 2
+    assert at == [len(held) + per_step, len(held) + per_step + 1]
+    assert events[:at[0]] == without[:at[0]]
+    keys = {events[i][1] for i in at}
+    assert not any(e[0] != ALLOC and e[1] in keys for e in events)
+
+
+def test_a_replay_past_the_capacity_does_not_fit():
+    """A replay whose segments cannot stay under `capacity` even with the cache
+    released says so (`reserved_fits`), where PyTorch runs out of memory; one
+    with room fits; without a replay it is not known."""
+    module = gpt_module(SHAPE)
+    (roomy,) = analyze_memory(module, replay=True)
+    assert roomy.reserved_fits is True and roomy.reserved is not None
+    (tight,) = analyze_memory(module, replay=True, capacity=roomy.reserved - (1 << 20))
+    assert tight.reserved_fits is False
+    (exact,) = analyze_memory(module, replay=True, capacity=roomy.reserved)
+    assert exact.reserved_fits is True
+    (plain,) = analyze_memory(module)
+    assert plain.reserved_fits is None
 
 
 def test_a_replay_is_the_same_twice():
@@ -188,3 +234,61 @@ def test_simulate_reports_the_reserved_peak_beside_the_allocated_one():
     quiet = simulate(str(mlir), framework="none", hardware="H100-SXM5-80GB", gpus=1, reserved=False)
     assert "peak_reserved_bytes" not in quiet
     assert quiet["peak_memory_bytes"] == report["peak_memory_bytes"]
+
+
+TINY = Path(__file__).resolve().parents[3] / "examples/llama_tiny_config.json"
+TIGHT_HBM = "H100-SXM5-80GB:hbm=99e6"
+"""A GPU of 94.4 MiB: the tiny Llama's tensors (90.6 MiB at their peak) fit,
+its replayed reserved bytes (102 MiB) do not, even with the cache released."""
+
+
+def test_a_replay_past_the_gpus_memory_is_refused_as_an_allocated_peak_is():
+    """The replay runs on the GPU's memory and a replay past it is refused, as
+    PyTorch runs out of memory; with `allow_oom` the report says so (`fits`
+    false, the diagnostic under `oom`, `reserved_fits` per stage); without the
+    replay the run fits."""
+    from charon_ir.api import simulate
+    from charon_ir.errors import CharonError
+
+    with pytest.raises(CharonError, match="stage 0's caching allocator needs .* PyTorch runs out of memory"):
+        simulate(str(TINY), hardware=TIGHT_HBM, gpus=1)
+    report = simulate(str(TINY), hardware=TIGHT_HBM, gpus=1, allow_oom=True)
+    assert report["fits"] is False and report["reserved_fits"] == [False]
+    assert report["oom"]["reserved"] is True
+    assert report["oom"]["reserved_bytes"] > report["oom"]["capacity_bytes"] >= report["oom"]["peak_bytes"]
+    assert report["peak_reserved_bytes"][0] > 99e6 > report["peak_memory_bytes"][0]
+    quiet = simulate(str(TINY), hardware=TIGHT_HBM, gpus=1, reserved=False)
+    assert quiet["fits"] is True and "reserved_fits" not in quiet
+
+
+def test_the_replay_runs_on_the_memory_limit_when_given():
+    """`memory_limit_gb` is the replay's capacity as it is memory-analysis's:
+    94.4 MiB on an 80 GB GPU refuses the replay, the GPU's own memory does not."""
+    from charon_ir.api import simulate
+    from charon_ir.errors import CharonError
+
+    assert simulate(str(TINY), gpus=1)["reserved_fits"] == [True]
+    with pytest.raises(CharonError, match="caching allocator needs .* reserved of 94.41 MiB"):
+        simulate(str(TINY), gpus=1, memory_limit_gb=99e6 / 2**30)
+    report = simulate(str(TINY), gpus=1, memory_limit_gb=99e6 / 2**30, allow_oom=True)
+    assert report["reserved_fits"] == [False] and report["oom"]["capacity_bytes"] == int(99e6)
+
+
+def test_the_command_line_refuses_a_replay_past_the_gpu_on_one_line(charon_fails, charon_cli):
+    """`charon simulate` prints one line and exits 1 where the replay does not fit
+    (nothing on stdout); `--json` prints the report first, as for an allocated
+    peak over the GPU; `--no-reserved` skips the replay, and the run fits."""
+    line = charon_fails("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM)
+    assert "stage 0's caching allocator needs" in line and "--no-reserved" in line, line
+    result = charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM, "--json")
+    assert result.returncode == 1
+    report = json.JSONDecoder().raw_decode(result.stdout)[0]
+    assert report["fits"] is False and report["oom"]["reserved"] is True
+    result = charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM, "--json",
+                        "--no-reserved")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["fits"] is True and "peak_reserved_bytes" not in report
+    table = charon_cli("simulate", "--model", str(TINY), "--gpus", "1")
+    assert table.returncode == 0 and "peak reserved per GPU" in table.stdout
+    assert "peak reserved" not in charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--no-reserved").stdout

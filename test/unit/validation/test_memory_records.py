@@ -158,7 +158,7 @@ def test_a_training_only_flag_is_refused_with_only_memory(charon_fails, flags, f
     assert fragment in line, line
 
 
-DOCUMENTED_MAPE = 0.071
+DOCUMENTED_MAPE = 0.089
 """docs/calibration.md, "Published memory measurements": the MAPE over the 18,
 the replayed reserved peak against the published one."""
 
