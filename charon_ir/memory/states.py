@@ -250,7 +250,10 @@ def state_tensors(states: StateBytes, zero: int) -> StateTensors:
     FSDP2's fp32 shard is the parameter itself); the moments are made at the
     first `step()` (torch/optim/adam.py `Adam._init_group`, "Lazy state
     initialization", which AdamW shares; Apex's and Transformer Engine's
-    FusedAdam likewise when the state is empty; Megatron-Core's `init_state_fn`
+    FusedAdam likewise: `FusedAdam.step`'s "State initialization",
+    `initialize_state`, transformer_engine/pytorch/optimizers/fused_adam.py at
+    NVIDIA/TransformerEngine 04912bf, and apex/optimizers/fused_adam.py at
+    NVIDIA/apex 004da4e; Megatron-Core's `init_state_fn`
     runs only when a checkpoint's states are loaded).
 
     How many: the parameters and gradients under ZeRO < 3 are one contiguous
