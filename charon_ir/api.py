@@ -666,14 +666,16 @@ def _memory(module, config: TrainingConfig, replay: bool = False, limit_gb: floa
     `limit_gb` (0: the GPU's memory, as memory-analysis' limit)."""
     fp8 = config.precision == "fp8"
     target = Target.from_module(module)
-    capacity = limit_gb * GIB if 0 < limit_gb < UNLIMITED_GB else target.gpu.hbm_bytes
+    # as `out_of_memory`'s: the limit, else each stage's own GPU's memory
+    gpus = stage_gpus(module) or [target.gpu]
+    capacity = [int(limit_gb * GIB if 0 < limit_gb < UNLIMITED_GB else gpu.hbm_bytes) for gpu in gpus]
     return analyze_memory(module, target, grad_bytes=config.grad_bytes,
                           fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
                           zero3_keep_gathered=config.zero3_keep_gathered,
                           keep_stage_outputs=config.keep_stage_outputs,
                           fp32_param_shards=config.fp32_param_shards, replay=replay,
-                          capacity=int(capacity) if replay else None)
+                          capacity=capacity if replay else None)
 
 
 def refuse_flags_without_effect(given: dict[str, Any], resolved: dict[str, Any]) -> None:

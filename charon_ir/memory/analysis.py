@@ -26,6 +26,7 @@ activation, which liveness counts; NCCL's own staging buffers are not modelled.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -259,7 +260,7 @@ def analyze_memory(
     module: ModuleOp, target: Target | None = None, *, grad_bytes: int = GRAD_BYTES,
     fp8: bool = False, fp8_params: bool = False, zero3_live_params: int = 0, zero3_keep_gathered: bool = False,
     keep_stage_outputs: bool = False, fp32_param_shards: bool = False, replay: bool = False,
-    capacity: int | None = None,
+    capacity: int | Sequence[int] | None = None,
 ) -> list[StageMemory]:
     """Per physical pipeline stage (one entry, stage 0, when not pipelined). The
     target is not needed for the byte counts; it is accepted so that callers
@@ -276,7 +277,8 @@ def analyze_memory(
     mixed precision, `states.model_states`); `replay`, each stage's allocations
     of two steps replayed through PyTorch's caching allocator for its peak
     reserved bytes (`StageMemory.reserved`), on a device of `capacity` bytes
-    (None: the allocator never releases its cache)."""
+    (a sequence: per physical stage, for stages on GPUs of several kinds; None:
+    the allocator never releases its cache)."""
     del target
     data_parallel = DataParallel.from_module(module)
     if zero3_keep_gathered and data_parallel.zero < 3:
@@ -291,7 +293,8 @@ def analyze_memory(
                            zero3_live_params=zero3_live_params, zero3_keep_gathered=zero3_keep_gathered,
                            keep_stage_outputs=keep_stage_outputs, fp32_param_shards=fp32_param_shards)
         acts = scheduled_activations([cls.phases], "gpipe", 1, 1, 0)
-        replayed = _replayed([cls], "gpipe", 1, 1, 0, keep_stage_outputs, capacity) if replay else None
+        replayed = (_replayed([cls], "gpipe", 1, 1, 0, keep_stage_outputs, _stage_capacity(capacity, 0))
+                    if replay else None)
         return [_result(0, [cls], acts, replayed)]
     pp, vpp, schedule, microbatches = _pipeline(module)
     by_virtual: dict[int, StageClass] = {}
@@ -309,10 +312,18 @@ def analyze_memory(
                 raise CharonError(f"memory-analysis: no sim.stage holds virtual stage {v}")
             chunks.append(by_virtual[v])
         acts = scheduled_activations([c.phases for c in chunks], schedule, pp, microbatches, stage)
-        replayed = (_replayed(chunks, schedule, pp, microbatches, stage, keep_stage_outputs, capacity)
+        replayed = (_replayed(chunks, schedule, pp, microbatches, stage, keep_stage_outputs,
+                              _stage_capacity(capacity, stage))
                     if replay else None)
         results.append(_result(stage, chunks, acts, replayed))
     return results
+
+
+def _stage_capacity(capacity: int | Sequence[int] | None, stage: int) -> int | None:
+    """The replay's capacity on physical stage `stage`."""
+    if capacity is None or isinstance(capacity, int):
+        return capacity
+    return capacity[stage % len(capacity)]
 
 
 def _replayed(chunks: list[StageClass], schedule: str, pp: int, microbatches: int, stage: int,

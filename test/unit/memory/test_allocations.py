@@ -292,3 +292,30 @@ def test_the_command_line_refuses_a_replay_past_the_gpu_on_one_line(charon_fails
     table = charon_cli("simulate", "--model", str(TINY), "--gpus", "1")
     assert table.returncode == 0 and "peak reserved per GPU" in table.stdout
     assert "peak reserved" not in charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--no-reserved").stdout
+
+
+def test_each_stage_replays_on_its_own_capacity():
+    """A capacity per physical stage: the tight one's replay does not fit, the
+    roomy one's does."""
+    module = gpt_module(SHAPE)
+    PipelinePass(pp=2, microbatches=4, schedule="1f1b").apply(Context(), module)
+    roomy = analyze_memory(module, replay=True)
+    tight = [s.reserved - (1 << 20) for s in roomy]
+    stages = analyze_memory(module, replay=True, capacity=[2 * roomy[0].reserved, tight[1]])
+    assert [s.reserved_fits for s in stages] == [True, False]
+
+
+def test_a_stage_on_a_gpu_of_another_kind_replays_on_its_memory(tmp_path, monkeypatch):
+    """On a cluster of two node kinds each stage's replay runs on its own GPU's
+    memory, as the allocated peak is checked against it (`api.out_of_memory`)."""
+    import charon_ir.api as api
+
+    cluster = tmp_path / "two.cluster"
+    cluster.write_text('name = "two"\nnode big { gpu = H100-SXM5-80GB  gpus = 1  nodes = 1 }\n'
+                       f'node small {{ gpu = "{TIGHT_HBM}"  gpus = 1  nodes = 1 }}\n')
+    seen = []
+    real = api.analyze_memory
+    monkeypatch.setattr(api, "analyze_memory", lambda *a, **k: seen.append(k["capacity"]) or real(*a, **k))
+    report = api.simulate(str(TINY), cluster=str(cluster), gpus=2, pp=2, global_batch=4, allow_oom=True)
+    assert seen[-1] == [80 * 2**30, int(99e6)]
+    assert len(report["reserved_fits"]) == 2 and report["reserved_fits"][0] is True
