@@ -23,7 +23,7 @@ HAND_WRITTEN_IGNORES = (
     ("overlap_grad_reduce", "--overlap-grad-reduce/--no-overlap-grad-reduce"),
     ("bucket_mb", "--bucket-mb"), ("fp8_recipe", "--fp8-recipe"), ("fp8_params", "--fp8-params/--no-fp8-params"),
     ("moe_dispatcher", "--moe-dispatcher"), ("etp", "--etp"), ("fused_cross_entropy", "--fused-cross-entropy/--no-fused-cross-entropy"),
-    ("fuse_backward", "--fuse-backward/--no-fuse-backward"), ("reserved", "--reserved/--no-reserved"),
+    ("fuse_backward", "--fuse-backward/--no-fuse-backward"),
     ("moe_a2a_overlap", "--moe-a2a-overlap/--no-moe-a2a-overlap"),
     ("pp_send_overlap", "--pp-send-overlap/--no-pp-send-overlap"),
     ("cp_comm_type", "--cp-comm-type"), ("hierarchical_cp", "--hierarchical-cp"),
