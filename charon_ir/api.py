@@ -740,18 +740,21 @@ def simulate(
     given), whose peak reserved bytes the report gives as `peak_reserved_bytes`
     beside `peak_memory_bytes`, and `reserved_fits` per stage (about a
     microsecond an allocation; off where only the time is wanted). A replay
-    that runs past that memory, where PyTorch raises its out-of-memory error
-    after releasing its cached segments, is refused as an allocated peak over it
-    is (with `allow_oom`: `"fits": false`, the diagnostic under `"oom"`)."""
+    that runs past that memory (where PyTorch would raise its out-of-memory
+    error after releasing its cached segments) is reported, not refused:
+    `reserved_fits` false and the diagnostic under `"reserved_oom"`; `fits`
+    stays the allocated peak's (docs/calibration.md, "Fragmentation": the replay
+    would refuse a published run that ran)."""
     config, settings = configure(model, framework, **options)
     _check_outputs(trace, plot)
     if not allow_oom:
         ctx, module, memory = build_training_module(config, replay=reserved)
         oom = out_of_memory(module, memory, config.memory_limit_gb)
-        if oom is not None:  # memory-analysis passed the allocated peak: the replay's
+        if oom is not None:  # memory-analysis passed the allocated peak
             raise CharonError(oom["message"])
         report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
         report["fits"] = True
+        _report_reserved_past(report, module, memory, config.memory_limit_gb)
         report["framework"] = settings
         if config.cpu_offload_layers:
             report["cpu_offload"] = cpu_offload_report(config, memory, "cpu_offload_layers" in options)
@@ -763,12 +766,21 @@ def simulate(
         trace = plot = None
     report = time_module(ctx, module, config, memory, tier=tier, trace=trace, plot=plot)
     report["fits"] = oom is None
+    _report_reserved_past(report, module, memory, config.memory_limit_gb)
     report["framework"] = settings
     if config.cpu_offload_layers:
         report["cpu_offload"] = cpu_offload_report(config, memory, "cpu_offload_layers" in options)
     if oom is not None:
         report["oom"] = oom
     return report
+
+
+def _report_reserved_past(report: dict[str, Any], module, memory: list, limit_gb: float) -> None:
+    """The diagnostic of a stage whose allocator replay ran past its memory, under
+    `"reserved_oom"`: reported beside the time, never a refusal."""
+    over = reserved_out_of_memory(module, memory, limit_gb)
+    if over is not None:
+        report["reserved_oom"] = over
 
 
 def _check_outputs(trace: str | Path | None, plot: str | Path | None) -> None:
@@ -800,7 +812,7 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
     worst = max(memory, key=lambda r: (r.peak - capacity_of(r.stage), r.peak, -r.stage))
     capacity = capacity_of(worst.stage)
     if worst.peak <= capacity:
-        return _reserved_out_of_memory(memory, capacity_of)
+        return None
     return {
         "stage": worst.stage,
         "peak_bytes": int(worst.peak),
@@ -810,13 +822,15 @@ def out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any]
     }
 
 
-def _reserved_out_of_memory(memory: list, capacity_of) -> dict[str, Any] | None:
-    """`out_of_memory`'s diagnostic of the first stage whose allocator replay ran
-    past its memory (`StageMemory.reserved_fits`), with `"reserved": true`."""
+def reserved_out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[str, Any] | None:
+    """The diagnostic of the first stage whose allocator replay ran past its
+    memory (`StageMemory.reserved_fits`), with `"reserved": true`; None when
+    every replay fit or none ran."""
     over = next((r for r in memory if r.reserved_fits is False), None)
     if over is None:
         return None
-    capacity = capacity_of(over.stage)
+    gpus = stage_gpus(module) or [Target.from_module(module).gpu]
+    capacity = limit_gb * GIB if limit_gb > 0 else gpus[over.stage % len(gpus)].hbm_bytes
     return {
         "stage": over.stage,
         "peak_bytes": int(over.peak),

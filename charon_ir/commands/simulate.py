@@ -105,7 +105,7 @@ def simulate_command(
     host_launch_us: Annotated[float, Opt("--host-launch-us", min=0.0, help="microseconds the host takes to issue each kernel and collective (0: not modelled): a step of shorter kernels is bound by its launches")] = 0.0,
     no_mtp: Annotated[bool, Opt("--no-mtp", help="train without the multi-token-prediction modules a config asks for (DeepSeek-V3's num_nextn_predict_layers)")] = False,
     tier: Annotated[str, Opt("--tier", help="fast (layers and micro-batches folded) | fine (every event)")] = "fast",
-    reserved: Annotated[bool, Opt("--reserved/--no-reserved", help="replay each stage's allocations through PyTorch's caching allocator for its peak reserved bytes, refusing a run whose replay does not fit (--no-reserved: skip it, about a quarter less time)")] = True,
+    reserved: Annotated[bool, Opt("--reserved/--no-reserved", help="replay each stage's allocations through PyTorch's caching allocator for its peak reserved bytes, reported beside the allocated peak (--no-reserved: skip it, about a quarter less time)")] = True,
     as_json: Annotated[bool, Opt("--json", help="print the JSON report")] = False,
     trace: Annotated[str | None, Opt("--trace", help="write a Chrome/Perfetto trace")] = None,
     plot: Annotated[str | None, Opt("--plot", help="write PNG plots into this folder")] = None,

@@ -126,8 +126,8 @@ class StageMemory:
 
         return (
             f"memory-analysis: stage {self.stage}'s caching allocator needs {size(self.reserved or 0)} reserved of "
-            f"{size(limit_bytes)} (allocated peak {size(self.peak)}): PyTorch runs out of memory after releasing "
-            f"its cached segments (--no-reserved skips the allocator's replay)"
+            f"{size(limit_bytes)} (allocated peak {size(self.peak)}): the replay runs out of memory after releasing "
+            f"its cached segments (reported, not refused: docs/calibration.md, \"Fragmentation\")"
         )
 
     def oom_message(self, limit_bytes: float) -> str:

@@ -46,7 +46,7 @@ def _summary(report: dict) -> Table:
         over = [i for i, fits in enumerate(report.get("reserved_fits") or []) if not fits]
         table.add_row("peak reserved per GPU", f"{max(reserved) / GIB:.1f} GiB")
         if over:
-            table.add_row("reserved past the GPU", f"stage {', '.join(map(str, over))}: out of memory")
+            table.add_row("reserved past the GPU", f"stage {', '.join(map(str, over))}: the replay runs out of memory")
     offload = report.get("cpu_offload")
     if offload:
         host = max(offload["host_bytes_per_microbatch"], default=0)

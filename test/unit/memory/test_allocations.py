@@ -242,48 +242,46 @@ TIGHT_HBM = "H100-SXM5-80GB:hbm=99e6"
 its replayed reserved bytes (102 MiB) do not, even with the cache released."""
 
 
-def test_a_replay_past_the_gpus_memory_is_refused_as_an_allocated_peak_is():
-    """The replay runs on the GPU's memory and a replay past it is refused, as
-    PyTorch runs out of memory; with `allow_oom` the report says so (`fits`
-    false, the diagnostic under `oom`, `reserved_fits` per stage); without the
-    replay the run fits."""
+def test_a_replay_past_the_gpus_memory_is_reported_not_refused():
+    """The replay runs on the GPU's memory; a replay past it is reported beside
+    the time (`reserved_fits` false, the diagnostic under `reserved_oom`), and
+    `fits` stays the allocated peak's: the replay would refuse a published run
+    that ran (docs/calibration.md, "Fragmentation"). Without the replay neither
+    key is there."""
     from charon_ir.api import simulate
-    from charon_ir.errors import CharonError
 
-    with pytest.raises(CharonError, match="stage 0's caching allocator needs .* PyTorch runs out of memory"):
-        simulate(str(TINY), hardware=TIGHT_HBM, gpus=1)
-    report = simulate(str(TINY), hardware=TIGHT_HBM, gpus=1, allow_oom=True)
-    assert report["fits"] is False and report["reserved_fits"] == [False]
-    assert report["oom"]["reserved"] is True
-    assert report["oom"]["reserved_bytes"] > report["oom"]["capacity_bytes"] >= report["oom"]["peak_bytes"]
+    report = simulate(str(TINY), hardware=TIGHT_HBM, gpus=1)
+    assert report["fits"] is True and report["reserved_fits"] == [False]
+    over = report["reserved_oom"]
+    assert over["reserved"] is True and "the replay runs out of memory" in over["message"]
+    assert over["reserved_bytes"] > over["capacity_bytes"] >= over["peak_bytes"]
     assert report["peak_reserved_bytes"][0] > 99e6 > report["peak_memory_bytes"][0]
     quiet = simulate(str(TINY), hardware=TIGHT_HBM, gpus=1, reserved=False)
-    assert quiet["fits"] is True and "reserved_fits" not in quiet
+    assert quiet["fits"] is True and "reserved_fits" not in quiet and "reserved_oom" not in quiet
 
 
 def test_the_replay_runs_on_the_memory_limit_when_given():
     """`memory_limit_gb` is the replay's capacity as it is memory-analysis's:
-    94.4 MiB on an 80 GB GPU refuses the replay, the GPU's own memory does not."""
+    94.4 MiB on an 80 GB GPU is past the replay, the GPU's own memory is not."""
     from charon_ir.api import simulate
-    from charon_ir.errors import CharonError
 
     assert simulate(str(TINY), gpus=1)["reserved_fits"] == [True]
-    with pytest.raises(CharonError, match="caching allocator needs .* reserved of 94.41 MiB"):
-        simulate(str(TINY), gpus=1, memory_limit_gb=99e6 / 2**30)
-    report = simulate(str(TINY), gpus=1, memory_limit_gb=99e6 / 2**30, allow_oom=True)
-    assert report["reserved_fits"] == [False] and report["oom"]["capacity_bytes"] == int(99e6)
+    report = simulate(str(TINY), gpus=1, memory_limit_gb=99e6 / 2**30)
+    assert report["reserved_fits"] == [False] and report["reserved_oom"]["capacity_bytes"] == int(99e6)
+    assert "reserved of 94.41 MiB" in report["reserved_oom"]["message"] and report["fits"] is True
 
 
-def test_the_command_line_refuses_a_replay_past_the_gpu_on_one_line(charon_fails, charon_cli):
-    """`charon simulate` prints one line and exits 1 where the replay does not fit
-    (nothing on stdout); `--json` prints the report first, as for an allocated
-    peak over the GPU; `--no-reserved` skips the replay, and the run fits."""
-    line = charon_fails("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM)
-    assert "stage 0's caching allocator needs" in line and "--no-reserved" in line, line
+def test_the_command_line_reports_a_replay_past_the_gpu(charon_cli):
+    """`charon simulate` times a run whose replay does not fit and says so (the
+    table's "reserved past the GPU" row, `--json`'s `reserved_oom`), exit 0;
+    `--no-reserved` skips the replay."""
+    table = charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM)
+    assert table.returncode == 0, table.stderr
+    assert "reserved past the GPU" in table.stdout and "the replay runs out of memory" in table.stdout
     result = charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM, "--json")
-    assert result.returncode == 1
-    report = json.JSONDecoder().raw_decode(result.stdout)[0]
-    assert report["fits"] is False and report["oom"]["reserved"] is True
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["fits"] is True and report["reserved_oom"]["reserved"] is True
     result = charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM, "--json",
                         "--no-reserved")
     assert result.returncode == 0, result.stderr

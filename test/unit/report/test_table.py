@@ -77,13 +77,13 @@ def test_the_replayed_reserved_bytes_sit_next_to_the_peak():
 
 def test_a_reserved_peak_past_the_gpus_memory_is_marked():
     """`reserved_fits` false on a stage (its replay ran past the GPU's memory):
-    the summary row names the stage and PyTorch's out-of-memory error, the stage
+    the summary row names the stage and the replay's out-of-memory, the stage
     table marks its reserved figure; stages that fit are not marked."""
     r = report(4)
     r["peak_reserved_bytes"] = [2**30 * (75 + 3 * i) for i in range(4)]
     r["reserved_fits"] = [True, True, False, False]
     text = render(r)
-    assert "reserved past the GPU" in text and "stage 2, 3: out of memory" in text
+    assert "reserved past the GPU" in text and "stage 2, 3: the replay runs out of memory" in text
     assert "84.0 OOM" in text and "81.0 OOM" in text and "78.0 OOM" not in text
     r["reserved_fits"] = [True] * 4
     assert "OOM" not in render(r) and "out of memory" not in render(r)
