@@ -2291,6 +2291,14 @@ def phase_kind(op: Operation) -> PhaseKind | None:
     return None
 
 
+def step_blocks(module: Operation) -> list[Block]:
+    """The blocks holding a step's phases: each `sim.stage`'s of a pipelined
+    module, else the module's own."""
+    block = module.regions[0].block
+    stages = [op.body.block for op in block.ops if isinstance(op, StageOp)]
+    return stages or [block]
+
+
 def phases_of(block: Block) -> dict[PhaseKind, PhaseOp]:
     """The phases directly in `block` (a module's or a stage's), by kind."""
     return {op.kind.data: op for op in block.ops if isinstance(op, PhaseOp)}

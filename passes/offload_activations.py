@@ -76,11 +76,6 @@ class MarkOffloadedLayers(RewritePattern):
             first += forward.trip_count
 
 
-def _steps(module: ModuleOp) -> list[Block]:
-    stages = [op.body.block for op in module.body.block.ops if isinstance(op, sim.StageOp)]
-    return stages or [module.body.block]
-
-
 @dataclass(frozen=True)
 class OffloadActivationsPass(ModulePass):
     name = "offload-activations"
@@ -97,7 +92,7 @@ class OffloadActivationsPass(ModulePass):
         if isinstance(policy, sim.RecomputePolicyAttr) and policy.data != sim.RecomputePolicy.NONE:
             raise CharonError(f"offload-activations: Megatron-Core's CPU offloading does not work when "
                               f"activation recomputation is enabled (recompute policy {policy.data})")
-        for step in _steps(module):
+        for step in sim.step_blocks(module):
             phases = sim.phases_of(step)
             if sim.PhaseKind.BACKWARD not in phases:
                 raise CharonError("offload-activations: the step has no backward phase: a forward-only step "

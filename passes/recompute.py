@@ -837,11 +837,6 @@ def _gathered(ops: list[Operation]) -> list[tuple[SSAValue, SSAValue]]:
     return list(zip(packs[0].inputs, unpacks[0].outputs))
 
 
-def _steps(module: ModuleOp) -> list[Block]:
-    stages = [op.body.block for op in module.body.block.ops if isinstance(op, sim.StageOp)]
-    return stages or [module.body.block]
-
-
 @dataclass(frozen=True)
 class RecomputePass(ModulePass):
     name = "recompute"
@@ -879,16 +874,16 @@ class RecomputePass(ModulePass):
                 ).rewrite_module(op)
             blocks = tuple(m for m in modules if m != "core_attn")
             if blocks:
-                for step in _steps(op):
+                for step in sim.step_blocks(op):
                     SubBlockRecompute(step, blocks).run()
         elif policy == sim.RecomputePolicy.SELECTIVE_OP:
-            if not all([OpLevelRecompute(block).run() for block in _steps(op)]):
+            if not all([OpLevelRecompute(block).run() for block in sim.step_blocks(op)]):
                 raise CharonError(
                     "recompute: option 'policy=selective-op' needs the layers as a forward sim.repeat "
                     "whose saved outputs a reverse sim.repeat in backward reads; the step has none"
                 )
         elif policy == sim.RecomputePolicy.FULL:
-            if not all([LayerRecompute(block).run() for block in _steps(op)]):
+            if not all([LayerRecompute(block).run() for block in sim.step_blocks(op)]):
                 raise CharonError(
                     "recompute: option 'policy=full' needs the layers as a forward sim.repeat "
                     "whose saved outputs a reverse sim.repeat in backward reads; the step has none"

@@ -193,15 +193,8 @@ def offloaded_layer_bytes(rep: sim.RepeatOp, roots: Roots) -> int:
     stays on the GPU). For a reverse repeat, what it slices of its forward twin's
     stacked outputs."""
     if not rep.reverse:
-        block = rep.body.block
-        term = block.last_op
-        assert isinstance(term, sim.YieldOp)
-        n_iter = len(rep.iter_init)
-        keys = {roots.root(v) for v in term.values[n_iter:]}
-        keys.discard(STATIC)
         offloadable = roots.offloadable(rep)
-        return sum(roots.iteration_size(k) for k in keys
-                   if not is_slice_arg(k, block, n_iter) and k in offloadable)
+        return sum(roots.iteration_size(k) for k in stacked_roots(rep, roots) if k in offloadable)
     seen: set[Root] = set()
     total = 0
     for sliced in rep.slices:
@@ -348,14 +341,21 @@ def _offload_in_flight(block: Block, roots: Roots) -> dict[Operation, int]:
     return extra
 
 
-def analyze_repeat(rep: sim.RepeatOp, roots: Roots, *, backward: bool) -> BlockLiveness:
+def stacked_roots(rep: sim.RepeatOp, roots: Roots) -> set[Root]:
+    """The storage roots a repeat's body stacks per iteration (its results past
+    the carried values), without what it only passes through of its own slices."""
     block = rep.body.block
     term = block.last_op
     assert isinstance(term, sim.YieldOp)
     n_iter = len(rep.iter_init)
     stacked = {roots.root(v) for v in term.values[n_iter:]}
     stacked.discard(STATIC)
-    kept = {k for k in stacked if not is_slice_arg(k, block, n_iter)}
+    return {k for k in stacked if not is_slice_arg(k, block, n_iter)}
+
+
+def analyze_repeat(rep: sim.RepeatOp, roots: Roots, *, backward: bool) -> BlockLiveness:
+    block = rep.body.block
+    kept = stacked_roots(rep, roots)
     if backward:
         # a backward layer's stacked outputs are its weight gradients
         result = analyze_block(block, roots, kept=set(), excluded=kept, backward=True)
