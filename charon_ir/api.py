@@ -666,9 +666,7 @@ def _memory(module, config: TrainingConfig, replay: bool = False, limit_gb: floa
     `limit_gb` (0: the GPU's memory, as memory-analysis' limit)."""
     fp8 = config.precision == "fp8"
     target = Target.from_module(module)
-    # as `out_of_memory`'s: the limit, else each stage's own GPU's memory
-    gpus = stage_gpus(module) or [target.gpu]
-    capacity = [int(limit_gb * GIB if 0 < limit_gb < UNLIMITED_GB else gpu.hbm_bytes) for gpu in gpus]
+    capacity = replay_capacities(module, limit_gb)
     return analyze_memory(module, target, grad_bytes=config.grad_bytes,
                           fp8=fp8, fp8_params=fp8 and config.fp8_params,
                           zero3_live_params=config.zero3_live_params,
@@ -676,6 +674,14 @@ def _memory(module, config: TrainingConfig, replay: bool = False, limit_gb: floa
                           keep_stage_outputs=config.keep_stage_outputs,
                           fp32_param_shards=config.fp32_param_shards, replay=replay,
                           capacity=capacity if replay else None)
+
+
+def replay_capacities(module, limit_gb: float = 0.0) -> list[int]:
+    """The memory each physical stage's allocator replay runs on: `limit_gb`
+    when it is a finite limit, else the stage's own GPU's (as memory-analysis'
+    limit); one entry per GPU kind, indexed by stage modulo their count."""
+    gpus = stage_gpus(module) or [Target.from_module(module).gpu]
+    return [int(limit_gb * GIB if 0 < limit_gb < UNLIMITED_GB else gpu.hbm_bytes) for gpu in gpus]
 
 
 def refuse_flags_without_effect(given: dict[str, Any], resolved: dict[str, Any]) -> None:
@@ -743,7 +749,8 @@ def simulate(
     that runs past that memory (where PyTorch would raise its out-of-memory
     error after releasing its cached segments) is reported, not refused:
     `reserved_fits` false and the diagnostic under `"reserved_oom"`; `fits`
-    stays the allocated peak's (docs/calibration.md, "Fragmentation": the replay
+    stays the allocated peak's (docs/calibration.md, "The caching allocator's
+    reserved bytes": the replay
     would refuse a published run that ran)."""
     config, settings = configure(model, framework, **options)
     _check_outputs(trace, plot)
@@ -829,8 +836,8 @@ def reserved_out_of_memory(module, memory: list, limit_gb: float = 0.0) -> dict[
     over = next((r for r in memory if r.reserved_fits is False), None)
     if over is None:
         return None
-    gpus = stage_gpus(module) or [Target.from_module(module).gpu]
-    capacity = limit_gb * GIB if limit_gb > 0 else gpus[over.stage % len(gpus)].hbm_bytes
+    capacities = replay_capacities(module, limit_gb)  # what the replay ran on
+    capacity = capacities[over.stage % len(capacities)]
     return {
         "stage": over.stage,
         "peak_bytes": int(over.peak),

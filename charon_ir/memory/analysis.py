@@ -125,9 +125,9 @@ class StageMemory:
             return f"{n / GIB:.2f} GiB" if limit_bytes >= GIB else f"{n / 2**20:.2f} MiB"
 
         return (
-            f"memory-analysis: stage {self.stage}'s caching allocator needs {size(self.reserved or 0)} reserved of "
+            f"allocator replay: stage {self.stage}'s caching allocator needs {size(self.reserved or 0)} reserved of "
             f"{size(limit_bytes)} (allocated peak {size(self.peak)}): the replay runs out of memory after releasing "
-            f"its cached segments (reported, not refused: docs/calibration.md, \"Fragmentation\")"
+            f"its cached segments (reported, not refused: docs/calibration.md, \"The caching allocator's reserved bytes\")"
         )
 
     def oom_message(self, limit_bytes: float) -> str:

@@ -46,7 +46,13 @@ def _summary(report: dict) -> Table:
         over = [i for i, fits in enumerate(report.get("reserved_fits") or []) if not fits]
         table.add_row("peak reserved per GPU", f"{max(reserved) / GIB:.1f} GiB")
         if over:
-            table.add_row("reserved past the GPU", f"stage {', '.join(map(str, over))}: the replay runs out of memory")
+            text = f"stage {', '.join(map(str, over))}: the replay runs out of memory"
+            first = report.get("reserved_oom")
+            if first:
+                unit, scale = ("GiB", GIB) if first["capacity_bytes"] >= GIB else ("MiB", 2**20)
+                text = (f"stage {', '.join(map(str, over))}: {first['reserved_bytes'] / scale:.1f} of "
+                        f"{first['capacity_bytes'] / scale:.1f} {unit} (stage {first['stage']})")
+            table.add_row("reserved past the memory", text)
     offload = report.get("cpu_offload")
     if offload:
         host = max(offload["host_bytes_per_microbatch"], default=0)

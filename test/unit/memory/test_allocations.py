@@ -246,7 +246,7 @@ def test_a_replay_past_the_gpus_memory_is_reported_not_refused():
     """The replay runs on the GPU's memory; a replay past it is reported beside
     the time (`reserved_fits` false, the diagnostic under `reserved_oom`), and
     `fits` stays the allocated peak's: the replay would refuse a published run
-    that ran (docs/calibration.md, "Fragmentation"). Without the replay neither
+    that ran (docs/calibration.md, "The caching allocator's reserved bytes"). Without the replay neither
     key is there."""
     from charon_ir.api import simulate
 
@@ -269,15 +269,18 @@ def test_the_replay_runs_on_the_memory_limit_when_given():
     report = simulate(str(TINY), gpus=1, memory_limit_gb=99e6 / 2**30)
     assert report["reserved_fits"] == [False] and report["reserved_oom"]["capacity_bytes"] == int(99e6)
     assert "reserved of 94.41 MiB" in report["reserved_oom"]["message"] and report["fits"] is True
+    # an infinite limit (time whatever the memory) replays on the GPU's memory, as memory-analysis' does
+    roomy = simulate(str(TINY), hardware=TIGHT_HBM, gpus=1, memory_limit_gb=float("inf"))
+    assert roomy["reserved_fits"] == [False] and roomy["reserved_oom"]["capacity_bytes"] == int(99e6)
 
 
 def test_the_command_line_reports_a_replay_past_the_gpu(charon_cli):
     """`charon simulate` times a run whose replay does not fit and says so (the
-    table's "reserved past the GPU" row, `--json`'s `reserved_oom`), exit 0;
+    table's "reserved past the memory" row, `--json`'s `reserved_oom`), exit 0;
     `--no-reserved` skips the replay."""
     table = charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM)
     assert table.returncode == 0, table.stderr
-    assert "reserved past the GPU" in table.stdout and "the replay runs out of memory" in table.stdout
+    assert "reserved past the memory" in table.stdout and "of 94.4 MiB (stage 0)" in table.stdout
     result = charon_cli("simulate", "--model", str(TINY), "--gpus", "1", "--hardware", TIGHT_HBM, "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

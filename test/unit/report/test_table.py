@@ -83,7 +83,10 @@ def test_a_reserved_peak_past_the_gpus_memory_is_marked():
     r["peak_reserved_bytes"] = [2**30 * (75 + 3 * i) for i in range(4)]
     r["reserved_fits"] = [True, True, False, False]
     text = render(r)
-    assert "reserved past the GPU" in text and "stage 2, 3: the replay runs out of memory" in text
+    assert "reserved past the memory" in text and "stage 2, 3: the replay runs out of memory" in text
+    r["reserved_oom"] = {"stage": 2, "reserved_bytes": 81 * 2**30, "capacity_bytes": 80 * 2**30}
+    assert "stage 2, 3: 81.0 of 80.0 GiB (stage 2)" in render(r)
+    del r["reserved_oom"]
     assert "84.0 OOM" in text and "81.0 OOM" in text and "78.0 OOM" not in text
     r["reserved_fits"] = [True] * 4
     assert "OOM" not in render(r) and "out of memory" not in render(r)
