@@ -342,6 +342,5 @@ class DataParallelPass(ModulePass):
             return
         if cp > 1:
             _fold_context_gradient_sums(op)
-        scopes = [s.body.block for s in op.body.block.ops if isinstance(s, sim.StageOp)]
-        for block in scopes or [op.body.block]:
+        for block in sim.step_blocks(op):
             _apply_to_scope(block, sync_of, self.overlap_param_gather)

@@ -104,7 +104,7 @@ class MemoryAnalysisPass(ModulePass):
                                                           keep_stage_outputs=self.keep_stage_outputs,
                                                           fp32_param_shards=self.fp32_param_shards)}
         stages = [s for s in op.body.block.ops if isinstance(s, sim.StageOp)]
-        for block in [s.body.block for s in stages] or [op.body.block]:
+        for block in sim.step_blocks(op):
             self.mark_offload_bytes(block)
         if not stages:
             op.attributes[MEMORY_ATTR] = ArrayAttr([results[0].to_attr()])
